@@ -1,0 +1,90 @@
+// Composition: services from config (openVault) and the HTTP app from services (createApp).
+// Tests call createApp(deps).handle(request) or start src/index.ts as a process.
+import { openapi } from '@elysiajs/openapi'
+import { Elysia } from 'elysia'
+import { AccessKeys } from './auth/access-keys'
+import { Accounts } from './auth/accounts'
+import { authRoutes } from './auth/routes'
+import type { Config } from './config'
+import { Keyring } from './crypto/keyring'
+import { loadMasterKey } from './crypto/master-key'
+import { jsonBody, MAX_BODY_BYTES } from './http/body'
+import { errorHandler, type Logger } from './http/error-handler'
+import { securityHeaders } from './http/security-headers'
+import { accessKeyRoutes } from './modules/access-keys'
+import { Vaults } from './modules/vault-access'
+import { Store } from './store/store'
+
+export interface AppDeps {
+  config: Config
+  store: Store
+  keyring: Keyring
+  accounts: Accounts
+  accessKeys: AccessKeys
+  vaults: Vaults
+  log: Logger
+  now: () => number
+}
+
+/** Opens the data folder (lock, master key check) and builds the services. */
+export async function openVault(config: Config, log: Logger = (line) => console.error(line), now = Date.now): Promise<AppDeps> {
+  const { mkdirSync } = await import('node:fs')
+  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 })
+  const keyring = new Keyring(loadMasterKey(config.dataDir, config.masterKey, log))
+  let accounts: Accounts | undefined
+  let accessKeys: AccessKeys | undefined
+  const store = await Store.open(config.dataDir, {
+    createKeyCheck: () => keyring.createKeyCheck(),
+    onWriteError: (path, error) => log(`error: could not write ${path}: ${(error as Error)?.message ?? error}`),
+    onAccountsReload: (data) => {
+      accounts?.reindex(data)
+      accessKeys?.reindex(data)
+    },
+  })
+  try {
+    keyring.assertKeyCheck(store.accounts.data.keyCheck)
+  } catch (error) {
+    await store.close()
+    throw error
+  }
+  accounts = new Accounts(store.accounts, config, now)
+  accessKeys = new AccessKeys(store.accounts, now)
+  return { config, store, keyring, accounts, accessKeys, vaults: new Vaults(store, keyring), log, now }
+}
+
+export function createApp(deps: AppDeps) {
+  return new Elysia({
+    normalize: false,
+    // Bun's own cap sits above ours so that ours answers with a JSON body.
+    serve: { maxRequestBodySize: MAX_BODY_BYTES * 4 },
+  })
+    .use(securityHeaders)
+    .use(errorHandler(deps.log))
+    .use(jsonBody)
+    .use(
+      openapi({
+        path: '/api/docs',
+        specPath: '/api/openapi',
+        openapiVersion: '3.1.0',
+        scalar: { url: '/api/openapi' } as never,
+        documentation: {
+          info: {
+            title: 'svc-vault API',
+            version: '1.0.0',
+            description:
+              'A per-user vault for secrets. Authenticate with a session cookie (web interface) or an access key (`Authorization: Bearer svc_…`). A session bypasses scope checks; an access key needs the scope each operation lists.',
+          },
+          components: {
+            securitySchemes: {
+              bearerAuth: { type: 'http', scheme: 'bearer', description: 'Access key: svc_<token>' },
+              sessionCookie: { type: 'apiKey', in: 'cookie', name: 'svc_session', description: 'Session cookie set by /api/auth/login' },
+            },
+          },
+        },
+      }),
+    )
+    .use(authRoutes(deps))
+    .use(accessKeyRoutes(deps))
+}
+
+export type App = ReturnType<typeof createApp>

@@ -1,0 +1,116 @@
+// Access keys: "svc_" + 32 random bytes (base64url), shown once. Stored as SHA-256 of the whole
+// key and found through an in-memory Map (no scan, no slow hash per request).
+import { constantTimeEqual, randomToken, sha256Hex } from '../crypto/tokens'
+import { NotFound, validationError } from '../http/errors'
+import type { Document } from '../store/document'
+import type { AccessKeyRecord, AccountsDocument } from '../store/records'
+import { isScope } from './scopes'
+
+export const KEY_PREFIX = 'svc_'
+const PREFIX_LENGTH = KEY_PREFIX.length + 8
+// lastUsedAt reaches disk lazily; every answer already shows the in-memory value.
+const LAST_USED_FLUSH_MS = 30_000
+
+export interface PublicAccessKey {
+  id: string
+  name: string
+  keyPrefix: string
+  scopes: string[]
+  expiresAt: string | null
+  lastUsedAt: string | null
+  createdAt: string
+}
+
+export const publicAccessKey = (record: AccessKeyRecord): PublicAccessKey => ({
+  id: record.id,
+  name: record.name,
+  keyPrefix: record.keyPrefix,
+  scopes: [...record.scopes],
+  expiresAt: record.expiresAt,
+  lastUsedAt: record.lastUsedAt,
+  createdAt: record.createdAt,
+})
+
+export class AccessKeys {
+  private readonly byHash = new Map<string, AccessKeyRecord>()
+
+  constructor(
+    private readonly doc: Document<AccountsDocument>,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.reindex(doc.data)
+  }
+
+  reindex(data: AccountsDocument): void {
+    this.byHash.clear()
+    for (const record of data.accessKeys) this.byHash.set(record.keyHash, record)
+  }
+
+  list(userId: string): PublicAccessKey[] {
+    return this.doc.data.accessKeys.filter((k) => k.userId === userId).map(publicAccessKey)
+  }
+
+  async create(
+    userId: string,
+    input: { name: string; scopes: string[]; expiresAt?: string | null },
+  ): Promise<PublicAccessKey & { key: string }> {
+    const scopes = [...new Set(input.scopes)]
+    const unknown = scopes.find((scope) => !isScope(scope))
+    if (unknown !== undefined) throw validationError('scopes', `unknown scope "${unknown}"`)
+    if (scopes.length === 0) throw validationError('scopes', 'at least one scope is required')
+    let expiresAt: string | null = null
+    if (input.expiresAt !== undefined && input.expiresAt !== null) {
+      const at = Date.parse(input.expiresAt)
+      if (!Number.isFinite(at)) throw validationError('expiresAt', 'must be an ISO 8601 date-time')
+      if (at <= this.now()) throw validationError('expiresAt', 'must be in the future')
+      expiresAt = new Date(at).toISOString()
+    }
+    const key = KEY_PREFIX + randomToken(32)
+    const record: AccessKeyRecord = {
+      id: crypto.randomUUID(),
+      userId,
+      name: input.name.trim() || input.name,
+      keyPrefix: key.slice(0, PREFIX_LENGTH),
+      keyHash: sha256Hex(key),
+      scopes,
+      expiresAt,
+      lastUsedAt: null,
+      createdAt: new Date(this.now()).toISOString(),
+    }
+    await this.doc.update((data) => {
+      data.accessKeys.push(record)
+      this.byHash.set(record.keyHash, record)
+    })
+    return { ...publicAccessKey(record), key }
+  }
+
+  /** Deletes the key; from the moment this runs, the key no longer authenticates. */
+  async revoke(userId: string, id: string): Promise<void> {
+    const record = this.doc.data.accessKeys.find((k) => k.id === id && k.userId === userId)
+    if (!record) throw NotFound.accessKey()
+    await this.doc.update((data) => {
+      data.accessKeys = data.accessKeys.filter((k) => k.id !== id)
+      this.byHash.delete(record.keyHash)
+    })
+  }
+
+  /** The live key record for a presented key, or null (unknown, revoked or expired). */
+  authenticate(presented: string): AccessKeyRecord | null {
+    if (!presented.startsWith(KEY_PREFIX) || presented.length > 200) return null
+    const hash = sha256Hex(presented)
+    const record = this.byHash.get(hash)
+    if (!record || !constantTimeEqual(record.keyHash, hash)) return null
+    if (record.expiresAt !== null && Date.parse(record.expiresAt) <= this.now()) return null
+    return record
+  }
+
+  /** Still present and unexpired: checked again when an answer is ready, so revocation wins. */
+  isLive(record: AccessKeyRecord): boolean {
+    return this.byHash.get(record.keyHash) === record && (record.expiresAt === null || Date.parse(record.expiresAt) > this.now())
+  }
+
+  markUsed(record: AccessKeyRecord): void {
+    record.lastUsedAt = new Date(this.now()).toISOString()
+    this.doc.commitSoon(LAST_USED_FLUSH_MS)
+  }
+}

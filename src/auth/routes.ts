@@ -1,0 +1,92 @@
+// /api/auth: register, login, logout, me, providers. OIDC routes come from auth/oidc-routes.
+import { Elysia, type Cookie } from 'elysia'
+import type { Config } from '../config'
+import { errorResponses } from '../http/schemas'
+import type { AccessKeys } from './access-keys'
+import { publicUser, type Accounts, type SignedIn } from './accounts'
+import { authGuard, SESSION_COOKIE } from './guard'
+import { LoginBody, MeAnswer, ProvidersAnswer, RegisterBody, UserAnswer } from './model'
+
+export interface AuthRouteDeps {
+  config: Config
+  accounts: Accounts
+  accessKeys: AccessKeys
+}
+
+export function setSessionCookie(cookie: Record<string, Cookie<unknown>>, config: Config, signedIn: SignedIn): void {
+  cookie[SESSION_COOKIE].set({
+    value: signedIn.token,
+    httpOnly: true,
+    sameSite: 'lax',
+    path: '/',
+    secure: config.secureCookies,
+    expires: signedIn.expiresAt,
+  })
+}
+
+export function clearSessionCookie(cookie: Record<string, Cookie<unknown>>, config: Config): void {
+  cookie[SESSION_COOKIE].set({ value: '', httpOnly: true, sameSite: 'lax', path: '/', secure: config.secureCookies, maxAge: 0, expires: new Date(0) })
+}
+
+export function clientAddress(server: { requestIP(request: Request): { address: string } | null } | null, request: Request): string {
+  return server?.requestIP(request)?.address ?? 'unknown'
+}
+
+export function authRoutes(deps: AuthRouteDeps) {
+  const { config, accounts } = deps
+  return new Elysia({ prefix: '/api/auth', tags: ['Authentication'] })
+    .use(authGuard(deps))
+    .post(
+      '/register',
+      async ({ body, cookie, set }) => {
+        const signedIn = await accounts.register(body)
+        setSessionCookie(cookie, config, signedIn)
+        set.status = 201
+        return { user: publicUser(signedIn.user) }
+      },
+      {
+        body: RegisterBody,
+        response: { 201: UserAnswer, ...errorResponses(400, 409) },
+        detail: { summary: 'Create an account and sign in', description: 'Answers 403 SIGNUP_DISABLED when SVC_SIGNUP=closed.' },
+      },
+    )
+    .post(
+      '/login',
+      async ({ body, cookie, request, server }) => {
+        const signedIn = await accounts.login(body.email, body.password, clientAddress(server, request))
+        setSessionCookie(cookie, config, signedIn)
+        return { user: publicUser(signedIn.user) }
+      },
+      {
+        body: LoginBody,
+        response: { 200: UserAnswer, ...errorResponses(400, 429) },
+        detail: { summary: 'Sign in with e-mail and password' },
+      },
+    )
+    .post(
+      '/logout',
+      async ({ auth, cookie, set }) => {
+        await accounts.endSession(auth.sessionTokenHash!)
+        clearSessionCookie(cookie, config)
+        set.status = 204
+      },
+      { auth: 'session', detail: { summary: 'Sign out: deletes the session' } },
+    )
+    .get(
+      '/me',
+      ({ auth }) =>
+        auth.method === 'session'
+          ? { user: publicUser(auth.user), auth: 'session' as const }
+          : { user: publicUser(auth.user), auth: 'access-key' as const, scopes: [...auth.scopes!] },
+      { auth: 'any', response: { 200: MeAnswer, ...errorResponses() }, detail: { summary: 'Who is calling' } },
+    )
+    .get(
+      '/providers',
+      () => ({
+        password: true,
+        signup: config.signup,
+        oidc: { enabled: config.oidc !== undefined, name: config.oidc?.name ?? null },
+      }),
+      { response: { 200: ProvidersAnswer }, detail: { summary: 'Sign-in methods this vault offers' } },
+    )
+}

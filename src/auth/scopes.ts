@@ -1,0 +1,22 @@
+// The scopes an access key can hold (interface document, "Scopes", and CONTRACT.md).
+export const SCOPES = [
+  'categories:read',
+  'categories:write',
+  'entries:read',
+  'entries:write',
+  'entries:reveal',
+  '2fa:read',
+  '2fa:write',
+  '2fa:reveal',
+  'stats:read',
+  'export:read',
+  'ai:extract',
+  'envs:read',
+  'envs:write',
+  'envs:reveal',
+] as const
+
+export type Scope = (typeof SCOPES)[number]
+
+const KNOWN = new Set<string>(SCOPES)
+export const isScope = (value: string): value is Scope => KNOWN.has(value)

@@ -1,0 +1,135 @@
+// Environment -> typed, validated configuration. A bad value throws ConfigError
+// naming the variable; index.ts prints that one line and exits 1.
+import { resolve } from 'node:path'
+
+export interface OidcConfig {
+  issuer: string
+  clientId: string
+  clientSecret: string | undefined
+  name: string
+}
+
+export interface AiConfig {
+  apiKey: string | undefined
+  baseUrl: string | undefined
+  model: string
+  timeoutMs: number
+}
+
+export interface Config {
+  port: number
+  host: string
+  dataDir: string
+  /** Raw 32-byte master key from SVC_MASTER_KEY; undefined means "use or create <data>/master.key". */
+  masterKey: Uint8Array | undefined
+  baseUrl: string
+  /** Origin of baseUrl, for the CSRF check. */
+  origin: string
+  secureCookies: boolean
+  signup: 'open' | 'closed'
+  sessionTtlMs: number
+  oidc: OidcConfig | undefined
+  ai: AiConfig
+}
+
+export class ConfigError extends Error {}
+
+type Env = Record<string, string | undefined>
+
+export const DEFAULT_AI_MODEL = 'claude-haiku-4-5'
+
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', '::1', '[::1]', 'localhost'])
+
+function parsePort(env: Env): number {
+  const raw = env.PORT?.trim()
+  if (raw === undefined || raw === '') return 3000
+  const port = Number(raw)
+  if (!/^\d+$/.test(raw) || !Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new ConfigError(`PORT must be a whole number from 0 to 65535, got "${raw}"`)
+  }
+  return port
+}
+
+export function parseMasterKey(raw: string, name = 'SVC_MASTER_KEY'): Uint8Array {
+  const text = raw.trim()
+  const bytes = /^[A-Za-z0-9+/_-]+={0,2}$/.test(text) ? Buffer.from(text, 'base64') : Buffer.alloc(0)
+  if (bytes.length !== 32) throw new ConfigError(`${name} must be base64 of exactly 32 bytes (openssl rand -base64 32)`)
+  return new Uint8Array(bytes)
+}
+
+const DURATION_UNITS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 }
+
+/** "7d", "12h", "30m", "45s", "2w", or a bare number of seconds. */
+export function parseDuration(raw: string, name: string, range = { min: 60_000, max: 366 * 86_400_000, hint: '7d, 12h or 30m' }): number {
+  const match = /^(\d+)\s*([smhdw]?)$/.exec(raw.trim())
+  const ms = match ? Number(match[1]) * DURATION_UNITS[match[2] || 's'] : NaN
+  if (!Number.isFinite(ms) || ms < range.min || ms > range.max) {
+    throw new ConfigError(`${name} must be a duration such as ${range.hint} (${range.min / 1000} s to ${range.max / 1000} s), got "${raw}"`)
+  }
+  return ms
+}
+
+function parseUrl(raw: string, name: string): URL {
+  try {
+    const url = new URL(raw)
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error()
+    return url
+  } catch {
+    throw new ConfigError(`${name} must be an http:// or https:// URL, got "${raw}"`)
+  }
+}
+
+export function isLoopbackHost(hostname: string): boolean {
+  return LOOPBACK_HOSTS.has(hostname)
+}
+
+function parseOidc(env: Env): OidcConfig | undefined {
+  const issuer = env.SVC_OIDC_ISSUER?.trim()
+  const clientId = env.SVC_OIDC_CLIENT_ID?.trim()
+  if (!issuer && !clientId) return undefined
+  if (!issuer) throw new ConfigError('SVC_OIDC_ISSUER must be set when SVC_OIDC_CLIENT_ID is set')
+  if (!clientId) throw new ConfigError('SVC_OIDC_CLIENT_ID must be set when SVC_OIDC_ISSUER is set')
+  const url = parseUrl(issuer, 'SVC_OIDC_ISSUER')
+  if (url.protocol !== 'https:' && !isLoopbackHost(url.hostname)) {
+    throw new ConfigError('SVC_OIDC_ISSUER must be https (http is accepted only on a loopback host)')
+  }
+  return {
+    issuer,
+    clientId,
+    clientSecret: env.SVC_OIDC_CLIENT_SECRET || undefined,
+    name: env.SVC_OIDC_NAME?.trim() || 'Single sign-on',
+  }
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const port = parsePort(env)
+  const host = env.HOST?.trim() || '127.0.0.1'
+  const dataDir = resolve(env.SVC_DATA_DIR?.trim() || './data')
+  const masterKey = env.SVC_MASTER_KEY ? parseMasterKey(env.SVC_MASTER_KEY) : undefined
+  const base = parseUrl(env.SVC_BASE_URL?.trim() || `http://localhost:${port}`, 'SVC_BASE_URL')
+  const signup = (env.SVC_SIGNUP?.trim() || 'open').toLowerCase()
+  if (signup !== 'open' && signup !== 'closed') throw new ConfigError(`SVC_SIGNUP must be "open" or "closed", got "${env.SVC_SIGNUP}"`)
+  const timeoutRaw = env.SVC_AI_TIMEOUT?.trim()
+  const aiTimeoutMs = timeoutRaw
+    ? parseDuration(timeoutRaw, 'SVC_AI_TIMEOUT', { min: 1000, max: 600_000, hint: '20s or 1m' })
+    : 20_000
+
+  return {
+    port,
+    host,
+    dataDir,
+    masterKey,
+    baseUrl: base.origin + base.pathname.replace(/\/$/, ''),
+    origin: base.origin,
+    secureCookies: base.protocol === 'https:',
+    signup,
+    sessionTtlMs: parseDuration(env.SVC_SESSION_TTL?.trim() || '7d', 'SVC_SESSION_TTL'),
+    oidc: parseOidc(env),
+    ai: {
+      apiKey: env.ANTHROPIC_API_KEY || undefined,
+      baseUrl: env.ANTHROPIC_BASE_URL || undefined,
+      model: env.SVC_AI_MODEL?.trim() || DEFAULT_AI_MODEL,
+      timeoutMs: aiTimeoutMs,
+    },
+  }
+}

@@ -1,0 +1,33 @@
+// AES-256-GCM with a fresh random 96-bit IV per message and additional authenticated data
+// that names what the ciphertext belongs to. Sealed form: "v1.<iv b64url>.<ciphertext+tag b64url>".
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto'
+
+const VERSION = 'v1'
+const IV_BYTES = 12
+const TAG_BYTES = 16
+
+export function seal(key: Uint8Array, plaintext: Uint8Array | string, aad: string): string {
+  const iv = randomBytes(IV_BYTES)
+  const cipher = createCipheriv('aes-256-gcm', key, iv)
+  cipher.setAAD(Buffer.from(aad))
+  const body = Buffer.concat([cipher.update(plaintext), cipher.final(), cipher.getAuthTag()])
+  return `${VERSION}.${iv.toString('base64url')}.${body.toString('base64url')}`
+}
+
+/** Returns the plaintext, or null when the sealed text is malformed, tampered with or bound to other data. */
+export function open(key: Uint8Array, sealed: string, aad: string): Buffer | null {
+  if (typeof sealed !== 'string') return null
+  const parts = sealed.split('.')
+  if (parts.length !== 3 || parts[0] !== VERSION) return null
+  const iv = Buffer.from(parts[1], 'base64url')
+  const body = Buffer.from(parts[2], 'base64url')
+  if (iv.length !== IV_BYTES || body.length < TAG_BYTES) return null
+  try {
+    const decipher = createDecipheriv('aes-256-gcm', key, iv)
+    decipher.setAAD(Buffer.from(aad))
+    decipher.setAuthTag(body.subarray(body.length - TAG_BYTES))
+    return Buffer.concat([decipher.update(body.subarray(0, body.length - TAG_BYTES)), decipher.final()])
+  } catch {
+    return null
+  }
+}

@@ -1,0 +1,72 @@
+// Envelope encryption. The master key wraps one random data key per user vault; the data key
+// seals that vault's secret fields, each bound (AAD) to its user, record kind and record id, so a
+// ciphertext copied to another record, or a data key swapped between users, does not open.
+import { randomBytes } from 'node:crypto'
+import { open, seal } from './aead'
+
+export type SecretKind = 'entry' | 'totp' | 'envfile'
+
+const KEY_CHECK_PLAINTEXT = 'svc-vault master key check'
+const KEY_CHECK_AAD = 'svc-vault:key-check'
+const dataKeyAad = (userId: string) => `svc-vault:data-key:${userId}`
+const fieldAad = (userId: string, kind: SecretKind, recordId: string) => `svc-vault:${userId}:${kind}:${recordId}`
+
+export class MasterKeyMismatchError extends Error {}
+
+/** Seals and opens the secret fields of one user's vault. */
+export class VaultCipher {
+  constructor(
+    readonly userId: string,
+    private readonly dataKey: Uint8Array | null,
+  ) {}
+
+  seal(kind: SecretKind, recordId: string, plaintext: string): string {
+    if (!this.dataKey) throw new Error('vault data key cannot be opened')
+    return seal(this.dataKey, plaintext, fieldAad(this.userId, kind, recordId))
+  }
+
+  /** The plaintext, or null when the ciphertext (or the vault's data key) does not open. */
+  open(kind: SecretKind, recordId: string, sealed: string): string | null {
+    if (!this.dataKey) return null
+    return open(this.dataKey, sealed, fieldAad(this.userId, kind, recordId))?.toString('utf8') ?? null
+  }
+}
+
+export class Keyring {
+  private readonly ciphers = new Map<string, { wrapped: string; cipher: VaultCipher }>()
+
+  constructor(private masterKey: Uint8Array) {}
+
+  /** A value stored beside the data that only this master key opens. */
+  createKeyCheck(): string {
+    return seal(this.masterKey, KEY_CHECK_PLAINTEXT, KEY_CHECK_AAD)
+  }
+
+  assertKeyCheck(check: string): void {
+    if (open(this.masterKey, check, KEY_CHECK_AAD)?.toString() !== KEY_CHECK_PLAINTEXT) {
+      throw new MasterKeyMismatchError('the master key does not match the data in the data folder')
+    }
+  }
+
+  /** A new random data key for a user's vault, wrapped by the master key. */
+  createWrappedDataKey(userId: string): string {
+    return seal(this.masterKey, randomBytes(32), dataKeyAad(userId))
+  }
+
+  /** The cipher for a vault; unwrapped once and cached while the wrapped key stays the same. */
+  vault(userId: string, wrappedDataKey: string): VaultCipher {
+    const cached = this.ciphers.get(userId)
+    if (cached && cached.wrapped === wrappedDataKey) return cached.cipher
+    const dataKey = open(this.masterKey, wrappedDataKey, dataKeyAad(userId))
+    const cipher = new VaultCipher(userId, dataKey && dataKey.length === 32 ? new Uint8Array(dataKey) : null)
+    this.ciphers.set(userId, { wrapped: wrappedDataKey, cipher })
+    return cipher
+  }
+
+  /** Re-wraps a data key under another master key, for rotation. Throws when it does not open. */
+  rewrapDataKey(userId: string, wrappedDataKey: string, newMaster: Keyring): string {
+    const dataKey = open(this.masterKey, wrappedDataKey, dataKeyAad(userId))
+    if (!dataKey) throw new MasterKeyMismatchError(`the data key of vault ${userId} does not open with the current master key`)
+    return seal(newMaster.masterKey, dataKey, dataKeyAad(userId))
+  }
+}

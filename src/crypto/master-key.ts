@@ -1,0 +1,28 @@
+// Where the master key comes from: SVC_MASTER_KEY, else <data>/master.key, created (mode 0600)
+// on first start. The key file is the one file crypto/ reads, since it is a key.
+import { existsSync, readFileSync } from 'node:fs'
+import { randomBytes } from 'node:crypto'
+import { join } from 'node:path'
+import { parseMasterKey } from '../config'
+import { writeFileAtomicSync } from '../store/atomic-file'
+
+export const MASTER_KEY_FILE = 'master.key'
+
+export function loadMasterKey(
+  dataDir: string,
+  fromEnv: Uint8Array | undefined,
+  warn: (line: string) => void,
+): Uint8Array {
+  if (fromEnv) return fromEnv
+  const path = join(dataDir, MASTER_KEY_FILE)
+  if (existsSync(path)) return parseMasterKey(readFileSync(path, 'utf8'), path)
+  const key = randomBytes(32)
+  // Durable before any data is sealed with it: losing this file would lose every secret.
+  writeFileAtomicSync(path, key.toString('base64') + '\n', 0o600)
+  warn(`warning: SVC_MASTER_KEY is not set; generated a master key into ${path} (mode 0600): back it up apart from the data`)
+  return new Uint8Array(key)
+}
+
+export function generateMasterKeyBase64(): string {
+  return randomBytes(32).toString('base64')
+}

@@ -1,0 +1,59 @@
+// The one error type: an HTTP status and a machine-readable code (CONTRACT.md, "Errors").
+export type ErrorCode =
+  | 'VALIDATION_ERROR'
+  | 'INVALID_JSON'
+  | 'INVALID_VALUE'
+  | 'INVALID_TOTP_SECRET'
+  | 'CATEGORY_SIMPLE_REQUIRES_ENV_VAR'
+  | 'OIDC_FAILED'
+  | 'AUTH_REQUIRED'
+  | 'AUTH_INVALID_KEY'
+  | 'INVALID_CREDENTIALS'
+  | 'AUTH_SCOPE_REQUIRED'
+  | 'SESSION_REQUIRED'
+  | 'CSRF_REJECTED'
+  | 'SIGNUP_DISABLED'
+  | 'NOT_FOUND'
+  | 'ENV_PROJECT_NOT_FOUND'
+  | 'ENV_FILE_NOT_FOUND'
+  | 'CATEGORY_NOT_FOUND'
+  | 'ENTRY_NOT_FOUND'
+  | 'TWO_FACTOR_NOT_FOUND'
+  | 'ACCESS_KEY_NOT_FOUND'
+  | 'OIDC_DISABLED'
+  | 'EMAIL_TAKEN'
+  | 'CATEGORY_NOT_EMPTY'
+  | 'PAYLOAD_TOO_LARGE'
+  | 'TOO_MANY_ATTEMPTS'
+  | 'AI_EXTRACTION_FAILED'
+  | 'AI_UNAVAILABLE'
+  | 'INTERNAL_ERROR'
+
+export class AppError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: ErrorCode,
+    message: string,
+    /** Extra response headers, such as Retry-After. */
+    readonly headers?: Record<string, string>,
+  ) {
+    super(message)
+    this.name = 'AppError'
+  }
+}
+
+export const badRequest = (code: ErrorCode, message: string) => new AppError(400, code, message)
+export const validationError = (field: string, problem: string) =>
+  new AppError(400, 'VALIDATION_ERROR', `${field}: ${problem}`)
+export const notFound = (code: ErrorCode, message: string) => new AppError(404, code, message)
+export const conflict = (code: ErrorCode, message: string) => new AppError(409, code, message)
+
+/** The not-found answers of the resources; a foreign id gets exactly the same one. */
+export const NotFound = {
+  envProject: () => notFound('ENV_PROJECT_NOT_FOUND', 'Env project not found'),
+  envFile: () => notFound('ENV_FILE_NOT_FOUND', 'Env file not found'),
+  category: () => notFound('CATEGORY_NOT_FOUND', 'Category not found'),
+  entry: () => notFound('ENTRY_NOT_FOUND', 'Entry not found'),
+  twoFactor: () => notFound('TWO_FACTOR_NOT_FOUND', 'Two-factor token not found'),
+  accessKey: () => notFound('ACCESS_KEY_NOT_FOUND', 'Access key not found'),
+} as const

@@ -1,0 +1,41 @@
+// Schema pieces shared by every module: strict request objects, the error body, timestamps.
+import { t, type TProperties } from 'elysia'
+
+/** A request object that rejects unknown fields (400 naming the field). */
+export const strictObject = <P extends TProperties>(properties: P, description?: string) =>
+  t.Object(properties, { additionalProperties: false, description })
+
+export const Timestamp = t.String({ format: 'date-time', description: 'ISO 8601 timestamp' })
+export const Id = t.String({ format: 'uuid' })
+export const IdParams = t.Object({ id: t.String() })
+
+export const ErrorBody = t.Object(
+  {
+    error: t.String({ description: 'Human-readable message, for display' }),
+    code: t.String({ description: 'Machine-readable code, for programmatic handling' }),
+  },
+  { $id: '#/components/schemas/Error', title: 'Error' },
+)
+
+const ERROR_DESCRIPTIONS: Record<number, string> = {
+  400: 'Bad request (VALIDATION_ERROR, INVALID_JSON, ...)',
+  401: 'Missing or invalid credentials (AUTH_REQUIRED, AUTH_INVALID_KEY)',
+  403: 'Valid credentials without the needed scope (AUTH_SCOPE_REQUIRED, SESSION_REQUIRED, CSRF_REJECTED)',
+  404: 'Not found, or not owned by the caller',
+  409: 'Conflict',
+  413: 'Request body too large (PAYLOAD_TOO_LARGE)',
+  429: 'Too many attempts (TOO_MANY_ATTEMPTS)',
+  502: 'The AI model failed (AI_EXTRACTION_FAILED)',
+  503: 'The AI model is unavailable (AI_UNAVAILABLE)',
+}
+
+/** Error answers for the OpenAPI document: `...errorResponses(400, 404)`. 401 and 403 come with every guarded route. */
+export function errorResponses<S extends number>(...statuses: S[]) {
+  const out = {} as Record<S | 401 | 403 | 500, typeof ErrorBody>
+  for (const status of [...statuses, 401, 403, 500] as (S | 401 | 403 | 500)[]) {
+    out[status] = t.Composite([ErrorBody], { description: ERROR_DESCRIPTIONS[status] ?? 'Error' }) as unknown as typeof ErrorBody
+  }
+  return out
+}
+
+export const NoContent = t.Void({ description: 'No content' })

@@ -1,0 +1,44 @@
+// /api/access-keys: session authentication only, so a key can neither mint nor revoke keys.
+import { Elysia, t } from 'elysia'
+import type { AccessKeys } from '../../auth/access-keys'
+import { authGuard, type GuardDeps } from '../../auth/guard'
+import { errorResponses, IdParams, NoContent } from '../../http/schemas'
+import { AccessKeySchema, CreateAccessKeyBody, CreatedAccessKeySchema } from './model'
+
+export function accessKeyRoutes(deps: GuardDeps & { accessKeys: AccessKeys }) {
+  const { accessKeys } = deps
+  return new Elysia({ prefix: '/api/access-keys', tags: ['Access keys'] })
+    .use(authGuard(deps))
+    .get('/', ({ auth }) => accessKeys.list(auth.userId), {
+      auth: 'session',
+      response: { 200: t.Array(AccessKeySchema), ...errorResponses() },
+      detail: { summary: 'List your access keys (never the key itself)' },
+    })
+    .post(
+      '/',
+      async ({ auth, body, set }) => {
+        const created = await accessKeys.create(auth.userId, body)
+        set.status = 201
+        return created
+      },
+      {
+        auth: 'session',
+        body: CreateAccessKeyBody,
+        response: { 201: CreatedAccessKeySchema, ...errorResponses(400) },
+        detail: { summary: 'Create an access key; the answer holds the key, shown this once' },
+      },
+    )
+    .delete(
+      '/:id',
+      async ({ auth, params, set }) => {
+        await accessKeys.revoke(auth.userId, params.id)
+        set.status = 204
+      },
+      {
+        auth: 'session',
+        params: IdParams,
+        response: { 204: NoContent, ...errorResponses(404) },
+        detail: { summary: 'Revoke an access key, at once' },
+      },
+    )
+}

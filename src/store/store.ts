@@ -1,0 +1,105 @@
+// Every file of the vault: the accounts document and one vault document per user, each opened
+// once per process. Only this folder touches the data files.
+import { mkdirSync, readdirSync, unlinkSync } from 'node:fs'
+import { join } from 'node:path'
+import { isTempFile } from './atomic-file'
+import { Document } from './document'
+import { acquireLock } from './lock'
+import { FORMAT_VERSION, type AccountsDocument, type VaultDocument } from './records'
+
+export const ACCOUNTS_FILE = 'accounts.json'
+export const VAULTS_DIR = 'vaults'
+const USER_ID = /^[0-9a-f-]{36}$/
+
+export class UnsupportedFormatError extends Error {}
+
+function checkVersion<T extends { version: number }>(path: string) {
+  return (data: T): T => {
+    if (typeof data?.version !== 'number' || data.version > FORMAT_VERSION) {
+      throw new UnsupportedFormatError(`${path} has format version ${data?.version}; this svc-vault reads up to ${FORMAT_VERSION}`)
+    }
+    // Version 1 is the first format: nothing to migrate yet.
+    return data
+  }
+}
+
+export interface StoreOptions {
+  /** Sealed key-check value for a new data folder. */
+  createKeyCheck: () => string
+  onWriteError?: (path: string, error: unknown) => void
+  onAccountsReload?: (data: AccountsDocument) => void
+  /** Skip the lock (read-only tools that run beside a live server, such as backup). */
+  lock?: boolean
+}
+
+export class Store {
+  private readonly vaults = new Map<string, Promise<Document<VaultDocument>>>()
+
+  private constructor(
+    readonly dataDir: string,
+    readonly accounts: Document<AccountsDocument>,
+    private readonly options: StoreOptions,
+    private readonly releaseLock: () => void,
+  ) {}
+
+  static async open(dataDir: string, options: StoreOptions): Promise<Store> {
+    mkdirSync(join(dataDir, VAULTS_DIR), { recursive: true, mode: 0o700 })
+    const release = options.lock === false ? () => {} : acquireLock(dataDir)
+    try {
+      removeTempFiles(dataDir)
+      removeTempFiles(join(dataDir, VAULTS_DIR))
+      const path = join(dataDir, ACCOUNTS_FILE)
+      const accounts = await Document.open<AccountsDocument>(path, {
+        create: () => ({ version: FORMAT_VERSION, keyCheck: options.createKeyCheck(), users: [], sessions: [], accessKeys: [] }),
+        migrate: checkVersion(path),
+        onWriteError: options.onWriteError,
+        onReload: options.onAccountsReload,
+      })
+      return new Store(dataDir, accounts, options, release)
+    } catch (error) {
+      release()
+      throw error
+    }
+  }
+
+  vaultPath(userId: string): string {
+    if (!USER_ID.test(userId)) throw new Error('invalid user id')
+    return join(this.dataDir, VAULTS_DIR, `${userId}.json`)
+  }
+
+  /** The user's vault document, opened once and kept; `create` makes a new one on first use. */
+  vault(userId: string, create: () => VaultDocument): Promise<Document<VaultDocument>> {
+    let opening = this.vaults.get(userId)
+    if (!opening) {
+      const path = this.vaultPath(userId)
+      opening = Document.open<VaultDocument>(path, { create, migrate: checkVersion(path), onWriteError: this.options.onWriteError })
+      opening.catch(() => this.vaults.delete(userId))
+      this.vaults.set(userId, opening)
+    }
+    return opening
+  }
+
+  /** Ids of every vault on disk. */
+  vaultIds(): string[] {
+    return readdirSync(join(this.dataDir, VAULTS_DIR))
+      .filter((name) => name.endsWith('.json') && !isTempFile(name))
+      .map((name) => name.slice(0, -'.json'.length))
+      .filter((id) => USER_ID.test(id))
+  }
+
+  /** Waits for every write, then releases the lock. */
+  async close(): Promise<void> {
+    await this.accounts.settle()
+    for (const opening of this.vaults.values()) {
+      const vault = await opening.catch(() => null)
+      await vault?.settle()
+    }
+    this.releaseLock()
+  }
+}
+
+function removeTempFiles(dir: string): void {
+  for (const name of readdirSync(dir)) {
+    if (isTempFile(name)) unlinkSync(join(dir, name))
+  }
+}
