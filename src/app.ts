@@ -14,17 +14,18 @@ import { securityHeaders } from './http/security-headers'
 import { accessKeyRoutes } from './modules/access-keys'
 import { Vaults } from './modules/vault-access'
 import { Store } from './store/store'
+import type { AppDeps } from './deps'
+import { oidcRoutes } from './auth/oidc-routes'
+import { categoryRoutes } from './modules/categories'
+import { entryRoutes } from './modules/entries'
+import { envRoutes } from './modules/envs'
+import { twoFactorRoutes } from './modules/two-factor'
+import { statsRoutes } from './modules/stats'
+import { exportRoutes } from './modules/export'
+import { aiRoutes } from './modules/ai'
+import { webRoutes } from './web'
 
-export interface AppDeps {
-  config: Config
-  store: Store
-  keyring: Keyring
-  accounts: Accounts
-  accessKeys: AccessKeys
-  vaults: Vaults
-  log: Logger
-  now: () => number
-}
+export type { AppDeps }
 
 /** Opens the data folder (lock, master key check) and builds the services. */
 export async function openVault(config: Config, log: Logger = (line) => console.error(line), now = Date.now): Promise<AppDeps> {
@@ -84,7 +85,16 @@ export function createApp(deps: AppDeps) {
       }),
     )
     .use(authRoutes(deps))
+    .use(oidcRoutes(deps))
     .use(accessKeyRoutes(deps))
+    .use(envRoutes(deps))
+    .use(categoryRoutes(deps))
+    .use(entryRoutes(deps))
+    .use(twoFactorRoutes(deps))
+    .use(statsRoutes(deps))
+    .use(exportRoutes(deps))
+    .use(aiRoutes(deps))
+    .use(webRoutes(deps))
 }
 
 export type App = ReturnType<typeof createApp>

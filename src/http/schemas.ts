@@ -1,5 +1,6 @@
 // Schema pieces shared by every module: strict request objects, the error body, timestamps.
-import { t, type TProperties } from 'elysia'
+import { t } from 'elysia'
+import type { TProperties } from '@sinclair/typebox'
 
 /** A request object that rejects unknown fields (400 naming the field). */
 export const strictObject = <P extends TProperties>(properties: P, description?: string) =>

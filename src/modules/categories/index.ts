@@ -1,0 +1,57 @@
+// /api/categories
+import { Elysia, t } from 'elysia'
+import { authGuard, type GuardDeps } from '../../auth/guard'
+import { errorResponses, IdParams, NoContent } from '../../http/schemas'
+import type { Vaults } from '../vault-access'
+import { CategorySchema, CreateCategoryBody, UpdateCategoryBody } from './model'
+import { CategoryService } from './service'
+
+export function categoryRoutes(deps: GuardDeps & { vaults: Vaults; now: () => number }) {
+  const categories = new CategoryService(deps.vaults, deps.now)
+  return new Elysia({ prefix: '/api/categories', tags: ['Categories'] })
+    .use(authGuard(deps))
+    .get('/', ({ auth }) => categories.list(auth.userId), {
+      auth: 'categories:read',
+      response: { 200: t.Array(CategorySchema), ...errorResponses() },
+      detail: { summary: 'List your key categories' },
+    })
+    .post(
+      '/',
+      async ({ auth, body, set }) => {
+        set.status = 201
+        return categories.create(auth.userId, body)
+      },
+      {
+        auth: 'categories:write',
+        body: CreateCategoryBody,
+        response: { 201: CategorySchema, ...errorResponses(400) },
+        detail: { summary: 'Create a key category', description: 'A simple category needs envVarName (400 CATEGORY_SIMPLE_REQUIRES_ENV_VAR).' },
+      },
+    )
+    .get('/:id', ({ auth, params }) => categories.get(auth.userId, params.id), {
+      auth: 'categories:read',
+      params: IdParams,
+      response: { 200: CategorySchema, ...errorResponses(404) },
+      detail: { summary: 'Get a key category' },
+    })
+    .put('/:id', ({ auth, params, body }) => categories.update(auth.userId, params.id, body), {
+      auth: 'categories:write',
+      params: IdParams,
+      body: UpdateCategoryBody,
+      response: { 200: CategorySchema, ...errorResponses(400, 404, 409) },
+      detail: { summary: 'Update a key category; only the fields sent change', description: 'keyType changes only while the category has no entries (409 CATEGORY_NOT_EMPTY).' },
+    })
+    .delete(
+      '/:id',
+      async ({ auth, params, set }) => {
+        await categories.remove(auth.userId, params.id)
+        set.status = 204
+      },
+      {
+        auth: 'categories:write',
+        params: IdParams,
+        response: { 204: NoContent, ...errorResponses(404) },
+        detail: { summary: 'Delete a key category and all of its entries' },
+      },
+    )
+}

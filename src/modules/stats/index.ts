@@ -1,0 +1,7 @@
+// Placeholder: filled in by its own issue.
+import { Elysia } from 'elysia'
+import type { AppDeps } from '../../deps'
+
+export function statsRoutes(_deps: AppDeps) {
+  return new Elysia({ name: 'statsRoutes' })
+}

@@ -1,0 +1,7 @@
+// Placeholder: filled in by its own issue.
+import { Elysia } from 'elysia'
+import type { AppDeps } from '../../deps'
+
+export function twoFactorRoutes(_deps: AppDeps) {
+  return new Elysia({ name: 'twoFactorRoutes' })
+}

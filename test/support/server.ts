@@ -1,0 +1,112 @@
+// Real servers for tests: in-process (createApp + listen on loopback) or a separate process
+// (bun src/index.ts), each on its own temporary data folder.
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { createApp, openVault, type AppDeps } from '../../src/app'
+import { loadConfig } from '../../src/config'
+
+export const TEST_MASTER_KEY = Buffer.alloc(32, 7).toString('base64')
+export const ROOT = join(import.meta.dir, '..', '..')
+
+export function tempDir(prefix = 'svc-vault-test-'): string {
+  return mkdtempSync(join(tmpdir(), prefix))
+}
+
+export interface TestServer {
+  url: string
+  dataDir: string
+  deps: AppDeps
+  logs: string[]
+  stop(): Promise<void>
+}
+
+/** The real app on a loopback port in this process. */
+export async function startTestServer(options: { env?: Record<string, string>; dataDir?: string; now?: () => number } = {}): Promise<TestServer> {
+  const dataDir = options.dataDir ?? tempDir()
+  const logs: string[] = []
+  const config = loadConfig({ SVC_MASTER_KEY: TEST_MASTER_KEY, ...options.env, SVC_DATA_DIR: dataDir, PORT: '0' })
+  const deps = await openVault(config, (line) => logs.push(line), options.now)
+  const app = createApp(deps).listen({ port: 0, hostname: '127.0.0.1' })
+  const url = `http://127.0.0.1:${app.server!.port}`
+  return {
+    url,
+    dataDir,
+    deps,
+    logs,
+    async stop() {
+      await app.stop(true)
+      await deps.store.close()
+    },
+  }
+}
+
+export interface SpawnedServer {
+  url: string
+  dataDir: string
+  proc: ReturnType<typeof Bun.spawn>
+  output(): string
+  /** SIGTERM and wait for the exit code. */
+  stop(): Promise<number>
+  /** SIGKILL: a crash. */
+  kill(): Promise<void>
+}
+
+/** `bun src/index.ts` as its own process, the way black-box tests and users start it. */
+export async function spawnServer(options: { env?: Record<string, string>; dataDir?: string } = {}): Promise<SpawnedServer> {
+  const dataDir = options.dataDir ?? tempDir()
+  let output = ''
+  const proc = Bun.spawn(['bun', 'src/index.ts'], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', SVC_MASTER_KEY: TEST_MASTER_KEY, PORT: '0', ...options.env, SVC_DATA_DIR: dataDir },
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
+  const collect = async (stream: ReadableStream<Uint8Array>) => {
+    const decoder = new TextDecoder()
+    for await (const chunk of stream) output += decoder.decode(chunk)
+  }
+  void collect(proc.stdout as ReadableStream<Uint8Array>)
+  void collect(proc.stderr as ReadableStream<Uint8Array>)
+  const started = Date.now()
+  let url = ''
+  while (!url) {
+    const match = /listening on (http:\/\/\S+)/.exec(output)
+    if (match) url = match[1]
+    else if (proc.exitCode !== null) throw new Error(`server exited with ${proc.exitCode}: ${output}`)
+    else if (Date.now() - started > 15_000) throw new Error(`server did not start: ${output}`)
+    else await Bun.sleep(10)
+  }
+  return {
+    url,
+    dataDir,
+    proc,
+    output: () => output,
+    async stop() {
+      proc.kill('SIGTERM')
+      return await proc.exited
+    },
+    async kill() {
+      proc.kill('SIGKILL')
+      await proc.exited
+    },
+  }
+}
+
+/** Runs `bun src/index.ts` to its exit (for start-up failures): exit code and output. */
+export async function runServerToExit(env: Record<string, string>, timeoutMs = 10_000): Promise<{ code: number; output: string }> {
+  const proc = Bun.spawn(['bun', 'src/index.ts'], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', PORT: '0', ...env },
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
+  const timer = setTimeout(() => proc.kill('SIGKILL'), timeoutMs)
+  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
+  clearTimeout(timer)
+  return { code, output: out + err }
+}
+
+export function removeDir(dir: string): void {
+  rmSync(dir, { recursive: true, force: true })
+}
