@@ -1,6 +1,5 @@
 // Composition: services from config (openVault) and the HTTP app from services (createApp).
 // Tests call createApp(deps).handle(request) or start src/index.ts as a process.
-import { openapi } from '@elysiajs/openapi'
 import { Elysia } from 'elysia'
 import { AccessKeys } from './auth/access-keys'
 import { Accounts } from './auth/accounts'
@@ -10,6 +9,7 @@ import { Keyring } from './crypto/keyring'
 import { loadMasterKey } from './crypto/master-key'
 import { jsonBody, MAX_BODY_BYTES } from './http/body'
 import { errorHandler, type Logger } from './http/error-handler'
+import { apiDocs } from './http/openapi'
 import { securityHeaders } from './http/security-headers'
 import { accessKeyRoutes } from './modules/access-keys'
 import { Vaults } from './modules/vault-access'
@@ -54,7 +54,9 @@ export async function openVault(config: Config, log: Logger = (line) => console.
 }
 
 export function createApp(deps: AppDeps) {
-  return new Elysia({
+  // The docs plugin reads the routes when the document is first asked for, after composition.
+  let routes: () => unknown[] = () => []
+  const app = new Elysia({
     normalize: false,
     // Bun's own cap sits above ours so that ours answers with a JSON body.
     serve: { maxRequestBodySize: MAX_BODY_BYTES * 4 },
@@ -63,23 +65,17 @@ export function createApp(deps: AppDeps) {
     .use(errorHandler(deps.log))
     .use(jsonBody)
     .use(
-      openapi({
-        path: '/api/docs',
-        specPath: '/api/openapi',
-        openapiVersion: '3.1.0',
-        scalar: { url: '/api/openapi' } as never,
-        documentation: {
-          info: {
-            title: 'svc-vault API',
-            version: '1.0.0',
-            description:
-              'A per-user vault for secrets. Authenticate with a session cookie (web interface) or an access key (`Authorization: Bearer svc_…`). A session bypasses scope checks; an access key needs the scope each operation lists.',
-          },
-          components: {
-            securitySchemes: {
-              bearerAuth: { type: 'http', scheme: 'bearer', description: 'Access key: svc_<token>' },
-              sessionCookie: { type: 'apiKey', in: 'cookie', name: 'svc_session', description: 'Session cookie set by /api/auth/login' },
-            },
+      apiDocs(() => routes() as never, {
+        info: {
+          title: 'svc-vault API',
+          version: '1.0.0',
+          description:
+            'A per-user vault for secrets. Authenticate with a session cookie (web interface) or an access key (`Authorization: Bearer svc_…`). A session bypasses scope checks; an access key needs the scope each operation lists (`security` and `x-required-scope`).',
+        },
+        components: {
+          securitySchemes: {
+            bearerAuth: { type: 'http', scheme: 'bearer', description: 'Access key: svc_<token>' },
+            sessionCookie: { type: 'apiKey', in: 'cookie', name: 'svc_session', description: 'Session cookie set by /api/auth/login' },
           },
         },
       }),
@@ -95,6 +91,8 @@ export function createApp(deps: AppDeps) {
     .use(exportRoutes(deps))
     .use(aiRoutes(deps))
     .use(webRoutes(deps))
+  routes = () => app.routes
+  return app
 }
 
 export type App = ReturnType<typeof createApp>

@@ -3,7 +3,7 @@ import { signUp, type Client } from '../support/client'
 import { startTestServer, type TestServer } from '../support/server'
 
 let server: TestServer
-let alice: Client
+let alice: Awaited<ReturnType<typeof signUp>>
 let bob: Client
 
 beforeAll(async () => {
