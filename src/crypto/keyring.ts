@@ -13,6 +13,9 @@ const fieldAad = (userId: string, kind: SecretKind, recordId: string) => `svc-va
 
 export class MasterKeyMismatchError extends Error {}
 
+/** Stored as the key check while rotate-master-key re-wraps data keys: no master key passes it. */
+export const KEY_CHECK_ROTATING = 'rotation-in-progress'
+
 /** Seals and opens the secret fields of one user's vault. */
 export class VaultCipher {
   constructor(
@@ -43,6 +46,9 @@ export class Keyring {
   }
 
   assertKeyCheck(check: string): void {
+    if (check === KEY_CHECK_ROTATING) {
+      throw new MasterKeyMismatchError('a master key rotation was interrupted; run `bun run rotate-master-key` again to finish it')
+    }
     if (open(this.masterKey, check, KEY_CHECK_AAD)?.toString() !== KEY_CHECK_PLAINTEXT) {
       throw new MasterKeyMismatchError('the master key does not match the data in the data folder')
     }

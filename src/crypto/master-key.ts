@@ -1,10 +1,10 @@
 // Where the master key comes from: SVC_MASTER_KEY, else <data>/master.key, created (mode 0600)
 // on first start. The key file is the one file crypto/ reads, since it is a key.
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, readFileSync, renameSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { parseMasterKey } from '../config'
-import { writeFileAtomicSync } from '../store/atomic-file'
+import { fsyncDirSync, writeFileAtomicSync } from '../store/atomic-file'
 
 export const MASTER_KEY_FILE = 'master.key'
 
@@ -25,4 +25,21 @@ export function loadMasterKey(
 
 export function generateMasterKeyBase64(): string {
   return randomBytes(32).toString('base64')
+}
+
+/** The key in a master key file, or null when the file does not exist. */
+export function readMasterKeyFile(path: string): Uint8Array | null {
+  if (!existsSync(path)) return null
+  return parseMasterKey(readFileSync(path, 'utf8'), path)
+}
+
+/** Writes a master key file atomically, mode 0600. */
+export function writeMasterKeyFile(path: string, key: Uint8Array): void {
+  writeFileAtomicSync(path, Buffer.from(key).toString('base64') + '\n', 0o600)
+}
+
+/** Puts a staged key file in place of another in one atomic rename (then fsyncs the folder). */
+export function replaceMasterKeyFile(stagedPath: string, path: string): void {
+  renameSync(stagedPath, path)
+  fsyncDirSync(dirname(path))
 }

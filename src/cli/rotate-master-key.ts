@@ -1,0 +1,172 @@
+// `bun run rotate-master-key`: re-wraps every vault's data key, and the accounts key check, under a
+// new master key. Records are not re-encrypted: their data keys stay the same, only the envelope
+// around each data key changes. The server must be stopped (the data folder lock says so).
+//
+// Crash safety. The run can die at any point and be run again to finish; at no point can a server
+// start and serve vaults whose data keys it cannot open:
+//   0. Check everything before writing anything: the key check and every vault's data key must
+//      open with the current key (or, when resuming, already with the new one).
+//   1. Make the new key durable before any data depends on it: <data>/master.key.new (0600) when
+//      the key lives in the data folder; else it is printed now, with how to resume.
+//   2. Set the accounts key check to a marker no key passes: from here a server refuses to start
+//      with either key, saying a rotation was interrupted (never "starts, then every reveal 404s").
+//   3. Re-wrap each vault file, one atomic write each. Each vault opens with the old or the new
+//      key, so a re-run knows which is which and re-wraps only what is left.
+//   4. master.key.new is renamed over master.key (one atomic rename: the old key stays in
+//      master.key until every data key opens with the new one).
+//   5. The key check under the new key: the data folder is consistent again and a server starts.
+// A re-run after a crash takes the new key from master.key.new (or SVC_NEW_MASTER_KEY, which the
+// run printed) and finishes the steps; after step 4 it simply rotates once more from master.key.
+import { existsSync } from 'node:fs'
+import { join } from 'node:path'
+import { ConfigError, loadConfig, parseMasterKey } from '../config'
+import { KEY_CHECK_ROTATING, Keyring, MasterKeyMismatchError } from '../crypto/keyring'
+import {
+  generateMasterKeyBase64,
+  MASTER_KEY_FILE,
+  readMasterKeyFile,
+  replaceMasterKeyFile,
+  writeMasterKeyFile,
+} from '../crypto/master-key'
+import type { Document } from '../store/document'
+import { DataDirLockedError } from '../store/lock'
+import type { VaultDocument } from '../store/records'
+import { ACCOUNTS_FILE, Store, UnsupportedFormatError } from '../store/store'
+import { CorruptDocumentError } from '../store/document'
+
+export const STAGED_KEY_FILE = 'master.key.new'
+
+class RotationError extends Error {}
+
+const say = (line: string) => console.log(line)
+
+function opensWith(ring: Keyring, userId: string, wrapped: string): boolean {
+  try {
+    ring.rewrapDataKey(userId, wrapped, ring)
+    return true
+  } catch {
+    return false
+  }
+}
+
+function keyCheckOpens(ring: Keyring, check: string): boolean {
+  try {
+    ring.assertKeyCheck(check)
+    return true
+  } catch {
+    return false
+  }
+}
+
+export async function rotateMasterKey(env: Record<string, string | undefined> = process.env): Promise<void> {
+  const config = loadConfig(env)
+  const keyPath = join(config.dataDir, MASTER_KEY_FILE)
+  const stagedPath = join(config.dataDir, STAGED_KEY_FILE)
+  if (!existsSync(join(config.dataDir, ACCOUNTS_FILE))) {
+    throw new RotationError(`no svc-vault data in ${config.dataDir} (set SVC_DATA_DIR): nothing to rotate`)
+  }
+
+  // Locks the data folder for the whole run: a running server makes this refuse (DataDirLockedError).
+  const store = await Store.open(config.dataDir, {
+    createKeyCheck: () => {
+      throw new RotationError('accounts document missing')
+    },
+  })
+  try {
+    const keyInFile = config.masterKey === undefined
+    const oldKey = config.masterKey ?? readMasterKeyFile(keyPath)
+    if (!oldKey) throw new RotationError(`SVC_MASTER_KEY is not set and ${keyPath} does not exist: no current master key`)
+    if (!keyInFile && existsSync(stagedPath)) {
+      throw new RotationError(`${stagedPath} is left from an interrupted rotation of the key in ${MASTER_KEY_FILE}; unset SVC_MASTER_KEY and run again to finish it`)
+    }
+
+    const staged = keyInFile ? readMasterKeyFile(stagedPath) : null
+    const requested = env.SVC_NEW_MASTER_KEY ? parseMasterKey(env.SVC_NEW_MASTER_KEY, 'SVC_NEW_MASTER_KEY') : null
+    if (staged && requested && !Buffer.from(staged).equals(Buffer.from(requested))) {
+      throw new RotationError(`SVC_NEW_MASTER_KEY differs from the key staged in ${stagedPath} by an interrupted rotation; unset it to finish that rotation`)
+    }
+    const generated = !staged && !requested
+    const newKey = staged ?? requested ?? parseMasterKey(generateMasterKeyBase64())
+    if (Buffer.from(newKey).equals(Buffer.from(oldKey))) throw new RotationError('the new master key is the current one')
+    const oldRing = new Keyring(oldKey)
+    const newRing = new Keyring(newKey)
+
+    // 0. Verify every wrapped key before writing anything.
+    const check = store.accounts.data.keyCheck
+    const resuming = check === KEY_CHECK_ROTATING || keyCheckOpens(newRing, check)
+    if (!resuming && !keyCheckOpens(oldRing, check)) {
+      throw new MasterKeyMismatchError('the current master key does not match the data in the data folder; nothing was changed')
+    }
+    const vaults: { doc: Document<VaultDocument>; userId: string; rewrapped: string | null }[] = []
+    const unopened: string[] = []
+    for (const userId of store.vaultIds()) {
+      const doc = await store.vault(userId, () => {
+        throw new RotationError(`vault ${userId} vanished`)
+      })
+      const wrapped = doc.data.dataKey
+      if (opensWith(oldRing, userId, wrapped)) vaults.push({ doc, userId, rewrapped: oldRing.rewrapDataKey(userId, wrapped, newRing) })
+      else if (opensWith(newRing, userId, wrapped)) vaults.push({ doc, userId, rewrapped: null })
+      else unopened.push(userId)
+    }
+    if (unopened.length > 0) {
+      throw new RotationError(
+        `the data key of ${unopened.length} vault(s) (${unopened.join(', ')}) opens with neither the current nor the new master key` +
+          (generated ? ' (an interrupted rotation? run again with SVC_NEW_MASTER_KEY set to the key it printed)' : '') +
+          '; nothing was changed',
+      )
+    }
+    const todo = vaults.filter((v) => v.rewrapped !== null).length
+    say(`svc-vault: rotating the master key of ${config.dataDir}: ${vaults.length} vault(s), ${todo} to re-wrap`)
+
+    // 1. The new key is durable (or in the operator's hands) before any data needs it.
+    if (keyInFile) {
+      if (!staged) writeMasterKeyFile(stagedPath, newKey)
+    } else if (generated) {
+      say('New master key (shown this once; store it now):')
+      say(Buffer.from(newKey).toString('base64'))
+      say('If this run is interrupted, run it again with SVC_MASTER_KEY set to the old key and SVC_NEW_MASTER_KEY to this one.')
+    }
+
+    // 2. No server starts on a half-rotated folder.
+    await store.accounts.update((data) => {
+      data.keyCheck = KEY_CHECK_ROTATING
+    })
+
+    // 3. One atomic write per vault.
+    for (const vault of vaults) {
+      if (vault.rewrapped === null) continue
+      await vault.doc.update((data) => {
+        data.dataKey = vault.rewrapped!
+      })
+    }
+
+    // 4. The key file, in one rename.
+    if (keyInFile) replaceMasterKeyFile(stagedPath, keyPath)
+
+    // 5. Consistent again, under the new key.
+    await store.accounts.update((data) => {
+      data.keyCheck = newRing.createKeyCheck()
+    })
+
+    say(`svc-vault: done; every data key is now wrapped by the new master key.`)
+    if (keyInFile) {
+      say(`The new key is in ${keyPath} (mode 0600). Back it up apart from the data: backups made before now need the old key.`)
+    } else if (generated) {
+      say('Set SVC_MASTER_KEY to the new key printed above before starting the server; the old key no longer opens this data.')
+    } else {
+      say('Set SVC_MASTER_KEY to the value of SVC_NEW_MASTER_KEY before starting the server; the old key no longer opens this data.')
+    }
+  } finally {
+    await store.close()
+  }
+}
+
+const EXPECTED = [ConfigError, RotationError, MasterKeyMismatchError, DataDirLockedError, CorruptDocumentError, UnsupportedFormatError]
+
+if (import.meta.main) {
+  rotateMasterKey().catch((error) => {
+    const known = EXPECTED.some((type) => error instanceof type)
+    console.error(`svc-vault rotate-master-key: ${known ? '' : 'failed: '}${error?.message ?? error}`)
+    process.exit(1)
+  })
+}
