@@ -1,7 +1,116 @@
-// Placeholder: filled in by its own issue.
-import { Elysia } from 'elysia'
-import type { AppDeps } from '../../deps'
+// /api/envs: env projects and their files. Every answer sits inside `{ data: … }` (CONTRACT.md).
+import { Elysia, t } from 'elysia'
+import { authGuard, type GuardDeps } from '../../auth/guard'
+import { errorResponses, IdParams, NoContent } from '../../http/schemas'
+import type { Vaults } from '../vault-access'
+import {
+  CreateEnvProjectBody,
+  EnvFileItemSchema,
+  EnvFileParams,
+  EnvProjectDetailSchema,
+  EnvProjectListItemSchema,
+  EnvProjectSchema,
+  ListEnvProjectsQuery,
+  RevealedEnvFileSchema,
+  UpdateEnvProjectBody,
+  UpsertEnvFileBody,
+  wrapped,
+} from './model'
+import { EnvProjectService } from './service'
 
-export function envRoutes(_deps: AppDeps) {
-  return new Elysia({ name: 'envRoutes' })
+export function envRoutes(deps: GuardDeps & { vaults: Vaults; now: () => number }) {
+  const projects = new EnvProjectService(deps.vaults, deps.now)
+  return new Elysia({ prefix: '/api/envs', tags: ['Env projects'] })
+    .use(authGuard(deps))
+    .get('/', async ({ auth, query }) => ({ data: await projects.list(auth.userId, query.search) }), {
+      auth: 'envs:read',
+      query: ListEnvProjectsQuery,
+      response: { 200: wrapped(t.Array(EnvProjectListItemSchema)), ...errorResponses(400) },
+      detail: { summary: 'List your env projects', description: '`search` keeps the projects whose name contains it (case-insensitive).' },
+    })
+    .post(
+      '/',
+      async ({ auth, body, set }) => {
+        const project = await projects.create(auth.userId, body)
+        set.status = 201
+        return { data: project }
+      },
+      {
+        auth: 'envs:write',
+        body: CreateEnvProjectBody,
+        response: { 201: wrapped(EnvProjectSchema), ...errorResponses(400) },
+        detail: { summary: 'Create an env project' },
+      },
+    )
+    .get('/:id', async ({ auth, params }) => ({ data: await projects.get(auth.userId, params.id) }), {
+      auth: 'envs:read',
+      params: IdParams,
+      response: { 200: wrapped(EnvProjectDetailSchema), ...errorResponses(404) },
+      detail: { summary: 'Get an env project with its files (never their content)' },
+    })
+    .put('/:id', async ({ auth, params, body }) => ({ data: await projects.update(auth.userId, params.id, body) }), {
+      auth: 'envs:write',
+      params: IdParams,
+      body: UpdateEnvProjectBody,
+      response: { 200: wrapped(EnvProjectSchema), ...errorResponses(400, 404) },
+      detail: { summary: 'Update an env project; only the fields sent change' },
+    })
+    .delete(
+      '/:id',
+      async ({ auth, params, set }) => {
+        await projects.remove(auth.userId, params.id)
+        set.status = 204
+      },
+      {
+        auth: 'envs:write',
+        params: IdParams,
+        response: { 204: NoContent, ...errorResponses(404) },
+        detail: { summary: 'Delete an env project and all of its files' },
+      },
+    )
+    .post(
+      '/:id/files',
+      async ({ auth, params, body, set }) => {
+        const { file, created } = await projects.upsertFile(auth.userId, params.id, body)
+        set.status = created ? 201 : 200
+        return { data: file }
+      },
+      {
+        auth: 'envs:write',
+        params: IdParams,
+        body: UpsertEnvFileBody,
+        response: { 200: wrapped(EnvFileItemSchema), 201: wrapped(EnvFileItemSchema), ...errorResponses(400, 404) },
+        detail: {
+          summary: 'Store the file of a fileType',
+          description: '201 when the file is created; 200 when the project already had a file of that fileType, whose content is replaced (it keeps its id).',
+        },
+      },
+    )
+    .delete(
+      '/:id/files/:fileId',
+      async ({ auth, params, set }) => {
+        await projects.removeFile(auth.userId, params.id, params.fileId)
+        set.status = 204
+      },
+      {
+        auth: 'envs:write',
+        params: EnvFileParams,
+        response: { 204: NoContent, ...errorResponses(404) },
+        detail: { summary: 'Delete an env file' },
+      },
+    )
+    .post(
+      '/:id/files/:fileId/reveal',
+      async ({ auth, params, set }) => {
+        const file = await projects.revealFile(auth.userId, params.id, params.fileId)
+        set.headers['cache-control'] = 'no-store'
+        return { data: file }
+      },
+      {
+        auth: 'envs:reveal',
+        params: EnvFileParams,
+        response: { 200: wrapped(RevealedEnvFileSchema), ...errorResponses(404) },
+        detail: { summary: 'Reveal the plaintext content of an env file', description: 'Answers carry Cache-Control: no-store. 404 when the content cannot be decrypted.' },
+      },
+    )
 }

@@ -1,7 +1,75 @@
-// Placeholder: filled in by its own issue.
-import { Elysia } from 'elysia'
-import type { AppDeps } from '../../deps'
+// /api/2fa: two-factor (TOTP) tokens. The secret goes in; only codes come out, by reveal.
+import { Elysia, t } from 'elysia'
+import { authGuard, type GuardDeps } from '../../auth/guard'
+import { errorResponses, IdParams, NoContent } from '../../http/schemas'
+import type { Vaults } from '../vault-access'
+import { CreateTwoFactorBody, TwoFactorCodeSchema, TwoFactorSchema, UpdateTwoFactorBody } from './model'
+import { TwoFactorService } from './service'
 
-export function twoFactorRoutes(_deps: AppDeps) {
-  return new Elysia({ name: 'twoFactorRoutes' })
+export function twoFactorRoutes(deps: GuardDeps & { vaults: Vaults; now: () => number }) {
+  const tokens = new TwoFactorService(deps.vaults, deps.now)
+  return new Elysia({ prefix: '/api/2fa', tags: ['Two-factor tokens'] })
+    .use(authGuard(deps))
+    .get('/', ({ auth }) => tokens.list(auth.userId), {
+      auth: '2fa:read',
+      response: { 200: t.Array(TwoFactorSchema), ...errorResponses() },
+      detail: { summary: 'List your two-factor tokens (never their secrets)' },
+    })
+    .post(
+      '/',
+      async ({ auth, body, set }) => {
+        const token = await tokens.create(auth.userId, body)
+        set.status = 201
+        return token
+      },
+      {
+        auth: '2fa:write',
+        body: CreateTwoFactorBody,
+        response: { 201: TwoFactorSchema, ...errorResponses(400) },
+        detail: { summary: 'Add a two-factor token', description: 'An unusable secret is 400 INVALID_TOTP_SECRET.' },
+      },
+    )
+    .get('/:id', ({ auth, params }) => tokens.get(auth.userId, params.id), {
+      auth: '2fa:read',
+      params: IdParams,
+      response: { 200: TwoFactorSchema, ...errorResponses(404) },
+      detail: { summary: 'Get a two-factor token (never its secret)' },
+    })
+    .put('/:id', ({ auth, params, body }) => tokens.update(auth.userId, params.id, body), {
+      auth: '2fa:write',
+      params: IdParams,
+      body: UpdateTwoFactorBody,
+      response: { 200: TwoFactorSchema, ...errorResponses(400, 404) },
+      detail: { summary: 'Update a two-factor token; only the fields sent change', description: 'A new secret is validated and re-encrypted.' },
+    })
+    .delete(
+      '/:id',
+      async ({ auth, params, set }) => {
+        await tokens.remove(auth.userId, params.id)
+        set.status = 204
+      },
+      {
+        auth: '2fa:write',
+        params: IdParams,
+        response: { 204: NoContent, ...errorResponses(404) },
+        detail: { summary: 'Delete a two-factor token' },
+      },
+    )
+    .post(
+      '/:id/reveal',
+      async ({ auth, params, set }) => {
+        const code = await tokens.reveal(auth.userId, params.id)
+        set.headers['cache-control'] = 'no-store'
+        return code
+      },
+      {
+        auth: '2fa:reveal',
+        params: IdParams,
+        response: { 200: TwoFactorCodeSchema, ...errorResponses(404) },
+        detail: {
+          summary: 'The current TOTP code of a token',
+          description: 'SHA-1, 6 digits, 30-second period (RFC 6238). Answers carry Cache-Control: no-store. 404 when the secret cannot be decrypted.',
+        },
+      },
+    )
 }

@@ -1,0 +1,164 @@
+// Env projects: named groups of encrypted `.env`-style files, at most one file per fileType.
+import { NotFound, validationError } from '../../http/errors'
+import type { EnvFileRecord, EnvFileType, EnvProjectRecord, VaultDocument } from '../../store/records'
+import type { Vaults } from '../vault-access'
+import { MAX_ENV_FILE_BYTES, type CreateEnvProjectInput, type UpdateEnvProjectInput, type UpsertEnvFileInput } from './model'
+
+const filesOf = (data: VaultDocument, projectId: string) => data.envFiles.filter((f) => f.projectId === projectId)
+
+export const publicEnvFile = (f: EnvFileRecord) => ({
+  id: f.id,
+  projectId: f.projectId,
+  fileType: f.fileType,
+  createdAt: f.createdAt,
+  updatedAt: f.updatedAt,
+})
+
+export const publicEnvProject = (p: EnvProjectRecord, fileCount: number) => ({
+  id: p.id,
+  userId: p.userId,
+  name: p.name,
+  description: p.description,
+  fileCount,
+  createdAt: p.createdAt,
+  updatedAt: p.updatedAt,
+})
+
+export type PublicEnvFile = ReturnType<typeof publicEnvFile>
+export type PublicEnvProject = ReturnType<typeof publicEnvProject>
+export type EnvProjectListItem = Omit<PublicEnvProject, 'userId'>
+export type EnvProjectDetail = PublicEnvProject & { files: PublicEnvFile[] }
+export interface RevealedEnvFile {
+  id: string
+  projectId: string
+  fileType: EnvFileType
+  content: string
+}
+
+/** The project with this id in the vault, or ENV_PROJECT_NOT_FOUND (missing and foreign alike). */
+function findProject(data: VaultDocument, id: string): EnvProjectRecord {
+  const project = data.envProjects.find((p) => p.id === id)
+  if (!project) throw NotFound.envProject()
+  return project
+}
+
+/** A file of this very project; a file of another project is not found through this one. */
+function findFile(data: VaultDocument, projectId: string, fileId: string): EnvFileRecord {
+  const file = data.envFiles.find((f) => f.id === fileId && f.projectId === projectId)
+  if (!file) throw NotFound.envFile()
+  return file
+}
+
+export class EnvProjectService {
+  constructor(
+    private readonly vaults: Vaults,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  private timestamp(): string {
+    return new Date(this.now()).toISOString()
+  }
+
+  async list(userId: string, search?: string): Promise<EnvProjectListItem[]> {
+    const { data } = await this.vaults.open(userId)
+    const needle = search?.toLowerCase() ?? ''
+    return data.envProjects
+      .filter((p) => p.name.toLowerCase().includes(needle))
+      .map((p) => {
+        const { userId: _owner, ...item } = publicEnvProject(p, filesOf(data, p.id).length)
+        return item
+      })
+  }
+
+  async get(userId: string, id: string): Promise<EnvProjectDetail> {
+    const { data } = await this.vaults.open(userId)
+    const project = findProject(data, id)
+    const files = filesOf(data, id)
+    return { ...publicEnvProject(project, files.length), files: files.map(publicEnvFile) }
+  }
+
+  async create(userId: string, input: CreateEnvProjectInput): Promise<PublicEnvProject> {
+    const at = this.timestamp()
+    const project: EnvProjectRecord = {
+      id: crypto.randomUUID(),
+      userId,
+      name: input.name,
+      description: input.description ?? '',
+      createdAt: at,
+      updatedAt: at,
+    }
+    const { doc } = await this.vaults.open(userId)
+    await doc.update((data) => data.envProjects.push(project))
+    return publicEnvProject(project, 0)
+  }
+
+  async update(userId: string, id: string, input: UpdateEnvProjectInput): Promise<PublicEnvProject> {
+    const { doc } = await this.vaults.open(userId)
+    return doc.update((data) => {
+      const project = findProject(data, id)
+      if (input.name !== undefined) project.name = input.name
+      if (input.description !== undefined) project.description = input.description
+      project.updatedAt = this.timestamp()
+      return publicEnvProject(project, filesOf(data, id).length)
+    })
+  }
+
+  /** Deletes the project and all of its files. */
+  async remove(userId: string, id: string): Promise<void> {
+    const { doc } = await this.vaults.open(userId)
+    await doc.update((data) => {
+      findProject(data, id)
+      data.envProjects = data.envProjects.filter((p) => p.id !== id)
+      data.envFiles = data.envFiles.filter((f) => f.projectId !== id)
+    })
+  }
+
+  /**
+   * Stores the file of this fileType: a new file, or new content for the existing one (which
+   * keeps its id). `created` tells which.
+   */
+  async upsertFile(userId: string, projectId: string, input: UpsertEnvFileInput): Promise<{ file: PublicEnvFile; created: boolean }> {
+    // The schema counts UTF-16 units; the limit is in bytes.
+    if (Buffer.byteLength(input.content, 'utf8') > MAX_ENV_FILE_BYTES) {
+      throw validationError('content', `must be at most ${MAX_ENV_FILE_BYTES} bytes (1 MiB)`)
+    }
+    const { doc, cipher } = await this.vaults.open(userId)
+    return doc.update((data) => {
+      const project = findProject(data, projectId)
+      const at = this.timestamp()
+      const existing = data.envFiles.find((f) => f.projectId === projectId && f.fileType === input.fileType)
+      // Sealed before anything changes, so a failure leaves the vault as it was.
+      const id = existing?.id ?? crypto.randomUUID()
+      const encryptedContent = cipher.seal('envfile', id, input.content)
+      project.updatedAt = at
+      if (existing) {
+        existing.encryptedContent = encryptedContent
+        existing.updatedAt = at
+        return { file: publicEnvFile(existing), created: false }
+      }
+      const file: EnvFileRecord = { id, projectId, fileType: input.fileType, encryptedContent, createdAt: at, updatedAt: at }
+      data.envFiles.push(file)
+      return { file: publicEnvFile(file), created: true }
+    })
+  }
+
+  async removeFile(userId: string, projectId: string, fileId: string): Promise<void> {
+    const { doc } = await this.vaults.open(userId)
+    await doc.update((data) => {
+      const project = findProject(data, projectId)
+      findFile(data, projectId, fileId)
+      data.envFiles = data.envFiles.filter((f) => f.id !== fileId)
+      project.updatedAt = this.timestamp()
+    })
+  }
+
+  /** The plaintext of a file; ENV_FILE_NOT_FOUND when its ciphertext does not open. */
+  async revealFile(userId: string, projectId: string, fileId: string): Promise<RevealedEnvFile> {
+    const { data, cipher } = await this.vaults.open(userId)
+    findProject(data, projectId)
+    const file = findFile(data, projectId, fileId)
+    const content = cipher.open('envfile', file.id, file.encryptedContent)
+    if (content === null) throw NotFound.envFile()
+    return { id: file.id, projectId: file.projectId, fileType: file.fileType, content }
+  }
+}
