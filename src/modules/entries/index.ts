@@ -1,7 +1,84 @@
-// Placeholder: filled in by its own issue.
-import { Elysia } from 'elysia'
-import type { AppDeps } from '../../deps'
+// /api/entries
+import { Elysia, t } from 'elysia'
+import { authGuard, type GuardDeps } from '../../auth/guard'
+import { errorResponses, IdParams, NoContent } from '../../http/schemas'
+import type { Vaults } from '../vault-access'
+import { CreateEntryBody, EntryListItemSchema, EntrySchema, RevealedEntrySchema, UpdateEntryBody } from './model'
+import { EntryService } from './service'
 
-export function entryRoutes(_deps: AppDeps) {
-  return new Elysia({ name: 'entryRoutes' })
+export function entryRoutes(deps: GuardDeps & { vaults: Vaults; now: () => number }) {
+  const entries = new EntryService(deps.vaults, deps.now)
+  return new Elysia({ prefix: '/api/entries', tags: ['Entries'] })
+    .use(authGuard(deps))
+    .get('/', ({ auth }) => entries.list(auth.userId), {
+      auth: 'entries:read',
+      response: { 200: t.Array(EntryListItemSchema), ...errorResponses() },
+      detail: { summary: 'List your key entries, each with its category (never a value)' },
+    })
+    .post(
+      '/',
+      async ({ auth, body, set }) => {
+        const entry = await entries.create(auth.userId, body)
+        set.status = 201
+        return entry
+      },
+      {
+        auth: 'entries:write',
+        body: CreateEntryBody,
+        response: { 201: EntrySchema, ...errorResponses(400, 404) },
+        detail: {
+          summary: 'Create a key entry',
+          description:
+            'The value is encrypted at once. A group value is a string holding a JSON object of string values (400 INVALID_VALUE otherwise; only the declared fieldDefinitions when the category has them). 404 CATEGORY_NOT_FOUND for a missing or foreign category.',
+        },
+      },
+    )
+    .get('/:id', ({ auth, params }) => entries.get(auth.userId, params.id), {
+      auth: 'entries:read',
+      params: IdParams,
+      response: { 200: EntrySchema, ...errorResponses(404) },
+      detail: { summary: 'Get a key entry (never its value)' },
+    })
+    .put('/:id', ({ auth, params, body }) => entries.update(auth.userId, params.id, body), {
+      auth: 'entries:write',
+      params: IdParams,
+      body: UpdateEntryBody,
+      response: { 200: EntrySchema, ...errorResponses(400, 404) },
+      detail: {
+        summary: 'Update a key entry; only the fields sent change',
+        description:
+          'A new value is re-encrypted. `environment: null` clears it. `categoryId` moves the entry to another category of the same keyType (404 CATEGORY_NOT_FOUND when missing or foreign).',
+      },
+    })
+    .delete(
+      '/:id',
+      async ({ auth, params, set }) => {
+        await entries.remove(auth.userId, params.id)
+        set.status = 204
+      },
+      {
+        auth: 'entries:write',
+        params: IdParams,
+        response: { 204: NoContent, ...errorResponses(404) },
+        detail: { summary: 'Delete a key entry' },
+      },
+    )
+    .post(
+      '/:id/reveal',
+      ({ auth, params, set }) => {
+        // Set first, so that the 404 answer is not cached either.
+        set.headers['cache-control'] = 'no-store'
+        return entries.reveal(auth.userId, params.id)
+      },
+      {
+        auth: 'entries:reveal',
+        params: IdParams,
+        response: { 200: RevealedEntrySchema, ...errorResponses(404) },
+        detail: {
+          summary: 'Reveal the plaintext value of a key entry',
+          description:
+            'The only operation that returns an entry value: a string for a simple category, an object of field name to value for a group. 404 ENTRY_NOT_FOUND when missing, not owned or not decryptable. Answers carry Cache-Control: no-store.',
+        },
+      },
+    )
 }

@@ -1,7 +1,18 @@
-// Placeholder: filled in by its own issue.
+// /api/stats
 import { Elysia } from 'elysia'
-import type { AppDeps } from '../../deps'
+import { authGuard, type GuardDeps } from '../../auth/guard'
+import { errorResponses } from '../../http/schemas'
+import type { Vaults } from '../vault-access'
+import { StatsSchema } from './model'
+import { StatsService } from './service'
 
-export function statsRoutes(_deps: AppDeps) {
-  return new Elysia({ name: 'statsRoutes' })
+export function statsRoutes(deps: GuardDeps & { vaults: Vaults }) {
+  const stats = new StatsService(deps.vaults)
+  return new Elysia({ prefix: '/api/stats', tags: ['Stats'] })
+    .use(authGuard(deps))
+    .get('/', ({ auth }) => stats.get(auth.userId), {
+      auth: 'stats:read',
+      response: { 200: StatsSchema, ...errorResponses() },
+      detail: { summary: 'Counts of your categories, entries and 2FA tokens, by key type and environment' },
+    })
 }

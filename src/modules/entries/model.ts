@@ -1,0 +1,63 @@
+import { t } from 'elysia'
+import { strictObject, Timestamp } from '../../http/schemas'
+import { KeyTypeSchema } from '../categories/model'
+import { MAX_VALUE_BYTES } from './values'
+
+const Name = t.String({ minLength: 1, maxLength: 200, description: 'The project the entry is for' })
+const Notes = t.String({ maxLength: 2000 })
+// The byte limit (64 KiB of UTF-8) is checked by the service; this bound keeps the schema honest.
+const Value = t.String({
+  maxLength: MAX_VALUE_BYTES,
+  description: 'Plaintext, encrypted server-side. For a group category: a string holding a JSON object of string values.',
+})
+export const EnvironmentSchema = t.Union([t.Literal('development'), t.Literal('staging'), t.Literal('production')], {
+  error: 'must be one of development, staging, production',
+})
+const nullable = <T extends Parameters<typeof t.Union>[0][number]>(schema: T) => t.Union([schema, t.Null()])
+
+export const EntrySchema = t.Object({
+  id: t.String(),
+  categoryId: t.String(),
+  name: t.String(),
+  environment: t.Union([EnvironmentSchema, t.Null()]),
+  notes: t.Union([t.String(), t.Null()]),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+})
+
+export const EntryCategorySchema = t.Object({
+  name: t.String(),
+  keyType: KeyTypeSchema,
+  envVarName: t.Union([t.String(), t.Null()]),
+  icon: t.Union([t.String(), t.Null()]),
+})
+
+export const EntryListItemSchema = t.Composite([EntrySchema, t.Object({ category: EntryCategorySchema })])
+
+export const RevealedEntrySchema = t.Object({
+  id: t.String(),
+  name: t.String(),
+  value: t.Union([t.String(), t.Record(t.String(), t.String())], {
+    description: 'A string for a simple category; an object of field name to value for a group category',
+  }),
+  environment: t.Union([EnvironmentSchema, t.Null()]),
+})
+
+export const CreateEntryBody = strictObject({
+  categoryId: t.String({ minLength: 1, maxLength: 200 }),
+  name: Name,
+  value: Value,
+  environment: t.Optional(nullable(EnvironmentSchema)),
+  notes: t.Optional(nullable(Notes)),
+})
+
+export const UpdateEntryBody = strictObject({
+  categoryId: t.Optional(t.String({ minLength: 1, maxLength: 200, description: 'Another category of the same keyType' })),
+  name: t.Optional(Name),
+  value: t.Optional(Value),
+  environment: t.Optional(nullable(EnvironmentSchema)),
+  notes: t.Optional(nullable(Notes)),
+})
+
+export type CreateEntryInput = typeof CreateEntryBody.static
+export type UpdateEntryInput = typeof UpdateEntryBody.static

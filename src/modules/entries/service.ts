@@ -1,0 +1,133 @@
+// Key entries: per-project values of a category, sealed at once; only reveal opens them.
+import { NotFound, validationError } from '../../http/errors'
+import type { CategoryRecord, Environment, EntryRecord, VaultDocument } from '../../store/records'
+import { findCategory } from '../categories/service'
+import type { Vaults } from '../vault-access'
+import type { CreateEntryInput, UpdateEntryInput } from './model'
+import { checkValueSize, openEntryValue, parseGroupValue, sealEntryValue } from './values'
+
+export const publicEntry = (e: EntryRecord) => ({
+  id: e.id,
+  categoryId: e.categoryId,
+  name: e.name,
+  environment: e.environment,
+  notes: e.notes,
+  createdAt: e.createdAt,
+  updatedAt: e.updatedAt,
+})
+
+export type PublicEntry = ReturnType<typeof publicEntry>
+
+export interface RevealedEntry {
+  id: string
+  name: string
+  value: string | Record<string, string>
+  environment: Environment | null
+}
+
+/** The entry with this id in the vault, or ENTRY_NOT_FOUND (missing and foreign alike). */
+export function findEntry(data: VaultDocument, id: string): EntryRecord {
+  const entry = data.entries.find((e) => e.id === id)
+  if (!entry) throw NotFound.entry()
+  return entry
+}
+
+export class EntryService {
+  constructor(
+    private readonly vaults: Vaults,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async list(userId: string) {
+    const { data } = await this.vaults.open(userId)
+    const categories = new Map(data.categories.map((c) => [c.id, c]))
+    return data.entries.flatMap((entry) => {
+      const category = categories.get(entry.categoryId)
+      if (!category) return []
+      return [
+        {
+          ...publicEntry(entry),
+          category: { name: category.name, keyType: category.keyType, envVarName: category.envVarName, icon: category.icon },
+        },
+      ]
+    })
+  }
+
+  async get(userId: string, id: string): Promise<PublicEntry> {
+    const { data } = await this.vaults.open(userId)
+    return publicEntry(findEntry(data, id))
+  }
+
+  async create(userId: string, input: CreateEntryInput): Promise<PublicEntry> {
+    checkValueSize(input.value)
+    const { doc, cipher } = await this.vaults.open(userId)
+    const at = new Date(this.now()).toISOString()
+    const id = crypto.randomUUID()
+    const entry = await doc.update((data) => {
+      const category = findCategory(data, input.categoryId)
+      const record: EntryRecord = {
+        id,
+        categoryId: category.id,
+        name: input.name,
+        environment: input.environment ?? null,
+        notes: input.notes ?? null,
+        encryptedValue: sealEntryValue(cipher, category, id, input.value),
+        createdAt: at,
+        updatedAt: at,
+      }
+      data.entries.push(record)
+      return record
+    })
+    return publicEntry(entry)
+  }
+
+  async update(userId: string, id: string, input: UpdateEntryInput): Promise<PublicEntry> {
+    if (input.value !== undefined) checkValueSize(input.value)
+    const { doc, cipher } = await this.vaults.open(userId)
+    const updated = await doc.update((data) => {
+      const entry = findEntry(data, id)
+      const current = findCategory(data, entry.categoryId)
+      const next: EntryRecord = { ...entry }
+      let category: CategoryRecord = current
+      if (input.categoryId !== undefined && input.categoryId !== entry.categoryId) {
+        category = findCategory(data, input.categoryId)
+        if (category.keyType !== current.keyType) {
+          throw validationError('categoryId', `must name a category of the same keyType (${current.keyType})`)
+        }
+        next.categoryId = category.id
+        // The stored value must fit the new category's declared fields too.
+        if (input.value === undefined && category.keyType === 'group') {
+          const plaintext = cipher.open('entry', entry.id, entry.encryptedValue)
+          if (plaintext !== null) parseGroupValue(category, plaintext)
+        }
+      }
+      if (input.name !== undefined) next.name = input.name
+      if (input.environment !== undefined) next.environment = input.environment
+      if (input.notes !== undefined) next.notes = input.notes
+      if (input.value !== undefined) next.encryptedValue = sealEntryValue(cipher, category, entry.id, input.value)
+      next.updatedAt = new Date(this.now()).toISOString()
+      // Everything is checked and sealed; now applied in one step.
+      Object.assign(entry, next)
+      return entry
+    })
+    return publicEntry(updated)
+  }
+
+  async remove(userId: string, id: string): Promise<void> {
+    const { doc } = await this.vaults.open(userId)
+    await doc.update((data) => {
+      findEntry(data, id)
+      data.entries = data.entries.filter((e) => e.id !== id)
+    })
+  }
+
+  /** The plaintext value; ENTRY_NOT_FOUND when missing, foreign or not decryptable. */
+  async reveal(userId: string, id: string): Promise<RevealedEntry> {
+    const { data, cipher } = await this.vaults.open(userId)
+    const entry = findEntry(data, id)
+    const category = data.categories.find((c) => c.id === entry.categoryId)
+    const value = category ? openEntryValue(cipher, category, entry) : null
+    if (value === null) throw NotFound.entry()
+    return { id: entry.id, name: entry.name, value, environment: entry.environment }
+  }
+}

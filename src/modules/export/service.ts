@@ -1,0 +1,23 @@
+// The plaintext .env export of a user's entries, optionally filtered.
+import type { Environment } from '../../store/records'
+import type { Vaults } from '../vault-access'
+import { renderEnvExport } from './render'
+
+export interface ExportFilter {
+  /** Only entries of this environment. */
+  environment?: Environment
+  /** Only entries of exactly this name. */
+  name?: string
+}
+
+export class ExportService {
+  constructor(private readonly vaults: Vaults) {}
+
+  async envText(userId: string, filter: ExportFilter = {}): Promise<string> {
+    const { data, cipher } = await this.vaults.open(userId)
+    const entries = data.entries.filter(
+      (e) => (filter.environment === undefined || e.environment === filter.environment) && (filter.name === undefined || e.name === filter.name),
+    )
+    return renderEnvExport(data, cipher, entries)
+  }
+}

@@ -1,0 +1,17 @@
+import { t } from 'elysia'
+
+const Count = t.Integer({ minimum: 0 })
+
+export const StatsSchema = t.Object({
+  totalCategories: Count,
+  totalEntries: Count,
+  total2fa: Count,
+  byKeyType: t.Object(
+    { simple: Count, group: Count, ssh: Count, json: Count },
+    { description: 'Entry count per key type of its category' },
+  ),
+  byEnvironment: t.Object(
+    { development: Count, staging: Count, production: Count },
+    { description: 'Entry count per environment (entries without one are not counted here)' },
+  ),
+})
