@@ -11,16 +11,56 @@ function fieldName(path: string | undefined, where: string): string {
   return field || where
 }
 
+type SchemaLike = {
+  error?: unknown
+  anyOf?: SchemaLike[]
+  const?: unknown
+  type?: string
+  pattern?: string
+  minLength?: number
+  maxLength?: number
+  minItems?: number
+  maxItems?: number
+}
+
+/** What a value must be, in words, from its schema (TypeBox says only "expected union value"). */
+function describeSchema(schema: SchemaLike | undefined): string | undefined {
+  if (!schema) return undefined
+  if (typeof schema.error === 'string') return schema.error
+  if (Array.isArray(schema.anyOf)) {
+    const constants = schema.anyOf.filter((option) => 'const' in option).map((option) => JSON.stringify(option.const))
+    if (constants.length === schema.anyOf.length) return `must be one of ${constants.join(', ')}`
+    const options = schema.anyOf.filter((option) => option.type !== 'null')
+    if (options.length === 1) {
+      const inner = describeSchema(options[0])
+      return inner && `${inner}${options.length < schema.anyOf.length ? ' (or null)' : ''}`
+    }
+    return undefined
+  }
+  if (schema.type === 'string') {
+    if (schema.pattern) return `must be a string matching ${schema.pattern}`
+    if (schema.minLength !== undefined || schema.maxLength !== undefined) {
+      return `must be a string of ${schema.minLength ?? 0} to ${schema.maxLength ?? 'any number of'} characters`
+    }
+  }
+  if (schema.type === 'array' && (schema.minItems !== undefined || schema.maxItems !== undefined)) {
+    return `must be an array of ${schema.minItems ?? 0} to ${schema.maxItems ?? 'any number of'} items`
+  }
+  return schema.type ? `must be ${/^[aeiou]/.test(schema.type) ? 'an' : 'a'} ${schema.type}` : undefined
+}
+
 function validationMessage(error: ValidationError): string {
   const where = error.type === 'query' ? 'query' : error.type === 'params' ? 'path' : 'body'
-  const first = error.all[0] as { path?: string; message?: string; schema?: { description?: string } } | undefined
+  const first = error.all[0] as { path?: string; message?: string; schema?: SchemaLike } | undefined
   if (where === 'body' && (error.value === null || typeof error.value !== 'object' || Array.isArray(error.value)) && !first?.path) {
     return 'The request body must be a JSON object'
   }
   const field = fieldName(first?.path, where)
   const problem = first?.message ?? 'is invalid'
-  const unexpected = /Unexpected property/i.test(problem)
-  return unexpected ? `${field}: unknown field` : `${field}: ${problem.charAt(0).toLowerCase()}${problem.slice(1)}`
+  if (/Unexpected property/i.test(problem)) return `${field}: unknown field`
+  if (/Expected required property/i.test(problem)) return `${field}: is required`
+  const described = describeSchema(first?.schema)
+  return `${field}: ${described ?? problem.charAt(0).toLowerCase() + problem.slice(1)}`
 }
 
 export const errorBody = (error: string, code: string) => ({ error, code })
