@@ -1,7 +1,7 @@
 // Durable, atomic file replacement: write a temporary file, fsync it, rename it over the
 // target, fsync the folder. A crash at any point leaves either the old or the new file whole.
-import { closeSync, fsyncSync, openSync, renameSync, writeSync } from 'node:fs'
-import { open, rename } from 'node:fs/promises'
+import { closeSync, fsyncSync, openSync, renameSync, rmSync, writeSync } from 'node:fs'
+import { open, rename, unlink } from 'node:fs/promises'
 import { basename, dirname, join } from 'node:path'
 
 let sequence = 0
@@ -33,12 +33,18 @@ export async function writeFileAtomic(path: string, data: string | Uint8Array, m
   const temp = tempPath(path)
   const handle = await open(temp, 'w', mode)
   try {
-    await handle.writeFile(data)
-    await handle.sync()
-  } finally {
-    await handle.close()
+    try {
+      await handle.writeFile(data)
+      await handle.sync()
+    } finally {
+      await handle.close()
+    }
+    await rename(temp, path)
+  } catch (error) {
+    // A half-written temporary file on a full disk would keep it full: remove it.
+    await unlink(temp).catch(() => {})
+    throw error
   }
-  await rename(temp, path)
   await fsyncDir(dirname(path))
 }
 
@@ -46,13 +52,18 @@ export function writeFileAtomicSync(path: string, data: string | Uint8Array, mod
   const temp = tempPath(path)
   const fd = openSync(temp, 'w', mode)
   try {
-    const bytes = typeof data === 'string' ? Buffer.from(data) : data
-    let offset = 0
-    while (offset < bytes.length) offset += writeSync(fd, bytes, offset)
-    fsyncSync(fd)
-  } finally {
-    closeSync(fd)
+    try {
+      const bytes = typeof data === 'string' ? Buffer.from(data) : data
+      let offset = 0
+      while (offset < bytes.length) offset += writeSync(fd, bytes, offset)
+      fsyncSync(fd)
+    } finally {
+      closeSync(fd)
+    }
+    renameSync(temp, path)
+  } catch (error) {
+    rmSync(temp, { force: true })
+    throw error
   }
-  renameSync(temp, path)
   fsyncDirSync(dirname(path))
 }
