@@ -66,7 +66,11 @@ function validationMessage(error: ValidationError): string {
 export const errorBody = (error: string, code: string) => ({ error, code })
 
 export function errorHandler(log: Logger) {
-  return new Elysia({ name: 'http.errors' }).error({ AppError }).onError({ as: 'global' }, ({ code, error, set }) => {
+  return new Elysia({ name: 'http.errors' }).error({ AppError }).onError({ as: 'global' }, ({ code, error: raised, set }) => {
+    // Elysia wraps whatever a parser throws in ParseError: a body found too large while being
+    // read (chunked, no Content-Length) must still answer 413, not 400 INVALID_JSON.
+    const cause = code === 'PARSE' ? (raised as { cause?: unknown }).cause : undefined
+    const error = cause instanceof AppError ? cause : raised
     if (error instanceof AppError) {
       set.status = error.status
       if (error.headers) Object.assign(set.headers, error.headers)
