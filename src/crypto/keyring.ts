@@ -1,7 +1,7 @@
 // Envelope encryption. The master key wraps one random data key per user vault; the data key
 // seals that vault's secret fields, each bound (AAD) to its user, record kind and record id, so a
 // ciphertext copied to another record, or a data key swapped between users, does not open.
-import { randomBytes } from 'node:crypto'
+import { hkdfSync, randomBytes } from 'node:crypto'
 import { open, seal } from './aead'
 
 export type SecretKind = 'entry' | 'totp' | 'envfile'
@@ -10,6 +10,7 @@ const KEY_CHECK_PLAINTEXT = 'svc-vault master key check'
 const KEY_CHECK_AAD = 'svc-vault:key-check'
 const dataKeyAad = (userId: string) => `svc-vault:data-key:${userId}`
 const fieldAad = (userId: string, kind: SecretKind, recordId: string) => `svc-vault:${userId}:${kind}:${recordId}`
+const stateAad = (purpose: string) => `svc-vault:state:${purpose}`
 
 export class MasterKeyMismatchError extends Error {}
 
@@ -37,6 +38,7 @@ export class VaultCipher {
 
 export class Keyring {
   private readonly ciphers = new Map<string, { wrapped: string; cipher: VaultCipher }>()
+  private readonly stateKeys = new Map<string, Uint8Array>()
 
   constructor(private masterKey: Uint8Array) {}
 
@@ -74,5 +76,28 @@ export class Keyring {
     const dataKey = open(this.masterKey, wrappedDataKey, dataKeyAad(userId))
     if (!dataKey) throw new MasterKeyMismatchError(`the data key of vault ${userId} does not open with the current master key`)
     return seal(newMaster.masterKey, dataKey, dataKeyAad(userId))
+  }
+
+  /**
+   * Seals short-lived server state that travels through the browser (such as the OIDC sign-in
+   * cookie), under a key derived from the master key for that one purpose (HKDF-SHA-256), so it
+   * can be neither read nor altered by the client and never opens as vault data.
+   */
+  sealState(purpose: string, plaintext: string): string {
+    return seal(this.stateKey(purpose), plaintext, stateAad(purpose))
+  }
+
+  /** The plaintext of sealState, or null when it was tampered with or sealed for another purpose. */
+  openState(purpose: string, sealed: string): string | null {
+    return open(this.stateKey(purpose), sealed, stateAad(purpose))?.toString('utf8') ?? null
+  }
+
+  private stateKey(purpose: string): Uint8Array {
+    let key = this.stateKeys.get(purpose)
+    if (!key) {
+      key = new Uint8Array(hkdfSync('sha256', this.masterKey, new Uint8Array(0), stateAad(purpose), 32))
+      this.stateKeys.set(purpose, key)
+    }
+    return key
   }
 }

@@ -42,6 +42,12 @@ function fixDocument(document: OpenApiDocument, routes: RouteInfo[]): OpenApiDoc
     for (const operation of Object.values(operations)) {
       // A 204 answer has no body: no content entry (the plugin writes one for t.Void()).
       if (operation.responses?.['204']) operation.responses['204'] = { description: 'No content' } as never
+      // A redirect (t.Void() too) has no body either; its Location header says where.
+      for (const [status, answer] of Object.entries(operation.responses ?? {})) {
+        if (!/^3\d\d$/.test(status)) continue
+        const description = (answer as { description?: string }).description ?? 'Redirect'
+        operation.responses![status] = { description, headers: { Location: { description: 'Where the browser goes next', schema: { type: 'string' } } } } as never
+      }
     }
   }
   document.paths = paths

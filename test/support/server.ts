@@ -21,13 +21,13 @@ export interface TestServer {
   stop(): Promise<void>
 }
 
-/** The real app on a loopback port in this process. */
-export async function startTestServer(options: { env?: Record<string, string>; dataDir?: string; now?: () => number } = {}): Promise<TestServer> {
+/** The real app on a loopback port in this process (`port`: a chosen one, e.g. to match SVC_BASE_URL; default random). */
+export async function startTestServer(options: { env?: Record<string, string>; dataDir?: string; now?: () => number; port?: number } = {}): Promise<TestServer> {
   const dataDir = options.dataDir ?? tempDir()
   const logs: string[] = []
   const config = loadConfig({ SVC_MASTER_KEY: TEST_MASTER_KEY, ...options.env, SVC_DATA_DIR: dataDir, PORT: '0' })
   const deps = await openVault(config, (line) => logs.push(line), options.now)
-  const app = createApp(deps).listen({ port: 0, hostname: '127.0.0.1' })
+  const app = createApp(deps).listen({ port: options.port ?? 0, hostname: '127.0.0.1' })
   const url = `http://127.0.0.1:${app.server!.port}`
   return {
     url,

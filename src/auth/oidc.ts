@@ -1,0 +1,266 @@
+// Sign-in through an OpenID Connect provider: authorization code flow with PKCE (S256), state
+// and nonce. The provider is discovered once from SVC_OIDC_ISSUER and its configuration cached;
+// openid-client checks the ID token (signature through the provider's JWKS, issuer, audience,
+// expiry, nonce). What the browser carries between the two legs (state, nonce, PKCE verifier) is
+// one sealed, short-lived transaction that is good for one callback only.
+import * as client from 'openid-client'
+import type { Config, OidcConfig } from '../config'
+import { isLoopbackHost } from '../config'
+import type { Keyring } from '../crypto/keyring'
+import { randomToken } from '../crypto/tokens'
+import { AppError } from '../http/errors'
+import type { Logger } from '../http/error-handler'
+import type { UserRecord } from '../store/records'
+import { normalizeEmail, type Accounts, type SignedIn } from './accounts'
+import { EMAIL_PATTERN } from './model'
+
+export const OIDC_START_PATH = '/api/auth/oidc'
+export const OIDC_CALLBACK_PATH = '/api/auth/oidc/callback'
+/** The cookie holding the sealed transaction; sent only to the callback path. */
+export const OIDC_TRANSACTION_COOKIE = 'svc_oidc'
+export const OIDC_TRANSACTION_TTL_MS = 10 * 60_000
+const SCOPE = 'openid email profile'
+const SEAL_PURPOSE = 'oidc-transaction'
+/** Seconds for each request to the provider (discovery, token, userinfo, JWKS). */
+const PROVIDER_TIMEOUT_S = 10
+const MAX_NAME_LENGTH = 200
+const MAX_EMAIL_LENGTH = 200
+
+export interface OidcDeps {
+  config: Pick<Config, 'baseUrl'> & { oidc: OidcConfig }
+  keyring: Keyring
+  accounts: Accounts
+  log: Logger
+  now: () => number
+}
+
+/** What the sealed cookie holds between the redirect and the callback. */
+interface Transaction {
+  /** Random id, remembered once used so the same transaction cannot complete twice. */
+  id: string
+  state: string
+  nonce: string
+  verifier: string
+  /** Expiry, epoch milliseconds. */
+  exp: number
+}
+
+export const oidcFailed = (message: string) => new AppError(400, 'OIDC_FAILED', message)
+
+/** The part of the claims a sign-in uses. */
+interface ProfileClaims {
+  email?: unknown
+  email_verified?: unknown
+  name?: unknown
+  preferred_username?: unknown
+}
+
+export class OidcSignIn {
+  readonly redirectUri: string
+  private discovered: Promise<client.Configuration> | undefined
+  /** Transactions already completed (or attempted), until they would have expired anyway. */
+  private readonly used = new Map<string, number>()
+
+  constructor(private readonly deps: OidcDeps) {
+    this.redirectUri = `${deps.config.baseUrl}${OIDC_CALLBACK_PATH}`
+  }
+
+  /** The provider's configuration, discovered on first use and kept; a failed discovery is retried next time. */
+  private configuration(): Promise<client.Configuration> {
+    if (!this.discovered) {
+      const { issuer, clientId, clientSecret } = this.deps.config.oidc
+      const issuerUrl = new URL(issuer)
+      // Plain http only for a provider on this machine (config.ts already refuses it elsewhere).
+      const insecure = issuerUrl.protocol === 'http:' && isLoopbackHost(issuerUrl.hostname)
+      const attempt = client.discovery(
+        issuerUrl,
+        clientId,
+        undefined,
+        clientSecret ? client.ClientSecretBasic(clientSecret) : client.None(),
+        {
+          timeout: PROVIDER_TIMEOUT_S,
+          // Signature checks against the provider's JWKS even for tokens from the token endpoint
+          // (openid-client otherwise relies on TLS there, and loopback http has none).
+          execute: insecure ? [client.allowInsecureRequests, client.enableNonRepudiationChecks] : [client.enableNonRepudiationChecks],
+        },
+      )
+      this.discovered = attempt
+      attempt.catch(() => {
+        if (this.discovered === attempt) this.discovered = undefined
+      })
+    }
+    return this.discovered
+  }
+
+  /** The provider's authorization URL and the sealed transaction for the cookie. */
+  async begin(): Promise<{ authorizationUrl: string; transaction: string }> {
+    let configuration: client.Configuration
+    try {
+      configuration = await this.configuration()
+    } catch (error) {
+      this.logFailure('discovery', error)
+      throw oidcFailed('The identity provider could not be reached; try again later')
+    }
+    const transaction: Transaction = {
+      id: randomToken(16),
+      state: client.randomState(),
+      nonce: client.randomNonce(),
+      verifier: client.randomPKCECodeVerifier(),
+      exp: this.deps.now() + OIDC_TRANSACTION_TTL_MS,
+    }
+    const url = client.buildAuthorizationUrl(configuration, {
+      redirect_uri: this.redirectUri,
+      response_type: 'code',
+      scope: SCOPE,
+      state: transaction.state,
+      nonce: transaction.nonce,
+      code_challenge: await client.calculatePKCECodeChallenge(transaction.verifier),
+      code_challenge_method: 'S256',
+    })
+    return {
+      authorizationUrl: url.href,
+      transaction: this.deps.keyring.sealState(SEAL_PURPOSE, JSON.stringify(transaction)),
+    }
+  }
+
+  /**
+   * Completes the sign-in from the callback's query string and the sealed transaction:
+   * checks and exchanges the code, then finds, joins or creates the account and starts a session.
+   */
+  async complete(search: string, sealedTransaction: string | undefined): Promise<SignedIn> {
+    const transaction = this.takeTransaction(sealedTransaction)
+    const params = new URLSearchParams(search)
+    const error = params.get('error')
+    if (error !== null) {
+      const reason = /^[A-Za-z0-9_.-]{1,64}$/.test(error) ? ` (${error})` : ''
+      throw oidcFailed(`The identity provider did not sign you in${reason}`)
+    }
+    const state = params.get('state')
+    if (state === null || state !== transaction.state || params.getAll('state').length !== 1) {
+      throw oidcFailed('The sign-in state does not match; start the sign-in again')
+    }
+    if (!params.get('code')) throw oidcFailed('The identity provider sent no authorization code')
+
+    let configuration: client.Configuration
+    try {
+      configuration = await this.configuration()
+    } catch (cause) {
+      this.logFailure('discovery', cause)
+      throw oidcFailed('The identity provider could not be reached; try again later')
+    }
+    // The URL the provider redirected to, as registered (the request may have come through a proxy).
+    const currentUrl = new URL(this.redirectUri)
+    currentUrl.search = search
+    let tokens: Awaited<ReturnType<typeof client.authorizationCodeGrant>>
+    try {
+      tokens = await client.authorizationCodeGrant(configuration, currentUrl, {
+        expectedState: transaction.state,
+        expectedNonce: transaction.nonce,
+        pkceCodeVerifier: transaction.verifier,
+        idTokenExpected: true,
+      })
+    } catch (cause) {
+      this.logFailure('code exchange', cause)
+      throw oidcFailed('The identity provider\'s answer could not be verified; start the sign-in again')
+    }
+    const idToken = tokens.claims()
+    if (!idToken) throw oidcFailed('The identity provider sent no ID token')
+    const identity = { issuer: idToken.iss, subject: idToken.sub }
+
+    const linked = this.deps.accounts.userByIdentity(identity.issuer, identity.subject)
+    if (linked) return this.deps.accounts.startSession(linked)
+
+    let profile = idToken as ProfileClaims
+    if (typeof idToken.email !== 'string' && tokens.access_token) {
+      // Providers that keep profile claims out of the ID token (as the code flow allows) give them here.
+      try {
+        profile = { ...(await client.fetchUserInfo(configuration, tokens.access_token, idToken.sub)) }
+      } catch (cause) {
+        this.logFailure('userinfo', cause)
+        throw oidcFailed('The identity provider\'s user information could not be read')
+      }
+    }
+    return this.signInNewIdentity(identity, profile)
+  }
+
+  /** Joins the account with the same verified e-mail, or creates one. */
+  private async signInNewIdentity(identity: { issuer: string; subject: string }, profile: ProfileClaims, retried = false): Promise<SignedIn> {
+    const email = typeof profile.email === 'string' ? normalizeEmail(profile.email) : ''
+    if (!email || email.length > MAX_EMAIL_LENGTH || !new RegExp(EMAIL_PATTERN).test(email)) {
+      throw oidcFailed('The identity provider did not share a usable e-mail address (the "email" scope is needed)')
+    }
+    // Some providers send the flag as a string.
+    const verified = profile.email_verified === true || profile.email_verified === 'true'
+    const existing = this.deps.accounts.userByEmail(email)
+    if (existing) return this.join(existing, identity, verified)
+
+    this.deps.accounts.assertSignupOpen()
+    try {
+      return await this.deps.accounts.createUser({ email, name: displayName(profile), passwordHash: null, identities: [identity] })
+    } catch (error) {
+      // Another sign-in (or a registration) took this e-mail meanwhile: decide again, once.
+      if (error instanceof AppError && error.code === 'EMAIL_TAKEN' && !retried) {
+        const linked = this.deps.accounts.userByIdentity(identity.issuer, identity.subject)
+        if (linked) return this.deps.accounts.startSession(linked)
+        return this.signInNewIdentity(identity, profile, true)
+      }
+      throw error
+    }
+  }
+
+  private async join(user: UserRecord, identity: { issuer: string; subject: string }, verified: boolean): Promise<SignedIn> {
+    if (!verified) {
+      throw oidcFailed(
+        'An account with this e-mail already exists, and the identity provider does not say the e-mail is verified, so it cannot be joined: sign in with your password',
+      )
+    }
+    await this.deps.accounts.linkIdentity(user, identity)
+    return this.deps.accounts.startSession(user)
+  }
+
+  /** Opens the sealed transaction and marks it used: one callback per transaction, within its lifetime. */
+  private takeTransaction(sealed: string | undefined): Transaction {
+    const expired = () => oidcFailed('The sign-in request is missing, expired or already used; start the sign-in again')
+    if (!sealed || sealed.length > 4096) throw expired()
+    const plaintext = this.deps.keyring.openState(SEAL_PURPOSE, sealed)
+    let transaction: Transaction
+    try {
+      transaction = JSON.parse(plaintext ?? 'null') as Transaction
+    } catch {
+      throw expired()
+    }
+    const now = this.deps.now()
+    if (!isTransaction(transaction) || transaction.exp <= now) throw expired()
+    for (const [id, exp] of this.used) if (exp <= now) this.used.delete(id)
+    if (this.used.has(transaction.id)) throw expired()
+    this.used.set(transaction.id, transaction.exp)
+    return transaction
+  }
+
+  /** One line naming the step and the library's reason; never tokens, codes or the query. */
+  private logFailure(step: string, error: unknown): void {
+    const failure = error as { name?: string; code?: string; message?: string; error?: string; cause?: unknown }
+    const detail = [failure?.name, failure?.code, failure?.error].filter(Boolean).join(' ')
+    const cause = failure?.cause instanceof Error ? ` (${failure.cause.message})` : ''
+    this.deps.log(`oidc: ${step} failed: ${detail}: ${failure?.message ?? String(error)}${cause}`)
+  }
+}
+
+function isTransaction(value: unknown): value is Transaction {
+  const t = value as Transaction | null
+  return (
+    typeof t === 'object' &&
+    t !== null &&
+    typeof t.id === 'string' &&
+    typeof t.state === 'string' &&
+    typeof t.nonce === 'string' &&
+    typeof t.verifier === 'string' &&
+    typeof t.exp === 'number'
+  )
+}
+
+function displayName(profile: ProfileClaims): string | null {
+  const raw = typeof profile.name === 'string' && profile.name.trim() ? profile.name : profile.preferred_username
+  if (typeof raw !== 'string') return null
+  return raw.trim().slice(0, MAX_NAME_LENGTH) || null
+}

@@ -1,0 +1,385 @@
+// Sign-in through a real OpenID provider (oidc-provider on loopback), driven like a browser:
+// the vault's redirect, the provider's login and consent pages, the callback, the session.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sessionCookie, signUp, uniqueEmail } from '../support/client'
+import { Browser, freePort, startTestProvider, type TestProvider } from '../support/oidc-provider'
+import { removeDir, startTestServer, tempDir, type TestServer } from '../support/server'
+
+const CALLBACK = '/api/auth/oidc/callback'
+
+let provider: TestProvider
+let vault: TestServer
+let base: string
+let closedBase: string
+let closedPort: number
+
+beforeAll(async () => {
+  const port = await freePort()
+  closedPort = await freePort()
+  base = `http://127.0.0.1:${port}`
+  closedBase = `http://127.0.0.1:${closedPort}`
+  provider = await startTestProvider({ redirectUris: [`${base}${CALLBACK}`, `${closedBase}${CALLBACK}`] })
+  vault = await startTestServer({ port, env: oidcEnv(base) })
+})
+
+afterAll(async () => {
+  await vault?.stop()
+  await provider?.stop()
+})
+
+function oidcEnv(baseUrl: string, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    SVC_OIDC_ISSUER: provider.issuer,
+    SVC_OIDC_CLIENT_ID: provider.clientId,
+    SVC_OIDC_CLIENT_SECRET: provider.clientSecret,
+    SVC_OIDC_NAME: 'Test IdP',
+    SVC_BASE_URL: baseUrl,
+    ...extra,
+  }
+}
+
+let subjects = 0
+/** A provider account with a fresh subject; returns the subject (also its login name). */
+function account(claims: { email?: string; email_verified?: boolean; name?: string } = {}): string {
+  const sub = `user-${++subjects}-${Date.now()}`
+  provider.accounts.set(sub, { email: uniqueEmail('oidc'), email_verified: true, name: `Person ${subjects}`, ...claims })
+  return sub
+}
+
+/** GET /api/auth/oidc: the provider URL the vault redirects to. */
+async function startSignIn(browser: Browser, origin = base): Promise<{ response: Response; authorizationUrl: URL }> {
+  const response = await browser.request(`${origin}/api/auth/oidc`)
+  expect(response.status).toBe(302)
+  return { response, authorizationUrl: new URL(response.headers.get('location')!) }
+}
+
+/** Walks the provider's pages (login, consent) until it redirects back to the vault's callback. */
+async function passProvider(browser: Browser, authorizationUrl: URL | string, login: string, origin = base): Promise<URL> {
+  let step = await browser.follow(authorizationUrl, `${origin}${CALLBACK}`)
+  for (let pages = 0; !step.stopped && pages < 4; pages++) {
+    const html = await step.response.text()
+    const prompt = /name="prompt" value="([a-z]+)"/.exec(html)?.[1]
+    if (prompt === 'login') step = await browser.follow(step.url, `${origin}${CALLBACK}`, { form: { prompt, login, password: 'any' } })
+    else if (prompt === 'consent') step = await browser.follow(step.url, `${origin}${CALLBACK}`, { form: { prompt } })
+    else throw new Error(`unexpected provider page ${step.response.status}: ${html.slice(0, 300)}`)
+  }
+  if (!step.stopped) throw new Error('the provider did not redirect back to the vault')
+  return step.url
+}
+
+/** The whole sign-in up to (not including) the callback request. */
+async function toCallback(login: string, origin = base) {
+  const browser = new Browser()
+  const { authorizationUrl } = await startSignIn(browser, origin)
+  const callbackUrl = await passProvider(browser, authorizationUrl, login, origin)
+  return { browser, authorizationUrl, callbackUrl }
+}
+
+async function me(browser: Browser, origin = base) {
+  const response = await browser.request(`${origin}/api/auth/me`)
+  return { status: response.status, body: (await response.json()) as any }
+}
+
+/** The vault logged why the last exchange failed (the library's reason, so the right check fired). */
+function expectLoggedReason(reason: RegExp) {
+  const last = vault.logs.filter((line) => line.startsWith('oidc: ')).at(-1)
+  expect(last).toMatch(reason)
+}
+
+async function expectFailed(response: Response, status = 400, code = 'OIDC_FAILED') {
+  expect(response.status).toBe(status)
+  const body = (await response.json()) as { error: string; code: string }
+  expect(body.code).toBe(code)
+  expect(typeof body.error).toBe('string')
+  expect(sessionCookie(response.headers)).toBeUndefined()
+  return body
+}
+
+describe('OIDC configuration', () => {
+  test('without SVC_OIDC_ISSUER and SVC_OIDC_CLIENT_ID the routes answer 404 OIDC_DISABLED', async () => {
+    const plain = await startTestServer()
+    try {
+      for (const path of ['/api/auth/oidc', `${CALLBACK}?code=x&state=y`]) {
+        const response = await fetch(plain.url + path, { redirect: 'manual' })
+        expect(response.status).toBe(404)
+        expect(await response.json()).toEqual({ error: expect.any(String), code: 'OIDC_DISABLED' })
+      }
+      const providers = await (await fetch(`${plain.url}/api/auth/providers`)).json()
+      expect(providers.oidc).toEqual({ enabled: false, name: null })
+    } finally {
+      await plain.stop()
+    }
+  })
+
+  test('providers reports OIDC on with its display name', async () => {
+    const providers = await (await fetch(`${base}/api/auth/providers`)).json()
+    expect(providers.oidc).toEqual({ enabled: true, name: 'Test IdP' })
+  })
+
+  test('the redirect carries state, nonce and PKCE S256; the transaction cookie is sealed, HttpOnly, Lax, short-lived, callback-only', async () => {
+    const { response, authorizationUrl } = await startSignIn(new Browser())
+    expect(authorizationUrl.origin).toBe(provider.issuer)
+    const q = authorizationUrl.searchParams
+    expect(q.get('response_type')).toBe('code')
+    expect(q.get('client_id')).toBe(provider.clientId)
+    expect(q.get('redirect_uri')).toBe(`${base}${CALLBACK}`)
+    expect(q.get('scope')!.split(' ')).toEqual(expect.arrayContaining(['openid', 'email']))
+    expect(q.get('code_challenge_method')).toBe('S256')
+    expect(q.get('code_challenge')!.length).toBeGreaterThanOrEqual(43)
+    expect(q.get('state')!.length).toBeGreaterThanOrEqual(32)
+    expect(q.get('nonce')!.length).toBeGreaterThanOrEqual(32)
+    expect(response.headers.get('cache-control')).toBe('no-store')
+
+    const cookies = response.headers.getSetCookie()
+    expect(cookies).toHaveLength(1)
+    const cookie = cookies[0]
+    expect(cookie).toMatch(/^svc_oidc=/)
+    expect(cookie).toMatch(/HttpOnly/i)
+    expect(cookie).toMatch(/SameSite=Lax/i)
+    expect(cookie).toMatch(/Path=\/api\/auth\/oidc\/callback(;|$)/)
+    expect(cookie).toMatch(/Max-Age=600(;|$)/)
+    expect(cookie).not.toMatch(/Secure/i) // http base URL
+    // Sealed: neither the state nor the nonce can be read from it.
+    const value = /^svc_oidc=([^;]*)/.exec(cookie)![1]
+    expect(value).not.toContain(q.get('state')!)
+    expect(value).not.toContain(q.get('nonce')!)
+  })
+})
+
+describe('OIDC sign-in', () => {
+  test('a first sign-in creates the user from the claims; the session works; a second sign-in reaches the same user', async () => {
+    const email = uniqueEmail('Alice')
+    const sub = account({ email, name: 'Alice Liddell', email_verified: false })
+    const { browser, callbackUrl } = await toCallback(sub)
+    expect(callbackUrl.searchParams.get('code')).toBeTruthy()
+
+    const callback = await browser.request(callbackUrl)
+    expect(callback.status).toBe(302)
+    expect(callback.headers.get('location')).toBe('/')
+    const setCookies = callback.headers.getSetCookie()
+    const session = setCookies.find((line) => line.startsWith('svc_session='))!
+    expect(session).toMatch(/HttpOnly/i)
+    expect(session).toMatch(/SameSite=Lax/i)
+    expect(session).toMatch(/Path=\/(;|$)/)
+    // The one-time transaction cookie is cleared.
+    expect(setCookies.find((line) => line.startsWith('svc_oidc='))).toMatch(/Max-Age=0|Expires=Thu, 01 Jan 1970/i)
+    expect(browser.cookie(base, 'svc_oidc')).toBeUndefined()
+
+    const first = await me(browser)
+    expect(first.status).toBe(200)
+    expect(first.body.auth).toBe('session')
+    expect(first.body.user).toEqual({ id: expect.any(String), email: email.toLowerCase(), name: 'Alice Liddell', createdAt: expect.any(String) })
+
+    // Again, from a new browser (a new provider session too): the same vault user.
+    const again = await toCallback(sub)
+    const second = await again.browser.request(again.callbackUrl)
+    expect(second.status).toBe(302)
+    expect((await me(again.browser)).body.user.id).toBe(first.body.user.id)
+
+    // And the vault still has one account with this e-mail: registering it is refused.
+    const register = await fetch(`${base}/api/auth/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email, password: 'long enough password' }),
+    })
+    expect(register.status).toBe(409)
+  })
+
+  test('a replayed callback answers 400 OIDC_FAILED and no session, with or without the old cookie', async () => {
+    const sub = account()
+    const browser = new Browser()
+    const { authorizationUrl } = await startSignIn(browser)
+    const sealed = browser.cookie(base, 'svc_oidc')!
+    const callbackUrl = await passProvider(browser, authorizationUrl, sub)
+    expect((await browser.request(callbackUrl)).status).toBe(302)
+
+    // The browser's cookie is gone: no transaction.
+    await expectFailed(await browser.request(callbackUrl))
+    // An attacker who kept the cookie: the transaction was used already.
+    await expectFailed(await fetch(callbackUrl, { headers: { cookie: `svc_oidc=${sealed}` }, redirect: 'manual' }))
+  })
+
+  test('a tampered state, a tampered cookie or a missing cookie answer 400 OIDC_FAILED and no session', async () => {
+    const sub = account()
+    {
+      const { browser, callbackUrl } = await toCallback(sub)
+      const tampered = new URL(callbackUrl)
+      tampered.searchParams.set('state', `${callbackUrl.searchParams.get('state')!.slice(0, -2)}xx`)
+      await expectFailed(await browser.request(tampered))
+      // The attempt used the transaction up: the genuine callback fails as well.
+      await expectFailed(await browser.request(callbackUrl))
+      expect((await me(browser)).status).toBe(401)
+    }
+    {
+      const browser = new Browser()
+      const { authorizationUrl } = await startSignIn(browser)
+      const callbackUrl = await passProvider(browser, authorizationUrl, sub)
+      const sealed = browser.cookie(base, 'svc_oidc')!
+      const flipped = sealed.slice(0, -3) + (sealed.at(-3) === 'A' ? 'B' : 'A') + sealed.slice(-2)
+      await expectFailed(await fetch(callbackUrl, { headers: { cookie: `svc_oidc=${flipped}` }, redirect: 'manual' }))
+      await expectFailed(await fetch(callbackUrl, { redirect: 'manual' }))
+      // The genuine cookie still completes (the failed attempts did not carry it).
+      expect((await browser.request(callbackUrl)).status).toBe(302)
+    }
+    // No state or no code at all.
+    const browser = new Browser()
+    const { authorizationUrl } = await startSignIn(browser)
+    const callbackUrl = await passProvider(browser, authorizationUrl, sub)
+    const noState = new URL(callbackUrl)
+    noState.searchParams.delete('state')
+    await expectFailed(await browser.request(noState))
+  })
+
+  test('an ID token with another nonce answers 400 OIDC_FAILED and no session', async () => {
+    const sub = account()
+    const browser = new Browser()
+    const { authorizationUrl } = await startSignIn(browser)
+    // The provider is asked for a token bound to a nonce the vault never issued.
+    authorizationUrl.searchParams.set('nonce', 'a-nonce-the-vault-never-issued-0123456789')
+    const callbackUrl = await passProvider(browser, authorizationUrl, sub)
+    await expectFailed(await browser.request(callbackUrl))
+    expect((await me(browser)).status).toBe(401)
+    expectLoggedReason(/code exchange failed.*"nonce"/)
+  })
+
+  test('the provider refusing the sign-in (error parameter) answers 400 OIDC_FAILED', async () => {
+    const browser = new Browser()
+    const { authorizationUrl } = await startSignIn(browser)
+    const page = await browser.follow(authorizationUrl)
+    expect(page.response.status).toBe(200)
+    await page.response.body?.cancel()
+    // The development interaction's "cancel" link.
+    const aborted = await browser.follow(`${page.url.href}/abort`, `${base}${CALLBACK}`)
+    expect(aborted.stopped).toBe(true)
+    expect(aborted.url.searchParams.get('error')).toBe('access_denied')
+    const body = await expectFailed(await browser.request(aborted.url))
+    expect(body.error).toContain('access_denied')
+  })
+
+  describe('forged token answers (signed with the provider key)', () => {
+    async function withTokenAnswer(claims: (nonce: string) => Record<string, unknown>, sign = provider.signIdToken) {
+      const sub = account()
+      const browser = new Browser()
+      const { authorizationUrl } = await startSignIn(browser)
+      const callbackUrl = await passProvider(browser, authorizationUrl, sub)
+      const nonce = authorizationUrl.searchParams.get('nonce')!
+      provider.overrideToken = () => ({ access_token: 'forged', token_type: 'Bearer', expires_in: 600, id_token: sign(claims(nonce)) })
+      try {
+        return { browser, response: await browser.request(callbackUrl) }
+      } finally {
+        provider.overrideToken = undefined
+      }
+    }
+    const now = () => Math.floor(Date.now() / 1000)
+    const valid = (nonce: string) => ({
+      iss: provider.issuer,
+      sub: `forged-${++subjects}`,
+      aud: provider.clientId,
+      iat: now(),
+      exp: now() + 300,
+      nonce,
+      email: uniqueEmail('forged'),
+      email_verified: true,
+    })
+
+    test('control: a well-formed token is accepted (so the failures below are the checks at work)', async () => {
+      const { browser, response } = await withTokenAnswer(valid)
+      expect(response.status).toBe(302)
+      expect((await me(browser)).status).toBe(200)
+    })
+
+    test('an ID token for another audience answers 400 OIDC_FAILED and no session', async () => {
+      const { browser, response } = await withTokenAnswer((nonce) => ({ ...valid(nonce), aud: 'another-client' }))
+      await expectFailed(response)
+      expectLoggedReason(/"aud"/)
+      expect((await me(browser)).status).toBe(401)
+    })
+
+    test('an expired ID token, another issuer, or a signature by a key the provider does not publish: 400 OIDC_FAILED', async () => {
+      await expectFailed((await withTokenAnswer((nonce) => ({ ...valid(nonce), iat: now() - 3600, exp: now() - 1800 }))).response)
+      expectLoggedReason(/"exp"/)
+      await expectFailed((await withTokenAnswer((nonce) => ({ ...valid(nonce), iss: 'http://127.0.0.1:1' }))).response)
+      expectLoggedReason(/"iss"/)
+      await expectFailed((await withTokenAnswer(valid, provider.signWithForeignKey)).response)
+      expectLoggedReason(/signature verification failed/)
+      // The log lines name reasons, never tokens or the client secret.
+      const logs = vault.logs.join('\n')
+      expect(logs).not.toContain(provider.clientSecret)
+      expect(logs).not.toContain('eyJ')
+    })
+  })
+})
+
+describe('OIDC accounts', () => {
+  test('a verified e-mail joins the existing password account', async () => {
+    const owner = await signUp(base)
+    const sub = account({ email: owner.email.toUpperCase(), email_verified: true })
+    const { browser, callbackUrl } = await toCallback(sub)
+    expect((await browser.request(callbackUrl)).status).toBe(302)
+    expect((await me(browser)).body.user.id).toBe(owner.user.id)
+    // Linked: the next sign-in finds the account by issuer and subject.
+    const again = await toCallback(sub)
+    expect((await again.browser.request(again.callbackUrl)).status).toBe(302)
+    expect((await me(again.browser)).body.user.id).toBe(owner.user.id)
+    // The password still works too.
+    const login = await fetch(`${base}/api/auth/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: owner.email, password: 'correct horse battery' }),
+    })
+    expect(login.status).toBe(200)
+  })
+
+  test('an e-mail the provider does not call verified does not join an existing account: 400 OIDC_FAILED, no session', async () => {
+    const owner = await signUp(base)
+    const sub = account({ email: owner.email, email_verified: false })
+    const { browser, callbackUrl } = await toCallback(sub)
+    const body = await expectFailed(await browser.request(callbackUrl))
+    expect(body.error).toMatch(/verified/)
+    expect((await me(browser)).status).toBe(401)
+  })
+
+  test('without an e-mail claim a new user cannot be created: 400 OIDC_FAILED', async () => {
+    const sub = `no-email-${Date.now()}`
+    provider.accounts.set(sub, { name: 'Nobody' })
+    const { browser, callbackUrl } = await toCallback(sub)
+    await expectFailed(await browser.request(callbackUrl))
+  })
+
+  test('SVC_SIGNUP=closed stops new OIDC users (403 SIGNUP_DISABLED) but lets existing accounts in', async () => {
+    const dataDir = tempDir()
+    try {
+      // Made while sign-up was open, then the vault restarts closed.
+      const open = await startTestServer({ port: closedPort, dataDir, env: oidcEnv(closedBase) })
+      const owner = await signUp(closedBase)
+      await open.stop()
+      const closed = await startTestServer({ port: closedPort, dataDir, env: oidcEnv(closedBase, { SVC_SIGNUP: 'closed' }) })
+      try {
+        const stranger = await toCallback(account(), closedBase)
+        await expectFailed(await stranger.browser.request(stranger.callbackUrl), 403, 'SIGNUP_DISABLED')
+
+        const known = await toCallback(account({ email: owner.email, email_verified: true }), closedBase)
+        expect((await known.browser.request(known.callbackUrl)).status).toBe(302)
+        expect((await me(known.browser, closedBase)).body.user.id).toBe(owner.user.id)
+      } finally {
+        await closed.stop()
+      }
+    } finally {
+      removeDir(dataDir)
+    }
+  })
+
+  test('a provider that cannot be reached answers 400 OIDC_FAILED on the redirect', async () => {
+    const port = await freePort()
+    const unreachable = await startTestServer({
+      env: { SVC_OIDC_ISSUER: `http://127.0.0.1:${port}`, SVC_OIDC_CLIENT_ID: 'x', SVC_BASE_URL: 'http://127.0.0.1:1' },
+    })
+    try {
+      const response = await fetch(`${unreachable.url}/api/auth/oidc`, { redirect: 'manual' })
+      const body = await expectFailed(response)
+      expect(body.error).toMatch(/could not be reached/)
+    } finally {
+      await unreachable.stop()
+    }
+  })
+})
