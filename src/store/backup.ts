@@ -1,0 +1,172 @@
+// Backups: one JSON bundle holding every file of a data folder as it is stored (the secrets stay
+// sealed). Taken beside a running server without its lock: the server replaces each document by
+// rename, so reading a file whole sees one version of it, never a half-written one.
+//
+// Cross-document consistency: the vault documents are read first and accounts.json last. Users
+// are only ever added, and a user's vault is created after the user, so every vault in a bundle
+// has its owner in the bundle's accounts.json. Each document is a snapshot of its own instant;
+// nothing in one document points into another except the owner's id, so no mix of instants can
+// break a reference. A master-key rotation changes every document; if accounts.json's key check
+// changed while the bundle was read, the whole read is done again.
+import { createHash } from 'node:crypto'
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs'
+import { dirname, join, posix } from 'node:path'
+import { isTempFile, writeFileAtomic } from './atomic-file'
+import { MASTER_KEY_FILE } from '../crypto/master-key'
+import { ACCOUNTS_FILE, VAULTS_DIR } from './store'
+
+export const BACKUP_FORMAT = 'svc-vault-backup'
+export const BACKUP_VERSION = 1
+
+export class BackupError extends Error {}
+
+export interface BackupFile {
+  /** Relative to the data folder, with `/` separators. */
+  path: string
+  /** The file's bytes, base64. */
+  data: string
+  sha256: string
+}
+
+export interface BackupBundle {
+  format: typeof BACKUP_FORMAT
+  version: number
+  createdAt: string
+  includesMasterKey: boolean
+  files: BackupFile[]
+}
+
+/** Files a bundle may hold: the accounts document, vault documents and the master key. */
+const ALLOWED_PATH = /^(accounts\.json|master\.key|vaults\/[0-9a-f-]{36}\.json)$/
+
+const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex')
+
+function keyCheckOf(bytes: Uint8Array): string | undefined {
+  return (JSON.parse(Buffer.from(bytes).toString('utf8')) as { keyCheck?: string }).keyCheck
+}
+
+function readDocument(dataDir: string, path: string): Buffer | null {
+  let bytes: Buffer
+  try {
+    bytes = readFileSync(join(dataDir, path))
+  } catch (error) {
+    // Not there (yet): a vault listed a moment ago cannot vanish, but be tolerant anyway.
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null
+    throw error
+  }
+  if (path.endsWith('.json')) {
+    try {
+      JSON.parse(bytes.toString('utf8'))
+    } catch {
+      throw new BackupError(`${join(dataDir, path)} is not valid JSON; the data folder needs repair before it can be backed up`)
+    }
+  }
+  return bytes
+}
+
+function entry(path: string, bytes: Buffer): BackupFile {
+  return { path, data: bytes.toString('base64'), sha256: sha256(bytes) }
+}
+
+/** A consistent snapshot of the data folder (see the top of this file). */
+export function createBackup(dataDir: string, options: { includeMasterKey?: boolean; now?: () => number } = {}): BackupBundle {
+  if (!existsSync(join(dataDir, ACCOUNTS_FILE))) {
+    throw new BackupError(`${dataDir} holds no svc-vault data (no ${ACCOUNTS_FILE})`)
+  }
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const before = readDocument(dataDir, ACCOUNTS_FILE)
+    const files: BackupFile[] = []
+    const vaultsDir = join(dataDir, VAULTS_DIR)
+    const names = existsSync(vaultsDir) ? readdirSync(vaultsDir).filter((name) => ALLOWED_PATH.test(`${VAULTS_DIR}/${name}`) && !isTempFile(name)) : []
+    for (const name of names.sort()) {
+      const path = `${VAULTS_DIR}/${name}`
+      const bytes = readDocument(dataDir, path)
+      if (bytes) files.push(entry(path, bytes))
+    }
+    const accounts = readDocument(dataDir, ACCOUNTS_FILE)
+    if (!before || !accounts) throw new BackupError(`${join(dataDir, ACCOUNTS_FILE)} vanished during the backup`)
+    // A rotation between the two reads: the vaults may be sealed under either key. Read again.
+    if (keyCheckOf(before) !== keyCheckOf(accounts)) continue
+    files.push(entry(ACCOUNTS_FILE, accounts))
+    const includeMasterKey = options.includeMasterKey === true
+    if (includeMasterKey) {
+      const keyPath = join(dataDir, MASTER_KEY_FILE)
+      if (!existsSync(keyPath)) {
+        throw new BackupError(`${keyPath} does not exist (the key comes from SVC_MASTER_KEY): back that key up yourself`)
+      }
+      files.unshift(entry(MASTER_KEY_FILE, readFileSync(keyPath)))
+    }
+    return {
+      format: BACKUP_FORMAT,
+      version: BACKUP_VERSION,
+      createdAt: new Date((options.now ?? Date.now)()).toISOString(),
+      includesMasterKey: includeMasterKey,
+      files,
+    }
+  }
+  throw new BackupError('the master key was being rotated during the backup; try again when it has finished')
+}
+
+/** Writes the bundle atomically, readable by its owner only (mode 0600). */
+export async function writeBackup(path: string, bundle: BackupBundle): Promise<void> {
+  mkdirSync(dirname(path), { recursive: true })
+  await writeFileAtomic(path, JSON.stringify(bundle), 0o600)
+}
+
+/** Reads and checks a bundle: the format marker, every path, every checksum, every document. */
+export function readBackup(path: string): BackupBundle {
+  let bundle: BackupBundle
+  try {
+    bundle = JSON.parse(readFileSync(path, 'utf8'))
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new BackupError(`${path} does not exist`)
+    throw new BackupError(`${path} is not an svc-vault backup (not JSON)`)
+  }
+  if (bundle?.format !== BACKUP_FORMAT || !Array.isArray(bundle.files)) {
+    throw new BackupError(`${path} is not an svc-vault backup (no "${BACKUP_FORMAT}" format marker)`)
+  }
+  if (typeof bundle.version !== 'number' || bundle.version > BACKUP_VERSION) {
+    throw new BackupError(`${path} has backup format version ${bundle.version}; this svc-vault reads up to ${BACKUP_VERSION}`)
+  }
+  const seen = new Set<string>()
+  for (const file of bundle.files) {
+    if (typeof file?.path !== 'string' || !ALLOWED_PATH.test(file.path) || posix.normalize(file.path) !== file.path || seen.has(file.path)) {
+      throw new BackupError(`${path} holds an unexpected file name: ${JSON.stringify(file?.path)}`)
+    }
+    seen.add(file.path)
+    const bytes = Buffer.from(String(file.data), 'base64')
+    if (sha256(bytes) !== file.sha256) throw new BackupError(`${path} is damaged: ${file.path} does not match its checksum`)
+    if (file.path.endsWith('.json')) {
+      try {
+        JSON.parse(bytes.toString('utf8'))
+      } catch {
+        throw new BackupError(`${path} is damaged: ${file.path} is not valid JSON`)
+      }
+    }
+  }
+  if (!seen.has(ACCOUNTS_FILE)) throw new BackupError(`${path} holds no ${ACCOUNTS_FILE}`)
+  return bundle
+}
+
+/** Names in a folder that make it "not empty" for a restore (a `.gitkeep` does not count). */
+function occupants(dir: string): string[] {
+  if (!existsSync(dir)) return []
+  if (!statSync(dir).isDirectory()) throw new BackupError(`${dir} is not a folder`)
+  return readdirSync(dir).filter((name) => name !== '.gitkeep')
+}
+
+/** Fills an empty data folder from a bundle; every file is written atomically, accounts.json last. */
+export async function restoreBackup(bundle: BackupBundle, dataDir: string): Promise<{ files: number; vaults: number }> {
+  const present = occupants(dataDir)
+  if (present.length > 0) {
+    throw new BackupError(`${dataDir} is not empty (${present.slice(0, 3).join(', ')}${present.length > 3 ? ', …' : ''}); restore only into an empty folder`)
+  }
+  mkdirSync(join(dataDir, VAULTS_DIR), { recursive: true, mode: 0o700 })
+  // accounts.json last, as the backup read it: a restore cut short has no accounts.json and is
+  // plainly incomplete (empty the folder and restore again).
+  const ordered = [...bundle.files].sort((a, b) => Number(a.path === ACCOUNTS_FILE) - Number(b.path === ACCOUNTS_FILE))
+  for (const file of ordered) {
+    await writeFileAtomic(join(dataDir, file.path), Buffer.from(file.data, 'base64'), 0o600)
+  }
+  return { files: ordered.length, vaults: ordered.filter((f) => f.path.startsWith(`${VAULTS_DIR}/`)).length }
+}

@@ -1,0 +1,171 @@
+// Backup and restore: `bun run backup` under write load, `bun run restore` into a new folder, a
+// server on it finds every write acknowledged before the backup began.
+import { afterAll, expect, test } from 'bun:test'
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { signUp } from '../support/client'
+import { removeDir, ROOT, spawnServer, tempDir, TEST_MASTER_KEY, type SpawnedServer } from '../support/server'
+import { listFiles, makeActor, modules, startWorkload, verifyLanes, type Actor } from './support'
+
+const dirs: string[] = []
+const servers: SpawnedServer[] = []
+const dir = (prefix: string) => {
+  const made = tempDir(prefix)
+  dirs.push(made)
+  return made
+}
+afterAll(async () => {
+  for (const server of servers) if (server.proc.exitCode === null) await server.kill()
+  for (const made of dirs) removeDir(made)
+})
+
+async function cli(script: 'backup' | 'restore', args: string[], env: Record<string, string> = {}) {
+  const proc = Bun.spawn(['bun', `src/cli/${script}.ts`, ...args], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', ...env },
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
+  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
+  return { code, output: out + err }
+}
+
+const setBase = (actors: Actor[], url: string) => {
+  for (const actor of actors) for (const client of actor.writers) (client as { base: string }).base = url
+}
+
+test('a backup taken under write load restores every acknowledged secret', async () => {
+  const dataDir = dir('svc-vault-live-')
+  const server = await spawnServer({ dataDir })
+  servers.push(server)
+  const mods = await modules(server.url)
+  const actors: Actor[] = []
+  for (let i = 0; i < 2; i++) actors.push(await makeActor(await signUp(server.url), mods))
+  const settled = startWorkload(actors, mods, 40, 'before')
+  await settled.done
+
+  // Writes keep coming, wave after wave, until the backup has finished.
+  let backupDone = false
+  const waves: ReturnType<typeof startWorkload>[] = []
+  const keepWriting = (async () => {
+    for (let wave = 0; !backupDone; wave++) {
+      const next = startWorkload(actors, mods, 30, `during${wave}`)
+      waves.push(next)
+      await next.done
+    }
+  })()
+  while (waves.length < 2) await Bun.sleep(1)
+  const lanesNow = () => waves.flatMap((wave) => wave.lanes)
+  const ackedAtStart = new Map(lanesNow().map((lane) => [lane, lane.acked]))
+  const bundle = join(dir('svc-vault-bundle-'), 'vault.backup.json')
+  const backup = await cli('backup', [bundle, '--data-dir', dataDir])
+  const sentAtEnd = new Map(lanesNow().map((lane) => [lane, lane.sent.length]))
+  backupDone = true
+  await keepWriting
+  const load = { lanes: lanesNow() }
+  if (process.env.DEBUG_ROBUSTNESS) console.log(`waves ${waves.length}, sent during the backup ${[...sentAtEnd.values()].reduce((a, b) => a + b) - [...ackedAtStart.values()].reduce((a, b) => a + b)}`)
+  expect(backup.output).toContain('backup written')
+  expect(backup.code).toBe(0)
+  expect(await verifyLanes([...settled.lanes, ...load.lanes])).toEqual([])
+
+  // Sealed as stored: no secret written by the load appears in the bundle, nor the master key.
+  const text = readFileSync(bundle, 'utf8')
+  const parsed = JSON.parse(text)
+  expect(parsed).toMatchObject({ format: 'svc-vault-backup', version: 1, includesMasterKey: false })
+  const decoded = parsed.files.map((f: { data: string }) => Buffer.from(f.data, 'base64').toString('utf8')).join('\n')
+  expect(decoded).not.toContain('before-0-')
+  expect(decoded).not.toContain(TEST_MASTER_KEY)
+  expect(parsed.files.map((f: { path: string }) => f.path)).not.toContain('master.key')
+
+  // Restore into a new folder and start a second server on it.
+  const restored = dir('svc-vault-restored-')
+  const restore = await cli('restore', [bundle, '--data-dir', restored])
+  expect(restore.output).toContain('restored')
+  expect(restore.code).toBe(0)
+  const second = await spawnServer({ dataDir: restored })
+  servers.push(second)
+  setBase(actors, second.url)
+  // Everything settled before the backup is exactly there.
+  expect(await verifyLanes(settled.lanes, (lane) => [lane.sent[lane.sent.length - 1]])).toEqual([])
+  // A lane written during the backup shows a state from between the backup's start and end.
+  const inFlight = load.lanes.filter((lane) => (ackedAtStart.get(lane) ?? 0) > 0)
+  expect(inFlight.length).toBeGreaterThan(0)
+  expect(
+    await verifyLanes(inFlight, (lane) => lane.sent.slice(ackedAtStart.get(lane)! - 1, sentAtEnd.get(lane)!)),
+  ).toEqual([])
+  await second.stop()
+  await server.stop()
+}, 30_000)
+
+test('restore refuses a folder that is not empty, and a damaged or foreign file', async () => {
+  const dataDir = dir('svc-vault-src-')
+  const server = await spawnServer({ dataDir })
+  servers.push(server)
+  const alice = await signUp(server.url)
+  await alice.post('/api/categories', { name: 'Kept', keyType: 'group' })
+  const bundle = join(dir('svc-vault-bundle-'), 'b.json')
+  expect((await cli('backup', [bundle, '--data-dir', dataDir])).code).toBe(0)
+  await server.stop()
+
+  const occupied = await cli('restore', [bundle, '--data-dir', dataDir])
+  expect(occupied.code).toBe(1)
+  expect(occupied.output).toContain('not empty')
+
+  const damaged = join(dir('svc-vault-bundle-'), 'damaged.json')
+  const parsed = JSON.parse(readFileSync(bundle, 'utf8'))
+  parsed.files[0].data = Buffer.from('{"tampered":true}').toString('base64')
+  writeFileSync(damaged, JSON.stringify(parsed))
+  const target = dir('svc-vault-target-')
+  const bad = await cli('restore', [damaged, '--data-dir', target])
+  expect(bad.code).toBe(1)
+  expect(bad.output).toContain('checksum')
+
+  const escaping = join(dir('svc-vault-bundle-'), 'escape.json')
+  parsed.files[0] = { path: '../evil.json', data: '', sha256: '' }
+  writeFileSync(escaping, JSON.stringify(parsed))
+  expect((await cli('restore', [escaping, '--data-dir', target])).output).toContain('unexpected file name')
+
+  writeFileSync(damaged, JSON.stringify({ hello: 'world' }))
+  expect((await cli('restore', [damaged, '--data-dir', target])).output).toContain('format marker')
+  // Nothing was written by the refused restores.
+  expect(listFiles(target)).toEqual([])
+})
+
+test('--include-master-key carries the generated key file; without it the key must come from elsewhere', async () => {
+  const dataDir = dir('svc-vault-keyfile-')
+  // No SVC_MASTER_KEY: the server generates <data>/master.key.
+  const server = await spawnServer({ dataDir, env: { SVC_MASTER_KEY: '' } })
+  servers.push(server)
+  const alice = await signUp(server.url)
+  const made = await alice.post('/api/categories', { name: 'WithKey', keyType: 'group' })
+  expect(made.status).toBe(201)
+  const withKey = join(dir('svc-vault-bundle-'), 'with-key.json')
+  const backup = await cli('backup', [withKey, '--data-dir', dataDir, '--include-master-key'])
+  expect(backup.code).toBe(0)
+  expect(backup.output).toContain('holds the master key')
+  await server.stop()
+
+  const restored = dir('svc-vault-restored-')
+  expect((await cli('restore', [withKey, '--data-dir', restored])).code).toBe(0)
+  expect(existsSync(join(restored, 'master.key'))).toBe(true)
+  const second = await spawnServer({ dataDir: restored, env: { SVC_MASTER_KEY: '' } })
+  servers.push(second)
+  ;(alice as { base: string }).base = second.url
+  expect((await alice.get(`/api/categories/${made.body.id}`)).body.name).toBe('WithKey')
+  await second.stop()
+
+  // Without the key, the restored folder does not open with another key: the server says so.
+  const without = join(dir('svc-vault-bundle-'), 'without-key.json')
+  expect((await cli('backup', [without, '--data-dir', restored])).code).toBe(0)
+  const bare = dir('svc-vault-bare-')
+  const restore = await cli('restore', [without, '--data-dir', bare])
+  expect(restore.output).toContain('master key')
+  const proc = Bun.spawn(['bun', 'src/index.ts'], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', PORT: '0', SVC_DATA_DIR: bare, SVC_MASTER_KEY: TEST_MASTER_KEY },
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
+  expect(await proc.exited).toBe(1)
+  expect(await new Response(proc.stderr).text()).toContain('master key')
+})

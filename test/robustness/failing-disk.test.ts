@@ -1,0 +1,190 @@
+// A disk that refuses writes: every write answers 500 INTERNAL_ERROR as { error, code }, what the
+// server holds goes back to what is on disk, reads keep working, and writes work again once the
+// disk does.
+//
+// How the disk is made to fail, given that tests usually run as root (where chmod stops nothing):
+//  - read-only: `chattr +i` on the data folder and vaults/ (root, on ext4/xfs/btrfs/tmpfs), or
+//    chmod 0500 when not root. The server cannot create its temporary file: EPERM/EACCES.
+//  - full: a 1 MiB tmpfs mounted as the data folder (root with CAP_SYS_ADMIN) and filled up:
+//    the write of the temporary file fails with ENOSPC.
+// Whichever cannot be set up here is skipped, saying why.
+import { afterAll, describe, expect, test } from 'bun:test'
+import { spawnSync } from 'node:child_process'
+import { chmodSync, closeSync, mkdirSync, openSync, rmSync, unlinkSync, writeFileSync, writeSync } from 'node:fs'
+import { join } from 'node:path'
+import { signUp, uniqueEmail, PASSWORD, type Client } from '../support/client'
+import { removeDir, startTestServer, tempDir, type TestServer } from '../support/server'
+import { listFiles, makeActor, modules, TOTP_SECRET, unparsableJson } from './support'
+
+const isRoot = process.getuid?.() === 0
+const cleanups: (() => void)[] = []
+afterAll(() => {
+  for (const cleanup of cleanups.reverse()) {
+    try {
+      cleanup()
+    } catch {
+      // best effort
+    }
+  }
+})
+
+function run(command: string, args: string[]): boolean {
+  return spawnSync(command, args, { stdio: 'ignore' }).status === 0
+}
+
+/** Whether creating a file in `dir` fails now. */
+function writesFail(dir: string): boolean {
+  const probe = join(dir, '.probe.tmp')
+  try {
+    writeFileSync(probe, 'x')
+    unlinkSync(probe)
+    return false
+  } catch {
+    return true
+  }
+}
+
+interface Disk {
+  dataDir: string
+  break(): void
+  fix(): void
+}
+
+function readOnlyDisk(): Disk | string {
+  const dataDir = tempDir('svc-vault-rodisk-')
+  mkdirSync(join(dataDir, 'vaults'), { recursive: true })
+  const dirs = [dataDir, join(dataDir, 'vaults')]
+  const set = (on: boolean) => {
+    for (const dir of dirs) {
+      if (isRoot) run('chattr', [on ? '+i' : '-i', dir])
+      else chmodSync(dir, on ? 0o500 : 0o700)
+    }
+  }
+  cleanups.push(() => removeDir(dataDir), () => set(false))
+  set(true)
+  const works = writesFail(dataDir) && writesFail(join(dataDir, 'vaults'))
+  set(false)
+  if (!works) return `neither chattr +i nor chmod makes ${dataDir} read-only here`
+  return { dataDir, break: () => set(true), fix: () => set(false) }
+}
+
+function fullDisk(): Disk | string {
+  if (!isRoot) return 'mounting a tmpfs needs root'
+  const dataDir = tempDir('svc-vault-fulldisk-')
+  if (!run('mount', ['-t', 'tmpfs', '-o', 'size=1m,mode=0700', 'tmpfs', dataDir])) {
+    removeDir(dataDir)
+    return 'mount -t tmpfs is not permitted here'
+  }
+  cleanups.push(() => removeDir(dataDir), () => run('umount', ['-l', dataDir]))
+  const filler = join(dataDir, 'filler.bin')
+  return {
+    dataDir,
+    break() {
+      const fd = openSync(filler, 'w')
+      const chunk = Buffer.alloc(64 * 1024, 1)
+      try {
+        for (;;) writeSync(fd, chunk)
+      } catch {
+        // ENOSPC: full.
+      }
+      // Fill the last partial page too.
+      try {
+        for (;;) writeSync(fd, chunk.subarray(0, 512))
+      } catch {}
+      closeSync(fd)
+    },
+    fix: () => rmSync(filler, { force: true }),
+  }
+}
+
+const INTERNAL = { error: 'Internal server error', code: 'INTERNAL_ERROR' }
+
+async function exercise(disk: Disk) {
+  let server: TestServer = await startTestServer({ dataDir: disk.dataDir })
+  cleanups.push(() => live && void live.stop().catch(() => {}))
+  let live: TestServer | null = server
+  const mods = await modules(server.url)
+  const alice = await signUp(server.url)
+  const actor = await makeActor(alice, mods, 1)
+  const key = actor.writers[1]
+  // Bob has an account but no vault yet: his first write must create one.
+  const bob = await signUp(server.url)
+  const a = (await alice.post('/api/categories', { name: 'A', keyType: 'simple', envVarName: 'A_KEY' })).body
+  const token = mods.twoFactor ? (await alice.post('/api/2fa', { service: 'Git', accountName: 'a', secret: TOTP_SECRET })).body : null
+  const keysBefore = (await alice.get('/api/access-keys')).body
+  const snapshot = async (client: Client) => ({
+    categories: (await client.get('/api/categories')).body,
+    twoFactor: mods.twoFactor ? (await client.get('/api/2fa')).body : null,
+    envs: mods.envs ? (await client.get('/api/envs')).body : null,
+    entries: mods.entries ? (await client.get('/api/entries')).body : null,
+  })
+  const aliceBefore = await snapshot(alice)
+  const bobBefore = await snapshot(bob)
+
+  disk.break()
+  const expect500 = (answer: { status: number; body: unknown; headers: Headers }) => {
+    expect(answer.status).toBe(500)
+    expect(answer.body).toEqual(INTERNAL)
+    expect(answer.headers.get('x-content-type-options')).toBe('nosniff')
+  }
+  const email = uniqueEmail('failed')
+  const failed = await Promise.all([
+    alice.post('/api/categories', { name: 'B', keyType: 'simple', envVarName: 'B_KEY' }),
+    key.put(`/api/categories/${a.id}`, { name: 'changed' }),
+    alice.delete(`/api/categories/${a.id}`),
+    bob.post('/api/categories', { name: 'Bob', keyType: 'group' }),
+    alice.post('/api/access-keys', { name: 'failed', scopes: ['stats:read'] }),
+    alice.delete(`/api/access-keys/${keysBefore[0].id}`),
+    alice.anonymous().post('/api/auth/register', { email, password: PASSWORD }),
+    ...(mods.twoFactor ? [alice.post('/api/2fa', { service: 'X', accountName: 'x', secret: TOTP_SECRET }), alice.delete(`/api/2fa/${token.id}`)] : []),
+    ...(mods.envs ? [alice.post('/api/envs', { name: 'failed' })] : []),
+    ...(mods.entries ? [alice.post('/api/entries', { categoryId: actor.simpleCategoryId, name: 'x', value: 'never stored' })] : []),
+  ])
+  failed.forEach(expect500)
+
+  // Nothing of it shows: memory went back to the disk. Reads work; the revoked-then-restored key too.
+  expect(await snapshot(alice)).toEqual(aliceBefore)
+  expect(await snapshot(bob)).toEqual(bobBefore)
+  expect((await alice.get(`/api/categories/${a.id}`)).body.name).toBe('A')
+  const keysNow = (await alice.get('/api/access-keys')).body
+  expect(keysNow.map((k: { id: string }) => k.id)).toEqual(keysBefore.map((k: { id: string }) => k.id))
+  expect((await key.get('/api/categories')).status).toBe(200)
+  expect((await alice.anonymous().post('/api/auth/login', { email, password: PASSWORD })).status).toBe(401)
+  if (token) expect((await alice.post(`/api/2fa/${token.id}/reveal`)).status).toBe(200)
+  expect(server.logs.some((line) => line.includes('could not write'))).toBe(true)
+  // The log names the file and the failure, never a secret that was sent.
+  expect(server.logs.join('\n')).not.toContain('never stored')
+
+  // A failed write leaves no half-written temporary file behind (it would keep a full disk full).
+  expect(listFiles(disk.dataDir).filter((name) => name.endsWith('.tmp'))).toEqual([])
+
+  disk.fix()
+  const b = await alice.post('/api/categories', { name: 'B', keyType: 'simple', envVarName: 'B_KEY' })
+  expect(b.status).toBe(201)
+  expect((await key.put(`/api/categories/${a.id}`, { name: 'changed' })).status).toBe(200)
+  expect((await bob.post('/api/categories', { name: 'Bob', keyType: 'group' })).status).toBe(201)
+  expect((await alice.anonymous().post('/api/auth/register', { email, password: PASSWORD })).status).toBe(201)
+
+  // And it is all durable.
+  live = null
+  await server.stop()
+  expect(unparsableJson(disk.dataDir)).toEqual([])
+  server = live = await startTestServer({ dataDir: disk.dataDir })
+  for (const client of [alice, bob, key]) (client as { base: string }).base = server.url
+  expect((await alice.get('/api/categories')).body.map((c: { name: string }) => c.name).sort()).toEqual([...aliceBefore.categories.map((c: { name: string }) => c.name).filter((n: string) => n !== 'A'), 'B', 'changed'].sort())
+  expect((await bob.get('/api/categories')).body.map((c: { name: string }) => c.name)).toEqual(['Bob'])
+  live = null
+  await server.stop()
+}
+
+describe('failing disk', () => {
+  const readOnly = readOnlyDisk()
+  test.skipIf(typeof readOnly === 'string')(`read-only data folder${typeof readOnly === 'string' ? ` (skipped: ${readOnly})` : ''}`, async () => {
+    await exercise(readOnly as Disk)
+  }, 20_000)
+
+  const full = fullDisk()
+  test.skipIf(typeof full === 'string')(`full data folder${typeof full === 'string' ? ` (skipped: ${full})` : ''}`, async () => {
+    await exercise(full as Disk)
+  }, 20_000)
+})
