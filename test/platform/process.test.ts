@@ -49,7 +49,7 @@ describe('restarts', () => {
       await first.kill()
       removeDir(first.dataDir)
     }
-  })
+  }, 20_000)
 
   test('kill -9 then start again: every acknowledged write is there and the stale lock is taken over', async () => {
     const first = await spawnServer()
@@ -67,7 +67,7 @@ describe('restarts', () => {
       await first.kill()
       removeDir(first.dataDir)
     }
-  })
+  }, 20_000)
 
   test('a second instance on the same data folder refuses to start while the first keeps serving', async () => {
     const first = await spawnServer()
@@ -84,7 +84,7 @@ describe('restarts', () => {
       await first.stop()
       removeDir(first.dataDir)
     }
-  })
+  }, 20_000)
 })
 
 describe('start-up checks', () => {
@@ -105,7 +105,7 @@ describe('start-up checks', () => {
     } finally {
       removeDir(first.dataDir)
     }
-  })
+  }, 20_000)
 
   test('invalid settings exit 1 with one line naming the variable', async () => {
     const dataDir = tempDir()
@@ -133,7 +133,7 @@ describe('start-up checks', () => {
     } finally {
       removeDir(dataDir)
     }
-  })
+  }, 20_000)
 
   test('without SVC_MASTER_KEY a key is generated into master.key (0600) with a one-line warning, and reused', async () => {
     const first = await spawnServer({ env: { SVC_MASTER_KEY: '' } })
@@ -162,5 +162,5 @@ describe('start-up checks', () => {
       await first.kill()
       removeDir(first.dataDir)
     }
-  })
+  }, 20_000)
 })
