@@ -25,6 +25,7 @@ const SEAL_PURPOSE = 'oidc-transaction'
 const PROVIDER_TIMEOUT_S = 10
 const MAX_NAME_LENGTH = 200
 const MAX_EMAIL_LENGTH = 200
+const MAX_REMEMBERED_TRANSACTIONS = 100_000
 
 export interface OidcDeps {
   config: Pick<Config, 'baseUrl'> & { oidc: OidcConfig }
@@ -231,10 +232,20 @@ export class OidcSignIn {
     }
     const now = this.deps.now()
     if (!isTransaction(transaction) || transaction.exp <= now) throw expired()
-    for (const [id, exp] of this.used) if (exp <= now) this.used.delete(id)
     if (this.used.has(transaction.id)) throw expired()
+    // Marked before any await: of two concurrent callbacks with one transaction, one wins.
     this.used.set(transaction.id, transaction.exp)
+    this.forgetExpired(now)
     return transaction
+  }
+
+  /** Drops used transactions that would have expired anyway (oldest first), and bounds the memory. */
+  private forgetExpired(now: number): void {
+    for (const [id, exp] of this.used) {
+      if (exp > now && this.used.size <= MAX_REMEMBERED_TRANSACTIONS) break
+      // Past the bound, an old id is forgotten early: its code was single-use at the provider anyway.
+      this.used.delete(id)
+    }
   }
 
   /** One line naming the step and the library's reason; never tokens, codes or the query. */

@@ -230,6 +230,27 @@ describe('OIDC sign-in', () => {
     await expectFailed(await browser.request(noState))
   })
 
+  test('two concurrent callbacks with one transaction: exactly one signs in', async () => {
+    const sub = account()
+    const { browser, callbackUrl } = await toCallback(sub)
+    const cookie = browser.cookieHeader(callbackUrl)
+    const answers = await Promise.all([1, 2, 3].map(() => fetch(callbackUrl, { headers: { cookie }, redirect: 'manual' })))
+    expect(answers.map((a) => a.status).sort()).toEqual([302, 400, 400])
+    expect(answers.filter((a) => sessionCookie(a.headers)).length).toBe(1)
+  })
+
+  test('a transaction older than 10 minutes answers 400 OIDC_FAILED', async () => {
+    let offset = 0
+    const clocked = await startTestServer({ port: closedPort, env: oidcEnv(closedBase), now: () => Date.now() + offset })
+    try {
+      const { browser, callbackUrl } = await toCallback(account(), closedBase)
+      offset = 10 * 60_000 + 1000
+      await expectFailed(await browser.request(callbackUrl))
+    } finally {
+      await clocked.stop()
+    }
+  })
+
   test('an ID token with another nonce answers 400 OIDC_FAILED and no session', async () => {
     const sub = account()
     const browser = new Browser()
@@ -366,6 +387,19 @@ describe('OIDC accounts', () => {
       }
     } finally {
       removeDir(dataDir)
+    }
+  })
+
+  test('an https base URL: Secure transaction cookie and an https redirect URI', async () => {
+    const https = await startTestServer({ env: oidcEnv('https://vault.example.test') })
+    try {
+      const response = await fetch(`${https.url}/api/auth/oidc`, { redirect: 'manual' })
+      expect(response.status).toBe(302)
+      const location = new URL(response.headers.get('location')!)
+      expect(location.searchParams.get('redirect_uri')).toBe(`https://vault.example.test${CALLBACK}`)
+      expect(response.headers.getSetCookie()[0]).toMatch(/;\s*Secure/i)
+    } finally {
+      await https.stop()
     }
   })
 
