@@ -1,0 +1,228 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { parse } from 'dotenv'
+import fc from 'fast-check'
+import { quoteEnvValue } from '../../src/modules/export/render'
+import { signUp, type Client } from '../support/client'
+import { startTestServer, type TestServer } from '../support/server'
+
+let server: TestServer
+
+beforeAll(async () => {
+  server = await startTestServer()
+})
+afterAll(() => server.stop())
+
+async function category(client: Client, body: Record<string, unknown>) {
+  const answer = await client.post('/api/categories', body)
+  if (answer.status !== 201) throw new Error(`category not created: ${answer.text}`)
+  return answer.body
+}
+
+async function entry(client: Client, body: Record<string, unknown>) {
+  const answer = await client.post('/api/entries', body)
+  if (answer.status !== 201) throw new Error(`entry not created: ${answer.text}`)
+  return answer.body
+}
+
+/** Values that need care in a .env file; every one must come back exactly. */
+const TRICKY: Record<string, string> = {
+  SPACES: 'with spaces inside',
+  EDGE_SPACES: '  leading and trailing  ',
+  TABS: '\tTabbed\t',
+  HASH: 'value # not a comment',
+  HASH_FIRST: '#starts-with-hash',
+  EQUALS: 'a=b==c=',
+  SINGLE: "it's here",
+  DOUBLE: 'say "hello"',
+  BACKTICK: 'run `cmd`',
+  SINGLE_WHOLE: "'quoted whole'",
+  DOUBLE_WHOLE: '"quoted whole"',
+  ALL_QUOTES: `'single' "double" \`back\``,
+  ALL_QUOTES_LINES: `'single'\n"double"\n\`back\``,
+  BACKSLASHES: 'C:\\new\\table\\r\\n\\\\',
+  TRAILING_BACKSLASH: 'ends with \\',
+  DOLLARS: '$HOME ${VAR} $(whoami) $$',
+  UNICODE: 'ünïcødé ✓ 日本語 🔑 \u00a0nbsp',
+  LINES: 'line one\nline two\n\nline four',
+  PEM: '-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBg\n-----END PRIVATE KEY-----\n',
+  CRLF: 'windows\r\nline\rbreaks',
+  JSON_TEXT: '{"a": "b", "c": [1, 2]}',
+  EMPTY: '',
+  PLAIN: 'sk-proj_ABC.def/ghi:jkl@mno+pqr,stu-vwx',
+}
+
+describe('export', () => {
+  test('the .env text: headers, order, comment lines, group fields in declared order, quoting', async () => {
+    const alice = await signUp(server.url)
+    const openai = await category(alice, { name: 'OpenAI', keyType: 'simple', envVarName: 'OPENAI_API_KEY' })
+    const aws = await category(alice, { name: 'AWS', keyType: 'group', fieldDefinitions: ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_REGION'] })
+    const anthropic = await category(alice, { name: 'Anthropic', keyType: 'simple', envVarName: 'ANTHROPIC_API_KEY' })
+    const smtp = await category(alice, { name: 'smtp', keyType: 'group' })
+    await entry(alice, { categoryId: openai.id, name: 'shop', value: 'sk-shop-prod', environment: 'production' })
+    await entry(alice, { categoryId: openai.id, name: 'blog', value: 'sk blog prod', environment: 'production' })
+    await entry(alice, { categoryId: openai.id, name: 'blog', value: 'sk-blog-dev', environment: 'development' })
+    await entry(alice, { categoryId: openai.id, name: 'blog', value: 'sk-blog-none' })
+    await entry(alice, { categoryId: anthropic.id, name: 'blog', value: 'sk-ant', environment: 'staging' })
+    // Fields sent out of the declared order come out in the declared order.
+    await entry(alice, { categoryId: aws.id, name: 'infra', value: JSON.stringify({ AWS_REGION: 'eu-west-1', AWS_ACCESS_KEY_ID: 'AKIA1' }) })
+    await entry(alice, { categoryId: smtp.id, name: 'mail', value: JSON.stringify({ SMTP_USER: 'me', SMTP_HOST: 'mail.example' }), environment: 'production' })
+
+    const answer = await alice.get('/api/export')
+    expect(answer.status).toBe(200)
+    expect(answer.headers.get('content-type')).toBe('text/plain; charset=utf-8')
+    expect(answer.headers.get('content-disposition')).toBe('attachment; filename="svc-export.env"')
+    expect(answer.headers.get('cache-control')).toBe('no-store')
+    expect(answer.text).toBe(
+      [
+        '# Anthropic — blog (staging)',
+        'ANTHROPIC_API_KEY=sk-ant',
+        '',
+        '# AWS — infra',
+        'AWS_ACCESS_KEY_ID=AKIA1',
+        'AWS_REGION=eu-west-1',
+        '',
+        '# OpenAI — blog',
+        'OPENAI_API_KEY=sk-blog-none',
+        '',
+        '# OpenAI — blog (development)',
+        'OPENAI_API_KEY=sk-blog-dev',
+        '',
+        '# OpenAI — blog (production)',
+        "OPENAI_API_KEY='sk blog prod'",
+        '',
+        '# OpenAI — shop (production)',
+        'OPENAI_API_KEY=sk-shop-prod',
+        '',
+        '# smtp — mail (production)',
+        'SMTP_USER=me',
+        'SMTP_HOST=mail.example',
+        '',
+      ].join('\n'),
+    )
+  })
+
+  test('filters: environment and name, exact match; a bad environment is 400', async () => {
+    const bob = await signUp(server.url)
+    const github = await category(bob, { name: 'GitHub', keyType: 'simple', envVarName: 'GITHUB_TOKEN' })
+    await entry(bob, { categoryId: github.id, name: 'api', value: 'ghp-api-prod', environment: 'production' })
+    await entry(bob, { categoryId: github.id, name: 'api', value: 'ghp-api-dev', environment: 'development' })
+    await entry(bob, { categoryId: github.id, name: 'api-2', value: 'ghp-api2-prod', environment: 'production' })
+    await entry(bob, { categoryId: github.id, name: 'web', value: 'ghp-web' })
+
+    const values = async (query: string) => {
+      const answer = await bob.get(`/api/export${query}`)
+      expect(answer.status).toBe(200)
+      return answer.text.split('\n').filter((line) => line.startsWith('GITHUB_TOKEN=')).map((line) => line.slice('GITHUB_TOKEN='.length))
+    }
+    expect(await values('')).toEqual(['ghp-api-dev', 'ghp-api-prod', 'ghp-api2-prod', 'ghp-web'])
+    expect(await values('?environment=production')).toEqual(['ghp-api-prod', 'ghp-api2-prod'])
+    expect(await values('?name=api')).toEqual(['ghp-api-dev', 'ghp-api-prod'])
+    expect(await values('?name=api&environment=development')).toEqual(['ghp-api-dev'])
+    expect(await values('?name=API')).toEqual([])
+    expect(await values('?environment=staging')).toEqual([])
+    expect((await bob.get('/api/export?environment=staging')).text).toBe('')
+
+    const bad = await bob.get('/api/export?environment=prod')
+    expect(bad.status).toBe(400)
+    expect(bad.body.code).toBe('VALIDATION_ERROR')
+    expect(bad.body.error).toContain('environment')
+  })
+
+  test('dotenv reads every stored value back exactly', async () => {
+    const carol = await signUp(server.url)
+    const tricky = await category(carol, { name: 'Tricky', keyType: 'group', fieldDefinitions: Object.keys(TRICKY) })
+    await entry(carol, { categoryId: tricky.id, name: 'all', value: JSON.stringify(TRICKY), environment: 'production' })
+    const simpleValues: Record<string, string> = { SIMPLE_MULTI: "a 'b'\n\"c\" `d`", SIMPLE_HASH: ' # ' }
+    for (const [envVarName, value] of Object.entries(simpleValues)) {
+      const c = await category(carol, { name: envVarName, keyType: 'simple', envVarName })
+      await entry(carol, { categoryId: c.id, name: 'all', value })
+    }
+    const text = (await carol.get('/api/export')).text
+    expect(parse(text)).toEqual({ ...TRICKY, ...simpleValues })
+    // The fast parser of dotenv agrees.
+    expect(parse(text, { fast: true } as never)).toEqual({ ...TRICKY, ...simpleValues })
+    // Not plain means quoted.
+    expect(text).toContain("SPACES='with spaces inside'")
+    expect(text).toContain('SINGLE=`it\'s here`')
+    expect(text).toContain("PLAIN=sk-proj_ABC.def/ghi:jkl@mno+pqr,stu-vwx\n")
+  })
+
+  test('a value no dotenv quoting can carry is left out with a comment naming only the variable', async () => {
+    const dave = await signUp(server.url)
+    const impossible = `it's "quoted" \`all\` # ways`
+    const c = await category(dave, { name: 'Odd', keyType: 'group' })
+    await entry(dave, { categoryId: c.id, name: 'odd', value: JSON.stringify({ FINE: 'ok', ODD: impossible }) })
+    const text = (await dave.get('/api/export')).text
+    expect(text).not.toContain('ways')
+    expect(text).toContain('# ODD left out')
+    expect(parse(text)).toEqual({ FINE: 'ok' })
+    // Reveal still gives it.
+    const id = (await dave.get('/api/entries')).body[0].id
+    expect((await dave.post(`/api/entries/${id}/reveal`)).body.value.ODD).toBe(impossible)
+  })
+
+  test('quoting round-trips through dotenv for arbitrary values, or says it cannot', () => {
+    const chars = ['a', 'Z', '0', ' ', '\t', '#', '=', "'", '"', '`', '\\', 'n', 'r', '$', '\n', '\r', '\u2028', '\u2029', 'é', '🔑', '\u00a0', '\ufeff', ':']
+    const value = fc.oneof(fc.string({ unit: fc.constantFrom(...chars), maxLength: 14 }), fc.string({ unit: 'binary', maxLength: 12 }))
+    fc.assert(
+      fc.property(value, (v) => {
+        const quoted = quoteEnvValue(v)
+        if (quoted === null) {
+          // Only values holding ' and ` (or a carriage return) and something double quotes cannot carry.
+          expect((v.includes("'") || v.includes('\r')) && (v.includes('`') || v.includes('\r'))).toBe(true)
+          return
+        }
+        const text = `# x — y (production)\nBEFORE=1\nKEY=${quoted}\n# z — w\nAFTER='z'\n`
+        expect(parse(text)).toEqual({ BEFORE: '1', KEY: v, AFTER: 'z' })
+      }),
+      { numRuns: 4000 },
+    )
+  })
+
+  test('names cannot break out of their comment line', async () => {
+    const erin = await signUp(server.url)
+    const c = await category(erin, { name: 'Evil\nINJECTED_CAT=1', keyType: 'simple', envVarName: 'REAL' })
+    await entry(erin, { categoryId: c.id, name: 'x\r\nINJECTED=1\u2028INJECTED_LS=1', value: 'real' })
+    const text = (await erin.get('/api/export')).text
+    expect(text.split('\n')[0]).toBe('# Evil INJECTED_CAT=1 — x  INJECTED=1 INJECTED_LS=1')
+    expect(parse(text)).toEqual({ REAL: 'real' })
+  })
+
+  test('ssh and json entries, and entries that do not decrypt, are skipped', async () => {
+    const frank = await signUp(server.url)
+    const c = await category(frank, { name: 'Main', keyType: 'simple', envVarName: 'MAIN_KEY' })
+    const good = await entry(frank, { categoryId: c.id, name: 'good', value: 'good-value' })
+    const broken = await entry(frank, { categoryId: c.id, name: 'broken', value: 'broken-value' })
+    const { doc } = await server.deps.vaults.open(frank.user.id)
+    const at = new Date().toISOString()
+    await doc.update((data) => {
+      data.entries.find((e) => e.id === broken.id)!.encryptedValue = data.entries.find((e) => e.id === good.id)!.encryptedValue
+      for (const keyType of ['ssh', 'json'] as const) {
+        const id = crypto.randomUUID()
+        data.categories.push({ id, userId: frank.user.id, name: keyType, keyType, envVarName: 'SKIPPED', icon: null, description: null, fieldDefinitions: null, createdAt: at, updatedAt: at })
+        data.entries.push({ id: crypto.randomUUID(), categoryId: id, name: keyType, environment: null, notes: null, encryptedValue: 'x', createdAt: at, updatedAt: at })
+      }
+    })
+    expect((await frank.get('/api/export')).text).toBe('# Main — good\nMAIN_KEY=good-value\n')
+  })
+
+  test('scope export:read; only your own entries', async () => {
+    const grace = await signUp(server.url)
+    const c = await category(grace, { name: 'Mine', keyType: 'simple', envVarName: 'MINE' })
+    await entry(grace, { categoryId: c.id, name: 'mine', value: 'grace-only' })
+    const exporter = await grace.keyClient(['export:read'])
+    const answer = await exporter.get('/api/export')
+    expect(answer.status).toBe(200)
+    expect(answer.headers.get('cache-control')).toBe('no-store')
+    expect(parse(answer.text)).toEqual({ MINE: 'grace-only' })
+    const denied = await (await grace.keyClient(['entries:reveal', 'entries:read'])).get('/api/export')
+    expect(denied.status).toBe(403)
+    expect(denied.body.code).toBe('AUTH_SCOPE_REQUIRED')
+    expect(denied.body.error).toContain('export:read')
+    expect((await grace.anonymous().get('/api/export')).body.code).toBe('AUTH_REQUIRED')
+    const stranger = await signUp(server.url)
+    const theirs = await stranger.get('/api/export')
+    expect(theirs.status).toBe(200)
+    expect(theirs.text).toBe('')
+  })
+})
