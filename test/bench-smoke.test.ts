@@ -1,0 +1,35 @@
+// The benchmark's smoke mode runs end to end (seed, real server and baseline processes, load,
+// table, JSON). Only completion and the shape of the output are checked: never timings.
+import { expect, test } from 'bun:test'
+import { existsSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { ROOT } from './support/server'
+
+test('bun run bench --smoke completes and prints the table', async () => {
+  const out = join(tmpdir(), `svc-vault-bench-smoke-test-${process.pid}-${Date.now()}.json`)
+  const proc = Bun.spawn(['bun', 'bench/run.ts', '--smoke', `--out=${out}`], {
+    cwd: ROOT,
+    env: { ...process.env, BENCH_SMOKE: '1' },
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
+  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
+  try {
+    if (code !== 0) console.error(stdout, stderr)
+    expect(code).toBe(0)
+    expect(stdout).toMatch(/scenario\s+conns\s+req\/s\s+p50 ms\s+p99 ms\s+base req\/s\s+base p99\s+ratio/)
+    for (const label of ['GET /api/entries', 'POST /api/entries/{id}/reveal', 'POST /api/2fa/{id}/reveal', 'GET /api/stats', 'GET /api/export', 'POST /api/entries (durable)', 'mix 90% list / 10% create']) {
+      expect(stdout).toContain(label)
+    }
+    expect(stdout).toContain('idle RSS after start')
+    expect(existsSync(out)).toBe(true)
+    const report = JSON.parse(readFileSync(out, 'utf8'))
+    expect(report.mode).toBe('smoke')
+    expect(report.rows.length).toBeGreaterThanOrEqual(14)
+    expect(report.rows.every((row: any) => typeof row.scenario === 'string' && typeof row.connections === 'number')).toBe(true)
+    expect(report.figures.length).toBeGreaterThan(0)
+  } finally {
+    rmSync(out, { force: true })
+  }
+}, 120_000)
