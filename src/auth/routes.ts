@@ -1,7 +1,7 @@
 // /api/auth: register, login, logout, me, providers. OIDC routes come from auth/oidc-routes.
 import { Elysia, type Cookie } from 'elysia'
 import type { Config } from '../config'
-import { errorResponses } from '../http/schemas'
+import { errorResponses, NoContent } from '../http/schemas'
 import type { AccessKeys } from './access-keys'
 import { publicUser, type Accounts, type SignedIn } from './accounts'
 import { authGuard, SESSION_COOKIE } from './guard'
@@ -70,7 +70,7 @@ export function authRoutes(deps: AuthRouteDeps) {
         clearSessionCookie(cookie, config)
         set.status = 204
       },
-      { auth: 'session', detail: { summary: 'Sign out: deletes the session' } },
+      { auth: 'session', response: { 204: NoContent, ...errorResponses() }, detail: { summary: 'Sign out: deletes the session' } },
     )
     .get(
       '/me',

@@ -50,6 +50,15 @@ function fixDocument(document: OpenApiDocument, routes: RouteInfo[]): OpenApiDoc
       }
     }
   }
+  // The document describes itself too (the interface document lists it as an endpoint).
+  paths[SPEC_PATH] ??= {
+    get: {
+      summary: 'This OpenAPI 3.1.0 document',
+      tags: ['API description'],
+      security: [],
+      responses: { 200: { description: 'The OpenAPI document', content: { 'application/json': { schema: { type: 'object' } } } } },
+    } as never,
+  }
   document.paths = paths
   Object.defineProperty(document, '__fixed', { value: true, enumerable: false })
   return document
