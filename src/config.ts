@@ -36,7 +36,7 @@ export class ConfigError extends Error {}
 
 type Env = Record<string, string | undefined>
 
-export const DEFAULT_AI_MODEL = 'claude-haiku-4-5'
+export const DEFAULT_AI_MODEL = 'claude-haiku-5-5'
 
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', '::1', '[::1]', 'localhost'])
 

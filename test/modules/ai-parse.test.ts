@@ -231,7 +231,8 @@ describe('pickEntries (built-in extract)', () => {
 
   test('services, project names and the environment narrow the choice', () => {
     expect(pickEntries('a Next.js blog using OpenAI and Resend, production', entries)).toEqual(['blog-openai-prod', 'shop-resend'])
-    expect(pickEntries('the shop on staging with stripe', entries)).toEqual(['shop-resend', 'shop-stripe-staging'])
+    expect(pickEntries('the shop on staging with stripe', entries)).toEqual(['shop-stripe-staging'])
+    expect(pickEntries('the shop', entries)).toEqual(['shop-openai-prod', 'shop-resend', 'shop-aws', 'shop-stripe-staging'])
     expect(pickEntries('aws in production', entries)).toEqual(['shop-aws'])
     expect(pickEntries('everything for production', entries)).toEqual(['blog-openai-prod', 'shop-openai-prod', 'shop-resend', 'shop-aws'])
     expect(pickEntries('nothing that matches', entries)).toEqual([])

@@ -228,8 +228,9 @@ export function promptEnvironments(prompt: string): Set<EnvironmentName> {
 }
 
 /**
- * The entries a prompt asks for: an entry matches when a prompt word names it, its category, its
- * variable or field names, or its service; environment words then narrow the choice.
+ * The entries a prompt asks for: those whose category, variable or field names or service a prompt
+ * word names (or, when none is named, whose project name it names); among several of one category
+ * the named project's win, and environment words narrow the choice.
  */
 export function pickEntries(prompt: string, entries: EntryMetadata[]): string[] {
   const environments = promptEnvironments(prompt)
@@ -239,11 +240,13 @@ export function pickEntries(prompt: string, entries: EntryMetadata[]): string[] 
     return promptWords.some((p) => vocabulary.some((v) => wordsMatch(p, v)))
   }
   const nameMatch = (entry: EntryMetadata) => mentioned([entry.name])
-  const matches = (entry: EntryMetadata) => {
+  const serviceMatch = (entry: EntryMetadata) => {
     const service = serviceOf(entry.envVarName ?? entry.fields[0] ?? '') ?? serviceByName(entry.category)
-    return mentioned([entry.name, entry.category, entry.envVarName ?? '', ...entry.fields, service?.name ?? '', service?.icon ?? ''])
+    return mentioned([entry.category, entry.envVarName ?? '', ...entry.fields, service?.name ?? '', service?.icon ?? ''])
   }
-  let picked = entries.filter(matches)
+  // Services named in the prompt decide; a project name alone ("the blog") takes all its entries.
+  let picked = entries.filter(serviceMatch)
+  if (picked.length === 0) picked = entries.filter(nameMatch)
   // Only environment words ("everything for production"): every entry of those environments.
   if (picked.length === 0 && promptWords.length === 0 && environments.size > 0) picked = entries
   const byCategory = new Map<string, EntryMetadata[]>()

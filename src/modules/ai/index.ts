@@ -1,7 +1,45 @@
-// Placeholder: filled in by its own issue.
+// /api/ai: extract (a prompt picks entries, answers their .env text) and import (a pasted config
+// is parsed, filed into categories, and optionally stored). Only names ever reach the model.
 import { Elysia } from 'elysia'
+import { authGuard } from '../../auth/guard'
 import type { AppDeps } from '../../deps'
+import { errorResponses } from '../../http/schemas'
+import { ExtractAnswer, ExtractBody, ImportAnswer, ImportBody } from './model'
+import { createExtractionModel } from './model-client'
+import { AiService } from './service'
 
-export function aiRoutes(_deps: AppDeps) {
-  return new Elysia({ name: 'aiRoutes' })
+export function aiRoutes(deps: AppDeps) {
+  const ai = new AiService(deps.vaults, createExtractionModel(deps.config.ai, deps.log), deps.now)
+  return new Elysia({ name: 'aiRoutes', prefix: '/api/ai', tags: ['AI'] })
+    .use(authGuard(deps))
+    .post(
+      '/extract',
+      async ({ auth, body, set }) => {
+        const { source, text } = await ai.extract(auth.userId, body.prompt)
+        set.headers['content-type'] = 'text/plain; charset=utf-8'
+        set.headers['cache-control'] = 'no-store'
+        set.headers['x-extraction-source'] = source
+        return text
+      },
+      {
+        auth: 'ai:extract',
+        body: ExtractBody,
+        response: { 200: ExtractAnswer, ...errorResponses(400) },
+        detail: {
+          summary: 'Build a project .env from a description',
+          description:
+            'The model gets the prompt and the names of your entries (entry, category, variable or field names, environment), never a value, and picks the entries the project needs; the server decrypts those and answers their `.env` text in the export format. Without a configured model, or when it fails or times out, a built-in classifier matches prompt words against the names. Header X-Extraction-Source: `ai` or `builtin`.',
+        },
+      },
+    )
+    .post('/import', async ({ auth, body }) => ({ data: await ai.import(auth.userId, body) }), {
+      auth: 'ai:extract',
+      body: ImportBody,
+      response: { 200: ImportAnswer, ...errorResponses(400) },
+      detail: {
+        summary: 'File a pasted config into categories',
+        description:
+          'Parses `.env`, shell `export` lines, a JSON object (nested keys joined with `_`, upper-cased) or YAML `key: value` lines on the server. Only the key names reach the model, which groups them into categories; without it a built-in classifier does. With `apply: true` and `name`, also creates the categories (reusing yours with the same envVarName, or the same name for groups) and one entry per category holding the values, in one write. Text without any key: 400 VALIDATION_ERROR naming `text`.',
+      },
+    })
 }
