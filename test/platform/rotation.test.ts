@@ -35,7 +35,7 @@ function snapshot(dir: string): Record<string, string> {
 
 interface Seeded {
   dataDir: string
-  users: { client: Client; secrets: SeededSecrets }[]
+  users: { client: Client & { user: any }; secrets: SeededSecrets }[]
   key: string
 }
 
