@@ -177,6 +177,20 @@ describe('hostile or broken model answers', () => {
     expect(server.logs.join('\n')).not.toContain('INTERNAL')
   })
 
+  test('a key revoked while the model thinks gets 401, not the .env text', async () => {
+    const created = await alice.post('/api/access-keys', { name: 'ai only', scopes: ['ai:extract'] })
+    expect(created.status).toBe(201)
+    const keyClient = alice.withKey(created.body.key)
+    fake.script({ hang: true })
+    const pending = keyClient.post('/api/ai/extract', { prompt: 'blog openai' })
+    while (fake.requests.length === 0) await Bun.sleep(5)
+    expect((await alice.delete(`/api/access-keys/${created.body.id}`)).status).toBe(204)
+    const answer = await pending
+    expect(answer.status).toBe(401)
+    expect(answer.body.code).toBe('AUTH_INVALID_KEY')
+    expect(answer.text).not.toContain(ALICE_VALUE)
+  })
+
   test('import: unknown names and invalid filings are dropped; nothing valid means builtin', async () => {
     fake.script({
       tool: {

@@ -14,12 +14,13 @@ export function aiRoutes(deps: AppDeps) {
     .use(authGuard(deps))
     .post(
       '/extract',
-      async ({ auth, body, set }) => {
+      async ({ auth, body }) => {
         const { source, text } = await ai.extract(auth.userId, body.prompt)
-        set.headers['content-type'] = 'text/plain; charset=utf-8'
-        set.headers['cache-control'] = 'no-store'
-        set.headers['x-extraction-source'] = source
-        return text
+        // Headers on the Response itself: should the key be revoked meanwhile, the 401 that
+        // replaces this answer keeps its own JSON content type.
+        return new Response(text, {
+          headers: { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store', 'x-extraction-source': source },
+        })
       },
       {
         auth: 'ai:extract',
