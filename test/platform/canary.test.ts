@@ -1,0 +1,180 @@
+// Canaries: plant recognisable secrets (password, entry values, 2FA secret, env file content,
+// access key, session token, master key), use the API every way we can, then search every answer
+// (except the one that creates or reveals that secret), the server's log output, and every file
+// under the data folder.
+import { expect, test } from 'bun:test'
+import { readdirSync, readFileSync, statSync } from 'node:fs'
+import { join } from 'node:path'
+import * as OTPAuth from 'otpauth'
+import { sessionCookie } from '../support/client'
+import { removeDir, spawnServer } from '../support/server'
+
+interface Recorded {
+  label: string
+  text: string
+  /** Canary names this answer may carry (it creates or reveals them). */
+  allowed: string[]
+}
+
+function encodings(value: string): string[] {
+  const bytes = Buffer.from(value)
+  return [value, bytes.toString('base64'), bytes.toString('base64url'), bytes.toString('hex')].filter((v) => v.length >= 12)
+}
+
+function findCanaries(text: string, canaries: Record<string, string>, allowed: string[] = []): string[] {
+  const found: string[] = []
+  for (const [name, value] of Object.entries(canaries)) {
+    if (allowed.includes(name)) continue
+    if (encodings(value).some((encoded) => text.includes(encoded))) found.push(name)
+  }
+  return found
+}
+
+test('no planted secret shows up in any other answer, in the log output, or in any file of the data folder', async () => {
+  const tag = crypto.randomUUID().replace(/-/g, '')
+  const masterKey = Buffer.from(`canary-master-key-${tag}`.slice(0, 32)).toString('base64')
+  const canaries: Record<string, string> = {
+    password: `pw-canary-${tag}`,
+    badPassword: `wrongpw-canary-${tag}`,
+    longPassword: `longpw-canary-${tag}${'p'.repeat(1100)}`,
+    simpleValue: `sk-canary-simple-${tag}`,
+    simpleValue2: `sk-canary-updated-${tag}`,
+    groupValue: `canary-group-field-${tag}`,
+    invalidGroupValue: `canary-invalid-group-${tag}`,
+    rejectedValue: `canary-rejected-${tag}`,
+    totpSecret: new OTPAuth.Secret({ size: 20 }).base32,
+    badTotpSecret: `canary-not-base32-${tag}`,
+    envContent: `CANARY_ENV_SECRET=envcanary${tag}`,
+    importValue: `importcanary${tag}`,
+    masterKey,
+  }
+  const server = await spawnServer({ env: { SVC_MASTER_KEY: masterKey } })
+  const recorded: Recorded[] = []
+  let cookie = ''
+  let key = ''
+
+  async function call(label: string, method: string, path: string, body?: unknown, options: { allowed?: string[]; bearer?: boolean } = {}) {
+    const headers: Record<string, string> = { 'content-type': 'application/json' }
+    if (options.bearer) headers.authorization = `Bearer ${key}`
+    else if (cookie) headers.cookie = `svc_session=${cookie}`
+    const response = await fetch(server.url + path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    })
+    const text = await response.text()
+    const head = [...response.headers.entries()].map(([k, v]) => `${k}: ${v}`).join('\n')
+    recorded.push({ label: `${label} (${method} ${path} -> ${response.status})`, text: `${response.status}\n${head}\n\n${text}`, allowed: options.allowed ?? [] })
+    return { status: response.status, headers: response.headers, json: text && response.headers.get('content-type')?.includes('json') ? JSON.parse(text) : text }
+  }
+
+  try {
+    const email = `canary-${tag}@example.test`
+    const registered = await call('register', 'POST', '/api/auth/register', { email, password: canaries.password }, { allowed: ['firstSession'] })
+    expect(registered.status).toBe(201)
+    const firstCookie = sessionCookie(registered.headers)!
+    await call('register, password too long', 'POST', '/api/auth/register', { email: `x${email}`, password: canaries.longPassword })
+    await call('login, wrong password', 'POST', '/api/auth/login', { email, password: canaries.badPassword })
+    await call('login, unknown e-mail', 'POST', '/api/auth/login', { email: `nobody-${email}`, password: canaries.password })
+    const loggedIn = await call('login', 'POST', '/api/auth/login', { email, password: canaries.password }, { allowed: ['session'] })
+    expect(loggedIn.status).toBe(200)
+    cookie = sessionCookie(loggedIn.headers)!
+    canaries.session = cookie
+    canaries.firstSession = firstCookie
+
+    const createdKey = await call('create access key', 'POST', '/api/access-keys', { name: 'canary', scopes: ['entries:read', 'entries:reveal', '2fa:read', 'envs:read', 'stats:read', 'export:read'] }, { allowed: ['accessKey'] })
+    key = createdKey.json.key
+    canaries.accessKey = key
+
+    const simple = await call('create category', 'POST', '/api/categories', { name: 'Canary', keyType: 'simple', envVarName: 'CANARY_KEY' })
+    const group = await call('create group category', 'POST', '/api/categories', { name: 'Canary group', keyType: 'group', fieldDefinitions: ['USER', 'PASS'] })
+    const entry = await call('create entry', 'POST', '/api/entries', { categoryId: simple.json.id, name: 'app', value: canaries.simpleValue, environment: 'production' })
+    expect(entry.status).toBe(201)
+    const groupEntry = await call('create group entry', 'POST', '/api/entries', { categoryId: group.json.id, name: 'app', value: JSON.stringify({ USER: 'admin', PASS: canaries.groupValue }) })
+    expect(groupEntry.status).toBe(201)
+    await call('entry with unknown field', 'POST', '/api/entries', { categoryId: simple.json.id, name: 'x', value: canaries.rejectedValue, surprise: 1 })
+    await call('entry in a missing category', 'POST', '/api/entries', { categoryId: crypto.randomUUID(), name: 'x', value: canaries.rejectedValue })
+    await call('entry value too long', 'POST', '/api/entries', { categoryId: simple.json.id, name: 'x', value: canaries.rejectedValue.repeat(3000) })
+    await call('group entry, invalid JSON value', 'POST', '/api/entries', { categoryId: group.json.id, name: 'x', value: `{"PASS": "${canaries.invalidGroupValue}"` })
+    await call('group entry, unknown field', 'POST', '/api/entries', { categoryId: group.json.id, name: 'x', value: JSON.stringify({ NOPE: canaries.invalidGroupValue }) })
+    await call('malformed JSON', 'POST', '/api/entries', `{"value": "${canaries.rejectedValue}", `)
+
+    const totp = await call('create 2fa', 'POST', '/api/2fa', { service: 'GitHub', accountName: 'me', secret: canaries.totpSecret })
+    expect(totp.status).toBe(201)
+    await call('create 2fa, bad secret', 'POST', '/api/2fa', { service: 'GitHub', accountName: 'me', secret: canaries.badTotpSecret })
+    const project = await call('create env project', 'POST', '/api/envs', { name: 'canary project' })
+    const file = await call('create env file', 'POST', `/api/envs/${project.json.data.id}/files`, { fileType: 'env', content: canaries.envContent })
+    expect(file.status).toBe(201)
+
+    await call('update entry value', 'PUT', `/api/entries/${entry.json.id}`, { value: canaries.simpleValue2 })
+    await call('update entry notes', 'PUT', `/api/entries/${entry.json.id}`, { notes: 'rotated' })
+    await call('import', 'POST', '/api/ai/import', { text: `STRIPE_SECRET_KEY=${canaries.importValue}\nexport OPENAI_API_KEY=${canaries.importValue}2\n` })
+    await call('import and apply', 'POST', '/api/ai/import', { text: `RESEND_API_KEY=${canaries.importValue}3\n`, apply: true, name: 'imported' })
+
+    for (const [label, path] of [
+      ['me', '/api/auth/me'],
+      ['access keys', '/api/access-keys'],
+      ['categories', '/api/categories'],
+      ['entries', '/api/entries'],
+      ['entry', `/api/entries/${entry.json.id}`],
+      ['group entry', `/api/entries/${groupEntry.json.id}`],
+      ['2fa list', '/api/2fa'],
+      ['2fa', `/api/2fa/${totp.json.id}`],
+      ['env projects', '/api/envs'],
+      ['env project', `/api/envs/${project.json.data.id}`],
+      ['stats', '/api/stats'],
+      ['openapi', '/api/openapi'],
+    ] as const) {
+      await call(label, 'GET', path)
+    }
+    for (const path of ['/api/auth/me', '/api/entries', `/api/entries/${entry.json.id}`, '/api/2fa', '/api/envs', '/api/stats']) await call('by key', 'GET', path, undefined, { bearer: true })
+
+    // The answers that exist to reveal secrets: they may carry them, and must.
+    const revealed = await call('reveal entry', 'POST', `/api/entries/${entry.json.id}/reveal`, undefined, { allowed: ['simpleValue2'] })
+    expect(revealed.json.value).toBe(canaries.simpleValue2)
+    const revealedByKey = await call('reveal group entry by key', 'POST', `/api/entries/${groupEntry.json.id}/reveal`, undefined, { allowed: ['groupValue'], bearer: true })
+    expect(revealedByKey.json.value.PASS).toBe(canaries.groupValue)
+    const code = await call('reveal 2fa code', 'POST', `/api/2fa/${totp.json.id}/reveal`)
+    expect(code.json.code).toMatch(/^\d{6}$/)
+    const envRevealed = await call('reveal env file', 'POST', `/api/envs/${project.json.data.id}/files/${file.json.data.id}/reveal`, undefined, { allowed: ['envContent'] })
+    expect(envRevealed.json.data.content).toBe(canaries.envContent)
+    const exported = await call('export', 'GET', '/api/export', undefined, { allowed: ['simpleValue2', 'groupValue', 'importValue'] })
+    expect(exported.json).toContain(canaries.simpleValue2)
+    await call('ai extract', 'POST', '/api/ai/extract', { prompt: 'the canary app in production' }, { allowed: ['simpleValue2', 'groupValue', 'importValue'] })
+
+    // Revoke the key and sign out: answers afterwards must not echo them either.
+    await call('revoke key', 'DELETE', `/api/access-keys/${createdKey.json.id}`)
+    await call('revoked key', 'GET', '/api/auth/me', undefined, { bearer: true })
+    await call('logout', 'POST', '/api/auth/logout')
+    await call('after logout', 'GET', '/api/auth/me')
+  } finally {
+    expect(await server.stop()).toBe(0)
+  }
+
+  try {
+    const leaks: string[] = []
+    for (const answer of recorded) {
+      for (const name of findCanaries(answer.text, canaries, answer.allowed)) leaks.push(`answer "${answer.label}" carries ${name}`)
+    }
+    for (const name of findCanaries(server.output(), canaries)) leaks.push(`log output carries ${name}`)
+    const files = (readdirSync(server.dataDir, { recursive: true }) as string[]).filter((name) => statSync(join(server.dataDir, name)).isFile())
+    expect(files).toContain('accounts.json')
+    expect(files.filter((name) => name.startsWith('vaults/')).length).toBe(1)
+    for (const name of files) {
+      for (const leak of findCanaries(readFileSync(join(server.dataDir, name), 'utf8'), canaries)) leaks.push(`file ${name} carries ${leak}`)
+    }
+    // The TOTP secret is also checked in lower case and spaced the way apps show it.
+    const loose = (text: string) => text.replace(/\s/g, '').toUpperCase()
+    for (const name of files) {
+      if (loose(readFileSync(join(server.dataDir, name), 'utf8')).includes(canaries.totpSecret)) leaks.push(`file ${name} carries the TOTP secret`)
+    }
+    expect(leaks).toEqual([])
+    expect(recorded.length).toBeGreaterThan(40)
+    // The rejected inputs were rejected (so their canaries were really sent and refused).
+    const rejected = recorded.filter((r) => /bad|unknown|missing|too long|invalid|malformed|wrong/.test(r.label))
+    expect(rejected.length).toBeGreaterThanOrEqual(10)
+    for (const answer of rejected) expect({ label: answer.label, status: Number(answer.text.slice(0, 3)) >= 400 }).toEqual({ label: answer.label, status: true })
+  } finally {
+    removeDir(server.dataDir)
+  }
+}, 30_000)
