@@ -3,7 +3,11 @@
 // openid-client checks the ID token (signature through the provider's JWKS, issuer, audience,
 // expiry, nonce). What the browser carries between the two legs (state, nonce, PKCE verifier) is
 // one sealed, short-lived transaction that is good for one callback only.
-import * as client from 'openid-client'
+// Type only: openid-client loads when OIDC is first used, not at start-up.
+import type * as OpenId from 'openid-client'
+
+let openIdClient: Promise<typeof OpenId> | undefined
+const loadOpenIdClient = () => (openIdClient ??= import('openid-client'))
 import type { Config, OidcConfig } from '../config'
 import { isLoopbackHost } from '../config'
 import type { Keyring } from '../crypto/keyring'
@@ -58,7 +62,7 @@ interface ProfileClaims {
 
 export class OidcSignIn {
   readonly redirectUri: string
-  private discovered: Promise<client.Configuration> | undefined
+  private discovered: Promise<OpenId.Configuration> | undefined
   /** Transactions already completed (or attempted), until they would have expired anyway. */
   private readonly used = new Map<string, number>()
 
@@ -67,13 +71,14 @@ export class OidcSignIn {
   }
 
   /** The provider's configuration, discovered on first use and kept; a failed discovery is retried next time. */
-  private configuration(): Promise<client.Configuration> {
+  private configuration(): Promise<OpenId.Configuration> {
     if (!this.discovered) {
       const { issuer, clientId, clientSecret } = this.deps.config.oidc
       const issuerUrl = new URL(issuer)
       // Plain http only for a provider on this machine (config.ts already refuses it elsewhere).
       const insecure = issuerUrl.protocol === 'http:' && isLoopbackHost(issuerUrl.hostname)
-      const attempt = client.discovery(
+      const attempt = loadOpenIdClient().then((client) =>
+        client.discovery(
         issuerUrl,
         clientId,
         undefined,
@@ -84,6 +89,7 @@ export class OidcSignIn {
           // (openid-client otherwise relies on TLS there, and loopback http has none).
           execute: insecure ? [client.allowInsecureRequests, client.enableNonRepudiationChecks] : [client.enableNonRepudiationChecks],
         },
+      ),
       )
       this.discovered = attempt
       attempt.catch(() => {
@@ -95,7 +101,8 @@ export class OidcSignIn {
 
   /** The provider's authorization URL and the sealed transaction for the cookie. */
   async begin(): Promise<{ authorizationUrl: string; transaction: string }> {
-    let configuration: client.Configuration
+    const client = await loadOpenIdClient()
+    let configuration: OpenId.Configuration
     try {
       configuration = await this.configuration()
     } catch (error) {
@@ -142,7 +149,7 @@ export class OidcSignIn {
     }
     if (!params.get('code')) throw oidcFailed('The identity provider sent no authorization code')
 
-    let configuration: client.Configuration
+    let configuration: OpenId.Configuration
     try {
       configuration = await this.configuration()
     } catch (cause) {
@@ -152,7 +159,8 @@ export class OidcSignIn {
     // The URL the provider redirected to, as registered (the request may have come through a proxy).
     const currentUrl = new URL(this.redirectUri)
     currentUrl.search = search
-    let tokens: Awaited<ReturnType<typeof client.authorizationCodeGrant>>
+    const client = await loadOpenIdClient()
+    let tokens: Awaited<ReturnType<typeof OpenId.authorizationCodeGrant>>
     try {
       tokens = await client.authorizationCodeGrant(configuration, currentUrl, {
         expectedState: transaction.state,

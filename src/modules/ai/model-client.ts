@@ -3,7 +3,8 @@
 // environments, the user's prompt), never a value. Every failure (no key, an error, a timeout, an
 // answer without the tool call) comes back as null, and the caller falls back to the built-in
 // classifier. What comes back is still untrusted: the service validates it against its own data.
-import Anthropic from '@anthropic-ai/sdk'
+// Type only: the SDK (about 12 MB resident) loads on the first model call, not at start-up.
+import type Anthropic from '@anthropic-ai/sdk'
 import type { AiConfig } from '../../config'
 import type { Logger } from '../../http/error-handler'
 import type { EntryMetadata } from './classifier'
@@ -85,27 +86,35 @@ export const noModel: ExtractionModel = {
 }
 
 function describeFailure(error: unknown): string {
-  if (error instanceof Anthropic.APIError) return `${error.name}${error.status ? ` ${error.status}` : ''}`
-  if (error instanceof Error) return error.name
+  if (error instanceof Error) {
+    const status = (error as { status?: unknown }).status
+    return typeof status === 'number' ? `${error.name} ${status}` : error.name
+  }
   return 'unknown error'
 }
 
 export class AnthropicModel implements ExtractionModel {
   readonly available = true
-  private readonly client: Anthropic
+  private client: Promise<Anthropic> | undefined
 
   constructor(
     private readonly config: AiConfig & { apiKey: string },
     private readonly log: Logger,
-  ) {
-    this.client = new Anthropic({
-      apiKey: config.apiKey,
-      authToken: null,
-      baseURL: config.baseUrl ?? null,
-      timeout: config.timeoutMs,
-      // One attempt: a retry would stack another timeout on top of the first.
-      maxRetries: 0,
-    })
+  ) {}
+
+  private sdk(): Promise<Anthropic> {
+    this.client ??= import('@anthropic-ai/sdk').then(
+      ({ default: Sdk }) =>
+        new Sdk({
+          apiKey: this.config.apiKey,
+          authToken: null,
+          baseURL: this.config.baseUrl ?? null,
+          timeout: this.config.timeoutMs,
+          // One attempt: a retry would stack another timeout on top of the first.
+          maxRetries: 0,
+        }),
+    )
+    return this.client
   }
 
   pickEntries(prompt: string, entries: EntryMetadata[]): Promise<unknown | null> {
@@ -143,7 +152,8 @@ export class AnthropicModel implements ExtractionModel {
       }, this.config.timeoutMs)
     })
     try {
-      const call = this.client.messages.create(
+      const sdk = await this.sdk()
+      const call = sdk.messages.create(
         {
           model: this.config.model,
           max_tokens: MAX_TOKENS,
