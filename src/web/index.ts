@@ -1,7 +1,65 @@
-// Placeholder: filled in by its own issue.
-import { Elysia } from 'elysia'
+// The web interface: index.html, the bundled assets and brand icons, all from this server.
+// Any GET outside /api that matches nothing else is a client-side route and gets index.html;
+// /api/* keeps its JSON 404.
+import { Elysia, NotFoundError } from 'elysia'
+import { SESSION_COOKIE } from '../auth/guard'
 import type { AppDeps } from '../deps'
+import { STRICT_CSP } from '../http/security-headers'
+import { webBundle } from './bundle'
+import { iconSlugsJson, iconSvg } from './icons'
 
-export function webRoutes(_deps: AppDeps) {
+const HTML_HEADERS = {
+  'content-type': 'text/html; charset=utf-8',
+  'content-security-policy': STRICT_CSP,
+  // The page says whether this browser is signed in, so it is never cached.
+  'cache-control': 'no-store',
+}
+
+/** index.html; it tells the page whether a session exists, so a signed-out visit asks /api/auth/me nothing and gets no 401. */
+async function indexHtml(accounts: AppDeps['accounts'], sessionToken: unknown): Promise<Response> {
+  const bundle = await webBundle()
+  const signedIn = typeof sessionToken === 'string' && sessionToken !== '' && accounts.session(sessionToken) !== null
+  return new Response(bundle.html.replace('%SESSION%', signedIn ? 'signed-in' : 'signed-out'), { headers: HTML_HEADERS })
+}
+
+const isApiPath = (path: string) => path === '/api' || path.startsWith('/api/')
+
+export function webRoutes(deps: AppDeps) {
+  const page = (cookie: Record<string, { value?: unknown }>) => indexHtml(deps.accounts, cookie[SESSION_COOKIE]?.value)
   return new Elysia({ name: 'webRoutes' })
+    .get('/', ({ cookie }) => page(cookie), { detail: { hide: true } })
+    .get(
+      '/assets/:file',
+      async ({ params }) => {
+        const asset = (await webBundle()).assets.get(`/assets/${params.file}`)
+        if (!asset) throw new NotFoundError()
+        return new Response(asset.body, {
+          headers: { 'content-type': asset.type, 'cache-control': 'public, max-age=31536000, immutable', 'content-security-policy': STRICT_CSP },
+        })
+      },
+      { detail: { hide: true } },
+    )
+    .get(
+      '/icons/:file',
+      ({ params }) => {
+        if (params.file === 'slugs.json') {
+          return new Response(iconSlugsJson(), { headers: { 'content-type': 'application/json', 'cache-control': 'public, max-age=86400' } })
+        }
+        const match = /^([a-z0-9-]{1,64})\.svg$/.exec(params.file)
+        const svg = match ? iconSvg(match[1]) : undefined
+        if (!svg) throw new NotFoundError()
+        return new Response(svg, {
+          headers: { 'content-type': 'image/svg+xml', 'cache-control': 'public, max-age=86400', 'content-security-policy': STRICT_CSP },
+        })
+      },
+      { detail: { hide: true } },
+    )
+    .get(
+      '/*',
+      ({ path, cookie }) => {
+        if (isApiPath(path) || path.startsWith('/assets/') || path.startsWith('/icons/')) throw new NotFoundError()
+        return page(cookie)
+      },
+      { detail: { hide: true } },
+    )
 }

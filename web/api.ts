@@ -1,0 +1,181 @@
+// The public API, as the page uses it. Same-origin fetch with the session cookie; a 401 anywhere
+// means the session is gone, which sends the page back to sign-in.
+import { signal } from '@preact/signals'
+
+export interface User {
+  id: string
+  email: string
+  name: string | null
+  createdAt: string
+}
+export type KeyType = 'simple' | 'group' | 'ssh' | 'json'
+export type Environment = 'development' | 'staging' | 'production'
+export const ENVIRONMENTS: Environment[] = ['development', 'staging', 'production']
+
+export interface Category {
+  id: string
+  name: string
+  keyType: KeyType
+  envVarName: string | null
+  icon: string | null
+  description: string | null
+  fieldDefinitions: string[] | null
+  createdAt: string
+  updatedAt: string
+}
+export interface Entry {
+  id: string
+  categoryId: string
+  name: string
+  environment: Environment | null
+  notes: string | null
+  createdAt: string
+  updatedAt: string
+  category?: { name: string; keyType: KeyType; envVarName: string | null; icon: string | null }
+}
+export interface RevealedEntry {
+  id: string
+  name: string
+  value: string | Record<string, string>
+  environment: Environment | null
+}
+export interface TwoFactorToken {
+  id: string
+  service: string
+  accountName: string
+  notes: string | null
+  createdAt: string
+  updatedAt: string
+}
+export interface TotpCode {
+  id: string
+  code: string
+  remainingSeconds: number
+}
+export interface AccessKey {
+  id: string
+  name: string
+  keyPrefix: string
+  scopes: string[]
+  expiresAt: string | null
+  lastUsedAt: string | null
+  createdAt: string
+  key?: string
+}
+export interface Stats {
+  totalCategories: number
+  totalEntries: number
+  total2fa: number
+  byKeyType: Record<string, number>
+  byEnvironment: Record<string, number>
+}
+export const FILE_TYPES = ['env', 'env.local', 'env.production', 'env.development'] as const
+export type FileType = (typeof FILE_TYPES)[number]
+export interface EnvFileItem {
+  id: string
+  projectId: string
+  fileType: FileType
+  createdAt: string
+  updatedAt: string
+}
+export interface EnvProject {
+  id: string
+  name: string
+  description: string
+  fileCount: number
+  createdAt: string
+  updatedAt: string
+  files?: EnvFileItem[]
+}
+export interface ImportKey {
+  name: string
+  categoryName: string
+  keyType: KeyType
+  envVarName: string | null
+  field?: string | null
+  icon?: string | null
+}
+export interface ImportAnswer {
+  source: 'ai' | 'builtin'
+  keys: ImportKey[]
+  created?: { categories: string[]; entries: string[] }
+}
+export interface Providers {
+  password: boolean
+  signup: 'open' | 'closed'
+  oidc: { enabled: boolean; name: string | null }
+}
+
+export const ALL_SCOPES = [
+  'categories:read',
+  'categories:write',
+  'entries:read',
+  'entries:write',
+  'entries:reveal',
+  '2fa:read',
+  '2fa:write',
+  '2fa:reveal',
+  'stats:read',
+  'export:read',
+  'ai:extract',
+  'envs:read',
+  'envs:write',
+  'envs:reveal',
+]
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message)
+  }
+}
+
+/** The signed-in user: undefined while unknown, null when signed out. */
+export const currentUser = signal<User | null | undefined>(undefined)
+
+async function send(method: string, path: string, body?: unknown): Promise<Response> {
+  const init: RequestInit = { method, headers: { accept: 'application/json' }, credentials: 'same-origin', cache: 'no-store' }
+  if (body !== undefined) {
+    init.body = JSON.stringify(body)
+    ;(init.headers as Record<string, string>)['content-type'] = 'application/json'
+  }
+  let response: Response
+  try {
+    response = await fetch(path, init)
+  } catch {
+    throw new ApiError(0, 'NETWORK', 'The vault cannot be reached')
+  }
+  if (!response.ok) {
+    let code = 'HTTP_' + response.status
+    let message = response.statusText || 'Request failed'
+    try {
+      const parsed = (await response.json()) as { error?: string; code?: string }
+      code = parsed.code ?? code
+      message = parsed.error ?? message
+    } catch {
+      // not JSON: keep the status text
+    }
+    if (response.status === 401 && path !== '/api/auth/login') currentUser.value = null
+    throw new ApiError(response.status, code, message)
+  }
+  return response
+}
+
+export async function api<T = unknown>(method: string, path: string, body?: unknown): Promise<T> {
+  const response = await send(method, path, body)
+  if (response.status === 204) return undefined as T
+  return (await response.json()) as T
+}
+
+/** A plain-text answer (export, env download) with the file name the server suggests. */
+export async function apiText(path: string): Promise<{ text: string; filename: string | null }> {
+  const response = await send('GET', path)
+  const disposition = response.headers.get('content-disposition') ?? ''
+  const match = /filename="([^"]+)"/.exec(disposition)
+  return { text: await response.text(), filename: match ? match[1] : null }
+}
+
+export const errorMessage = (error: unknown) => (error instanceof Error ? error.message : String(error))

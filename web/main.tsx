@@ -1,0 +1,117 @@
+// The app shell: who is signed in, the navigation, and which page the path shows.
+import { render } from 'preact'
+import { useEffect } from 'preact/hooks'
+import { api, currentUser, type User } from './api'
+import { AccessKeysPage } from './pages/access-keys'
+import { DashboardPage } from './pages/dashboard'
+import { EnvProjectPage, EnvProjectsPage } from './pages/envs'
+import { ExportPage } from './pages/export'
+import { ImportPage } from './pages/import'
+import { KeysPage } from './pages/keys'
+import { LoginPage } from './pages/login'
+import { TwoFactorPage } from './pages/two-factor'
+import { currentPath, match, navigate } from './router'
+import { ConfirmHost, Link, toastError, Toasts } from './ui'
+
+const NAV = [
+  { href: '/', label: 'Dashboard' },
+  { href: '/keys', label: 'Keys' },
+  { href: '/2fa', label: '2FA' },
+  { href: '/envs', label: 'Env projects' },
+  { href: '/import', label: 'Import' },
+  { href: '/access-keys', label: 'Access keys' },
+  { href: '/export', label: 'Export' },
+]
+
+function Page(props: { path: string }) {
+  const { path } = props
+  let params: Record<string, string> | null
+  if (path === '/' || path === '') return <DashboardPage />
+  if (match('/keys', path)) return <KeysPage />
+  if (match('/2fa', path)) return <TwoFactorPage />
+  if (match('/envs', path)) return <EnvProjectsPage />
+  if ((params = match('/envs/:id', path))) return <EnvProjectPage id={params.id} />
+  if (match('/import', path)) return <ImportPage />
+  if (match('/access-keys', path)) return <AccessKeysPage />
+  if (match('/export', path)) return <ExportPage />
+  return (
+    <section>
+      <h1>Not found</h1>
+      <p>
+        There is no page here. <Link href="/">Go to the dashboard</Link>.
+      </p>
+    </section>
+  )
+}
+
+async function signOut() {
+  try {
+    await api('POST', '/api/auth/logout')
+  } catch (error) {
+    toastError(error)
+  }
+  currentUser.value = null
+  navigate('/login', true)
+}
+
+function Shell(props: { user: User }) {
+  const path = currentPath.value
+  const section = (href: string) => (href === '/' ? path === '/' : path === href || path.startsWith(href + '/'))
+  return (
+    <div class="shell">
+      <header class="topbar">
+        <Link href="/" class="brand">
+          <span class="brand-mark" aria-hidden="true">
+            ◆
+          </span>{' '}
+          svc-vault
+        </Link>
+        <div class="topbar-user">
+          <span class="muted user-email">{props.user.email}</span>
+          <button type="button" class="btn btn-small" onClick={signOut}>
+            Sign out
+          </button>
+        </div>
+      </header>
+      <nav class="nav" aria-label="Main">
+        {NAV.map((item) => (
+          <Link key={item.href} href={item.href} class="nav-link" aria-current={section(item.href) ? 'page' : undefined}>
+            {item.label}
+          </Link>
+        ))}
+      </nav>
+      <main class="content">
+        <Page path={path} />
+      </main>
+    </div>
+  )
+}
+
+function App() {
+  const user = currentUser.value
+  const path = currentPath.value
+  useEffect(() => {
+    // The server marks whether this browser has a session: no need to ask (and hear 401) when not.
+    if (document.querySelector('meta[name="svc-session"]')?.getAttribute('content') === 'signed-out') {
+      currentUser.value = null
+      return
+    }
+    api<{ user: User }>('GET', '/api/auth/me').then(
+      (answer) => (currentUser.value = answer.user),
+      () => (currentUser.value = null),
+    )
+  }, [])
+  useEffect(() => {
+    if (user === null && path !== '/login') navigate('/login', true)
+    if (user && path === '/login') navigate('/', true)
+  }, [user, path])
+  return (
+    <>
+      {user === undefined ? <p class="muted boot">Loading…</p> : user === null ? <LoginPage /> : <Shell user={user} />}
+      <ConfirmHost />
+      <Toasts />
+    </>
+  )
+}
+
+render(<App />, document.getElementById('app')!)

@@ -1,0 +1,464 @@
+// Keys: categories (with icons) and their entries. Create, edit and delete with confirmation;
+// reveal on click, copy, and the value hides itself again after 30 seconds.
+import { useState } from 'preact/hooks'
+import { api, ENVIRONMENTS, errorMessage, type Category, type Entry, type Environment, type RevealedEntry } from '../api'
+import { confirmAction, CopyButton, EnvBadge, Field, Icon, inputValue, knownIcons, Loading, Modal, toast, toastError, useLoad, useRevealTimer } from '../ui'
+
+const ENV_ORDER: Record<string, number> = { development: 0, staging: 1, production: 2 }
+const byNameThenEnv = (a: Entry, b: Entry) => a.name.localeCompare(b.name) || (ENV_ORDER[a.environment ?? ''] ?? -1) - (ENV_ORDER[b.environment ?? ''] ?? -1)
+const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
+
+export function KeysPage() {
+  const categories = useLoad(() => api<Category[]>('GET', '/api/categories'))
+  const entries = useLoad(() => api<Entry[]>('GET', '/api/entries'))
+  const [search, setSearch] = useState('')
+  const [editingCategory, setEditingCategory] = useState<Category | 'new' | null>(null)
+  const [editingEntry, setEditingEntry] = useState<{ category: Category; entry: Entry | null } | null>(null)
+  const reload = () => {
+    categories.reload()
+    entries.reload()
+  }
+  const needle = search.trim().toLowerCase()
+  const list = [...(categories.data ?? [])].sort((a, b) => a.name.localeCompare(b.name))
+  const entriesOf = (category: Category) =>
+    (entries.data ?? [])
+      .filter((entry) => entry.categoryId === category.id)
+      .filter((entry) => !needle || category.name.toLowerCase().includes(needle) || entry.name.toLowerCase().includes(needle) || (category.envVarName ?? '').toLowerCase().includes(needle))
+      .sort(byNameThenEnv)
+  const visible = list.filter((category) => !needle || category.name.toLowerCase().includes(needle) || entriesOf(category).length > 0)
+
+  const removeCategory = async (category: Category) => {
+    const count = entriesOf(category).length
+    const ok = await confirmAction(`Delete the category “${category.name}”${count ? ` and its ${count} ${count === 1 ? 'entry' : 'entries'}` : ''}? This cannot be undone.`)
+    if (!ok) return
+    try {
+      await api('DELETE', `/api/categories/${category.id}`)
+      toast(`Deleted ${category.name}`)
+      reload()
+    } catch (error) {
+      toastError(error)
+    }
+  }
+
+  return (
+    <section>
+      <div class="page-head">
+        <h1>Keys</h1>
+        <button type="button" class="btn btn-primary" onClick={() => setEditingCategory('new')}>
+          New category
+        </button>
+      </div>
+      <input type="search" class="search" placeholder="Search keys…" aria-label="Search keys" value={search} onInput={(event) => setSearch(inputValue(event))} />
+      {!categories.data || !entries.data ? (
+        <Loading error={categories.error ?? entries.error} />
+      ) : list.length === 0 ? (
+        <div class="card empty">
+          <p>No categories yet. A category is a kind of key, such as “OpenAI API key” (one variable) or “Database” (several fields).</p>
+          <button type="button" class="btn btn-primary" onClick={() => setEditingCategory('new')}>
+            Create your first category
+          </button>
+        </div>
+      ) : (
+        <div class="categories">
+          {visible.map((category) => (
+            <CategoryCard
+              key={category.id}
+              category={category}
+              entries={entriesOf(category)}
+              onEdit={() => setEditingCategory(category)}
+              onDelete={() => removeCategory(category)}
+              onAddEntry={() => setEditingEntry({ category, entry: null })}
+              onEditEntry={(entry) => setEditingEntry({ category, entry })}
+              onChanged={reload}
+            />
+          ))}
+          {visible.length === 0 && <p class="muted">Nothing matches “{search}”.</p>}
+        </div>
+      )}
+      {editingCategory && (
+        <CategoryForm
+          category={editingCategory === 'new' ? null : editingCategory}
+          hasEntries={editingCategory !== 'new' && (entries.data ?? []).some((entry) => entry.categoryId === editingCategory.id)}
+          onClose={() => setEditingCategory(null)}
+          onSaved={() => {
+            setEditingCategory(null)
+            reload()
+          }}
+        />
+      )}
+      {editingEntry && (
+        <EntryForm
+          category={editingEntry.category}
+          entry={editingEntry.entry}
+          onClose={() => setEditingEntry(null)}
+          onSaved={() => {
+            setEditingEntry(null)
+            reload()
+          }}
+        />
+      )}
+    </section>
+  )
+}
+
+function CategoryCard(props: {
+  category: Category
+  entries: Entry[]
+  onEdit(): void
+  onDelete(): void
+  onAddEntry(): void
+  onEditEntry(entry: Entry): void
+  onChanged(): void
+}) {
+  const { category } = props
+  return (
+    <article class="card category" data-category={category.name}>
+      <header class="category-head">
+        <Icon slug={category.icon} name={category.name} />
+        <div class="grow">
+          <h2 class="category-name">{category.name}</h2>
+          <p class="muted small">
+            {category.keyType === 'simple' ? (
+              <code>{category.envVarName}</code>
+            ) : (
+              <>
+                group
+                {category.fieldDefinitions?.length ? (
+                  <>
+                    {' · '}
+                    {category.fieldDefinitions.map((field) => (
+                      <code key={field} class="field-chip">
+                        {field}
+                      </code>
+                    ))}
+                  </>
+                ) : null}
+              </>
+            )}
+            {category.description ? ` · ${category.description}` : ''}
+          </p>
+        </div>
+        <div class="row-actions">
+          <button type="button" class="btn btn-small" onClick={props.onAddEntry}>
+            Add entry
+          </button>
+          <button type="button" class="btn btn-small" onClick={props.onEdit} aria-label={`Edit category ${category.name}`}>
+            Edit
+          </button>
+          <button type="button" class="btn btn-small btn-danger-quiet" onClick={props.onDelete} aria-label={`Delete category ${category.name}`}>
+            Delete
+          </button>
+        </div>
+      </header>
+      {props.entries.length === 0 ? (
+        <p class="muted small entry-empty">No entries yet.</p>
+      ) : (
+        <ul class="entries">
+          {props.entries.map((entry) => (
+            <EntryRow key={entry.id} entry={entry} category={category} onEdit={() => props.onEditEntry(entry)} onChanged={props.onChanged} />
+          ))}
+        </ul>
+      )}
+    </article>
+  )
+}
+
+function EntryRow(props: { entry: Entry; category: Category; onEdit(): void; onChanged(): void }) {
+  const { entry } = props
+  // The plaintext lives only in this component's state, and only while it is shown.
+  const [revealed, setRevealed] = useState<RevealedEntry | null>(null)
+  const hide = () => setRevealed(null)
+  const secondsLeft = useRevealTimer(revealed !== null, hide)
+
+  const reveal = async () => {
+    if (revealed) return hide()
+    try {
+      setRevealed(await api<RevealedEntry>('POST', `/api/entries/${entry.id}/reveal`))
+    } catch (error) {
+      toastError(error)
+    }
+  }
+  const remove = async () => {
+    if (!(await confirmAction(`Delete the entry “${entry.name}”${entry.environment ? ` (${entry.environment})` : ''}? This cannot be undone.`))) return
+    try {
+      await api('DELETE', `/api/entries/${entry.id}`)
+      toast(`Deleted ${entry.name}`)
+      props.onChanged()
+    } catch (error) {
+      toastError(error)
+    }
+  }
+
+  return (
+    <li class="entry" data-entry={entry.name}>
+      <div class="entry-line">
+        <span class="grow entry-name">
+          <strong>{entry.name}</strong>
+          {entry.notes && <span class="muted small"> · {entry.notes}</span>}
+        </span>
+        <EnvBadge environment={entry.environment} />
+        <div class="row-actions">
+          <button type="button" class="btn btn-small" onClick={reveal} aria-pressed={revealed !== null}>
+            {revealed ? 'Hide' : 'Reveal'}
+          </button>
+          <button type="button" class="btn btn-small" onClick={props.onEdit} aria-label={`Edit entry ${entry.name}`}>
+            Edit
+          </button>
+          <button type="button" class="btn btn-small btn-danger-quiet" onClick={remove} aria-label={`Delete entry ${entry.name}`}>
+            Delete
+          </button>
+        </div>
+      </div>
+      {revealed && (
+        <div class="secret" aria-live="polite">
+          {typeof revealed.value === 'string' ? (
+            <div class="secret-row">
+              <code class="secret-name">{props.category.envVarName}</code>
+              <code class="secret-value">{revealed.value}</code>
+              <CopyButton value={revealed.value} what={`${props.category.envVarName ?? 'Value'} copied`} />
+            </div>
+          ) : (
+            Object.entries(revealed.value).map(([field, value]) => (
+              <div class="secret-row" key={field}>
+                <code class="secret-name">{field}</code>
+                <code class="secret-value">{value}</code>
+                <CopyButton value={value} what={`${field} copied`} />
+              </div>
+            ))
+          )}
+          <p class="muted small">Hides in {secondsLeft} s</p>
+        </div>
+      )}
+    </li>
+  )
+}
+
+function CategoryForm(props: { category: Category | null; hasEntries: boolean; onClose(): void; onSaved(): void }) {
+  const existing = props.category
+  const [name, setName] = useState(existing?.name ?? '')
+  const [keyType, setKeyType] = useState<'simple' | 'group'>(existing?.keyType === 'group' ? 'group' : 'simple')
+  const [envVarName, setEnvVarName] = useState(existing?.envVarName ?? '')
+  const [fields, setFields] = useState((existing?.fieldDefinitions ?? []).join(', '))
+  const [icon, setIcon] = useState(existing?.icon ?? '')
+  const [description, setDescription] = useState(existing?.description ?? '')
+  const [error, setError] = useState<string | null>(null)
+  const [busy, setBusy] = useState(false)
+  const slug = icon.trim().toLowerCase()
+
+  const submit = async (event: Event) => {
+    event.preventDefault()
+    setError(null)
+    const fieldList = fields
+      .split(/[\s,]+/)
+      .map((field) => field.trim())
+      .filter(Boolean)
+    if (keyType === 'simple' && !NAME.test(envVarName.trim())) return setError('The variable name must be letters, digits and _, not starting with a digit.')
+    const badField = fieldList.find((field) => !NAME.test(field))
+    if (keyType === 'group' && badField) return setError(`“${badField}” is not a valid field name.`)
+    if (slug && !/^[a-z0-9-]{1,64}$/.test(slug)) return setError('The icon is a slug such as “openai” or “github”.')
+    const body: Record<string, unknown> = {
+      name: name.trim(),
+      icon: slug || null,
+      description: description.trim() || null,
+    }
+    if (!existing || !props.hasEntries) body.keyType = keyType
+    if (keyType === 'simple') body.envVarName = envVarName.trim()
+    else body.fieldDefinitions = fieldList.length ? fieldList : null
+    setBusy(true)
+    try {
+      if (existing) await api('PUT', `/api/categories/${existing.id}`, body)
+      else await api('POST', '/api/categories', body)
+      toast(existing ? `Saved ${body.name}` : `Created ${body.name}`)
+      props.onSaved()
+    } catch (failure) {
+      setError(errorMessage(failure))
+    } finally {
+      setBusy(false)
+    }
+  }
+
+  return (
+    <Modal title={existing ? 'Edit category' : 'New category'} onClose={props.onClose}>
+      <form class="stack" onSubmit={submit}>
+        <Field label="Name">
+          <input name="name" required maxLength={200} value={name} onInput={(event) => setName(inputValue(event))} placeholder="OpenAI API key" />
+        </Field>
+        <fieldset class="segmented" disabled={existing !== null && props.hasEntries}>
+          <legend class="field-label">Type</legend>
+          <label>
+            <input type="radio" name="keyType" value="simple" checked={keyType === 'simple'} onChange={() => setKeyType('simple')} /> Single variable
+          </label>
+          <label>
+            <input type="radio" name="keyType" value="group" checked={keyType === 'group'} onChange={() => setKeyType('group')} /> Group of fields
+          </label>
+        </fieldset>
+        {keyType === 'simple' ? (
+          <Field label="Environment variable">
+            <input name="envVarName" required value={envVarName} onInput={(event) => setEnvVarName(inputValue(event))} placeholder="OPENAI_API_KEY" class="mono" />
+          </Field>
+        ) : (
+          <Field label="Field names" hint="Comma-separated, in export order, e.g. DB_HOST, DB_USER, DB_PASSWORD. Leave empty to allow any.">
+            <input name="fieldDefinitions" value={fields} onInput={(event) => setFields(inputValue(event))} class="mono" />
+          </Field>
+        )}
+        <Field label="Icon (optional)" hint="A Simple Icons slug: openai, github, stripe, postgresql…">
+          <div class="icon-input">
+            <Icon slug={slug || null} name={name || '?'} size="sm" />
+            <input name="icon" list="icon-slugs" value={icon} onInput={(event) => setIcon(inputValue(event))} placeholder="openai" />
+            <datalist id="icon-slugs">
+              {slug.length >= 2 &&
+                [...(knownIcons.value ?? [])]
+                  .filter((known) => known.startsWith(slug))
+                  .slice(0, 50)
+                  .map((known) => <option key={known} value={known} />)}
+            </datalist>
+          </div>
+        </Field>
+        <Field label="Description (optional)">
+          <input name="description" maxLength={2000} value={description} onInput={(event) => setDescription(inputValue(event))} />
+        </Field>
+        {error && (
+          <p class="error-text" role="alert">
+            {error}
+          </p>
+        )}
+        <div class="actions">
+          <button type="button" class="btn" onClick={props.onClose}>
+            Cancel
+          </button>
+          <button type="submit" class="btn btn-primary" disabled={busy}>
+            {existing ? 'Save' : 'Create category'}
+          </button>
+        </div>
+      </form>
+    </Modal>
+  )
+}
+
+interface FieldRow {
+  name: string
+  value: string
+}
+
+function EntryForm(props: { category: Category; entry: Entry | null; onClose(): void; onSaved(): void }) {
+  const { category, entry } = props
+  const isGroup = category.keyType === 'group'
+  const declared = category.fieldDefinitions ?? []
+  const [name, setName] = useState(entry?.name ?? '')
+  const [environment, setEnvironment] = useState<Environment | ''>(entry?.environment ?? '')
+  const [notes, setNotes] = useState(entry?.notes ?? '')
+  const [value, setValue] = useState('')
+  const [rows, setRows] = useState<FieldRow[]>(declared.length ? declared.map((field) => ({ name: field, value: '' })) : [{ name: '', value: '' }])
+  const [error, setError] = useState<string | null>(null)
+  const [busy, setBusy] = useState(false)
+  const setRow = (index: number, change: Partial<FieldRow>) => setRows(rows.map((row, at) => (at === index ? { ...row, ...change } : row)))
+
+  const submit = async (event: Event) => {
+    event.preventDefault()
+    setError(null)
+    let newValue: string | undefined
+    if (isGroup) {
+      const filled = rows.filter((row) => row.value !== '')
+      if (filled.length > 0 || !entry) {
+        const bad = filled.find((row) => !NAME.test(row.name.trim()))
+        if (bad) return setError(`“${bad.name}” is not a valid field name.`)
+        if (filled.length === 0) return setError('Fill in at least one field.')
+        newValue = JSON.stringify(Object.fromEntries(filled.map((row) => [row.name.trim(), row.value])))
+      }
+    } else if (value !== '' || !entry) {
+      if (value === '') return setError('Enter the value.')
+      newValue = value
+    }
+    const body: Record<string, unknown> = { name: name.trim() }
+    if (newValue !== undefined) body.value = newValue
+    if (notes.trim() || entry?.notes) body.notes = notes.trim()
+    if (entry) body.environment = environment || null
+    else {
+      body.categoryId = category.id
+      if (environment) body.environment = environment
+    }
+    setBusy(true)
+    try {
+      if (entry) await api('PUT', `/api/entries/${entry.id}`, body)
+      else await api('POST', '/api/entries', body)
+      setValue('')
+      setRows([])
+      toast(entry ? `Saved ${body.name}` : `Added ${body.name}`)
+      props.onSaved()
+    } catch (failure) {
+      setError(errorMessage(failure))
+    } finally {
+      setBusy(false)
+    }
+  }
+
+  return (
+    <Modal title={entry ? `Edit ${entry.name}` : `New ${category.name} entry`} onClose={props.onClose}>
+      <form class="stack" onSubmit={submit} autoComplete="off">
+        <Field label="Project name" hint="The project this key is for, e.g. my-blog.">
+          <input name="entryName" required maxLength={200} value={name} onInput={(event) => setName(inputValue(event))} />
+        </Field>
+        <Field label="Environment">
+          <select name="environment" value={environment} onChange={(event) => setEnvironment(inputValue(event) as Environment | '')}>
+            <option value="">Any environment</option>
+            {ENVIRONMENTS.map((env) => (
+              <option key={env} value={env}>
+                {env}
+              </option>
+            ))}
+          </select>
+        </Field>
+        {isGroup ? (
+          <fieldset class="group-fields">
+            <legend class="field-label">{entry ? 'New field values (leave empty to keep the current ones)' : 'Fields'}</legend>
+            {rows.map((row, index) => (
+              <div class="group-row" key={index}>
+                <input
+                  aria-label="Field name"
+                  class="mono"
+                  value={row.name}
+                  readOnly={declared.length > 0}
+                  placeholder="FIELD_NAME"
+                  onInput={(event) => setRow(index, { name: inputValue(event) })}
+                />
+                <input
+                  aria-label={`Value of ${row.name || 'field'}`}
+                  name={`field-${row.name || index}`}
+                  type="password"
+                  autoComplete="new-password"
+                  value={row.value}
+                  onInput={(event) => setRow(index, { value: inputValue(event) })}
+                />
+              </div>
+            ))}
+            {declared.length === 0 && (
+              <button type="button" class="btn btn-small" onClick={() => setRows([...rows, { name: '', value: '' }])}>
+                Add field
+              </button>
+            )}
+          </fieldset>
+        ) : (
+          <Field label={`Value of ${category.envVarName}`} hint={entry ? 'Leave empty to keep the current value.' : undefined}>
+            <input name="value" type="password" autoComplete="new-password" class="mono" value={value} onInput={(event) => setValue(inputValue(event))} />
+          </Field>
+        )}
+        <Field label="Notes (optional)">
+          <input name="notes" maxLength={2000} value={notes} onInput={(event) => setNotes(inputValue(event))} />
+        </Field>
+        {error && (
+          <p class="error-text" role="alert">
+            {error}
+          </p>
+        )}
+        <div class="actions">
+          <button type="button" class="btn" onClick={props.onClose}>
+            Cancel
+          </button>
+          <button type="submit" class="btn btn-primary" disabled={busy}>
+            {entry ? 'Save' : 'Add entry'}
+          </button>
+        </div>
+      </form>
+    </Modal>
+  )
+}

@@ -1,0 +1,235 @@
+// 2FA: each token's live code (fetched from the server, which holds the secret) with a countdown,
+// copy on click, add by base32 secret or otpauth:// URI, delete with confirmation.
+import { useEffect, useRef, useState } from 'preact/hooks'
+import { api, errorMessage, type TotpCode, type TwoFactorToken } from '../api'
+import { confirmAction, copyText, Field, Icon, inputValue, Loading, Modal, toast, toastError, useLoad } from '../ui'
+
+const PERIOD = 30
+
+export function TwoFactorPage() {
+  const tokens = useLoad(() => api<TwoFactorToken[]>('GET', '/api/2fa'))
+  const [adding, setAdding] = useState(false)
+  const [search, setSearch] = useState('')
+  const needle = search.trim().toLowerCase()
+  const list = [...(tokens.data ?? [])]
+    .sort((a, b) => a.service.localeCompare(b.service) || a.accountName.localeCompare(b.accountName))
+    .filter((token) => !needle || token.service.toLowerCase().includes(needle) || token.accountName.toLowerCase().includes(needle))
+  return (
+    <section>
+      <div class="page-head">
+        <h1>Two-factor codes</h1>
+        <button type="button" class="btn btn-primary" onClick={() => setAdding(true)}>
+          Add token
+        </button>
+      </div>
+      {(tokens.data?.length ?? 0) > 4 && (
+        <input type="search" class="search" placeholder="Search tokens…" aria-label="Search tokens" value={search} onInput={(event) => setSearch(inputValue(event))} />
+      )}
+      {!tokens.data ? (
+        <Loading error={tokens.error} />
+      ) : tokens.data.length === 0 ? (
+        <div class="card empty">
+          <p>No tokens yet. Add one with the secret or the otpauth:// link a service shows when you turn on two-factor sign-in.</p>
+        </div>
+      ) : (
+        <div class="tokens">
+          {list.map((token) => (
+            <TokenCard key={token.id} token={token} onDeleted={tokens.reload} />
+          ))}
+        </div>
+      )}
+      {adding && (
+        <AddToken
+          onClose={() => setAdding(false)}
+          onSaved={() => {
+            setAdding(false)
+            tokens.reload()
+          }}
+        />
+      )}
+    </section>
+  )
+}
+
+function TokenCard(props: { token: TwoFactorToken; onDeleted(): void }) {
+  const { token } = props
+  const [code, setCode] = useState<TotpCode | null>(null)
+  const [left, setLeft] = useState(0)
+  const [error, setError] = useState<string | null>(null)
+  const expiresAt = useRef(0)
+
+  useEffect(() => {
+    let live = true
+    let fetching = false
+    const refresh = async () => {
+      if (fetching) return
+      fetching = true
+      try {
+        const answer = await api<TotpCode>('POST', `/api/2fa/${token.id}/reveal`)
+        if (!live) return
+        expiresAt.current = Date.now() + answer.remainingSeconds * 1000
+        setCode(answer)
+        setLeft(answer.remainingSeconds)
+        setError(null)
+      } catch (failure) {
+        if (live) setError(errorMessage(failure))
+        expiresAt.current = Date.now() + 5000
+      } finally {
+        fetching = false
+      }
+    }
+    void refresh()
+    const timer = setInterval(() => {
+      const seconds = Math.ceil((expiresAt.current - Date.now()) / 1000)
+      if (seconds <= 0) void refresh()
+      else setLeft(seconds)
+    }, 250)
+    return () => {
+      live = false
+      clearInterval(timer)
+      setCode(null)
+    }
+  }, [token.id])
+
+  const remove = async () => {
+    if (!(await confirmAction(`Delete the token for ${token.service} (${token.accountName})? Make sure you can still sign in there.`))) return
+    try {
+      await api('DELETE', `/api/2fa/${token.id}`)
+      toast(`Deleted ${token.service}`)
+      props.onDeleted()
+    } catch (failure) {
+      toastError(failure)
+    }
+  }
+
+  const radius = 15
+  const circumference = 2 * Math.PI * radius
+  const fraction = code ? Math.max(0, Math.min(1, left / PERIOD)) : 0
+  const formatted = code ? `${code.code.slice(0, 3)} ${code.code.slice(3)}` : '••• •••'
+  return (
+    <article class="card token" data-token={token.service}>
+      <div class="token-head">
+        <Icon slug={slugFor(token.service)} name={token.service} size="sm" />
+        <div class="grow">
+          <h2 class="token-service">{token.service}</h2>
+          <p class="muted small token-account">{token.accountName}</p>
+        </div>
+        <button type="button" class="btn btn-small btn-danger-quiet" onClick={remove} aria-label={`Delete token ${token.service}`}>
+          Delete
+        </button>
+      </div>
+      <div class="token-code-row">
+        <button
+          type="button"
+          class="token-code"
+          title="Copy the code"
+          aria-label={`Code for ${token.service}, click to copy`}
+          disabled={!code}
+          onClick={() => code && copyText(code.code, 'Code copied')}
+        >
+          {formatted}
+        </button>
+        <svg class={`countdown${left <= 5 ? ' countdown-low' : ''}`} viewBox="0 0 36 36" role="img" aria-label={`${left} seconds left`}>
+          <circle cx="18" cy="18" r={radius} class="countdown-track" />
+          <circle
+            cx="18"
+            cy="18"
+            r={radius}
+            class="countdown-arc"
+            stroke-dasharray={`${circumference}`}
+            stroke-dashoffset={`${circumference * (1 - fraction)}`}
+            transform="rotate(-90 18 18)"
+          />
+          <text x="18" y="22" text-anchor="middle" class="countdown-text">
+            {code ? left : ''}
+          </text>
+        </svg>
+      </div>
+      {error && <p class="error-text small">{error}</p>}
+      {token.notes && <p class="muted small">{token.notes}</p>}
+    </article>
+  )
+}
+
+/** A Simple Icons slug guessed from the service name ("GitHub" -> "github"); a letter avatar if unknown. */
+function slugFor(service: string): string | null {
+  const slug = service.toLowerCase().replace(/[^a-z0-9]/g, '')
+  return slug.length > 0 && slug.length <= 64 ? slug : null
+}
+
+/** Service and account from an otpauth:// URI's label and issuer, to prefill the form. */
+function labelFromUri(uri: string): { service?: string; account?: string } {
+  try {
+    const url = new URL(uri.trim())
+    if (url.protocol !== 'otpauth:') return {}
+    const label = decodeURIComponent(url.pathname.replace(/^\/+/, '').replace(/^totp\//i, ''))
+    const [first, second] = label.includes(':') ? label.split(/:(.*)/s) : [undefined, label]
+    return { service: url.searchParams.get('issuer') ?? first?.trim(), account: second?.trim() }
+  } catch {
+    return {}
+  }
+}
+
+function AddToken(props: { onClose(): void; onSaved(): void }) {
+  const [service, setService] = useState('')
+  const [account, setAccount] = useState('')
+  const [secret, setSecret] = useState('')
+  const [notes, setNotes] = useState('')
+  const [error, setError] = useState<string | null>(null)
+  const [busy, setBusy] = useState(false)
+
+  const onSecret = (value: string) => {
+    setSecret(value)
+    if (value.trim().toLowerCase().startsWith('otpauth://')) {
+      const label = labelFromUri(value)
+      if (label.service && !service) setService(label.service)
+      if (label.account && !account) setAccount(label.account)
+    }
+  }
+  const submit = async (event: Event) => {
+    event.preventDefault()
+    setError(null)
+    setBusy(true)
+    try {
+      await api('POST', '/api/2fa', { service: service.trim(), accountName: account.trim(), secret: secret.trim(), ...(notes.trim() ? { notes: notes.trim() } : {}) })
+      setSecret('')
+      toast(`Added ${service.trim()}`)
+      props.onSaved()
+    } catch (failure) {
+      setError(errorMessage(failure))
+    } finally {
+      setBusy(false)
+    }
+  }
+  return (
+    <Modal title="Add a 2FA token" onClose={props.onClose}>
+      <form class="stack" onSubmit={submit} autoComplete="off">
+        <Field label="Secret or otpauth:// URI" hint="The base32 key the service shows under “can't scan the code?”, or the whole otpauth:// link.">
+          <input name="secret" required class="mono" type="password" autoComplete="off" value={secret} onInput={(event) => onSecret(inputValue(event))} />
+        </Field>
+        <Field label="Service">
+          <input name="service" required maxLength={200} value={service} onInput={(event) => setService(inputValue(event))} placeholder="GitHub" />
+        </Field>
+        <Field label="Account">
+          <input name="accountName" required maxLength={200} value={account} onInput={(event) => setAccount(inputValue(event))} placeholder="you@example.com" />
+        </Field>
+        <Field label="Notes (optional)">
+          <input name="notes" maxLength={2000} value={notes} onInput={(event) => setNotes(inputValue(event))} />
+        </Field>
+        {error && (
+          <p class="error-text" role="alert">
+            {error}
+          </p>
+        )}
+        <div class="actions">
+          <button type="button" class="btn" onClick={props.onClose}>
+            Cancel
+          </button>
+          <button type="submit" class="btn btn-primary" disabled={busy}>
+            Add token
+          </button>
+        </div>
+      </form>
+    </Modal>
+  )
+}
