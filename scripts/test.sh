@@ -6,4 +6,4 @@ if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = "0" ] && command -v a
   echo "installing chromium for the browser tests..."
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || echo "warning: chromium could not be installed"
 fi
-exec bun test "$@"
+exec bun test --timeout 60000 "$@"
