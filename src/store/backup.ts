@@ -6,12 +6,14 @@
 // are only ever added, and a user's vault is created after the user, so every vault in a bundle
 // has its owner in the bundle's accounts.json. Each document is a snapshot of its own instant;
 // nothing in one document points into another except the owner's id, so no mix of instants can
-// break a reference. A master-key rotation changes every document; if accounts.json's key check
-// changed while the bundle was read, the whole read is done again.
+// break a reference. A master-key rotation (server stopped) changes every document; while one is
+// under way (its marker in the key check), or if the key check changed while the bundle was read,
+// the read is done again, and after a few tries the backup gives up rather than mix two keys.
 import { createHash } from 'node:crypto'
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { dirname, join, posix } from 'node:path'
 import { isTempFile, writeFileAtomic } from './atomic-file'
+import { KEY_CHECK_ROTATING } from '../crypto/keyring'
 import { MASTER_KEY_FILE } from '../crypto/master-key'
 import { ACCOUNTS_FILE, VAULTS_DIR } from './store'
 
@@ -85,8 +87,12 @@ export function createBackup(dataDir: string, options: { includeMasterKey?: bool
     }
     const accounts = readDocument(dataDir, ACCOUNTS_FILE)
     if (!before || !accounts) throw new BackupError(`${join(dataDir, ACCOUNTS_FILE)} vanished during the backup`)
-    // A rotation between the two reads: the vaults may be sealed under either key. Read again.
-    if (keyCheckOf(before) !== keyCheckOf(accounts)) continue
+    // A rotation under way, or one between the two reads: the vaults may be wrapped under either
+    // key. Wait a moment and read again.
+    if (keyCheckOf(before) !== keyCheckOf(accounts) || keyCheckOf(accounts) === KEY_CHECK_ROTATING) {
+      Bun.sleepSync(200)
+      continue
+    }
     files.push(entry(ACCOUNTS_FILE, accounts))
     const includeMasterKey = options.includeMasterKey === true
     if (includeMasterKey) {
@@ -104,7 +110,7 @@ export function createBackup(dataDir: string, options: { includeMasterKey?: bool
       files,
     }
   }
-  throw new BackupError('the master key was being rotated during the backup; try again when it has finished')
+  throw new BackupError('a master key rotation is under way (or was interrupted: run bun run rotate-master-key again); back up once it has finished')
 }
 
 /** Writes the bundle atomically, readable by its owner only (mode 0600). */

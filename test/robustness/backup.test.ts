@@ -4,7 +4,7 @@ import { afterAll, expect, test } from 'bun:test'
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { signUp } from '../support/client'
-import { removeDir, ROOT, spawnServer, tempDir, TEST_MASTER_KEY, type SpawnedServer } from '../support/server'
+import { removeDir, ROOT, spawnServer, startTestServer, tempDir, TEST_MASTER_KEY, type SpawnedServer } from '../support/server'
 import { listFiles, makeActor, modules, startWorkload, verifyLanes, type Actor } from './support'
 
 const dirs: string[] = []
@@ -168,4 +168,17 @@ test('--include-master-key carries the generated key file; without it the key mu
   })
   expect(await proc.exited).toBe(1)
   expect(await new Response(proc.stderr).text()).toContain('master key')
+})
+
+test('a backup refuses a folder in the middle of a master-key rotation', async () => {
+  const dataDir = dir('svc-vault-rotating-')
+  await (await startTestServer({ dataDir })).stop()
+  const accounts = JSON.parse(readFileSync(join(dataDir, 'accounts.json'), 'utf8'))
+  // What rotate-master-key writes while it re-wraps the vaults (crypto/keyring KEY_CHECK_ROTATING).
+  writeFileSync(join(dataDir, 'accounts.json'), JSON.stringify({ ...accounts, keyCheck: 'rotation-in-progress' }))
+  const bundle = join(dir('svc-vault-bundle-'), 'rotating.json')
+  const backup = await cli('backup', [bundle, '--data-dir', dataDir])
+  expect(backup.code).toBe(1)
+  expect(backup.output).toContain('rotation')
+  expect(existsSync(bundle)).toBe(false)
 })
