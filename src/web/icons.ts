@@ -21,7 +21,8 @@ function iconColors(): Map<string, string> {
   if (!colors) {
     packageDir = dirname(createRequire(import.meta.url).resolve('simple-icons/package.json'))
     const data = JSON.parse(readFileSync(join(packageDir, 'data', 'simple-icons.json'), 'utf8')) as IconData[]
-    colors = new Map(data.map((icon) => [icon.slug, icon.hex]))
+    // A few slugs hold `_`, which a category's icon field cannot: those are left out.
+    colors = new Map(data.filter((icon) => ICON_SLUG.test(icon.slug) && /^[0-9A-Fa-f]{6}$/.test(icon.hex)).map((icon) => [icon.slug, icon.hex]))
   }
   return colors
 }
@@ -32,7 +33,7 @@ export function iconSvg(slug: string): string | undefined {
   const hit = cache.get(slug)
   if (hit) return hit
   const hex = iconColors().get(slug)
-  if (!hex || !/^[0-9A-Fa-f]{6}$/.test(hex)) return undefined
+  if (!hex) return undefined
   const raw = readFileSync(join(packageDir!, 'icons', `${slug}.svg`), 'utf8')
   const svg = raw.replace('<svg ', `<svg fill="#${hex}" `)
   cache.set(slug, svg)
