@@ -2,7 +2,8 @@
 // and copy, 2FA, env files, access keys, import, export, sign out. Throughout: no console error,
 // no request to any host but the vault, no CSP violation.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { readFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import * as OTPAuth from 'otpauth'
 import type { Page } from 'playwright-core'
@@ -10,7 +11,12 @@ import { hasChromium, openBrowser, type BrowserSession } from '../support/browse
 import { Client, PASSWORD, uniqueEmail } from '../support/client'
 import { ROOT, startTestServer, type TestServer } from '../support/server'
 
-const SCREENSHOTS = join(ROOT, 'docs', 'screenshots')
+// The README's screenshots are rewritten when asked (SVC_SCREENSHOTS=1) or missing; otherwise they
+// go to a temporary folder, so a test run does not leave the working tree changed.
+const SCREENSHOTS =
+  process.env.SVC_SCREENSHOTS === '1' || !existsSync(join(ROOT, 'docs', 'screenshots', 'dashboard.png'))
+    ? join(ROOT, 'docs', 'screenshots')
+    : mkdtempSync(join(tmpdir(), 'svc-vault-screenshots-'))
 const TOTP_SECRET = 'JBSWY3DPEHPK3PXPJBSWY3DP'
 const STEP = 30_000
 
