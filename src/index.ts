@@ -11,24 +11,30 @@ const EXPECTED = [ConfigError, MasterKeyMismatchError, DataDirLockedError, Corru
 
 async function main() {
   const config = loadConfig()
-  const deps = await openVault(config, log)
-  const app = createApp(deps)
-  app.listen({ port: config.port, hostname: config.host })
-  const address = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${app.server!.port}`
-  console.log(`svc-vault listening on ${address} (data: ${config.dataDir})`)
-
   let stopping = false
+  let stop = async () => {}
   const shutdown = async (signal: string) => {
     if (stopping) return
     stopping = true
-    // Stop accepting, let requests in flight finish, flush every document, release the lock.
-    await app.server?.stop(false)
-    await deps.store.close()
+    await stop()
     console.log(`svc-vault stopped (${signal})`)
     process.exit(0)
   }
+  // Installed before anything is opened, so a signal at any moment still releases the lock.
   process.on('SIGTERM', () => void shutdown('SIGTERM'))
   process.on('SIGINT', () => void shutdown('SIGINT'))
+
+  const deps = await openVault(config, log)
+  stop = () => deps.store.close()
+  const app = createApp(deps)
+  app.listen({ port: config.port, hostname: config.host })
+  stop = async () => {
+    // Stop accepting, let requests in flight finish, flush every document, release the lock.
+    await app.server?.stop(false)
+    await deps.store.close()
+  }
+  const address = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${app.server!.port}`
+  console.log(`svc-vault listening on ${address} (data: ${config.dataDir})`)
 }
 
 main().catch((error) => {
