@@ -71,6 +71,9 @@ export function errorHandler(log: Logger) {
     // read (chunked, no Content-Length) must still answer 413, not 400 INVALID_JSON.
     const cause = code === 'PARSE' ? (raised as { cause?: unknown }).cause : undefined
     const error = cause instanceof AppError ? cause : raised
+    // A handler may already have set a text type (export, extract); an error body is JSON.
+    set.headers['content-type'] = 'application/json; charset=utf-8'
+    delete set.headers['content-disposition']
     if (error instanceof AppError) {
       set.status = error.status
       if (error.headers) Object.assign(set.headers, error.headers)
