@@ -141,8 +141,11 @@ async function startBaseline(fixturePath: string, dataDir: string, key: string):
 }
 
 /** Resident and peak memory of a process, in MB, from /proc. */
-function memory(pid: number): { rssMb: number; peakMb: number } {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8')
+function memory(server: Running): { rssMb: number; peakMb: number } {
+  if (server.proc.exitCode !== null || server.proc.signalCode) {
+    throw new Error(`${server.name} (pid ${server.pid}) exited (${server.proc.exitCode ?? server.proc.signalCode}): ${server.output()}`)
+  }
+  const status = readFileSync(`/proc/${server.pid}/status`, 'utf8')
   const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN)
   return { rssMb: kb('VmRSS') / 1024, peakMb: kb('VmHWM') / 1024 }
 }
@@ -339,7 +342,7 @@ async function main() {
     if (startup.length === 0) startup.push(service.startupMs)
     log(`start-up to first answer: ${startup.map((ms) => ms.toFixed(0)).join(', ')} ms`)
     await Bun.sleep(options.smoke ? 200 : 2000)
-    const idle = memory(service.pid)
+    const idle = memory(service)
     const baseline = await startBaseline(fixturePath, join(work, 'baseline-reads'), main.key)
     const headers = { authorization: `Bearer ${main.key}` }
 
@@ -389,7 +392,7 @@ async function main() {
         record(scenario, connections, serviceResult, baselineResult)
       }
     }
-    const afterReads = memory(service.pid)
+    const afterReads = memory(service)
     await service.stop()
     await baseline.stop()
 
@@ -402,7 +405,7 @@ async function main() {
       let pair: { service: Running; baseline: Running } | null = null
       const fresh = async () => {
         if (pair) {
-          afterWrites = maxMemory(afterWrites, memory(pair.service.pid))
+          afterWrites = maxMemory(afterWrites, memory(pair.service))
           await pair.service.stop()
           await pair.baseline.stop()
         }
@@ -429,7 +432,7 @@ async function main() {
       }
       const last = pair as { service: Running; baseline: Running } | null
       if (last) {
-        afterWrites = maxMemory(afterWrites, memory(last.service.pid))
+        afterWrites = maxMemory(afterWrites, memory(last.service))
         await last.service.stop()
         await last.baseline.stop()
       }
@@ -464,7 +467,7 @@ async function main() {
         writeLatency[name][connections] = result
         record(scenario, connections, result, baselineWrites[connections] ?? null)
       }
-      if (set === many) figure(`RSS after writes, ${many.users} users`, memory(server.pid).rssMb, 'MB')
+      if (set === many) figure(`RSS after writes, ${many.users} users`, memory(server).rssMb, 'MB')
       await server.stop()
     }
 
