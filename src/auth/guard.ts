@@ -72,6 +72,25 @@ export function authenticate(
   return { user, userId: user.id, method: 'session', scopes: null, accessKey: null, sessionTokenHash: session.tokenHash }
 }
 
+/**
+ * The session token from a Cookie header. Read here rather than through Elysia's `cookie`
+ * context, which would parse every cookie of every request, bearer ones included.
+ */
+export function sessionToken(header: string | null): string | undefined {
+  if (!header) return undefined
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=')
+    if (eq > 0 && part.slice(0, eq).trim() === SESSION_COOKIE) {
+      try {
+        return decodeURIComponent(part.slice(eq + 1).trim())
+      } catch {
+        return undefined
+      }
+    }
+  }
+  return undefined
+}
+
 export function authGuard(deps: GuardDeps) {
   const resolved = new WeakMap<Request, AuthContext>()
   return new Elysia({ name: 'auth.guard' }).macro({
@@ -80,8 +99,8 @@ export function authGuard(deps: GuardDeps) {
         security: securityFor(need),
         'x-required-scope': need === 'session' || need === 'any' ? undefined : need,
       } as Record<string, unknown>,
-      transform({ request, cookie }) {
-        resolved.set(request, authenticate(deps, request, cookie[SESSION_COOKIE]?.value as string | undefined, need))
+      transform({ request }) {
+        resolved.set(request, authenticate(deps, request, sessionToken(request.headers.get('cookie')), need))
       },
       resolve({ request }) {
         return { auth: resolved.get(request)! }

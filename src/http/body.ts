@@ -26,6 +26,8 @@ export const jsonBody = new Elysia({ name: 'http.json-body' })
   // Whatever the Content-Type says, the body is read as JSON: curl -d and a bare fetch() send
   // form and text/plain types. CSRF is handled by SameSite cookies and the Origin check.
   .onParse({ as: 'global' }, async ({ request }) => {
+    // Bodyless POSTs (reveal, logout) are most of the hot path: nothing to read.
+    if (request.body === null || request.headers.get('content-length') === '0') return null
     const bytes = await request.arrayBuffer()
     if (bytes.byteLength > MAX_BODY_BYTES) throw tooLarge()
     if (bytes.byteLength === 0) return null

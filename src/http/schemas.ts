@@ -1,6 +1,13 @@
 // Schema pieces shared by every module: strict request objects, the error body, timestamps.
 import { t } from 'elysia'
-import type { TProperties } from '@sinclair/typebox'
+import { FormatRegistry, type TProperties } from '@sinclair/typebox'
+
+// Every response timestamp is checked against `date-time`; Elysia's check parses each one.
+// Ours come from Date#toISOString, so that exact shape passes at once; anything else gets the
+// full check.
+const ISO_TIMESTAMP = /^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{3}Z$/
+const fullDateTimeCheck = FormatRegistry.Get('date-time')
+FormatRegistry.Set('date-time', (value) => ISO_TIMESTAMP.test(value) || (fullDateTimeCheck?.(value) ?? false))
 
 /** A request object that rejects unknown fields (400 naming the field). */
 export const strictObject = <P extends TProperties>(properties: P, description?: string) =>
