@@ -1,4 +1,5 @@
 // Key categories: the type of a key (simple: one variable; group: named fields).
+import { byId } from '../../store/by-id'
 import { badRequest, conflict, NotFound, validationError } from '../../http/errors'
 import type { CategoryRecord, VaultDocument } from '../../store/records'
 import type { Vaults } from '../vault-access'
@@ -21,7 +22,7 @@ export type PublicCategory = ReturnType<typeof publicCategory>
 
 /** The category with this id in the vault, or CATEGORY_NOT_FOUND (missing and foreign alike). */
 export function findCategory(data: VaultDocument, id: string): CategoryRecord {
-  const category = data.categories.find((c) => c.id === id)
+  const category = byId(data.categories, id)
   if (!category) throw NotFound.category()
   return category
 }

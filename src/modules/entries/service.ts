@@ -1,4 +1,5 @@
 // Key entries: per-project values of a category, sealed at once; only reveal opens them.
+import { byId } from '../../store/by-id'
 import { NotFound, validationError } from '../../http/errors'
 import type { CategoryRecord, Environment, EntryRecord, VaultDocument } from '../../store/records'
 import { findCategory } from '../categories/service'
@@ -27,7 +28,7 @@ export interface RevealedEntry {
 
 /** The entry with this id in the vault, or ENTRY_NOT_FOUND (missing and foreign alike). */
 export function findEntry(data: VaultDocument, id: string): EntryRecord {
-  const entry = data.entries.find((e) => e.id === id)
+  const entry = byId(data.entries, id)
   if (!entry) throw NotFound.entry()
   return entry
 }
@@ -125,7 +126,7 @@ export class EntryService {
   async reveal(userId: string, id: string): Promise<RevealedEntry> {
     const { data, cipher } = await this.vaults.open(userId)
     const entry = findEntry(data, id)
-    const category = data.categories.find((c) => c.id === entry.categoryId)
+    const category = byId(data.categories, entry.categoryId)
     const value = category ? openEntryValue(cipher, category, entry) : null
     if (value === null) throw NotFound.entry()
     return { id: entry.id, name: entry.name, value, environment: entry.environment }

@@ -1,4 +1,5 @@
 // Env projects: named groups of encrypted `.env`-style files, at most one file per fileType.
+import { byId } from '../../store/by-id'
 import { NotFound, validationError } from '../../http/errors'
 import type { EnvFileRecord, EnvFileType, EnvProjectRecord, VaultDocument } from '../../store/records'
 import type { Vaults } from '../vault-access'
@@ -37,15 +38,15 @@ export interface RevealedEnvFile {
 
 /** The project with this id in the vault, or ENV_PROJECT_NOT_FOUND (missing and foreign alike). */
 function findProject(data: VaultDocument, id: string): EnvProjectRecord {
-  const project = data.envProjects.find((p) => p.id === id)
+  const project = byId(data.envProjects, id)
   if (!project) throw NotFound.envProject()
   return project
 }
 
 /** A file of this very project; a file of another project is not found through this one. */
 function findFile(data: VaultDocument, projectId: string, fileId: string): EnvFileRecord {
-  const file = data.envFiles.find((f) => f.id === fileId && f.projectId === projectId)
-  if (!file) throw NotFound.envFile()
+  const file = byId(data.envFiles, fileId)
+  if (!file || file.projectId !== projectId) throw NotFound.envFile()
   return file
 }
 

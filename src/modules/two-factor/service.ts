@@ -1,4 +1,5 @@
 // Two-factor tokens: TOTP secrets kept sealed; only reveal turns one into the current code.
+import { byId } from '../../store/by-id'
 import { badRequest, NotFound } from '../../http/errors'
 import type { TwoFactorRecord, VaultDocument } from '../../store/records'
 import type { Vaults } from '../vault-access'
@@ -27,7 +28,7 @@ export interface TwoFactorCode {
 
 /** The token with this id in the vault, or TWO_FACTOR_NOT_FOUND (missing and foreign alike). */
 function findToken(data: VaultDocument, id: string): TwoFactorRecord {
-  const token = data.twoFactor.find((r) => r.id === id)
+  const token = byId(data.twoFactor, id)
   if (!token) throw NotFound.twoFactor()
   return token
 }
