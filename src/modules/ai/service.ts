@@ -10,7 +10,11 @@ import type { Vaults } from '../vault-access'
 import { classifyKeys, pickEntries, urlScheme, type EntryMetadata, type ImportKey } from './classifier'
 import type { ImportInput } from './model'
 import type { ExtractionModel } from './model-client'
-import { parseConfig, type ParsedKey } from './parse-config'
+import type { ParsedKey } from './parse-config'
+
+// The parser brings dotenv; it loads with the first import request.
+let parserModule: Promise<typeof import('./parse-config')> | undefined
+const loadParser = () => (parserModule ??= import('./parse-config'))
 
 export type ExtractionSource = 'ai' | 'builtin'
 
@@ -129,7 +133,7 @@ export class AiService {
   /** Parses a pasted config, files its keys, and with `apply` stores them in one write. */
   async import(userId: string, input: ImportInput): Promise<ImportResult> {
     if (input.apply && !input.name) throw validationError('name', 'is required when apply is true')
-    const { keys: parsed } = parseConfig(input.text)
+    const { keys: parsed } = (await loadParser()).parseConfig(input.text)
     if (parsed.length === 0) {
       throw validationError('text', 'no keys found: paste KEY=value lines, `export` lines, a JSON object or `key: value` lines')
     }

@@ -4,7 +4,9 @@ import { badRequest, NotFound } from '../../http/errors'
 import type { TwoFactorRecord, VaultDocument } from '../../store/records'
 import type { Vaults } from '../vault-access'
 import type { CreateTwoFactorInput, UpdateTwoFactorInput } from './model'
-import { normalizeTotpSecret, totpCode } from './totp'
+// otpauth (about 2.5 MB resident) loads with the first 2FA create, update or reveal.
+let totpModule: Promise<typeof import('./totp')> | undefined
+const loadTotp = () => (totpModule ??= import('./totp'))
 
 export const publicTwoFactor = (r: TwoFactorRecord) => ({
   id: r.id,
@@ -33,8 +35,8 @@ function findToken(data: VaultDocument, id: string): TwoFactorRecord {
   return token
 }
 
-function checkedSecret(input: string): string {
-  const secret = normalizeTotpSecret(input)
+async function checkedSecret(input: string): Promise<string> {
+  const secret = (await loadTotp()).normalizeTotpSecret(input)
   if (secret === null) {
     throw badRequest(
       'INVALID_TOTP_SECRET',
@@ -61,7 +63,7 @@ export class TwoFactorService {
   }
 
   async create(userId: string, input: CreateTwoFactorInput): Promise<PublicTwoFactor> {
-    const secret = checkedSecret(input.secret)
+    const secret = await checkedSecret(input.secret)
     const { doc, cipher } = await this.vaults.open(userId)
     const at = new Date(this.now()).toISOString()
     const id = crypto.randomUUID()
@@ -80,7 +82,7 @@ export class TwoFactorService {
   }
 
   async update(userId: string, id: string, input: UpdateTwoFactorInput): Promise<PublicTwoFactor> {
-    const secret = input.secret === undefined ? undefined : checkedSecret(input.secret)
+    const secret = input.secret === undefined ? undefined : await checkedSecret(input.secret)
     const { doc, cipher } = await this.vaults.open(userId)
     return doc.update((data) => {
       const token = findToken(data, id)
@@ -108,8 +110,9 @@ export class TwoFactorService {
     const { data, cipher } = await this.vaults.open(userId)
     const token = findToken(data, id)
     const secret = cipher.open('totp', token.id, token.encryptedSecret)
-    const normalized = secret === null ? null : normalizeTotpSecret(secret)
+    const totp = await loadTotp()
+    const normalized = secret === null ? null : totp.normalizeTotpSecret(secret)
     if (normalized === null) throw NotFound.twoFactor()
-    return { id: token.id, service: token.service, accountName: token.accountName, ...totpCode(normalized, this.now()) }
+    return { id: token.id, service: token.service, accountName: token.accountName, ...totp.totpCode(normalized, this.now()) }
   }
 }
