@@ -106,22 +106,8 @@ export interface Providers {
   oidc: { enabled: boolean; name: string | null }
 }
 
-export const ALL_SCOPES = [
-  'categories:read',
-  'categories:write',
-  'entries:read',
-  'entries:write',
-  'entries:reveal',
-  '2fa:read',
-  '2fa:write',
-  '2fa:reveal',
-  'stats:read',
-  'export:read',
-  'ai:extract',
-  'envs:read',
-  'envs:write',
-  'envs:reveal',
-]
+// One list of scopes for the server and the page.
+export { SCOPES as ALL_SCOPES } from '../src/auth/scopes'
 
 export class ApiError extends Error {
   constructor(

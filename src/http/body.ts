@@ -19,15 +19,14 @@ function nestedDeeperThan(value: unknown, limit: number): boolean {
 export const tooLarge = () => new AppError(413, 'PAYLOAD_TOO_LARGE', `Request body is larger than ${MAX_BODY_BYTES} bytes`)
 
 export const jsonBody = new Elysia({ name: 'http.json-body' })
-  .onRequest(({ request }) => {
-    const length = Number(request.headers.get('content-length'))
-    if (length > MAX_BODY_BYTES) throw tooLarge()
-  })
   // Whatever the Content-Type says, the body is read as JSON: curl -d and a bare fetch() send
   // form and text/plain types. CSRF is handled by SameSite cookies and the Origin check.
   .onParse({ as: 'global' }, async ({ request }) => {
     // Bodyless POSTs (reveal, logout) are most of the hot path: nothing to read.
-    if (request.body === null || request.headers.get('content-length') === '0') return null
+    const declared = request.headers.get('content-length')
+    if (request.body === null || declared === '0') return null
+    // Refused before reading when the size is declared; counted after reading when chunked.
+    if (Number(declared) > MAX_BODY_BYTES) throw tooLarge()
     const bytes = await request.arrayBuffer()
     if (bytes.byteLength > MAX_BODY_BYTES) throw tooLarge()
     if (bytes.byteLength === 0) return null

@@ -66,7 +66,7 @@ function fixDocument(document: OpenApiDocument, routes: RouteInfo[]): OpenApiDoc
 
 export function apiDocs(routes: () => RouteInfo[], documentation: Record<string, unknown>) {
   return new Elysia({ name: 'http.openapi' })
-    .onAfterHandle({ as: 'global' }, ({ path, response, set }) => {
+    .onAfterHandle(({ path, response, set }) => {
       if (path === SPEC_PATH && response && typeof response === 'object') {
         set.headers['access-control-allow-origin'] = '*'
         return fixDocument(response as OpenApiDocument, routes())

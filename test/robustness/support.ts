@@ -2,6 +2,7 @@
 // modules join the workloads by themselves), and "lanes": one record each, written by a sequence
 // of requests that wait for each other, while many lanes run at once. A lane remembers which of
 // its steps were acknowledged, so after a crash we know exactly which states are allowed.
+import { SCOPES } from '../../src/auth/scopes'
 import { readdirSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { Client } from '../support/client'
@@ -31,21 +32,7 @@ export async function modules(url: string): Promise<Modules> {
 }
 
 /** Every scope a full-power key may hold. */
-export const ALL_SCOPES = [
-  'categories:read',
-  'categories:write',
-  'entries:read',
-  'entries:write',
-  'entries:reveal',
-  '2fa:read',
-  '2fa:write',
-  '2fa:reveal',
-  'stats:read',
-  'export:read',
-  'envs:read',
-  'envs:write',
-  'envs:reveal',
-]
+export const ALL_SCOPES = [...SCOPES]
 
 export interface Actor {
   session: Client
