@@ -3,6 +3,7 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto'
 
 const VERSION = 'v1'
+const utf8 = new TextEncoder()
 const IV_BYTES = 12
 const TAG_BYTES = 16
 
@@ -20,12 +21,18 @@ export function open(key: Uint8Array, sealed: string, aad: string): Buffer | nul
   // indexOf/slice rather than split: this runs once per entry of every export.
   const second = sealed.indexOf('.', VERSION.length + 1)
   if (second < 0 || sealed.indexOf('.', second + 1) >= 0) return null
-  const iv = Buffer.from(sealed.slice(VERSION.length + 1, second), 'base64url')
-  const body = Buffer.from(sealed.slice(second + 1), 'base64url')
+  let iv: Uint8Array
+  let body: Uint8Array
+  try {
+    iv = Uint8Array.fromBase64(sealed.slice(VERSION.length + 1, second), { alphabet: 'base64url' })
+    body = Uint8Array.fromBase64(sealed.slice(second + 1), { alphabet: 'base64url' })
+  } catch {
+    return null
+  }
   if (iv.length !== IV_BYTES || body.length < TAG_BYTES) return null
   try {
     const decipher = createDecipheriv('aes-256-gcm', key, iv)
-    decipher.setAAD(Buffer.from(aad))
+    decipher.setAAD(utf8.encode(aad))
     decipher.setAuthTag(body.subarray(body.length - TAG_BYTES))
     const plaintext = decipher.update(body.subarray(0, body.length - TAG_BYTES))
     decipher.final() // throws when the tag does not match; GCM returns no further bytes
