@@ -2,7 +2,7 @@
 import { signal } from '@preact/signals'
 import type { ComponentChildren, TargetedEvent } from 'preact'
 import { useEffect, useRef, useState } from 'preact/hooks'
-import { errorMessage } from './api'
+import { ENVIRONMENTS, errorMessage, type Environment } from './api'
 import { navigate } from './router'
 
 /** How long a revealed secret stays on screen. */
@@ -199,6 +199,46 @@ export function Field(props: { label: string; hint?: string; children: Component
       </label>
       {props.hint && <span class="field-hint">{props.hint}</span>}
     </div>
+  )
+}
+
+/** A form's error line, when there is one. */
+export function FormError(props: { error: string | null | undefined }) {
+  return props.error ? (
+    <p class="error-text" role="alert">
+      {props.error}
+    </p>
+  ) : null
+}
+
+/** The end of a dialog's form: its error, Cancel, and the submit button. */
+export function DialogActions(props: { error: string | null | undefined; busy?: boolean; submit: string; onCancel: () => void }) {
+  return (
+    <>
+      <FormError error={props.error} />
+      <div class="actions">
+        <button type="button" class="btn" onClick={props.onCancel}>
+          Cancel
+        </button>
+        <button type="submit" class="btn btn-primary" disabled={props.busy}>
+          {props.submit}
+        </button>
+      </div>
+    </>
+  )
+}
+
+/** A choice of environment, or none ("" with the label given). */
+export function EnvironmentSelect(props: { name: string; value: Environment | ''; noneLabel: string; onChange: (value: Environment | '') => void }) {
+  return (
+    <select name={props.name} value={props.value} onChange={(event) => props.onChange(inputValue(event) as Environment | '')}>
+      <option value="">{props.noneLabel}</option>
+      {ENVIRONMENTS.map((env) => (
+        <option key={env} value={env}>
+          {env}
+        </option>
+      ))}
+    </select>
   )
 }
 

@@ -2,7 +2,7 @@
 // list with last use, revoke with confirmation.
 import { useState } from 'preact/hooks'
 import { ALL_SCOPES, api, errorMessage, type AccessKey } from '../api'
-import { confirmAction, CopyButton, Field, formatDate, inputValue, Loading, relativeTime, toast, toastError, useLoad } from '../ui'
+import { confirmAction, CopyButton, Field, formatDate, FormError, inputValue, Loading, relativeTime, toast, toastError, useLoad } from '../ui'
 
 const SCOPE_GROUPS: { label: string; scopes: string[] }[] = [
   { label: 'Categories', scopes: ['categories:read', 'categories:write'] },
@@ -191,11 +191,7 @@ function CreateKeyForm(props: { onCreated(key: AccessKey): void }) {
           ))}
         </div>
       </fieldset>
-      {error && (
-        <p class="error-text" role="alert">
-          {error}
-        </p>
-      )}
+      <FormError error={error} />
       <div class="actions actions-start">
         <button type="submit" class="btn btn-primary" disabled={busy}>
           Create key

@@ -3,7 +3,7 @@
 import { useEffect, useState } from 'preact/hooks'
 import { api, errorMessage, FILE_TYPES, type EnvFileItem, type EnvProject, type FileType } from '../api'
 import { navigate } from '../router'
-import { confirmAction, downloadText, Field, inputValue, Link, Loading, Modal, relativeTime, toast, toastError, useLoad } from '../ui'
+import { confirmAction, DialogActions, downloadText, Field, inputValue, Link, Loading, Modal, relativeTime, toast, toastError, useLoad } from '../ui'
 
 export function EnvProjectsPage() {
   const [search, setSearch] = useState('')
@@ -75,19 +75,7 @@ function ProjectForm(props: { project: EnvProject | null; onClose(): void; onSav
         <Field label="Description (optional)">
           <input name="projectDescription" maxLength={2000} value={description} onInput={(event) => setDescription(inputValue(event))} />
         </Field>
-        {error && (
-          <p class="error-text" role="alert">
-            {error}
-          </p>
-        )}
-        <div class="actions">
-          <button type="button" class="btn" onClick={props.onClose}>
-            Cancel
-          </button>
-          <button type="submit" class="btn btn-primary">
-            {props.project ? 'Save' : 'Create project'}
-          </button>
-        </div>
+        <DialogActions error={error} submit={props.project ? 'Save' : 'Create project'} onCancel={props.onClose} />
       </form>
     </Modal>
   )

@@ -1,7 +1,7 @@
 // Export: every entry decrypted into one .env file, optionally for one environment only.
 import { useState } from 'preact/hooks'
-import { apiText, ENVIRONMENTS, type Environment } from '../api'
-import { downloadText, Field, inputValue, toast, toastError } from '../ui'
+import { apiText, type Environment } from '../api'
+import { downloadText, EnvironmentSelect, Field, inputValue, toast, toastError } from '../ui'
 
 export function ExportPage() {
   const [environment, setEnvironment] = useState<Environment | ''>('')
@@ -27,14 +27,7 @@ export function ExportPage() {
           somewhere safe and delete it when done.
         </p>
         <Field label="Environment">
-          <select name="exportEnvironment" value={environment} onChange={(event) => setEnvironment(inputValue(event) as Environment | '')}>
-            <option value="">All environments</option>
-            {ENVIRONMENTS.map((env) => (
-              <option key={env} value={env}>
-                {env}
-              </option>
-            ))}
-          </select>
+          <EnvironmentSelect name="exportEnvironment" value={environment} noneLabel="All environments" onChange={setEnvironment} />
         </Field>
         <div class="actions actions-start">
           <button type="button" class="btn btn-primary" disabled={busy} onClick={download}>

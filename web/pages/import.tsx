@@ -1,8 +1,8 @@
 // Import: paste a config, see how the vault would file its keys (POST /api/ai/import, which sees
 // only the names), leave out keys, pick the project name and environment, apply.
 import { useState } from 'preact/hooks'
-import { api, ENVIRONMENTS, errorMessage, type Environment, type ImportAnswer, type ImportKey } from '../api'
-import { Field, Icon, inputValue, Link, toast } from '../ui'
+import { api, errorMessage, type Environment, type ImportAnswer, type ImportKey } from '../api'
+import { EnvironmentSelect, Field, FormError, Icon, inputValue, Link, toast } from '../ui'
 
 /** The pasted text without the keys the person left out (.env, export lines, JSON, YAML lines). */
 export function withoutKeys(text: string, excluded: Set<string>): string {
@@ -154,11 +154,7 @@ export function ImportPage() {
           </button>
         </div>
       </form>
-      {error && (
-        <p class="error-text" role="alert">
-          {error}
-        </p>
-      )}
+      <FormError error={error} />
       {suggestion && suggestion.keys.length > 0 && (
         <div class="card import-suggestion">
           <h2>
@@ -186,14 +182,7 @@ export function ImportPage() {
               <input name="importName" required maxLength={200} value={name} onInput={(event) => setName(inputValue(event))} placeholder="my-blog" />
             </Field>
             <Field label="Environment">
-              <select name="importEnvironment" value={environment} onChange={(event) => setEnvironment(inputValue(event) as Environment | '')}>
-                <option value="">Any environment</option>
-                {ENVIRONMENTS.map((env) => (
-                  <option key={env} value={env}>
-                    {env}
-                  </option>
-                ))}
-              </select>
+              <EnvironmentSelect name="importEnvironment" value={environment} noneLabel="Any environment" onChange={setEnvironment} />
             </Field>
           </div>
           <div class="actions actions-start">

@@ -1,8 +1,8 @@
 // Keys: categories (with icons) and their entries. Create, edit and delete with confirmation;
 // reveal on click, copy, and the value hides itself again after 30 seconds.
 import { useState } from 'preact/hooks'
-import { api, ENVIRONMENTS, errorMessage, type Category, type Entry, type Environment, type RevealedEntry } from '../api'
-import { confirmAction, CopyButton, EnvBadge, Field, Icon, inputValue, knownIcons, Loading, Modal, toast, toastError, useLoad, useRevealTimer } from '../ui'
+import { api, errorMessage, type Category, type Entry, type Environment, type RevealedEntry } from '../api'
+import { confirmAction, CopyButton, DialogActions, EnvBadge, EnvironmentSelect, Field, Icon, inputValue, knownIcons, Loading, Modal, toast, toastError, useLoad, useRevealTimer } from '../ui'
 
 const ENV_ORDER: Record<string, number> = { development: 0, staging: 1, production: 2 }
 const byNameThenEnv = (a: Entry, b: Entry) => a.name.localeCompare(b.name) || (ENV_ORDER[a.environment ?? ''] ?? -1) - (ENV_ORDER[b.environment ?? ''] ?? -1)
@@ -317,19 +317,7 @@ function CategoryForm(props: { category: Category | null; hasEntries: boolean; o
         <Field label="Description (optional)">
           <input name="description" maxLength={2000} value={description} onInput={(event) => setDescription(inputValue(event))} />
         </Field>
-        {error && (
-          <p class="error-text" role="alert">
-            {error}
-          </p>
-        )}
-        <div class="actions">
-          <button type="button" class="btn" onClick={props.onClose}>
-            Cancel
-          </button>
-          <button type="submit" class="btn btn-primary" disabled={busy}>
-            {existing ? 'Save' : 'Create category'}
-          </button>
-        </div>
+        <DialogActions error={error} busy={busy} submit={existing ? 'Save' : 'Create category'} onCancel={props.onClose} />
       </form>
     </Modal>
   )
@@ -399,14 +387,7 @@ function EntryForm(props: { category: Category; entry: Entry | null; onClose(): 
           <input name="entryName" required maxLength={200} value={name} onInput={(event) => setName(inputValue(event))} />
         </Field>
         <Field label="Environment">
-          <select name="environment" value={environment} onChange={(event) => setEnvironment(inputValue(event) as Environment | '')}>
-            <option value="">Any environment</option>
-            {ENVIRONMENTS.map((env) => (
-              <option key={env} value={env}>
-                {env}
-              </option>
-            ))}
-          </select>
+          <EnvironmentSelect name="environment" value={environment} noneLabel="Any environment" onChange={setEnvironment} />
         </Field>
         {isGroup ? (
           <fieldset class="group-fields">
@@ -445,19 +426,7 @@ function EntryForm(props: { category: Category; entry: Entry | null; onClose(): 
         <Field label="Notes (optional)">
           <input name="notes" maxLength={2000} value={notes} onInput={(event) => setNotes(inputValue(event))} />
         </Field>
-        {error && (
-          <p class="error-text" role="alert">
-            {error}
-          </p>
-        )}
-        <div class="actions">
-          <button type="button" class="btn" onClick={props.onClose}>
-            Cancel
-          </button>
-          <button type="submit" class="btn btn-primary" disabled={busy}>
-            {entry ? 'Save' : 'Add entry'}
-          </button>
-        </div>
+        <DialogActions error={error} busy={busy} submit={entry ? 'Save' : 'Add entry'} onCancel={props.onClose} />
       </form>
     </Modal>
   )

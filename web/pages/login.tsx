@@ -2,7 +2,7 @@
 import { useState } from 'preact/hooks'
 import { api, currentUser, errorMessage, type Providers, type User } from '../api'
 import { navigate } from '../router'
-import { Field, inputValue, useLoad } from '../ui'
+import { Field, FormError, inputValue, useLoad } from '../ui'
 
 export function LoginPage() {
   const providers = useLoad(() => api<Providers>('GET', '/api/auth/providers'))
@@ -62,11 +62,7 @@ export function LoginPage() {
               onInput={(event) => setPassword(inputValue(event))}
             />
           </Field>
-          {error && (
-            <p class="error-text" role="alert">
-              {error}
-            </p>
-          )}
+          <FormError error={error} />
           <button type="submit" class="btn btn-primary btn-block" disabled={busy}>
             {mode === 'login' ? 'Sign in' : 'Create account'}
           </button>

@@ -2,7 +2,7 @@
 // copy on click, add by base32 secret or otpauth:// URI, delete with confirmation.
 import { useEffect, useRef, useState } from 'preact/hooks'
 import { api, errorMessage, type TotpCode, type TwoFactorToken } from '../api'
-import { confirmAction, copyText, Field, Icon, inputValue, Loading, Modal, toast, toastError, useLoad } from '../ui'
+import { confirmAction, copyText, DialogActions, Field, Icon, inputValue, Loading, Modal, toast, toastError, useLoad } from '../ui'
 
 const PERIOD = 30
 
@@ -216,19 +216,7 @@ function AddToken(props: { onClose(): void; onSaved(): void }) {
         <Field label="Notes (optional)">
           <input name="notes" maxLength={2000} value={notes} onInput={(event) => setNotes(inputValue(event))} />
         </Field>
-        {error && (
-          <p class="error-text" role="alert">
-            {error}
-          </p>
-        )}
-        <div class="actions">
-          <button type="button" class="btn" onClick={props.onClose}>
-            Cancel
-          </button>
-          <button type="submit" class="btn btn-primary" disabled={busy}>
-            Add token
-          </button>
-        </div>
+        <DialogActions error={error} busy={busy} submit={'Add token'} onCancel={props.onClose} />
       </form>
     </Modal>
   )
