@@ -4,9 +4,10 @@
 // encryption and one durable file write (temp + fsync + rename + fsync dir) per created entry.
 // No framework, no validation library, no schema.
 //   BENCH_FIXTURE=<fixture.json> BENCH_DATA_DIR=<dir> PORT=<port> bun bench/baseline-server.ts
+// The same durable write as the vault's (temporary file, fsync, rename, fsync of the folder).
+import { writeFileAtomic } from '../src/store/atomic-file'
 import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto'
-import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync } from 'node:fs'
-import { open, rename } from 'node:fs/promises'
+import { mkdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { BaselineFixture } from './fixture'
 
@@ -101,24 +102,6 @@ function stats() {
   return { totalCategories: categories.size, totalEntries: entries.length, total2fa: twoFactor.size, byKeyType, byEnvironment }
 }
 
-async function writeDurably(path: string, text: string): Promise<void> {
-  const temp = `${path}.tmp`
-  const handle = await open(temp, 'w', 0o600)
-  try {
-    await handle.writeFile(text)
-    await handle.sync()
-  } finally {
-    await handle.close()
-  }
-  await rename(temp, path)
-  const dir = openSync(dataDir, 'r')
-  try {
-    fsyncSync(dir)
-  } finally {
-    closeSync(dir)
-  }
-}
-
 async function createEntry(request: Request): Promise<Response> {
   const input = (await request.json()) as { categoryId: string; name: string; value: string; environment?: string; notes?: string }
   const category = categories.get(input.categoryId)
@@ -127,7 +110,7 @@ async function createEntry(request: Request): Promise<Response> {
   const id = crypto.randomUUID()
   const sealed = seal(input.value)
   const record = { id, categoryId: category.id, name: input.name, environment: input.environment ?? null, notes: input.notes ?? null, createdAt: at, updatedAt: at }
-  await writeDurably(join(dataDir, `${id}.json`), JSON.stringify({ ...record, encryptedValue: `${sealed.iv.toString('base64url')}.${sealed.body.toString('base64url')}` }))
+  await writeFileAtomic(join(dataDir, `${id}.json`), JSON.stringify({ ...record, encryptedValue: `${sealed.iv.toString('base64url')}.${sealed.body.toString('base64url')}` }))
   sealedValues.set(id, sealed)
   const item = { ...record, category: { name: category.name, keyType: category.keyType, envVarName: category.envVarName, icon: null } }
   entries.push(item)
