@@ -91,8 +91,16 @@ export function sessionToken(header: string | null): string | undefined {
   return undefined
 }
 
+/** Scopes whose answers hold plaintext (reveal, export, AI extract). */
+const carriesSecrets = (need: Requirement) => need.endsWith(':reveal') || need === 'export:read' || need === 'ai:extract'
+
 export function authGuard(deps: GuardDeps) {
   const resolved = new WeakMap<Request, AuthContext>()
+  // A key revoked while its request was being answered: the secret is not sent.
+  const recheckKey = ({ request }: { request: Request }) => {
+    const key = resolved.get(request)?.accessKey
+    if (key && !deps.accessKeys.isLive(key)) throw invalidKey()
+  }
   return new Elysia({ name: 'auth.guard' }).macro({
     auth: (need: Requirement) => ({
       detail: {
@@ -105,10 +113,8 @@ export function authGuard(deps: GuardDeps) {
       resolve({ request }) {
         return { auth: resolved.get(request)! }
       },
-      afterHandle({ request }) {
-        const key = resolved.get(request)?.accessKey
-        if (key && !deps.accessKeys.isLive(key)) throw invalidKey()
-      },
+      // Only answers that carry secrets wait on this check (a hook costs every request it runs on).
+      ...(carriesSecrets(need) ? { afterHandle: recheckKey } : {}),
     }),
   })
 }
