@@ -1,6 +1,6 @@
 // The web interface: index.html, the bundled assets and brand icons, all from this server.
-// Any GET outside /api that matches nothing else is a client-side route and gets index.html;
-// /api/* keeps its JSON 404.
+// Any GET outside /api that matches nothing else and names no file is a client-side route and
+// gets index.html; /api/* and file names keep the JSON 404.
 import { Elysia, NotFoundError } from 'elysia'
 import { SESSION_COOKIE } from '../auth/guard'
 import type { AppDeps } from '../deps'
@@ -23,6 +23,8 @@ async function indexHtml(accounts: AppDeps['accounts'], sessionToken: unknown): 
 }
 
 const isApiPath = (path: string) => path === '/api' || path.startsWith('/api/')
+/** A path naming a file (favicon.ico, robots.txt): not a page of the app, so a plain 404. */
+const isFilePath = (path: string) => /\.[A-Za-z0-9]+$/.test(path)
 
 export function webRoutes(deps: AppDeps) {
   const page = (cookie: Record<string, { value?: unknown }>) => indexHtml(deps.accounts, cookie[SESSION_COOKIE]?.value)
@@ -57,7 +59,7 @@ export function webRoutes(deps: AppDeps) {
     .get(
       '/*',
       ({ path, cookie }) => {
-        if (isApiPath(path) || path.startsWith('/assets/') || path.startsWith('/icons/')) throw new NotFoundError()
+        if (isApiPath(path) || isFilePath(path) || path.startsWith('/assets/') || path.startsWith('/icons/')) throw new NotFoundError()
         return page(cookie)
       },
       { detail: { hide: true } },

@@ -42,14 +42,14 @@ describe('web interface serving', () => {
     expect(await style.text()).toContain('prefers-color-scheme: dark')
   })
 
-  test('client-side routes get index.html; unknown assets and /api paths get JSON 404', async () => {
+  test('client-side routes get index.html; unknown assets, file names and /api paths get JSON 404', async () => {
     for (const path of ['/keys', '/2fa', '/envs/3f1b6a9e-0000-4000-8000-000000000000', '/login']) {
       const response = await get(path)
       expect(response.status).toBe(200)
       expect(response.headers.get('content-type')).toBe('text/html; charset=utf-8')
       expect(response.headers.get('content-security-policy')).toContain("script-src 'self'")
     }
-    for (const path of ['/api/nothing-here', '/api', '/api/categories/x/y/z', '/assets/app.0000.js', '/assets/nothing']) {
+    for (const path of ['/api/nothing-here', '/api', '/api/categories/x/y/z', '/assets/app.0000.js', '/assets/nothing', '/favicon.ico', '/robots.txt']) {
       const response = await get(path)
       expect(response.status).toBe(404)
       expect(await response.json()).toEqual({ error: 'No such endpoint', code: 'NOT_FOUND' })
