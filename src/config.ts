@@ -60,7 +60,7 @@ export function parseMasterKey(raw: string, name = 'SVC_MASTER_KEY'): Uint8Array
 const DURATION_UNITS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 }
 
 /** "7d", "12h", "30m", "45s", "2w", or a bare number of seconds. */
-export function parseDuration(raw: string, name: string, range = { min: 60_000, max: 366 * 86_400_000, hint: '7d, 12h or 30m' }): number {
+export function parseDuration(raw: string, name: string, range = { min: 1000, max: 366 * 86_400_000, hint: '7d, 12h or 30m' }): number {
   const match = /^(\d+)\s*([smhdw]?)$/.exec(raw.trim())
   const ms = match ? Number(match[1]) * DURATION_UNITS[match[2] || 's'] : NaN
   if (!Number.isFinite(ms) || ms < range.min || ms > range.max) {

@@ -291,3 +291,19 @@ describe('Secure cookies', () => {
     }
   })
 })
+
+describe('session lifetime', () => {
+  test('SVC_SESSION_TTL ends a session: after it, the cookie answers 401 AUTH_REQUIRED', async () => {
+    const short = await startTestServer({ env: { SVC_SESSION_TTL: '1s' } })
+    try {
+      const alice = await signUp(short.url)
+      expect((await alice.get('/api/auth/me')).status).toBe(200)
+      await Bun.sleep(1100)
+      const expired = await alice.get('/api/auth/me')
+      expect(expired.status).toBe(401)
+      expect(expired.body.code).toBe('AUTH_REQUIRED')
+    } finally {
+      await short.stop()
+    }
+  })
+})
