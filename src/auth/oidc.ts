@@ -18,7 +18,6 @@ import type { UserRecord } from '../store/records'
 import { normalizeEmail, type Accounts, type SignedIn } from './accounts'
 import { EMAIL_PATTERN } from './model'
 
-export const OIDC_START_PATH = '/api/auth/oidc'
 export const OIDC_CALLBACK_PATH = '/api/auth/oidc/callback'
 /** The cookie holding the sealed transaction; sent only to the callback path. */
 export const OIDC_TRANSACTION_COOKIE = 'svc_oidc'

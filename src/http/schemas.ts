@@ -14,7 +14,6 @@ export const strictObject = <P extends TProperties>(properties: P, description?:
   t.Object(properties, { additionalProperties: false, description })
 
 export const Timestamp = t.String({ format: 'date-time', description: 'ISO 8601 timestamp' })
-export const Id = t.String({ format: 'uuid' })
 export const IdParams = t.Object({ id: t.String() })
 
 export const ErrorBody = t.Object(

@@ -52,5 +52,4 @@ export const ImportAnswer = t.Object({
   }),
 })
 
-export type ExtractInput = typeof ExtractBody.static
 export type ImportInput = typeof ImportBody.static

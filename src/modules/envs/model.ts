@@ -4,8 +4,6 @@ import { strictObject, Timestamp } from '../../http/schemas'
 /** The largest env file content, in UTF-8 bytes (CONTRACT.md, "Limits"). */
 export const MAX_ENV_FILE_BYTES = 1024 * 1024
 
-export const ENV_FILE_TYPES = ['env', 'env.local', 'env.production', 'env.development'] as const
-
 const Name = t.String({ minLength: 1, maxLength: 200 })
 const Description = t.String({ maxLength: 2000 })
 const FileTypeSchema = t.Union(
