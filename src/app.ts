@@ -1,6 +1,6 @@
 // Composition: services from config (openVault) and the HTTP app from services (createApp).
 // Tests call createApp(deps).handle(request) or start src/index.ts as a process.
-import { Elysia } from 'elysia'
+import { Elysia, type AnyElysia } from 'elysia'
 import { AccessKeys } from './auth/access-keys'
 import { Accounts } from './auth/accounts'
 import { authRoutes } from './auth/routes'
@@ -54,8 +54,10 @@ export async function openVault(config: Config, log: Logger = (line) => console.
 }
 
 export function createApp(deps: AppDeps) {
-  // The docs plugin reads the routes when the document is first asked for, after composition.
-  let routes: () => unknown[] = () => []
+  // The docs read the composed app when the document is first asked for.
+  let root: () => AnyElysia = () => {
+    throw new Error('the app is still being composed')
+  }
   const app = new Elysia({
     normalize: false,
     // Bun's own cap sits above ours so that ours answers with a JSON body.
@@ -65,7 +67,7 @@ export function createApp(deps: AppDeps) {
     .use(errorHandler(deps.log))
     .use(jsonBody)
     .use(
-      apiDocs(() => routes() as never, {
+      apiDocs(() => root(), {
         info: {
           title: 'svc-vault API',
           version: '1.0.0',
@@ -91,7 +93,7 @@ export function createApp(deps: AppDeps) {
     .use(exportRoutes(deps))
     .use(aiRoutes(deps))
     .use(webRoutes(deps))
-  routes = () => app.routes
+  root = () => app
   return app
 }
 

@@ -1,11 +1,12 @@
-// The OpenAPI 3.1 document (@elysiajs/openapi) and its reference page, with three fix-ups:
+// The OpenAPI 3.1 document (@elysiajs/openapi's generator) and its Scalar reference page. Both
+// load on the first request for them: the plugin weighs about 4 MB of memory that a vault
+// nobody browses the docs of need not carry. The document gets three fix-ups:
 // - paths are written as the spec writes them (`/api/categories`, not `/api/categories/`);
 // - request bodies get their JSON schema back (the plugin leaves `content` empty for routes
 //   behind our global JSON body parser);
 // - the Scalar page loads from a CDN, so it runs sandboxed (opaque origin: it cannot use the
 //   vault's session), and the public document allows cross-origin reads for it.
-import { openapi } from '@elysiajs/openapi'
-import { Elysia } from 'elysia'
+import { Elysia, type AnyElysia } from 'elysia'
 
 export const SPEC_PATH = '/api/openapi'
 export const DOCS_PATH = '/api/docs'
@@ -25,7 +26,6 @@ type OpenApiDocument = { paths: Record<string, Record<string, Operation>> }
 const toOpenApiPath = (path: string) => (path.length > 1 ? path.replace(/\/$/, '') : path).replace(/:(\w+)/g, '{$1}')
 
 function fixDocument(document: OpenApiDocument, routes: RouteInfo[]): OpenApiDocument {
-  if ((document as { __fixed?: boolean }).__fixed) return document
   const paths: OpenApiDocument['paths'] = {}
   for (const [path, operations] of Object.entries(document.paths ?? {})) {
     const key = toOpenApiPath(path)
@@ -60,27 +60,61 @@ function fixDocument(document: OpenApiDocument, routes: RouteInfo[]): OpenApiDoc
     } as never,
   }
   document.paths = paths
-  Object.defineProperty(document, '__fixed', { value: true, enumerable: false })
   return document
 }
 
-export function apiDocs(routes: () => RouteInfo[], documentation: Record<string, unknown>) {
+const OPENAPI_VERSION = '3.1.0'
+
+export interface Documentation {
+  info: { title: string; version: string; description?: string }
+  components?: Record<string, unknown>
+}
+
+async function buildDocument(app: AnyElysia, documentation: Documentation): Promise<OpenApiDocument> {
+  const { toOpenAPISchema } = await import('@elysiajs/openapi/openapi')
+  const generated = toOpenAPISchema(app, undefined, undefined, undefined, OPENAPI_VERSION) as unknown as {
+    paths: OpenApiDocument['paths']
+    components: { schemas?: Record<string, unknown> }
+  }
+  const document = {
+    ...documentation,
+    openapi: OPENAPI_VERSION,
+    paths: generated.paths,
+    components: { ...documentation.components, schemas: { ...generated.components?.schemas } },
+  }
+  return fixDocument(document, app.routes as RouteInfo[])
+}
+
+async function buildPage(documentation: Documentation): Promise<string> {
+  const { ScalarRender } = await import('@elysiajs/openapi/scalar')
+  return ScalarRender(documentation.info, {
+    url: SPEC_PATH,
+    cdn: 'https://cdn.jsdelivr.net/npm/@scalar/api-reference@latest/dist/browser/standalone.min.js',
+    _integration: 'elysiajs',
+  } as never)
+}
+
+/** `app` is the whole composed app, read when the document is first asked for. */
+export function apiDocs(app: () => AnyElysia, documentation: Documentation) {
+  // Routes do not change once the server runs: each is built once.
+  let document: Promise<OpenApiDocument> | undefined
+  let page: Promise<string> | undefined
   return new Elysia({ name: 'http.openapi' })
-    .onAfterHandle(({ path, response, set }) => {
-      if (path === SPEC_PATH && response && typeof response === 'object') {
+    .get(
+      SPEC_PATH,
+      ({ set }) => {
         set.headers['access-control-allow-origin'] = '*'
-        return fixDocument(response as OpenApiDocument, routes())
-      }
-      if (path === DOCS_PATH) set.headers['content-security-policy'] = DOCS_CSP
-    })
-    .use(
-      openapi({
-        path: DOCS_PATH,
-        specPath: SPEC_PATH,
-        openapiVersion: '3.1.0',
-        // The plugin's default URL is relative ("api/openapi"), which resolves under /api/api/.
-        scalar: { url: SPEC_PATH } as never,
-        documentation,
-      }),
+        document ??= buildDocument(app(), documentation)
+        return document
+      },
+      { detail: { hide: true } },
+    )
+    .get(
+      DOCS_PATH,
+      async () => {
+        page ??= buildPage(documentation)
+        return new Response(await page, { headers: { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': DOCS_CSP } })
+      },
+      { detail: { hide: true } },
     )
 }
