@@ -1,17 +1,20 @@
 // Random tokens and their hashes. Tokens are stored only as SHA-256; a lookup is by hash
 // (a Map), then a constant-time compare guards against any timing signal from the Map.
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
+import { randomBytes } from 'node:crypto'
 
 export function randomToken(bytes = 32): string {
   return randomBytes(bytes).toString('base64url')
 }
 
+// Bun's native SHA-256: a quarter of node:crypto's cost, and it runs on every bearer request.
 export function sha256Hex(text: string): string {
-  return createHash('sha256').update(text).digest('hex')
+  return Bun.SHA256.hash(text, 'hex')
 }
 
+/** Equal strings, in time that depends only on their length (hex digests here: no allocation). */
 export function constantTimeEqual(a: string, b: string): boolean {
-  const left = Buffer.from(a)
-  const right = Buffer.from(b)
-  return left.length === right.length && timingSafeEqual(left, right)
+  if (a.length !== b.length) return false
+  let difference = 0
+  for (let i = 0; i < a.length; i++) difference |= a.charCodeAt(i) ^ b.charCodeAt(i)
+  return difference === 0
 }
