@@ -2,27 +2,19 @@
 // means the session is gone, which sends the page back to sign-in.
 import { signal } from '@preact/signals'
 
-export interface User {
-  id: string
-  email: string
-  name: string | null
-  createdAt: string
-}
-export type KeyType = 'simple' | 'group' | 'ssh' | 'json'
-export type Environment = 'development' | 'staging' | 'production'
+// Shapes of the answers, from the server's own definitions (type-only: nothing of the server is bundled).
+import type { PublicAccessKey } from '../src/auth/access-keys'
+import type { PublicUser } from '../src/auth/accounts'
+import type { PublicCategory } from '../src/modules/categories/service'
+import type { RevealedEntry } from '../src/modules/entries/service'
+import type { Stats } from '../src/modules/stats/service'
+import type { EnvFileType, Environment, KeyType } from '../src/store/records'
+
+export type { Environment, KeyType, RevealedEntry, Stats }
+export type User = PublicUser
+export type Category = PublicCategory
 export const ENVIRONMENTS: Environment[] = ['development', 'staging', 'production']
 
-export interface Category {
-  id: string
-  name: string
-  keyType: KeyType
-  envVarName: string | null
-  icon: string | null
-  description: string | null
-  fieldDefinitions: string[] | null
-  createdAt: string
-  updatedAt: string
-}
 export interface Entry {
   id: string
   categoryId: string
@@ -32,12 +24,6 @@ export interface Entry {
   createdAt: string
   updatedAt: string
   category?: { name: string; keyType: KeyType; envVarName: string | null; icon: string | null }
-}
-export interface RevealedEntry {
-  id: string
-  name: string
-  value: string | Record<string, string>
-  environment: Environment | null
 }
 export interface TwoFactorToken {
   id: string
@@ -52,25 +38,9 @@ export interface TotpCode {
   code: string
   remainingSeconds: number
 }
-export interface AccessKey {
-  id: string
-  name: string
-  keyPrefix: string
-  scopes: string[]
-  expiresAt: string | null
-  lastUsedAt: string | null
-  createdAt: string
-  key?: string
-}
-export interface Stats {
-  totalCategories: number
-  totalEntries: number
-  total2fa: number
-  byKeyType: Record<string, number>
-  byEnvironment: Record<string, number>
-}
-export const FILE_TYPES = ['env', 'env.local', 'env.production', 'env.development'] as const
-export type FileType = (typeof FILE_TYPES)[number]
+export type AccessKey = PublicAccessKey & { key?: string }
+export const FILE_TYPES: readonly EnvFileType[] = ['env', 'env.local', 'env.production', 'env.development']
+export type FileType = EnvFileType
 export interface EnvFileItem {
   id: string
   projectId: string

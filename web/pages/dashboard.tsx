@@ -1,5 +1,5 @@
 // Dashboard: totals as cards, two hand-drawn SVG bar charts, the most recently changed entries.
-import { api, type Entry, type Stats } from '../api'
+import { api, ENVIRONMENTS, type Entry, type Stats } from '../api'
 import { EnvBadge, Icon, Link, Loading, relativeTime, useLoad } from '../ui'
 
 interface Bar {
@@ -70,13 +70,13 @@ export function DashboardPage() {
             <div class="card">
               <BarChart
                 title="Entries by key type"
-                bars={['simple', 'group', 'ssh', 'json'].map((type, index) => ({ label: type, value: s.byKeyType[type] ?? 0, tone: String(index + 1) }))}
+                bars={(['simple', 'group', 'ssh', 'json'] as const).map((type, index) => ({ label: type, value: s.byKeyType[type] ?? 0, tone: String(index + 1) }))}
               />
             </div>
             <div class="card">
               <BarChart
                 title="Entries by environment"
-                bars={['development', 'staging', 'production'].map((env) => ({ label: env, value: s.byEnvironment[env] ?? 0, tone: env }))}
+                bars={ENVIRONMENTS.map((env) => ({ label: env, value: s.byEnvironment[env] ?? 0, tone: env }))}
               />
             </div>
           </div>

@@ -1,6 +1,7 @@
 // The built-in classifier: no network, answers when there is no API key or the model fails.
 // Import: known services (with their Simple Icons slugs) and shared name prefixes become groups,
 // the rest simple keys. Extract: prompt words matched against entry, category and variable names.
+import type { Environment } from '../../store/records'
 
 export type SuggestedKeyType = 'simple' | 'group'
 
@@ -179,7 +180,6 @@ export function classifyKeys(keys: { name: string; valueScheme?: string }[]): Im
 
 // ---- extract ----
 
-export type EnvironmentName = 'development' | 'staging' | 'production'
 
 /** What the classifier (and the model) may know of an entry: names only. */
 export interface EntryMetadata {
@@ -189,10 +189,10 @@ export interface EntryMetadata {
   keyType: string
   envVarName: string | null
   fields: string[]
-  environment: EnvironmentName | null
+  environment: Environment | null
 }
 
-const ENVIRONMENT_WORDS: Record<string, EnvironmentName> = {
+const ENVIRONMENT_WORDS: Record<string, Environment> = {
   production: 'production',
   prod: 'production',
   live: 'production',
@@ -221,8 +221,8 @@ const words = (text: string) =>
 const wordsMatch = (a: string, b: string) => a === b || (a.length >= 4 && b.length >= 4 && (a.startsWith(b) || b.startsWith(a)))
 
 /** The environments a prompt names (production, prod, staging, dev, ...). */
-export function promptEnvironments(prompt: string): Set<EnvironmentName> {
-  const found = new Set<EnvironmentName>()
+export function promptEnvironments(prompt: string): Set<Environment> {
+  const found = new Set<Environment>()
   for (const word of words(prompt)) if (ENVIRONMENT_WORDS[word]) found.add(ENVIRONMENT_WORDS[word])
   return found
 }
