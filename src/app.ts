@@ -1,6 +1,7 @@
 // Composition: services from config (openVault) and the HTTP app from services (createApp).
 // Tests call createApp(deps).handle(request) or start src/index.ts as a process.
-import { Elysia, type AnyElysia } from 'elysia'
+import { Elysia, t, type AnyElysia } from 'elysia'
+import { Kind, type TSchema } from '@sinclair/typebox'
 import { AccessKeys } from './auth/access-keys'
 import { Accounts } from './auth/accounts'
 import { authRoutes } from './auth/routes'
@@ -94,7 +95,21 @@ export function createApp(deps: AppDeps) {
     .use(aiRoutes(deps))
     .use(webRoutes(deps))
   root = () => app
+  if (!deps.config.checkResponses) skipResponseChecks(app)
   return app
+}
+
+/**
+ * Marks every response schema as documentation only (Elysia's t.NoValidate). Handlers are
+ * compiled on their first request, so marking after composition still takes effect.
+ */
+function skipResponseChecks(app: AnyElysia) {
+  for (const route of app.routes) {
+    const response = route.hooks?.response as Record<string, unknown> | TSchema | undefined
+    if (!response || typeof response !== 'object') continue
+    const schemas = Kind in response ? [response as TSchema] : Object.values(response)
+    for (const schema of schemas) if (schema && typeof schema === 'object') t.NoValidate(schema as TSchema)
+  }
 }
 
 export type App = ReturnType<typeof createApp>

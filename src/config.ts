@@ -30,6 +30,12 @@ export interface Config {
   sessionTtlMs: number
   oidc: OidcConfig | undefined
   ai: AiConfig
+  /**
+   * Check every answer against its response schema at run time. On under test (bun test sets
+   * NODE_ENV=test) or with SVC_CHECK_RESPONSES=1; otherwise the schemas document the API and the
+   * type checker holds the handlers to them, since the check cost a third of a list's time.
+   */
+  checkResponses: boolean
 }
 
 export class ConfigError extends Error {}
@@ -131,5 +137,6 @@ export function loadConfig(env: Env = process.env): Config {
       model: env.SVC_AI_MODEL?.trim() || DEFAULT_AI_MODEL,
       timeoutMs: aiTimeoutMs,
     },
+    checkResponses: env.SVC_CHECK_RESPONSES === '1' || env.NODE_ENV === 'test',
   }
 }

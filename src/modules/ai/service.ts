@@ -2,6 +2,7 @@
 // values are parsed, sealed, opened and rendered here on the server. Whatever the model answers is
 // checked against the user's own data: unknown entry ids and key names are dropped.
 import { AppError, validationError } from '../../http/errors'
+import { indexById } from '../../store/by-id'
 import type { CategoryRecord, EntryRecord, Environment, VaultDocument } from '../../store/records'
 import { ICON_PATTERN } from '../categories/model'
 import { MAX_VALUE_BYTES, openEntryValue, sealEntryValue } from '../entries/values'
@@ -29,10 +30,10 @@ const MAX_CATEGORY_NAME = 200
 
 /** Names of an entry for the model: the variable, or the field names of a group (names, not values). */
 function entryMetadata(data: VaultDocument, cipher: Parameters<typeof openEntryValue>[0]): EntryMetadata[] {
-  const categories = new Map(data.categories.map((c) => [c.id, c]))
+  const categories = indexById(data.categories)
   const out: EntryMetadata[] = []
   for (const entry of data.entries) {
-    const category = categories.get(entry.categoryId)
+    const category = categories[entry.categoryId]
     if (!category) continue
     let fields: string[] = []
     if (category.keyType === 'group') {

@@ -1,5 +1,5 @@
 // Key entries: per-project values of a category, sealed at once; only reveal opens them.
-import { byId } from '../../store/by-id'
+import { byId, indexById } from '../../store/by-id'
 import { NotFound, validationError } from '../../http/errors'
 import type { CategoryRecord, Environment, EntryRecord, VaultDocument } from '../../store/records'
 import { findCategory } from '../categories/service'
@@ -41,17 +41,17 @@ export class EntryService {
 
   async list(userId: string) {
     const { data } = await this.vaults.open(userId)
-    const categories = new Map(data.categories.map((c) => [c.id, c]))
-    return data.entries.flatMap((entry) => {
-      const category = categories.get(entry.categoryId)
-      if (!category) return []
-      return [
-        {
-          ...publicEntry(entry),
-          category: { name: category.name, keyType: category.keyType, envVarName: category.envVarName, icon: category.icon },
-        },
-      ]
-    })
+    const categories = indexById(data.categories)
+    const items = []
+    for (const entry of data.entries) {
+      const category = categories[entry.categoryId]
+      if (!category) continue
+      items.push({
+        ...publicEntry(entry),
+        category: { name: category.name, keyType: category.keyType, envVarName: category.envVarName, icon: category.icon },
+      })
+    }
+    return items
   }
 
   async get(userId: string, id: string): Promise<PublicEntry> {

@@ -1,4 +1,5 @@
 // Aggregate counts over a user's vault. Every key type and environment is always present.
+import { indexById } from '../../store/by-id'
 import type { Environment, KeyType } from '../../store/records'
 import type { Vaults } from '../vault-access'
 
@@ -18,11 +19,11 @@ export class StatsService {
     const { data } = await this.vaults.open(userId)
     const byKeyType: Record<KeyType, number> = { simple: 0, group: 0, ssh: 0, json: 0 }
     const byEnvironment: Record<Environment, number> = { development: 0, staging: 0, production: 0 }
-    const keyTypeOf = new Map(data.categories.map((c) => [c.id, c.keyType]))
+    const categories = indexById(data.categories)
     // A number check rather than Object.hasOwn per entry (this loop is the whole cost of stats);
     // inherited names such as "constructor" are not numbers, so stray values cannot add keys.
     for (const entry of data.entries) {
-      const keyType = keyTypeOf.get(entry.categoryId)
+      const keyType = categories[entry.categoryId]?.keyType
       if (keyType !== undefined && typeof byKeyType[keyType] === 'number') byKeyType[keyType]++
       const environment = entry.environment
       if (environment !== null && typeof byEnvironment[environment] === 'number') byEnvironment[environment]++
