@@ -1,5 +1,5 @@
-// `bun run bench`: seeds data through the service's own code, starts the real server
-// (`bun src/index.ts`) and a bare baseline server (bench/baseline-server.ts) as separate
+// `bun run bench`: seeds data through the service's own code, starts the real server as
+// `bun run start` does (the dist/ bundle of `bun run build`) and a bare baseline server (bench/baseline-server.ts) as separate
 // processes, loads both over loopback with autocannon, and prints one table of throughput,
 // latency and the service/baseline ratio, plus memory and start-up figures. Writes the table as
 // JSON under bench/results/.
@@ -127,7 +127,7 @@ function serviceEnv(dataDir: string, masterKey: string): Record<string, string> 
 async function startService(dataDir: string, masterKey: string, probe: { path: string; key: string }): Promise<Running & { startupMs: number }> {
   const port = freePort()
   const since = performance.now()
-  const server = spawn('service', ['src/index.ts'], serviceEnv(dataDir, masterKey), port)
+  const server = spawn('service', ['dist/index.js'], serviceEnv(dataDir, masterKey), port)
   const startupMs = await waitForAnswer(server, probe.path, probe.key, since)
   return Object.assign(server, { startupMs })
 }
@@ -292,6 +292,9 @@ async function main() {
   const log = (line: string) => console.error(`[bench ${((performance.now() - started) / 1000).toFixed(1)}s] ${line}`)
 
   try {
+    // The server as `bun run start` runs it.
+    const build = Bun.spawnSync(['bun', 'run', 'build'], { cwd: ROOT, stdout: 'pipe', stderr: 'pipe' })
+    if (build.exitCode !== 0) throw new Error(`bun run build failed: ${build.stderr.toString()}`)
     // Seed: the main vault, the many-users set, and one user with the same vault size as each of those.
     log(`seeding ${sizes.entries} entries, ${sizes.categories} categories, ${sizes.twoFactor} 2FA tokens, ${sizes.envProjects} env projects...`)
     const main = await seedMainVault(join(work, 'seed-main'), masterKey, sizes)

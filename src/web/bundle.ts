@@ -3,8 +3,9 @@
 // they can be cached for good while index.html is always fetched fresh.
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { PROJECT_DIR } from '../paths'
 
-export const WEB_DIR = join(import.meta.dir, '..', '..', 'web')
+export const WEB_DIR = join(PROJECT_DIR, 'web')
 
 export interface Asset {
   body: Uint8Array<ArrayBuffer>

@@ -52,11 +52,14 @@ export interface SpawnedServer {
   kill(): Promise<void>
 }
 
-/** `bun src/index.ts` as its own process, the way black-box tests and users start it. */
-export async function spawnServer(options: { env?: Record<string, string>; dataDir?: string } = {}): Promise<SpawnedServer> {
+/**
+ * `bun src/index.ts` as its own process, the way black-box tests and users start it
+ * (`entry`: dist/index.js for the bundle `bun run start` runs).
+ */
+export async function spawnServer(options: { env?: Record<string, string>; dataDir?: string; entry?: string } = {}): Promise<SpawnedServer> {
   const dataDir = options.dataDir ?? tempDir()
   let output = ''
-  const proc = Bun.spawn(['bun', 'src/index.ts'], {
+  const proc = Bun.spawn(['bun', options.entry ?? 'src/index.ts'], {
     cwd: ROOT,
     env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', SVC_MASTER_KEY: TEST_MASTER_KEY, PORT: '0', ...options.env, SVC_DATA_DIR: dataDir },
     stdout: 'pipe',
