@@ -36,12 +36,22 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   503: 'The AI model is unavailable (AI_UNAVAILABLE)',
 }
 
+// One schema per status, shared by every route: building them per route was most of the
+// start-up's schema work (and enough calls to wake the optimizing compiler, a few MB resident).
+const errorBodies = new Map<number, typeof ErrorBody>()
+function errorBodyFor(status: number): typeof ErrorBody {
+  let body = errorBodies.get(status)
+  if (!body) {
+    body = t.Object(ErrorBody.properties, { description: ERROR_DESCRIPTIONS[status] ?? 'Error' })
+    errorBodies.set(status, body)
+  }
+  return body
+}
+
 /** Error answers for the OpenAPI document: `...errorResponses(400, 404)`. 401 and 403 come with every guarded route. */
 export function errorResponses<S extends number>(...statuses: S[]) {
   const out = {} as Record<S | 401 | 403 | 500, typeof ErrorBody>
-  for (const status of [...statuses, 401, 403, 500] as (S | 401 | 403 | 500)[]) {
-    out[status] = t.Composite([ErrorBody], { description: ERROR_DESCRIPTIONS[status] ?? 'Error' }) as unknown as typeof ErrorBody
-  }
+  for (const status of [...statuses, 401, 403, 500] as (S | 401 | 403 | 500)[]) out[status] = errorBodyFor(status)
   return out
 }
 
