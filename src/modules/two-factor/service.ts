@@ -4,7 +4,8 @@ import { badRequest, NotFound } from '../../http/errors'
 import type { TwoFactorRecord, VaultDocument } from '../../store/records'
 import type { Vaults } from '../vault-access'
 import type { CreateTwoFactorInput, UpdateTwoFactorInput } from './model'
-// otpauth (about 2.5 MB resident) loads with the first 2FA create, update or reveal.
+import { normalizedBase32, totpCode } from './totp-code'
+// otpauth (about 2.5 MB resident) loads with the first 2FA create or update.
 let totpModule: Promise<typeof import('./totp')> | undefined
 const loadTotp = () => (totpModule ??= import('./totp'))
 
@@ -110,9 +111,9 @@ export class TwoFactorService {
     const { data, cipher } = await this.vaults.open(userId)
     const token = findToken(data, id)
     const secret = cipher.open('totp', token.id, token.encryptedSecret)
-    const totp = await loadTotp()
-    const normalized = secret === null ? null : totp.normalizeTotpSecret(secret)
+    // Stored secrets are already normalized base32; anything else (tampering) is not revealed.
+    const normalized = secret === null ? null : normalizedBase32(secret)
     if (normalized === null) throw NotFound.twoFactor()
-    return { id: token.id, service: token.service, accountName: token.accountName, ...totp.totpCode(normalized, this.now()) }
+    return { id: token.id, service: token.service, accountName: token.accountName, ...totpCode(normalized, this.now()) }
   }
 }
