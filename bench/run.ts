@@ -8,6 +8,7 @@
 //   bun run bench --smoke          tiny seed, tiny runs, about 5 s (CI); also BENCH_SMOKE=1
 //   bun run bench --duration=10    seconds per measured run (default 5)
 //   bun run bench --out=path.json  where the JSON goes (default bench/results/latest.json)
+//   bun run bench --only=stats,2fa.reveal   just these scenarios (ids as in the JSON), for quick A/B runs
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
@@ -29,6 +30,8 @@ interface Options {
   connections: number[]
   out: string
   startupRepeats: number
+  /** Scenario ids to run; null for all (and the write-latency comparison). */
+  only: string[] | null
 }
 
 function parseOptions(argv: string[]): Options {
@@ -46,6 +49,7 @@ function parseOptions(argv: string[]): Options {
     out: resolve(value('out') ?? (smoke ? join(tmpdir(), `svc-vault-bench-smoke-${process.pid}.json`) : join(ROOT, 'bench', 'results', 'latest.json'))),
     // Smoke: the start-ups of the servers it needs anyway are the figure.
     startupRepeats: smoke ? 0 : 5,
+    only: value('only')?.split(',').filter(Boolean) ?? null,
   }
 }
 
@@ -284,6 +288,8 @@ const median = (values: number[]) => (values.length === 0 ? null : [...values].s
 
 async function main() {
   const options = parseOptions(process.argv.slice(2))
+  const scenarios = options.only ? SCENARIOS.filter((s) => options.only!.includes(s.id)) : SCENARIOS
+  if (options.only && scenarios.length === 0) throw new Error(`--only: no scenario among ${SCENARIOS.map((s) => s.id).join(', ')}`)
   const sizes = options.smoke ? SMOKE_SIZES : FULL_SIZES
   const work = mkdtempSync(join(tmpdir(), 'svc-vault-bench-'))
   const masterKey = Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('base64')
@@ -380,7 +386,7 @@ async function main() {
       return probe(server, main.key, requests[0])
     }
 
-    for (const scenario of SCENARIOS.filter((s) => s.kind === 'read')) {
+    for (const scenario of scenarios.filter((s) => s.kind === 'read')) {
       const requests = scenario.requests(main)
       const skip = await skipReason(scenario, service, requests)
       if (skip) {
@@ -403,7 +409,7 @@ async function main() {
     // connection count sees the same 1,000-entry vault (in smoke mode, one copy per scenario).
     let afterWrites = { rssMb: 0, peakMb: 0 }
     const baselineWrites: Record<number, LoadResult> = {}
-    for (const scenario of SCENARIOS.filter((s) => s.kind !== 'read')) {
+    for (const scenario of scenarios.filter((s) => s.kind !== 'read')) {
       const requests = scenario.requests(main)
       let pair: { service: Running; baseline: Running } | null = null
       const fresh = async () => {
@@ -445,10 +451,10 @@ async function main() {
     // user alone, then among 1,000 users.
     const writeLatency: Record<string, Record<number, LoadResult | null>> = {}
     const latencyConnections = [1, options.smoke ? 4 : 32]
-    for (const [name, set] of [
+    for (const [name, set] of (options.only ? [] : [
       ['1 user', single],
       [`${many.users} users`, many],
-    ] as [string, SeededUsers][]) {
+    ]) as [string, SeededUsers][]) {
       const scenario: Scenario = {
         id: `entries.create.${set.users}-users`,
         label: `POST /api/entries, ${name}`,
