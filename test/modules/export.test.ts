@@ -188,6 +188,19 @@ describe('export', () => {
     expect(parse(text)).toEqual({ REAL: 'real' })
   })
 
+  test('categories of the same name sort as one: their entries interleave by entry name', async () => {
+    const gina = await signUp(server.url)
+    const first = await category(gina, { name: 'AWS', keyType: 'simple', envVarName: 'AWS_A' })
+    const second = await category(gina, { name: 'AWS', keyType: 'simple', envVarName: 'AWS_B' })
+    const earlier = await category(gina, { name: 'Anthropic', keyType: 'simple', envVarName: 'ANTHROPIC_API_KEY' })
+    await entry(gina, { categoryId: first.id, name: 'zeta', value: 'z' })
+    await entry(gina, { categoryId: second.id, name: 'beta', value: 'b' })
+    await entry(gina, { categoryId: first.id, name: 'alpha', value: 'a' })
+    await entry(gina, { categoryId: earlier.id, name: 'main', value: 'm' })
+    const comments = (await gina.get('/api/export')).text.split('\n').filter((line) => line.startsWith('#'))
+    expect(comments).toEqual(['# Anthropic — main', '# AWS — alpha', '# AWS — beta', '# AWS — zeta'])
+  })
+
   test('ssh and json entries, and entries that do not decrypt, are skipped', async () => {
     const frank = await signUp(server.url)
     const c = await category(frank, { name: 'Main', keyType: 'simple', envVarName: 'MAIN_KEY' })

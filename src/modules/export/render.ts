@@ -53,17 +53,31 @@ const byText = (a: string, b: string) => (collator ??= new Intl.Collator('en')).
 
 interface Row {
   category: CategoryRecord
+  /** The category's place in name order (equal names share one), so rows compare categories as numbers. */
+  categoryRank: number
   entry: EntryRecord
 }
 
 /** Category name, then entry name, then environment (none first, then alphabetical). */
 function compareRows(a: Row, b: Row): number {
   return (
-    byText(a.category.name, b.category.name) ||
+    a.categoryRank - b.categoryRank ||
     byText(a.entry.name, b.entry.name) ||
     byText(a.entry.environment ?? '', b.entry.environment ?? '') ||
     byText(a.entry.createdAt, b.entry.createdAt)
   )
+}
+
+/** Each category's place in name order; categories of the same name share a place. */
+function categoryRanks(categories: readonly CategoryRecord[]): Map<CategoryRecord, number> {
+  const sorted = [...categories].sort((a, b) => byText(a.name, b.name))
+  const ranks = new Map<CategoryRecord, number>()
+  let rank = 0
+  sorted.forEach((category, i) => {
+    if (i > 0 && byText(sorted[i - 1].name, category.name) !== 0) rank++
+    ranks.set(category, rank)
+  })
+  return ranks
 }
 
 function commentLine({ category, entry }: Row): string {
@@ -86,10 +100,11 @@ function groupLines(category: CategoryRecord, fields: Record<string, string>): s
 export function renderEnvExport(data: VaultDocument, cipher: VaultCipher, entries: EntryRecord[]): string {
   const categories = indexById(data.categories)
   const rows: Row[] = []
+  const ranks = categoryRanks(data.categories)
   for (const entry of entries) {
     const category = categories[entry.categoryId]
     if (!category || category.keyType === 'ssh' || category.keyType === 'json') continue
-    rows.push({ category, entry })
+    rows.push({ category, categoryRank: ranks.get(category)!, entry })
   }
   rows.sort(compareRows)
   const lines: string[] = []
