@@ -25,6 +25,8 @@ export interface LoadResult {
   rps: number
   p50: number
   p99: number
+  /** Every 2xx answer's time in ms, sorted (for combining runs; left out of the JSON report). */
+  latencies?: Float64Array
   ok: number
   /** Answers that were not 2xx, by status. */
   failures: Record<string, number>
@@ -63,6 +65,7 @@ export function runLoad(run: LoadRun): Promise<LoadResult> {
           rps: ok / seconds,
           p50: percentile(sorted, 50),
           p99: percentile(sorted, 99),
+          latencies: sorted,
           ok,
           failures,
           errors: result.errors,
@@ -83,4 +86,30 @@ export function runLoad(run: LoadRun): Promise<LoadResult> {
       }
     })
   })
+}
+
+/** Several runs against the same server as one: answers over total time, percentiles of all answers. */
+export function combineRuns(runs: LoadResult[]): LoadResult {
+  if (runs.length === 1) return runs[0]
+  const ok = runs.reduce((sum, run) => sum + run.ok, 0)
+  const seconds = runs.reduce((sum, run) => sum + run.seconds, 0)
+  const all = new Float64Array(ok)
+  let offset = 0
+  for (const run of runs) {
+    all.set(run.latencies!.subarray(0, run.ok), offset)
+    offset += run.ok
+  }
+  all.sort()
+  const failures: Record<string, number> = {}
+  for (const run of runs) for (const [status, count] of Object.entries(run.failures)) failures[status] = (failures[status] ?? 0) + count
+  return {
+    rps: ok / seconds,
+    p50: percentile(all, 50),
+    p99: percentile(all, 99),
+    latencies: all,
+    ok,
+    failures,
+    errors: runs.reduce((sum, run) => sum + run.errors, 0),
+    seconds,
+  }
 }

@@ -6,14 +6,17 @@
 //
 //   bun run bench                  full run (about 5 minutes)
 //   bun run bench --smoke          tiny seed, tiny runs, about 5 s (CI); also BENCH_SMOKE=1
-//   bun run bench --duration=10    seconds per measured run (default 5)
+//   bun run bench --duration=10    seconds of load per server per measured point (default 6)
+//   bun run bench --rounds=3       slices each point's load into this many service/baseline
+//                                  alternations (default 3), so a drift of the machine's speed
+//                                  hits both sides alike
 //   bun run bench --out=path.json  where the JSON goes (default bench/results/latest.json)
 //   bun run bench --only=stats,2fa.reveal   just these scenarios (ids as in the JSON), for quick A/B runs
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { FULL_SIZES, SMOKE_SIZES, type SeededVault } from './fixture'
-import { runLoad, type LoadRequest, type LoadResult } from './load'
+import { combineRuns, runLoad, type LoadRequest, type LoadResult } from './load'
 import { seedMainVault, seedManyUsers, type SeededUsers } from './seed'
 
 const ROOT = resolve(import.meta.dir, '..')
@@ -24,6 +27,7 @@ const ROOT = resolve(import.meta.dir, '..')
 interface Options {
   smoke: boolean
   duration: number
+  rounds: number
   warmup: number
   /** Requests per run instead of a duration (smoke). */
   amount: number | undefined
@@ -38,11 +42,14 @@ function parseOptions(argv: string[]): Options {
   const flag = (name: string) => argv.find((arg) => arg === `--${name}` || arg.startsWith(`--${name}=`))
   const value = (name: string) => flag(name)?.split('=').slice(1).join('=')
   const smoke = flag('smoke') !== undefined || process.env.BENCH_SMOKE === '1'
-  const duration = Number(value('duration') ?? process.env.BENCH_DURATION ?? 5)
+  const duration = Number(value('duration') ?? process.env.BENCH_DURATION ?? 6)
+  const rounds = smoke ? 1 : Number(value('rounds') ?? 3)
+  if (!Number.isInteger(rounds) || rounds < 1) throw new Error('--rounds must be a whole number, at least 1')
   if (!Number.isFinite(duration) || duration <= 0) throw new Error('--duration must be a positive number of seconds')
   return {
     smoke,
     duration,
+    rounds,
     warmup: smoke ? 0 : Math.min(2, Math.max(0.5, duration / 5)),
     amount: smoke ? 40 : undefined,
     connections: smoke ? [1, 4] : [1, 32, 128],
@@ -358,6 +365,17 @@ async function main() {
     const rows: Row[] = []
     const measure = (server: Running, requests: LoadRequest[], connections: number, seconds = options.duration) =>
       runLoad({ url: server.url, connections, requests, headers, duration: seconds, amount: options.amount })
+    /** The service and the baseline in turns, `rounds` slices each; the slices combined per side. */
+    const alternate = async (service: Running, baseline: Running, requests: LoadRequest[], connections: number) => {
+      const slice = options.duration / options.rounds
+      const serviceRuns: LoadResult[] = []
+      const baselineRuns: LoadResult[] = []
+      for (let round = 0; round < options.rounds; round++) {
+        serviceRuns.push(await measure(service, requests, connections, slice))
+        baselineRuns.push(await measure(baseline, requests, connections, slice))
+      }
+      return [combineRuns(serviceRuns), combineRuns(baselineRuns)] as const
+    }
     const warm = async (server: Running, requests: LoadRequest[]) => {
       if (options.warmup > 0) await measure(server, requests, 8, options.warmup)
     }
@@ -396,8 +414,7 @@ async function main() {
       await warm(service, requests)
       await warm(baseline, requests)
       for (const connections of options.connections) {
-        const serviceResult = await measure(service, requests, connections)
-        const baselineResult = await measure(baseline, requests, connections)
+        const [serviceResult, baselineResult] = await alternate(service, baseline, requests, connections)
         record(scenario, connections, serviceResult, baselineResult)
       }
     }
@@ -433,8 +450,7 @@ async function main() {
           if (index > 0 && !options.smoke) current = await fresh()
           await warm(current.service, requests)
           await warm(current.baseline, requests)
-          const serviceResult = await measure(current.service, requests, connections)
-          const baselineResult = await measure(current.baseline, requests, connections)
+          const [serviceResult, baselineResult] = await alternate(current.service, current.baseline, requests, connections)
           if (scenario.kind === 'write') baselineWrites[connections] = baselineResult
           record(scenario, connections, serviceResult, baselineResult)
         }
@@ -514,7 +530,7 @@ async function main() {
         platform: `${process.platform} ${process.arch}`,
         loadAverageAtEnd: loadavg(),
       },
-      options: { durationSeconds: options.duration, warmupSeconds: options.warmup, requestsPerRun: options.amount ?? null, connections: options.connections },
+      options: { durationSeconds: options.duration, rounds: options.rounds, warmupSeconds: options.warmup, requestsPerRun: options.amount ?? null, connections: options.connections },
       seed: { main: main.counts, manyUsers: { users: many.users, entriesPerUser: sizes.entriesPerUser }, seedSeconds: main.seedSeconds + many.seedSeconds + single.seedSeconds },
       rows,
       figures,
@@ -525,7 +541,7 @@ async function main() {
       totalSeconds: (performance.now() - started) / 1000,
     }
     mkdirSync(dirname(options.out), { recursive: true })
-    writeFileSync(options.out, JSON.stringify(report, null, 2) + '\n')
+    writeFileSync(options.out, JSON.stringify(report, (key, value) => (key === 'latencies' ? undefined : value), 2) + '\n')
     console.log(`\nwritten to ${options.out} in ${report.totalSeconds.toFixed(1)} s`)
   } finally {
     for (const running of [...live]) await running.stop()
