@@ -114,6 +114,13 @@ describe('entries', () => {
     const free = await createEntry(alice, { categoryId: smtp.id, name: 'mail', value: '{"SMTP_HOST":"mail.example","SMTP_PASS":"p w"}' })
     expect((await alice.post(`/api/entries/${free.id}/reveal`)).body.value).toEqual({ SMTP_HOST: 'mail.example', SMTP_PASS: 'p w' })
 
+    // A field named __proto__ is an ordinary field, in the answer and in the export.
+    const proto = await createEntry(alice, { categoryId: smtp.id, name: 'proto', value: '{"__proto__":"p","SMTP_HOST":"h"}' })
+    const protoAnswer = await alice.post(`/api/entries/${proto.id}/reveal`)
+    expect(JSON.parse(protoAnswer.text).value).toEqual(JSON.parse('{"__proto__":"p","SMTP_HOST":"h"}'))
+    expect(protoAnswer.text).toContain('"__proto__":"p"')
+    expect((await alice.get('/api/export')).text).toContain('\n__proto__=p\n')
+
     const replaced = await alice.put(`/api/entries/${created.body.id}`, { value: '{"AWS_ACCESS_KEY_ID":"AKIA999"}' })
     expect(replaced.status).toBe(200)
     expect((await alice.post(`/api/entries/${created.body.id}/reveal`)).body.value).toEqual({ AWS_ACCESS_KEY_ID: 'AKIA999' })

@@ -63,14 +63,13 @@ export function openEntryValue(
   if (plaintext === null) return null
   if (category.keyType !== 'group') return plaintext
   try {
+    // JSON.parse makes every key an own data property (__proto__ included), so the parsed
+    // object is answered as it is once every value is checked to be a string.
     const parsed: unknown = JSON.parse(plaintext)
     if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return null
-    const fields: Record<string, string> = {}
-    for (const [field, fieldValue] of Object.entries(parsed)) {
-      if (typeof fieldValue !== 'string') return null
-      Object.defineProperty(fields, field, { value: fieldValue, enumerable: true, writable: true, configurable: true })
-    }
-    return fields
+    const fields = parsed as Record<string, unknown>
+    for (const field in fields) if (typeof fields[field] !== 'string') return null
+    return fields as Record<string, string>
   } catch {
     return null
   }

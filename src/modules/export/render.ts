@@ -85,11 +85,13 @@ function commentLine({ category, entry }: Row): string {
   return `# ${oneLine(category.name)} — ${oneLine(entry.name)}${where}`
 }
 
-/** Group fields in the declared order, then any others in their stored order. */
-function groupLines(category: CategoryRecord, fields: Record<string, string>): string[] {
+/** Group fields in the declared order, then any others in their stored order; one line each. */
+function groupLines(category: CategoryRecord, fields: Record<string, string>): string {
   const declared = (category.fieldDefinitions ?? []).filter((name) => Object.hasOwn(fields, name))
-  const others = Object.keys(fields).filter((name) => !declared.includes(name))
-  return [...declared, ...others].map((name) => envLine(name, fields[name]))
+  let text = ''
+  for (const name of declared) text += envLine(name, fields[name]) + '\n'
+  for (const name of Object.keys(fields)) if (!declared.includes(name)) text += envLine(name, fields[name]) + '\n'
+  return text
 }
 
 /**
@@ -107,19 +109,21 @@ export function renderEnvExport(data: VaultDocument, cipher: VaultCipher, entrie
     rows.push({ category, categoryRank: ranks.get(category)!, entry })
   }
   rows.sort(compareRows)
-  const lines: string[] = []
+  // One string built by appending (cheap in JavaScriptCore), not an array of lines to join.
+  let text = ''
   for (const row of rows) {
     const value = openEntryValue(cipher, row.category, row.entry)
     if (value === null) continue
-    let variables: string[]
+    let variables: string
     if (row.category.keyType === 'group') {
       if (typeof value === 'string') continue
       variables = groupLines(row.category, value)
     } else {
       if (typeof value !== 'string' || !row.category.envVarName) continue
-      variables = [envLine(row.category.envVarName, value)]
+      variables = envLine(row.category.envVarName, value) + '\n'
     }
-    lines.push(commentLine(row), ...variables, '')
+    text += commentLine(row) + '\n' + variables + '\n'
   }
-  return lines.join('\n')
+  // Lines are separated, not terminated: the last blank line's break is not sent.
+  return text.slice(0, -1)
 }
