@@ -45,7 +45,8 @@ export function envLine(name: string, value: string): string {
 }
 
 /** Names go into comment lines: a line break in one must not start a line of its own. */
-const oneLine = (text: string) => text.replace(/[\r\n\u2028\u2029\u0085\v\f]/g, ' ')
+const LINE_BREAKS = /[\r\n\u2028\u2029\u0085\v\f]/
+const oneLine = (text: string) => (LINE_BREAKS.test(text) ? text.replace(new RegExp(LINE_BREAKS, 'g'), ' ') : text)
 
 // Made on the first export: a collator loads ICU's collation data (about 1.4 MB resident).
 let collator: Intl.Collator | undefined
