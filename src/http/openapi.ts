@@ -1,9 +1,10 @@
 // The OpenAPI 3.1 document (@elysiajs/openapi's generator) and its Scalar reference page. Both
 // load on the first request for them: the plugin weighs about 4 MB of memory that a vault
-// nobody browses the docs of need not carry. The document gets three fix-ups:
+// nobody browses the docs of need not carry. The document gets four fix-ups:
 // - paths are written as the spec writes them (`/api/categories`, not `/api/categories/`);
 // - request bodies get their JSON schema back (the plugin leaves `content` empty for routes
 //   behind our global JSON body parser);
+// - Elysia's `noValidate` flag (responses go unchecked outside tests) is left out;
 // - the Scalar page loads from a CDN, so it runs sandboxed (opaque origin: it cannot use the
 //   vault's session), and the public document allows cross-origin reads for it.
 import { Elysia, type AnyElysia } from 'elysia'
@@ -60,7 +61,16 @@ function fixDocument(document: OpenApiDocument, routes: RouteInfo[]): OpenApiDoc
     } as never,
   }
   document.paths = paths
-  return document
+  return withoutKey(document, 'noValidate')
+}
+
+/** The value with every property of this name removed, at any depth (Elysia's own schema flags). */
+function withoutKey<T>(value: T, key: string): T {
+  if (Array.isArray(value)) return value.map((item) => withoutKey(item, key)) as T
+  if (value === null || typeof value !== 'object') return value
+  const out: Record<string, unknown> = {}
+  for (const [name, child] of Object.entries(value)) if (name !== key) out[name] = withoutKey(child, key)
+  return out as T
 }
 
 const OPENAPI_VERSION = '3.1.0'

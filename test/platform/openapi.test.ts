@@ -2,6 +2,8 @@
 // every endpoint of the contract with its scope; /api/docs answers HTML.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { Validator } from '@seriousme/openapi-schema-validator'
+import { errorResponses } from '../../src/http/schemas'
+import { EntryListItemSchema } from '../../src/modules/entries/model'
 import { removeDir, startTestServer, type TestServer } from '../support/server'
 
 let server: TestServer
@@ -122,4 +124,20 @@ test('/api/docs answers an HTML reference page without authentication', async ()
   const html = await response.text()
   expect(html.toLowerCase()).toContain('<html')
   expect(html).toContain('/api/openapi')
+})
+
+test('a production server (answers unchecked at run time) documents the same API, without internal flags', async () => {
+  const production = await startTestServer({ env: { NODE_ENV: 'production' } })
+  try {
+    expect(production.deps.config.checkResponses).toBe(false)
+    const text = await (await fetch(`${production.url}/api/openapi`)).text()
+    expect(text).not.toContain('noValidate')
+    expect(JSON.parse(text)).toEqual(doc)
+  } finally {
+    await production.stop()
+    removeDir(production.dataDir)
+  }
+  // The schemas are shared by every app in the process (these tests' included): left as they were.
+  expect((EntryListItemSchema as { noValidate?: boolean }).noValidate).toBeUndefined()
+  expect((errorResponses()[401] as { noValidate?: boolean }).noValidate).toBeUndefined()
 })
