@@ -99,6 +99,8 @@ export function createApp(deps: AppDeps) {
   return app
 }
 
+export type App = ReturnType<typeof createApp>
+
 /**
  * Makes every route's response schemas documentation only (Elysia's `noValidate`), on copies:
  * the schema objects are shared by every app in the process, tests' included. Handlers are
