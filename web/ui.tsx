@@ -262,6 +262,26 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[] = []) {
   return { data, error, reload: () => setVersion((value) => value + 1) }
 }
 
+/**
+ * A form's submission: `run(work)` marks it busy while `work` runs and shows what `work` throws
+ * as the form's error.
+ */
+export function useSubmission() {
+  const [busy, setBusy] = useState(false)
+  const [error, setError] = useState<string | null>(null)
+  const run = async (work: () => Promise<void>) => {
+    setBusy(true)
+    try {
+      await work()
+    } catch (failure) {
+      setError(errorMessage(failure))
+    } finally {
+      setBusy(false)
+    }
+  }
+  return { busy, error, setError, run }
+}
+
 export function Loading(props: { error?: string | null }) {
   if (props.error) return <p class="error-text">{props.error}</p>
   return <p class="muted">Loading…</p>

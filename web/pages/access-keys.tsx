@@ -1,8 +1,8 @@
 // Access keys: create with a scope picker and an expiry (the key is shown once, with copy),
 // list with last use, revoke with confirmation.
 import { useState } from 'preact/hooks'
-import { ALL_SCOPES, api, errorMessage, type AccessKey } from '../api'
-import { confirmAction, CopyButton, Field, formatDate, FormError, inputValue, Loading, relativeTime, toast, toastError, useLoad } from '../ui'
+import { ALL_SCOPES, api, type AccessKey } from '../api'
+import { confirmAction, CopyButton, Field, formatDate, FormError, inputValue, Loading, relativeTime, toast, toastError, useLoad, useSubmission } from '../ui'
 
 const SCOPE_GROUPS: { label: string; scopes: string[] }[] = [
   { label: 'Categories', scopes: ['categories:read', 'categories:write'] },
@@ -103,8 +103,7 @@ function CreateKeyForm(props: { onCreated(key: AccessKey): void }) {
   const [scopes, setScopes] = useState<Set<string>>(new Set())
   const [expiry, setExpiry] = useState('90')
   const [customDate, setCustomDate] = useState('')
-  const [error, setError] = useState<string | null>(null)
-  const [busy, setBusy] = useState(false)
+  const { busy, error, setError, run } = useSubmission()
   const toggle = (scope: string) => {
     const next = new Set(scopes)
     if (next.has(scope)) next.delete(scope)
@@ -117,8 +116,7 @@ function CreateKeyForm(props: { onCreated(key: AccessKey): void }) {
     if (scopes.size === 0) return setError('Pick at least one scope.')
     const expiresAt = expiryTime(expiry, customDate)
     if (expiry === 'custom' && !expiresAt) return setError('Pick the expiry date.')
-    setBusy(true)
-    try {
+    await run(async () => {
       const key = await api<AccessKey>('POST', '/api/access-keys', {
         name: name.trim(),
         scopes: ALL_SCOPES.filter((scope) => scopes.has(scope)),
@@ -127,11 +125,7 @@ function CreateKeyForm(props: { onCreated(key: AccessKey): void }) {
       setName('')
       setScopes(new Set())
       props.onCreated(key)
-    } catch (failure) {
-      setError(errorMessage(failure))
-    } finally {
-      setBusy(false)
-    }
+    })
   }
   return (
     <form class="card stack" onSubmit={submit}>

@@ -1,8 +1,8 @@
 // Import: paste a config, see how the vault would file its keys (POST /api/ai/import, which sees
 // only the names), leave out keys, pick the project name and environment, apply.
 import { useState } from 'preact/hooks'
-import { api, errorMessage, type Environment, type ImportAnswer, type ImportKey } from '../api'
-import { EnvironmentSelect, Field, FormError, Icon, inputValue, Link, toast } from '../ui'
+import { api, type Environment, type ImportAnswer, type ImportKey } from '../api'
+import { EnvironmentSelect, Field, FormError, Icon, inputValue, Link, toast, useSubmission } from '../ui'
 
 /** The pasted text without the keys the person left out (.env, export lines, JSON, YAML lines). */
 export function withoutKeys(text: string, excluded: Set<string>): string {
@@ -83,41 +83,30 @@ export function ImportPage() {
   const [suggestion, setSuggestion] = useState<ImportAnswer | null>(null)
   const [excluded, setExcluded] = useState<Set<string>>(new Set())
   const [result, setResult] = useState<ImportAnswer | null>(null)
-  const [error, setError] = useState<string | null>(null)
-  const [busy, setBusy] = useState(false)
+  const { busy, error, setError, run } = useSubmission()
 
   const analyse = async (event: Event) => {
     event.preventDefault()
     setError(null)
     setResult(null)
-    setBusy(true)
-    try {
+    await run(async () => {
       const answer = await api<{ data: ImportAnswer }>('POST', '/api/ai/import', { text })
       setSuggestion(answer.data)
       setExcluded(new Set())
       if (answer.data.keys.length === 0) setError('No keys were recognised in that text.')
-    } catch (failure) {
-      setError(errorMessage(failure))
-    } finally {
-      setBusy(false)
-    }
+    })
   }
   const apply = async () => {
     setError(null)
     if (!name.trim()) return setError('Give the project a name: it becomes the name of the entries.')
-    setBusy(true)
-    try {
+    await run(async () => {
       const body = { text: withoutKeys(text, excluded), apply: true, name: name.trim(), ...(environment ? { environment } : {}) }
       const answer = await api<{ data: ImportAnswer }>('POST', '/api/ai/import', body)
       setResult(answer.data)
       setSuggestion(null)
       setText('')
       toast(`Imported ${answer.data.created?.entries.length ?? 0} entries`)
-    } catch (failure) {
-      setError(errorMessage(failure))
-    } finally {
-      setBusy(false)
-    }
+    })
   }
   const toggle = (key: string) => {
     const next = new Set(excluded)

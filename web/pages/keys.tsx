@@ -1,8 +1,8 @@
 // Keys: categories (with icons) and their entries. Create, edit and delete with confirmation;
 // reveal on click, copy, and the value hides itself again after 30 seconds.
 import { useState } from 'preact/hooks'
-import { api, errorMessage, type Category, type Entry, type Environment, type RevealedEntry } from '../api'
-import { confirmAction, CopyButton, DialogActions, EnvBadge, EnvironmentSelect, Field, Icon, inputValue, knownIcons, Loading, Modal, toast, toastError, useLoad, useRevealTimer } from '../ui'
+import { api, type Category, type Entry, type Environment, type RevealedEntry } from '../api'
+import { confirmAction, CopyButton, DialogActions, EnvBadge, EnvironmentSelect, Field, Icon, inputValue, knownIcons, Loading, Modal, toast, toastError, useLoad, useRevealTimer, useSubmission } from '../ui'
 
 const ENV_ORDER: Record<string, number> = { development: 0, staging: 1, production: 2 }
 const byNameThenEnv = (a: Entry, b: Entry) => a.name.localeCompare(b.name) || (ENV_ORDER[a.environment ?? ''] ?? -1) - (ENV_ORDER[b.environment ?? ''] ?? -1)
@@ -241,8 +241,7 @@ function CategoryForm(props: { category: Category | null; hasEntries: boolean; o
   const [fields, setFields] = useState((existing?.fieldDefinitions ?? []).join(', '))
   const [icon, setIcon] = useState(existing?.icon ?? '')
   const [description, setDescription] = useState(existing?.description ?? '')
-  const [error, setError] = useState<string | null>(null)
-  const [busy, setBusy] = useState(false)
+  const { busy, error, setError, run } = useSubmission()
   const slug = icon.trim().toLowerCase()
 
   const submit = async (event: Event) => {
@@ -264,17 +263,12 @@ function CategoryForm(props: { category: Category | null; hasEntries: boolean; o
     if (!existing || !props.hasEntries) body.keyType = keyType
     if (keyType === 'simple') body.envVarName = envVarName.trim()
     else body.fieldDefinitions = fieldList.length ? fieldList : null
-    setBusy(true)
-    try {
+    await run(async () => {
       if (existing) await api('PUT', `/api/categories/${existing.id}`, body)
       else await api('POST', '/api/categories', body)
       toast(existing ? `Saved ${body.name}` : `Created ${body.name}`)
       props.onSaved()
-    } catch (failure) {
-      setError(errorMessage(failure))
-    } finally {
-      setBusy(false)
-    }
+    })
   }
 
   return (
@@ -337,8 +331,7 @@ function EntryForm(props: { category: Category; entry: Entry | null; onClose(): 
   const [notes, setNotes] = useState(entry?.notes ?? '')
   const [value, setValue] = useState('')
   const [rows, setRows] = useState<FieldRow[]>(declared.length ? declared.map((field) => ({ name: field, value: '' })) : [{ name: '', value: '' }])
-  const [error, setError] = useState<string | null>(null)
-  const [busy, setBusy] = useState(false)
+  const { busy, error, setError, run } = useSubmission()
   const setRow = (index: number, change: Partial<FieldRow>) => setRows(rows.map((row, at) => (at === index ? { ...row, ...change } : row)))
 
   const submit = async (event: Event) => {
@@ -365,19 +358,14 @@ function EntryForm(props: { category: Category; entry: Entry | null; onClose(): 
       body.categoryId = category.id
       if (environment) body.environment = environment
     }
-    setBusy(true)
-    try {
+    await run(async () => {
       if (entry) await api('PUT', `/api/entries/${entry.id}`, body)
       else await api('POST', '/api/entries', body)
       setValue('')
       setRows([])
       toast(entry ? `Saved ${body.name}` : `Added ${body.name}`)
       props.onSaved()
-    } catch (failure) {
-      setError(errorMessage(failure))
-    } finally {
-      setBusy(false)
-    }
+    })
   }
 
   return (

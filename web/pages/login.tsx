@@ -1,8 +1,8 @@
 // Sign in with e-mail and password, register when sign-up is open, or use the identity provider.
 import { useState } from 'preact/hooks'
-import { api, currentUser, errorMessage, type Providers, type User } from '../api'
+import { api, currentUser, type Providers, type User } from '../api'
 import { navigate } from '../router'
-import { Field, FormError, inputValue, useLoad } from '../ui'
+import { Field, FormError, inputValue, useLoad, useSubmission } from '../ui'
 
 export function LoginPage() {
   const providers = useLoad(() => api<Providers>('GET', '/api/auth/providers'))
@@ -10,26 +10,20 @@ export function LoginPage() {
   const [email, setEmail] = useState('')
   const [password, setPassword] = useState('')
   const [name, setName] = useState('')
-  const [error, setError] = useState<string | null>(null)
-  const [busy, setBusy] = useState(false)
+  const { busy, error, setError, run } = useSubmission()
   const signupOpen = providers.data?.signup === 'open'
   const oidc = providers.data?.oidc
 
   const submit = async (event: Event) => {
     event.preventDefault()
-    setBusy(true)
     setError(null)
-    try {
+    await run(async () => {
       const body = mode === 'register' ? { email, password, ...(name.trim() ? { name: name.trim() } : {}) } : { email, password }
       const answer = await api<{ user: User }>('POST', mode === 'register' ? '/api/auth/register' : '/api/auth/login', body)
       setPassword('')
       currentUser.value = answer.user
       navigate('/', true)
-    } catch (failure) {
-      setError(errorMessage(failure))
-    } finally {
-      setBusy(false)
-    }
+    })
   }
 
   return (

@@ -2,7 +2,7 @@
 // copy on click, add by base32 secret or otpauth:// URI, delete with confirmation.
 import { useEffect, useRef, useState } from 'preact/hooks'
 import { api, errorMessage, type TotpCode, type TwoFactorToken } from '../api'
-import { confirmAction, copyText, DialogActions, Field, Icon, inputValue, Loading, Modal, toast, toastError, useLoad } from '../ui'
+import { confirmAction, copyText, DialogActions, Field, Icon, inputValue, Loading, Modal, toast, toastError, useLoad, useSubmission } from '../ui'
 
 const PERIOD = 30
 
@@ -175,8 +175,7 @@ function AddToken(props: { onClose(): void; onSaved(): void }) {
   const [account, setAccount] = useState('')
   const [secret, setSecret] = useState('')
   const [notes, setNotes] = useState('')
-  const [error, setError] = useState<string | null>(null)
-  const [busy, setBusy] = useState(false)
+  const { busy, error, setError, run } = useSubmission()
 
   const onSecret = (value: string) => {
     setSecret(value)
@@ -189,17 +188,12 @@ function AddToken(props: { onClose(): void; onSaved(): void }) {
   const submit = async (event: Event) => {
     event.preventDefault()
     setError(null)
-    setBusy(true)
-    try {
+    await run(async () => {
       await api('POST', '/api/2fa', { service: service.trim(), accountName: account.trim(), secret: secret.trim(), ...(notes.trim() ? { notes: notes.trim() } : {}) })
       setSecret('')
       toast(`Added ${service.trim()}`)
       props.onSaved()
-    } catch (failure) {
-      setError(errorMessage(failure))
-    } finally {
-      setBusy(false)
-    }
+    })
   }
   return (
     <Modal title="Add a 2FA token" onClose={props.onClose}>
