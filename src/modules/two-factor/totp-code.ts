@@ -22,7 +22,10 @@ export interface TotpCode {
 
 const BASE32_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567'
 
-/** Bytes of a normalized base32 secret (checked against [A-Z2-7] already); a partial last byte is dropped. */
+/**
+ * Bytes of a normalized base32 secret (checked against [A-Z2-7] already); a partial last byte is
+ * dropped. Not @oslojs/encoding's decoder: that one was a fifth of a 2FA reveal's time.
+ */
 function base32Bytes(base32: string): Uint8Array {
   const bytes = new Uint8Array(Math.floor((base32.length * 5) / 8))
   let buffer = 0
