@@ -3,6 +3,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { signUp, type Client } from '../support/client'
 import { startTestServer, type TestServer } from '../support/server'
+import { setStoredFields } from '../support/stored'
 
 let server: TestServer
 let alice: Client & { user: any }
@@ -332,17 +333,16 @@ describe('entries', () => {
     const entry = await createEntry(alice, { categoryId: openai.id, name: 'tampered', value: 'will-break' })
     const other = await createEntry(alice, { categoryId: openai.id, name: 'donor', value: 'donor-value' })
     const { data } = await server.deps.vaults.open(alice.user.id)
-    const stored = data.entries.find((e) => e.id === entry.id)!
-    const original = stored.encryptedValue
+    const original = data.entries.find((e) => e.id === entry.id)!.encryptedValue
     // A flipped character, then a ciphertext sealed for another entry (the AAD binds the id).
     const flipped = original.slice(0, -3) + (original.at(-3) === 'A' ? 'B' : 'A') + original.slice(-2)
     for (const sealed of [flipped, data.entries.find((e) => e.id === other.id)!.encryptedValue, 'garbage']) {
-      stored.encryptedValue = sealed
+      setStoredFields(data.entries, entry.id, { encryptedValue: sealed })
       const answer = await alice.post(`/api/entries/${entry.id}/reveal`)
       expect(answer.status).toBe(404)
       expect(answer.body).toEqual(ENTRY_NOT_FOUND)
     }
-    stored.encryptedValue = original
+    setStoredFields(data.entries, entry.id, { encryptedValue: original })
     expect((await alice.post(`/api/entries/${entry.id}/reveal`)).body.value).toBe('will-break')
   })
 

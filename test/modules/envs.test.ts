@@ -3,6 +3,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { signUp, type Client } from '../support/client'
 import { startTestServer, type TestServer } from '../support/server'
+import { setStoredFields } from '../support/stored'
 
 let server: TestServer
 let alice: Client & { user: any }
@@ -186,8 +187,7 @@ describe('env projects', () => {
     const { doc } = await server.deps.vaults.open(alice.user.id)
     // A ciphertext moved to another record does not open there (it is bound to its record id).
     await doc.update((data) => {
-      const target = data.envFiles.find((f) => f.id === file.id)!
-      target.encryptedContent = data.envFiles.find((f) => f.id === other.id)!.encryptedContent
+      setStoredFields(data.envFiles, file.id, { encryptedContent: data.envFiles.find((f) => f.id === other.id)!.encryptedContent })
     })
     const answer = await alice.post(`/api/envs/${id}/files/${file.id}/reveal`)
     expect(answer.status).toBe(404)

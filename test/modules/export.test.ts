@@ -4,6 +4,7 @@ import fc from 'fast-check'
 import { quoteEnvValue } from '../../src/modules/export/render'
 import { signUp, type Client } from '../support/client'
 import { startTestServer, type TestServer } from '../support/server'
+import { setStoredFields } from '../support/stored'
 
 let server: TestServer
 
@@ -209,7 +210,7 @@ describe('export', () => {
     const { doc } = await server.deps.vaults.open(frank.user.id)
     const at = new Date().toISOString()
     await doc.update((data) => {
-      data.entries.find((e) => e.id === broken.id)!.encryptedValue = data.entries.find((e) => e.id === good.id)!.encryptedValue
+      setStoredFields(data.entries, broken.id, { encryptedValue: data.entries.find((e) => e.id === good.id)!.encryptedValue })
       for (const keyType of ['ssh', 'json'] as const) {
         const id = crypto.randomUUID()
         data.categories.push({ id, userId: frank.user.id, name: keyType, keyType, envVarName: 'SKIPPED', icon: null, description: null, fieldDefinitions: null, createdAt: at, updatedAt: at })

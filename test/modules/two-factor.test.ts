@@ -7,6 +7,7 @@ import { normalizeTotpSecret } from '../../src/modules/two-factor/totp'
 import { totpCode } from '../../src/modules/two-factor/totp-code'
 import { signUp, type Client } from '../support/client'
 import { startTestServer, type TestServer } from '../support/server'
+import { setStoredFields } from '../support/stored'
 
 // The app's clock: real time unless a test pins it.
 let pinned: number | null = null
@@ -229,7 +230,7 @@ describe('two-factor tokens', () => {
     const { doc } = await server.deps.vaults.open(alice.user.id)
     // A ciphertext moved to another record does not open there (it is bound to its record id).
     await doc.update((data) => {
-      data.twoFactor.find((r) => r.id === id)!.encryptedSecret = data.twoFactor.find((r) => r.id === other.id)!.encryptedSecret
+      setStoredFields(data.twoFactor, id, { encryptedSecret: data.twoFactor.find((r) => r.id === other.id)!.encryptedSecret })
     })
     const answer = await alice.post(`/api/2fa/${id}/reveal`)
     expect(answer.status).toBe(404)

@@ -2,7 +2,7 @@
 // values are parsed, sealed, opened and rendered here on the server. Whatever the model answers is
 // checked against the user's own data: unknown entry ids and key names are dropped.
 import { AppError, validationError } from '../../http/errors'
-import { indexById } from '../../store/by-id'
+import { indexById, replaceRecord } from '../../store/by-id'
 import type { CategoryRecord, EntryRecord, Environment, VaultDocument } from '../../store/records'
 import { ICON_PATTERN } from '../categories/model'
 import { MAX_VALUE_BYTES, openEntryValue, sealEntryValue } from '../entries/values'
@@ -227,8 +227,7 @@ export class AiService {
         })
       })
       for (const [category, fields] of widened) {
-        category.fieldDefinitions = fields
-        category.updatedAt = at
+        replaceRecord(data.categories, category, { ...category, fieldDefinitions: fields, updatedAt: at })
       }
       data.categories.push(...newCategories)
       data.entries.push(...newEntries)

@@ -1,5 +1,5 @@
 // Key categories: the type of a key (simple: one variable; group: named fields).
-import { byId } from '../../store/by-id'
+import { byId, replaceRecord } from '../../store/by-id'
 import { badRequest, conflict, NotFound, validationError } from '../../http/errors'
 import type { CategoryRecord, VaultDocument } from '../../store/records'
 import type { Vaults } from '../vault-access'
@@ -99,8 +99,7 @@ export class CategoryService {
       checkShape(next)
       next.updatedAt = new Date(this.now()).toISOString()
       // Checked before anything changes; now applied in one step.
-      Object.assign(category, next)
-      return category
+      return replaceRecord(data.categories, category, next)
     })
     return publicCategory(updated)
   }

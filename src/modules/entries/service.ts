@@ -1,5 +1,5 @@
 // Key entries: per-project values of a category, sealed at once; only reveal opens them.
-import { byId, indexById } from '../../store/by-id'
+import { byId, indexById, replaceRecord } from '../../store/by-id'
 import { NotFound, validationError } from '../../http/errors'
 import type { CategoryRecord, Environment, EntryRecord, VaultDocument } from '../../store/records'
 import { findCategory } from '../categories/service'
@@ -108,8 +108,7 @@ export class EntryService {
       if (input.value !== undefined) next.encryptedValue = sealEntryValue(cipher, category, entry.id, input.value)
       next.updatedAt = new Date(this.now()).toISOString()
       // Everything is checked and sealed; now applied in one step.
-      Object.assign(entry, next)
-      return entry
+      return replaceRecord(data.entries, entry, next)
     })
     return publicEntry(updated)
   }

@@ -1,5 +1,5 @@
 // Env projects: named groups of encrypted `.env`-style files, at most one file per fileType.
-import { byId } from '../../store/by-id'
+import { byId, replaceRecord } from '../../store/by-id'
 import { NotFound, validationError } from '../../http/errors'
 import type { EnvFileRecord, EnvFileType, EnvProjectRecord, VaultDocument } from '../../store/records'
 import type { Vaults } from '../vault-access'
@@ -97,10 +97,10 @@ export class EnvProjectService {
     const { doc } = await this.vaults.open(userId)
     return doc.update((data) => {
       const project = findProject(data, id)
-      if (input.name !== undefined) project.name = input.name
-      if (input.description !== undefined) project.description = input.description
-      project.updatedAt = this.timestamp()
-      return publicEnvProject(project, filesOf(data, id).length)
+      const next: EnvProjectRecord = { ...project, updatedAt: this.timestamp() }
+      if (input.name !== undefined) next.name = input.name
+      if (input.description !== undefined) next.description = input.description
+      return publicEnvProject(replaceRecord(data.envProjects, project, next), filesOf(data, id).length)
     })
   }
 
@@ -131,11 +131,10 @@ export class EnvProjectService {
       // Sealed before anything changes, so a failure leaves the vault as it was.
       const id = existing?.id ?? crypto.randomUUID()
       const encryptedContent = cipher.seal('envfile', id, input.content)
-      project.updatedAt = at
+      replaceRecord(data.envProjects, project, { ...project, updatedAt: at })
       if (existing) {
-        existing.encryptedContent = encryptedContent
-        existing.updatedAt = at
-        return { file: publicEnvFile(existing), created: false }
+        const next = replaceRecord(data.envFiles, existing, { ...existing, encryptedContent, updatedAt: at })
+        return { file: publicEnvFile(next), created: false }
       }
       const file: EnvFileRecord = { id, projectId, fileType: input.fileType, encryptedContent, createdAt: at, updatedAt: at }
       data.envFiles.push(file)
@@ -149,7 +148,7 @@ export class EnvProjectService {
       const project = findProject(data, projectId)
       findFile(data, projectId, fileId)
       data.envFiles = data.envFiles.filter((f) => f.id !== fileId)
-      project.updatedAt = this.timestamp()
+      replaceRecord(data.envProjects, project, { ...project, updatedAt: this.timestamp() })
     })
   }
 

@@ -1,5 +1,5 @@
 // Two-factor tokens: TOTP secrets kept sealed; only reveal turns one into the current code.
-import { byId } from '../../store/by-id'
+import { byId, replaceRecord } from '../../store/by-id'
 import { badRequest, NotFound } from '../../http/errors'
 import type { TwoFactorRecord, VaultDocument } from '../../store/records'
 import type { Vaults } from '../vault-access'
@@ -87,14 +87,13 @@ export class TwoFactorService {
     const { doc, cipher } = await this.vaults.open(userId)
     return doc.update((data) => {
       const token = findToken(data, id)
-      // Sealed before anything changes, so a failure leaves the token as it was.
-      const encryptedSecret = secret === undefined ? token.encryptedSecret : cipher.seal('totp', id, secret)
-      if (input.service !== undefined) token.service = input.service
-      if (input.accountName !== undefined) token.accountName = input.accountName
-      if (input.notes !== undefined) token.notes = input.notes
-      token.encryptedSecret = encryptedSecret
-      token.updatedAt = new Date(this.now()).toISOString()
-      return publicTwoFactor(token)
+      const next: TwoFactorRecord = { ...token }
+      if (input.service !== undefined) next.service = input.service
+      if (input.accountName !== undefined) next.accountName = input.accountName
+      if (input.notes !== undefined) next.notes = input.notes
+      if (secret !== undefined) next.encryptedSecret = cipher.seal('totp', id, secret)
+      next.updatedAt = new Date(this.now()).toISOString()
+      return publicTwoFactor(replaceRecord(data.twoFactor, token, next))
     })
   }
 
