@@ -20,7 +20,7 @@ export function fsyncDirSync(dir: string): void {
   }
 }
 
-async function fsyncDir(dir: string): Promise<void> {
+export async function fsyncDir(dir: string): Promise<void> {
   const handle = await open(dir, 'r')
   try {
     await handle.sync()

@@ -1,6 +1,8 @@
-// Backups: one JSON bundle holding every file of a data folder as it is stored (the secrets stay
-// sealed). Taken beside a running server without its lock: the server replaces each document by
-// rename, so reading a file whole sees one version of it, never a half-written one.
+// Backups: one JSON bundle holding every document of a data folder as it is stored (the secrets
+// stay sealed). Taken beside a running server without its lock: the server replaces each file by
+// rename, so reading a file whole sees one version of it, never a half-written one; a vault's
+// commits since its file was last written are in its change log, which the bundle's copy of the
+// vault includes (document.ts readLoggedDocumentSync).
 //
 // Cross-document consistency: the vault documents are read first and accounts.json last. Users
 // are only ever added, and a user's vault is created after the user, so every vault in a bundle
@@ -15,6 +17,8 @@ import { dirname, join, posix } from 'node:path'
 import { isTempFile, writeFileAtomic } from './atomic-file'
 import { KEY_CHECK_ROTATING } from '../crypto/keyring'
 import { MASTER_KEY_FILE } from '../crypto/master-key'
+import { readLoggedDocumentSync } from './document'
+import { VAULT_LISTS } from './records'
 import { ACCOUNTS_FILE, VAULTS_DIR } from './store'
 
 export const BACKUP_FORMAT = 'svc-vault-backup'
@@ -50,7 +54,14 @@ function keyCheckOf(bytes: Uint8Array): string | undefined {
 function readDocument(dataDir: string, path: string): Buffer | null {
   let bytes: Buffer
   try {
-    bytes = readFileSync(join(dataDir, path))
+    if (path.startsWith(`${VAULTS_DIR}/`)) {
+      // A vault's recent commits may still be in its change log: the bundle holds the whole document.
+      const text = readLoggedDocumentSync(join(dataDir, path), VAULT_LISTS)
+      if (text === null) return null
+      bytes = Buffer.from(text)
+    } else {
+      bytes = readFileSync(join(dataDir, path))
+    }
   } catch (error) {
     // Not there (yet): a vault listed a moment ago cannot vanish, but be tolerant anyway.
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null

@@ -1,15 +1,29 @@
 // One JSON document on disk, held in memory by one lowdb `Low`. Mutations are synchronous on
-// the in-memory data, then committed: concurrent commits share one atomic write and one fsync
-// (group commit). When a write fails, the in-memory data goes back to what is on disk and
-// every commit waiting on it fails, so no answer claims a write that is not durable.
-import { readFileSync } from 'node:fs'
+// the in-memory data, then committed: concurrent commits share one write and one fsync (group
+// commit). When a write fails, the in-memory data goes back to what is on disk and every commit
+// waiting on it fails, so no answer claims a write that is not durable.
+//
+// A document either rewrites its file atomically on every commit, or (with `loggedLists`)
+// appends each commit's changes to a change log beside it and rewrites the file only once the
+// log has grown as long as the file. Replaying at start then reads at most about twice the
+// document, and a write costs what changed, not the size of the document.
+import { readFileSync, statSync, type Stats } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { Low, type Adapter } from 'lowdb'
 import { writeFileAtomic } from './atomic-file'
+import { ChangeLog, readLogSync } from './change-log'
+import { CorruptDocumentError } from './errors'
+import { applyChanges, changesSince, commitState, type Change, type Committed } from './changes'
 
-export class CorruptDocumentError extends Error {}
+/** The log is folded into the file once it is this long at least (and as long as the file). */
+const MIN_LOG_BYTES_TO_FOLD = 64 * 1024
+
+export { CorruptDocumentError }
 
 class DurableJsonAdapter<T> implements Adapter<T> {
+  /** Length of the file's text when last read; 0 when there is no file. */
+  fileLength = 0
+
   constructor(readonly path: string) {}
 
   async read(): Promise<T | null> {
@@ -20,6 +34,7 @@ class DurableJsonAdapter<T> implements Adapter<T> {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null
       throw error
     }
+    this.fileLength = text.length
     return parseDocument<T>(this.path, text)
   }
 
@@ -42,6 +57,36 @@ function parseDocument<T>(path: string, text: string): T {
     return JSON.parse(text) as T
   } catch {
     throw new CorruptDocumentError(`${path} is not valid JSON; restore it from a backup`)
+  }
+}
+
+/**
+ * A logged document's current text, read beside a running server (backups): its file with its
+ * change log applied. The file is replaced only by rename, and its log removed only after that:
+ * when the file is the same one before and after the log was read, the log holds every commit
+ * since (replaying ones the file already holds changes nothing). Null when there is no file.
+ */
+export function readLoggedDocumentSync(path: string, lists: readonly string[]): string | null {
+  const identity = (stats: Stats | undefined) => stats && `${stats.ino}:${stats.ctimeMs}:${stats.size}`
+  for (let attempt = 0; attempt < 10; attempt++) {
+    const before = identity(statSync(path, { throwIfNoEntry: false }))
+    if (!before) return null
+    const text = readFileSync(path, 'utf8')
+    const { batches } = readLogSync(`${path}.log`)
+    if (identity(statSync(path, { throwIfNoEntry: false })) !== before) continue
+    if (batches.length === 0) return text
+    const data = parseDocument<Record<string, unknown>>(path, text)
+    applyLog(path, data, lists, batches)
+    return JSON.stringify(data)
+  }
+  throw new Error(`${path} kept changing while it was read`)
+}
+
+function applyLog(path: string, data: unknown, lists: readonly string[], batches: Change[][]): void {
+  try {
+    applyChanges(data as Record<string, unknown>, lists, batches)
+  } catch (error) {
+    throw new CorruptDocumentError(`${path}.log does not fit ${path} (${(error as Error).message}); restore the data folder from a backup`)
   }
 }
 
@@ -69,6 +114,12 @@ export interface DocumentOptions<T> {
   onWriteError?: (path: string, error: unknown) => void
   /** Called after a failed write put the in-memory data back to what is on disk. */
   onReload?: (data: T) => void
+  /**
+   * Top-level lists of records with ids whose changes go to a change log beside the file
+   * (`<file>.log`) instead of rewriting the file each commit. Their records are frozen once
+   * committed (changes.ts): change a record by replacing it (by-id.ts replaceRecord).
+   */
+  loggedLists?: readonly string[]
 }
 
 export class Document<T> {
@@ -77,6 +128,11 @@ export class Document<T> {
   private flushing: Promise<void> | null = null
   private next: Waiter | null = null
   private lazyTimer: ReturnType<typeof setTimeout> | null = null
+  private log: ChangeLog | null = null
+  /** State as of the last logged commit (with `loggedLists`). */
+  private committed: Committed | null = null
+  private fileExists = false
+  private foldWanted = false
 
   private constructor(
     readonly path: string,
@@ -89,13 +145,25 @@ export class Document<T> {
   static async open<T>(path: string, options: DocumentOptions<T>): Promise<Document<T>> {
     const document = new Document<T>(path, options)
     await document.low.read()
-    if (document.low.data === null || document.low.data === undefined) {
-      document.low.data = options.create()
-      await document.commit()
-    } else if (options.migrate) {
-      document.low.data = options.migrate(document.low.data)
+    document.fileExists = document.low.data !== null && document.low.data !== undefined
+    const lists = options.loggedLists
+    if (lists) {
+      const { log, batches } = await ChangeLog.open(`${path}.log`)
+      if (!document.fileExists && batches.length > 0) {
+        throw new CorruptDocumentError(`${path} is missing but its change log is there; restore the data folder from a backup`)
+      }
+      document.log = log
+      if (document.fileExists) applyLog(path, document.low.data, lists, batches)
     }
+    if (!document.fileExists) document.low.data = options.create()
+    else if (options.migrate) document.low.data = options.migrate(document.low.data)
+    if (lists) document.committed = commitState(document.untyped(), lists)
+    if (!document.fileExists) await document.commit()
     return document
+  }
+
+  private untyped(): Record<string, unknown> {
+    return this.low.data as Record<string, unknown>
   }
 
   get data(): T {
@@ -126,6 +194,14 @@ export class Document<T> {
     this.lazyTimer.unref?.()
   }
 
+  /** Folds the change log into the file, so the file alone holds the document (a clean stop). */
+  async fold(): Promise<void> {
+    await this.settle()
+    if (!this.log || this.log.bytes === 0) return
+    this.foldWanted = true
+    await this.commit()
+  }
+
   /** Waits for every write under way or queued. */
   async settle(): Promise<void> {
     if (this.lazyTimer) {
@@ -139,8 +215,7 @@ export class Document<T> {
   private flush(): void {
     const batch = this.next!
     this.next = null
-    const text = JSON.stringify(this.low.data)
-    this.flushing = writeFileAtomic(this.path, text).then(
+    this.flushing = this.write().then(
       () => batch.resolve(),
       (error) => this.fail(batch, error),
     )
@@ -150,6 +225,38 @@ export class Document<T> {
     })
   }
 
+  /** Starts the write of everything committed so far (synchronously: it sees one instant). */
+  private write(): Promise<void> {
+    const log = this.log
+    if (!log) return writeFileAtomic(this.path, JSON.stringify(this.low.data))
+    const { changes, next } = changesSince(this.committed!, this.untyped(), this.options.loggedLists!)
+    const fold = !this.fileExists || this.foldWanted || log.bytes >= Math.max(this.adapter.fileLength, MIN_LOG_BYTES_TO_FOLD)
+    this.foldWanted = false
+    // Taken with the changes: the file must hold exactly the state the log ends at.
+    const text = fold ? JSON.stringify(this.low.data) : null
+    return this.persist(log, changes, next, text)
+  }
+
+  private async persist(log: ChangeLog, changes: Change[], next: Committed, text: string | null): Promise<void> {
+    const onDisk = this.fileExists
+    // Logged first even when the file is rewritten next: the log must hold every change up to
+    // the file's state, so that replaying it over that file (a crash before the log is removed)
+    // ends in the same state instead of bringing back older versions of records.
+    if (onDisk && changes.length > 0) await log.append(changes)
+    this.committed = next
+    if (text === null) return
+    try {
+      await writeFileAtomic(this.path, text)
+      this.fileExists = true
+      this.adapter.fileLength = text.length
+      await log.clear()
+    } catch (error) {
+      // The commit is durable in the log already; the fold is tried again on the next commit.
+      if (!onDisk) throw error
+      this.options.onWriteError?.(this.path, error)
+    }
+  }
+
   private fail(batch: Waiter, error: unknown): void {
     // Everything not yet durable is dropped: the batch that failed and any queued behind it.
     const queued = this.next
@@ -157,7 +264,9 @@ export class Document<T> {
     try {
       const onDisk = this.adapter.readSync()
       if (onDisk !== null) {
+        if (this.log) applyLog(this.path, onDisk, this.options.loggedLists!, readLogSync(this.log.path, this.log.bytes).batches)
         this.low.data = this.options.migrate ? this.options.migrate(onDisk) : onDisk
+        if (this.log) this.committed = commitState(this.untyped(), this.options.loggedLists!)
         this.options.onReload?.(this.low.data)
       }
     } catch {

@@ -99,6 +99,9 @@ export interface EnvFileRecord {
   updatedAt: string
 }
 
+/** The vault's lists of records, whose changes are logged (store/changes.ts). */
+export const VAULT_LISTS = ['categories', 'entries', 'twoFactor', 'envProjects', 'envFiles'] as const
+
 export interface VaultDocument {
   version: number
   userId: string

@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { isTempFile } from './atomic-file'
 import { Document } from './document'
 import { acquireLock } from './lock'
-import { FORMAT_VERSION, type AccountsDocument, type VaultDocument } from './records'
+import { FORMAT_VERSION, VAULT_LISTS, type AccountsDocument, type VaultDocument } from './records'
 
 export const ACCOUNTS_FILE = 'accounts.json'
 export const VAULTS_DIR = 'vaults'
@@ -72,7 +72,14 @@ export class Store {
     let opening = this.vaults.get(userId)
     if (!opening) {
       const path = this.vaultPath(userId)
-      opening = Document.open<VaultDocument>(path, { create, migrate: checkVersion(path), onWriteError: this.options.onWriteError })
+      // Vaults grow (entries, env files up to 1 MiB each): a write appends its changes to a log
+      // instead of rewriting the whole vault. The accounts document is small and rewritten.
+      opening = Document.open<VaultDocument>(path, {
+        create,
+        migrate: checkVersion(path),
+        onWriteError: this.options.onWriteError,
+        loggedLists: VAULT_LISTS,
+      })
       opening.catch(() => this.vaults.delete(userId))
       this.vaults.set(userId, opening)
     }
@@ -87,12 +94,12 @@ export class Store {
       .filter((id) => USER_ID.test(id))
   }
 
-  /** Waits for every write, then releases the lock. */
+  /** Waits for every write and folds each vault's change log into its file, then releases the lock. */
   async close(): Promise<void> {
     await this.accounts.settle()
     for (const opening of this.vaults.values()) {
       const vault = await opening.catch(() => null)
-      await vault?.settle()
+      await vault?.fold().catch(() => {})
     }
     this.releaseLock()
   }

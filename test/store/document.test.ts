@@ -1,0 +1,190 @@
+// A document with a change log (vaults): commits append their changes beside the file, a reopened
+// document holds exactly what was committed, a torn last line (a crash mid-append) is dropped,
+// damage is refused, and the log folds into the file without a crash window losing anything.
+import { afterAll, describe, expect, test } from 'bun:test'
+import { appendFileSync, existsSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { replaceRecord } from '../../src/store/by-id'
+import { ChangeLog } from '../../src/store/change-log'
+import { CorruptDocumentError, Document, readLoggedDocumentSync } from '../../src/store/document'
+import { removeDir, tempDir } from '../support/server'
+
+interface Item {
+  id: string
+  name: string
+  tags: string[]
+}
+interface TestDocument {
+  version: number
+  label: string
+  items: Item[]
+  others: Item[]
+}
+
+const LISTS = ['items', 'others'] as const
+const dirs: string[] = []
+afterAll(() => dirs.forEach(removeDir))
+
+function newPath(): string {
+  const dir = tempDir('svc-vault-document-')
+  dirs.push(dir)
+  return join(dir, 'doc.json')
+}
+
+const open = (path: string) =>
+  Document.open<TestDocument>(path, { create: () => ({ version: 1, label: 'new', items: [], others: [] }), loggedLists: LISTS })
+
+const item = (name: string): Item => ({ id: crypto.randomUUID(), name, tags: [name] })
+/** What a reader after a restart would find. */
+const plain = (data: TestDocument) => JSON.parse(JSON.stringify(data))
+
+describe('document with a change log', () => {
+  test('commits go to the log, not the file, and a reopened document holds all of them', async () => {
+    const path = newPath()
+    const doc = await open(path)
+    const fileBefore = readFileSync(path, 'utf8')
+    const [a, b, c] = [item('a'), item('b'), item('c')]
+    await doc.update((data) => data.items.push(a, b, c))
+    await doc.update((data) => {
+      replaceRecord(data.items, data.items[1], { ...b, name: 'b2', tags: ['x'] })
+      data.items = data.items.filter((i) => i.id !== a.id)
+      data.others.push(item('other'))
+      data.label = 'renamed'
+    })
+    expect(readFileSync(path, 'utf8')).toBe(fileBefore)
+    expect(existsSync(`${path}.log`)).toBe(true)
+
+    const reopened = await open(path)
+    expect(plain(reopened.data)).toEqual(plain(doc.data))
+    expect(reopened.data.items.map((i) => i.name)).toEqual(['b2', 'c'])
+    expect(reopened.data.label).toBe('renamed')
+  })
+
+  test('a committed record cannot be changed in place (it would never reach the log)', async () => {
+    const doc = await open(newPath())
+    await doc.update((data) => data.items.push(item('frozen')))
+    expect(() => {
+      doc.data.items[0].name = 'changed'
+    }).toThrow(TypeError)
+    expect(() => doc.data.items[0].tags.push('more')).toThrow(TypeError)
+  })
+
+  test('a torn last line is dropped and later commits follow the good ones', async () => {
+    const path = newPath()
+    const doc = await open(path)
+    await doc.update((data) => data.items.push(item('kept')))
+    const good = statSync(`${path}.log`).size
+    await doc.update((data) => data.items.push(item('torn')))
+    // A crash in the middle of the second append: half of its line reached the disk.
+    truncateSync(`${path}.log`, good + Math.floor((statSync(`${path}.log`).size - good) / 2))
+
+    const reopened = await open(path)
+    expect(reopened.data.items.map((i) => i.name)).toEqual(['kept'])
+    expect(statSync(`${path}.log`).size).toBe(good)
+    await reopened.update((data) => data.items.push(item('after')))
+    expect((await open(path)).data.items.map((i) => i.name)).toEqual(['kept', 'after'])
+  })
+
+  test('a line of zeros at the end (a crash on some file systems) is dropped too', async () => {
+    const path = newPath()
+    const doc = await open(path)
+    await doc.update((data) => data.items.push(item('kept')))
+    appendFileSync(`${path}.log`, Buffer.alloc(300))
+    expect((await open(path)).data.items.map((i) => i.name)).toEqual(['kept'])
+  })
+
+  test('a damaged line with good lines after it is refused, not skipped', async () => {
+    const path = newPath()
+    const doc = await open(path)
+    await doc.update((data) => data.items.push(item('first')))
+    await doc.update((data) => data.items.push(item('second')))
+    const log = readFileSync(`${path}.log`)
+    log[20] = log[20] === 0x61 ? 0x62 : 0x61
+    writeFileSync(`${path}.log`, log)
+    await expect(open(path)).rejects.toBeInstanceOf(CorruptDocumentError)
+  })
+
+  test('the log folds into the file once it is as long as the file, and on a clean stop', async () => {
+    const path = newPath()
+    const doc = await open(path)
+    // Past 64 KiB of log: the file is rewritten and the log removed.
+    for (let i = 0; i < 120; i++) await doc.update((data) => data.items.push({ ...item(`n${i}`), tags: ['x'.repeat(600)] }))
+    expect(JSON.parse(readFileSync(path, 'utf8')).items.length).toBeGreaterThan(90)
+    expect(statSync(`${path}.log`, { throwIfNoEntry: false })?.size ?? 0).toBeLessThan(64 * 1024)
+
+    await doc.update((data) => data.items.push(item('last')))
+    await doc.fold()
+    expect(existsSync(`${path}.log`)).toBe(false)
+    expect(JSON.parse(readFileSync(path, 'utf8')).items.length).toBe(121)
+  })
+
+  test('a crash between rewriting the file and removing the log loses nothing', async () => {
+    const path = newPath()
+    const doc = await open(path)
+    const a = item('a')
+    await doc.update((data) => data.items.push(a, item('b')))
+    await doc.update((data) => replaceRecord(data.items, data.items[0], { ...a, name: 'a2' }))
+    // The fold's own commit changes `a` again: the log must hold that too, or replaying it over
+    // the new file would bring back a2.
+    replaceRecord(doc.data.items, doc.data.items[0], { ...a, name: 'a3' })
+    doc.data.label = 'folded'
+    // The crash: the file is rewritten, the log never removed.
+    const clear = ChangeLog.prototype.clear
+    ChangeLog.prototype.clear = async () => {}
+    try {
+      await doc.fold()
+    } finally {
+      ChangeLog.prototype.clear = clear
+    }
+    expect(JSON.parse(readFileSync(path, 'utf8')).items[0].name).toBe('a3')
+    expect(existsSync(`${path}.log`)).toBe(true)
+
+    const reopened = await open(path)
+    expect(plain(reopened.data)).toEqual(plain(doc.data))
+    expect(reopened.data.items.map((i) => i.name)).toEqual(['a3', 'b'])
+  })
+
+  test('a backup read sees the file with its log applied', async () => {
+    const path = newPath()
+    const doc = await open(path)
+    await doc.update((data) => data.items.push(item('logged')))
+    expect(JSON.parse(readFileSync(path, 'utf8')).items).toEqual([])
+    expect(JSON.parse(readLoggedDocumentSync(path, LISTS)!)).toEqual(plain(doc.data))
+  })
+
+  test('random commits, reopened at random points, always read back as committed', async () => {
+    const path = newPath()
+    let doc = await open(path)
+    let seed = 12345
+    const random = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31
+      return seed % n
+    }
+    for (let step = 0; step < 400; step++) {
+      await doc.update((data) => {
+        for (let change = random(4); change >= 0; change--) {
+          const list = random(2) === 0 ? 'items' : 'others'
+          const records = data[list]
+          const pick = random(5)
+          if (pick <= 1 || records.length === 0) records.push(item(`s${step}`))
+          else if (pick === 2) {
+            const target = records[random(records.length)]
+            replaceRecord(records, target, { ...target, name: `r${step}`, tags: [] })
+          }
+          else if (pick === 3) {
+            const gone = records[random(records.length)].id
+            data[list] = records.filter((r) => r.id !== gone)
+          } else data.label = `l${step}`
+        }
+      })
+      if (random(25) === 0) {
+        expect(plain((await open(path)).data)).toEqual(plain(doc.data))
+        if (random(2) === 0) {
+          await doc.fold()
+          doc = await open(path)
+        }
+      }
+    }
+    expect(plain((await open(path)).data)).toEqual(plain(doc.data))
+  })
+})
