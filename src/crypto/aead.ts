@@ -56,6 +56,11 @@ export function open(key: Uint8Array, sealed: string, aad: string): Buffer | nul
   } catch {
     return null
   }
+  return decipher(key, iv, ciphertext, tag, aad)
+}
+
+/** The plaintext when the tag matches this key, IV and AAD; null otherwise. */
+function decipher(key: Uint8Array, iv: Uint8Array, ciphertext: Uint8Array, tag: Uint8Array, aad: string): Buffer | null {
   try {
     const decipher = createDecipheriv('aes-256-gcm', key, iv)
     decipher.setAAD(utf8.encode(aad))
@@ -66,4 +71,68 @@ export function open(key: Uint8Array, sealed: string, aad: string): Buffer | nul
   } catch {
     return null
   }
+}
+
+// "v1." and an IV of 12 bytes (16 base64 characters) before the second dot.
+const IV_TEXT = { start: VERSION.length + 1, end: VERSION.length + 1 + 16 }
+/** Base64 characters that complete a partial last chunk of 2 or 3 characters (index: length % 4). */
+const FILL = ['', '', 'AA', 'A']
+
+/**
+ * open() for many values under one key, with the base64 of all of them decoded in one call:
+ * decoding costs mostly per call, not per character (1,000 export values: two decodes each took
+ * about a sixth of opening them). Each IV and body is appended to one text, a partial last chunk
+ * filled to a whole one (its extra bytes are skipped), so every part starts on a chunk boundary.
+ * Gives what open() gives for each: values of another shape, and all of them when the joined text
+ * does not decode to exactly the expected bytes (stray padding, whitespace, bad characters), are
+ * opened one by one instead.
+ */
+export function openAll(key: Uint8Array, sealed: readonly string[], aads: readonly string[]): (Buffer | null)[] {
+  const results = new Array<Buffer | null>(sealed.length).fill(null)
+  // Byte offset of each value's IV in the decoded bytes; -1 for values opened one by one.
+  const offsets = new Int32Array(sealed.length)
+  const bodyBytes = new Int32Array(sealed.length)
+  let text = ''
+  let total = 0
+  for (let i = 0; i < sealed.length; i++) {
+    const value = sealed[i]
+    const bodyLength = typeof value === 'string' ? value.length - IV_TEXT.end - 1 : -1
+    if (
+      bodyLength < 22 || // shorter than a tag's 16 bytes
+      (bodyLength & 3) === 1 || // a lone character is no chunk
+      !value.startsWith(`${VERSION}.`) ||
+      value.indexOf('.', IV_TEXT.start) !== IV_TEXT.end ||
+      value.indexOf('.', IV_TEXT.end + 1) >= 0
+    ) {
+      offsets[i] = -1
+      continue
+    }
+    const fill = FILL[bodyLength & 3]
+    text += value.slice(IV_TEXT.start, IV_TEXT.end) + value.slice(IV_TEXT.end + 1) + fill
+    offsets[i] = total
+    bodyBytes[i] = (bodyLength * 3) >> 2
+    total += IV_BYTES + bodyBytes[i] + fill.length
+  }
+  const bytes = new Uint8Array(total)
+  let decoded = false
+  try {
+    const { read, written } = bytes.setFromBase64(text, { alphabet: 'base64url' })
+    decoded = read === text.length && written === total
+  } catch {
+    // Opened one by one below.
+  }
+  const buffer = bytes.buffer
+  for (let i = 0; i < sealed.length; i++) {
+    const at = offsets[i]
+    if (at < 0 || !decoded) {
+      results[i] = open(key, sealed[i], aads[i])
+      continue
+    }
+    const length = bodyBytes[i] - TAG_BYTES
+    const iv = new Uint8Array(buffer, at, IV_BYTES)
+    const ciphertext = new Uint8Array(buffer, at + IV_BYTES, length)
+    const tag = new Uint8Array(buffer, at + IV_BYTES + length, TAG_BYTES)
+    results[i] = decipher(key, iv, ciphertext, tag, aads[i])
+  }
+  return results
 }

@@ -1,7 +1,8 @@
-// open() decodes into shared scratch space up to a size and allocates past it: both paths must
-// give the same answers, and nothing of one value may show in the next.
+// open() decodes into shared scratch space up to a size and allocates past it, and openAll()
+// decodes many values in one pass: every path must give the same answers, and nothing of one
+// value may show in the next.
 import { describe, expect, test } from 'bun:test'
-import { open, seal } from '../../src/crypto/aead'
+import { open, openAll, seal } from '../../src/crypto/aead'
 
 const key = crypto.getRandomValues(new Uint8Array(32))
 const otherKey = crypto.getRandomValues(new Uint8Array(32))
@@ -67,5 +68,43 @@ describe('aead', () => {
     const first = open(key, seal(key, 'first value', AAD), AAD)!
     open(key, seal(key, 'second, longer value', AAD), AAD)
     expect(first.toString('utf8')).toBe('first value')
+  })
+
+  test('openAll gives what open gives for each value, malformed ones among them', () => {
+    const good = sizes.map((size, i) => ({ sealed: seal(key, `v${i}:` + 'y'.repeat(size), `aad-${i}`), aad: `aad-${i}` }))
+    const [, iv, body] = good[3].sealed.split('.')
+    const odd = [
+      { sealed: good[0].sealed, aad: 'another record' },
+      { sealed: `v1.${iv}.${body.slice(0, -1)}`, aad: 'aad-3' }, // a lone last character (length % 4 = 1) or a cut tag
+      { sealed: `v1.${iv}.${body.slice(0, 10)}`, aad: 'aad-3' },
+      { sealed: `v1.${iv}.${body}=`, aad: 'aad-3' },
+      { sealed: `v1.${iv.slice(0, 8)}.${body}`, aad: 'aad-3' },
+      { sealed: `v2.${iv}.${body}`, aad: 'aad-3' },
+      { sealed: 42 as never, aad: 'aad-3' },
+      { sealed: seal(key, 'ünïcødé ✓', 'ä-aad'), aad: 'ä-aad' },
+      { sealed: seal(otherKey, 'other key', 'aad-x'), aad: 'aad-x' },
+    ]
+    const batches = [good, [...good, ...odd], [...odd, ...good].reverse(), odd, []]
+    for (const batch of batches) {
+      const opened = openAll(
+        key,
+        batch.map((item) => item.sealed),
+        batch.map((item) => item.aad),
+      )
+      expect(opened.map((plaintext) => plaintext?.toString('utf8') ?? null)).toEqual(batch.map((item) => text(item.sealed, item.aad)))
+    }
+    expect(openAll(key, good.map((item) => item.sealed), good.map((item) => item.aad)).every((plaintext) => plaintext !== null)).toBe(true)
+  })
+
+  test('openAll: text the joined decoding would misread opens as open() reads it', () => {
+    const a = seal(key, 'first', 'a')
+    const b = seal(key, 'second value', 'b')
+    const [, ivB, bodyB] = b.split('.')
+    // A space, padding or a bad character makes the joined text decode to other lengths or fail;
+    // every value then opens one by one, each as open() reads it.
+    for (const odd of [`v1.${ivB}.${bodyB.slice(0, 5)} ${bodyB.slice(5)}`, `v1.${ivB}.${bodyB}==`, `v1.${ivB}.${bodyB.slice(0, -2)}*A`]) {
+      const opened = openAll(key, [a, odd, b], ['a', 'b', 'b']).map((plaintext) => plaintext?.toString('utf8') ?? null)
+      expect(opened).toEqual([text(a, 'a'), text(odd, 'b'), 'second value'])
+    }
   })
 })
