@@ -100,7 +100,7 @@ function groupLines(category: CategoryRecord, fields: Record<string, string>): s
  * variable lines, a blank line after each. ssh and json entries, and entries whose value does
  * not decrypt, are skipped.
  */
-export function renderEnvExport(data: VaultDocument, cipher: VaultCipher, entries: EntryRecord[]): string {
+export function renderEnvExport(data: VaultDocument, cipher: VaultCipher, entries: readonly EntryRecord[]): string {
   const categories = indexById(data.categories)
   const rows: Row[] = []
   const ranks = categoryRanks(data.categories)
