@@ -15,29 +15,126 @@ export function seal(key: Uint8Array, plaintext: Uint8Array | string, aad: strin
   return `${VERSION}.${iv.toString('base64url')}.${body.toString('base64url')}`
 }
 
+// Opening decodes into this scratch space rather than into new arrays: a fresh array's buffer is
+// made on first use (subarray, .buffer), and with two of them per value that measured about a
+// fifth of opening a value. It only ever holds IVs, ciphertexts and tags, never
+// plaintext, and open() is synchronous, so one space serves every call. Longer ciphertexts take
+// the allocating path.
+const SCRATCH_BYTES = 4096
+const scratch = new ArrayBuffer(SCRATCH_BYTES)
+const ivScratch = new Uint8Array(scratch, 0, IV_BYTES)
+const bodyScratch = new Uint8Array(scratch, IV_BYTES)
+
 /** Returns the plaintext, or null when the sealed text is malformed, tampered with or bound to other data. */
 export function open(key: Uint8Array, sealed: string, aad: string): Buffer | null {
   if (typeof sealed !== 'string' || !sealed.startsWith(`${VERSION}.`)) return null
   // indexOf/slice rather than split: this runs once per entry of every export.
   const second = sealed.indexOf('.', VERSION.length + 1)
   if (second < 0 || sealed.indexOf('.', second + 1) >= 0) return null
+  const ivText = sealed.slice(VERSION.length + 1, second)
+  const bodyText = sealed.slice(second + 1)
   let iv: Uint8Array
-  let body: Uint8Array
+  let ciphertext: Uint8Array
+  let tag: Uint8Array
   try {
-    iv = Uint8Array.fromBase64(sealed.slice(VERSION.length + 1, second), { alphabet: 'base64url' })
-    body = Uint8Array.fromBase64(sealed.slice(second + 1), { alphabet: 'base64url' })
+    const ivRead = ivScratch.setFromBase64(ivText, { alphabet: 'base64url' })
+    const bodyRead = bodyScratch.setFromBase64(bodyText, { alphabet: 'base64url' })
+    if (ivRead.read === ivText.length && ivRead.written === IV_BYTES && bodyRead.read === bodyText.length) {
+      if (bodyRead.written < TAG_BYTES) return null
+      const length = bodyRead.written - TAG_BYTES
+      iv = ivScratch
+      ciphertext = new Uint8Array(scratch, IV_BYTES, length)
+      tag = new Uint8Array(scratch, IV_BYTES + length, TAG_BYTES)
+    } else {
+      // Longer than the scratch space (or an IV of the wrong size, refused below).
+      iv = Uint8Array.fromBase64(ivText, { alphabet: 'base64url' })
+      const body = Uint8Array.fromBase64(bodyText, { alphabet: 'base64url' })
+      if (iv.length !== IV_BYTES || body.length < TAG_BYTES) return null
+      ciphertext = body.subarray(0, body.length - TAG_BYTES)
+      tag = body.subarray(body.length - TAG_BYTES)
+    }
   } catch {
     return null
   }
-  if (iv.length !== IV_BYTES || body.length < TAG_BYTES) return null
+  return decipher(key, iv, ciphertext, tag, aad)
+}
+
+/** The plaintext when the tag matches this key, IV and AAD; null otherwise. */
+function decipher(key: Uint8Array, iv: Uint8Array, ciphertext: Uint8Array, tag: Uint8Array, aad: string): Buffer | null {
   try {
     const decipher = createDecipheriv('aes-256-gcm', key, iv)
     decipher.setAAD(utf8.encode(aad))
-    decipher.setAuthTag(body.subarray(body.length - TAG_BYTES))
-    const plaintext = decipher.update(body.subarray(0, body.length - TAG_BYTES))
+    decipher.setAuthTag(tag)
+    const plaintext = decipher.update(ciphertext)
     decipher.final() // throws when the tag does not match; GCM returns no further bytes
     return plaintext
   } catch {
     return null
   }
+}
+
+// "v1." and an IV of 12 bytes (16 base64 characters) before the second dot.
+const IV_TEXT = { start: VERSION.length + 1, end: VERSION.length + 1 + (IV_BYTES / 3) * 4 }
+/** Base64 characters of the shortest body: a tag's 16 bytes. */
+const MIN_BODY_TEXT = Math.ceil((TAG_BYTES * 4) / 3)
+/** Base64 characters that complete a partial last chunk of 2 or 3 characters (index: length % 4). */
+const FILL = ['', '', 'AA', 'A']
+
+/**
+ * open() for many values under one key, with the base64 of all of them decoded in one call:
+ * decoding costs mostly per call, not per character (1,000 export values: two decodes each took
+ * 0.2-0.3 of the 1.7-2.0 ms of opening them). Each IV and body is appended to one text, a partial last chunk
+ * filled to a whole one (its extra bytes are skipped), so every part starts on a chunk boundary.
+ * Gives what open() gives for each: values of another shape, and all of them when the joined text
+ * does not decode to exactly the expected bytes (stray padding, whitespace, bad characters), are
+ * opened one by one instead.
+ */
+export function openAll(key: Uint8Array, sealed: readonly string[], aads: readonly string[]): (Buffer | null)[] {
+  const results: (Buffer | null)[] = []
+  // Byte offset of each value's IV in the decoded bytes; -1 for values opened one by one.
+  const offsets = new Int32Array(sealed.length)
+  const bodyBytes = new Int32Array(sealed.length)
+  let text = ''
+  let total = 0
+  for (let i = 0; i < sealed.length; i++) {
+    const value = sealed[i]
+    const bodyLength = typeof value === 'string' ? value.length - IV_TEXT.end - 1 : -1
+    if (
+      bodyLength < MIN_BODY_TEXT ||
+      (bodyLength & 3) === 1 || // a lone character is no chunk
+      !value.startsWith(`${VERSION}.`) ||
+      value.indexOf('.', IV_TEXT.start) !== IV_TEXT.end ||
+      value.indexOf('.', IV_TEXT.end + 1) >= 0
+    ) {
+      offsets[i] = -1
+      continue
+    }
+    const fill = FILL[bodyLength & 3]
+    text += value.slice(IV_TEXT.start, IV_TEXT.end) + value.slice(IV_TEXT.end + 1) + fill
+    offsets[i] = total
+    bodyBytes[i] = (bodyLength * 3) >> 2
+    total += IV_BYTES + bodyBytes[i] + fill.length
+  }
+  const bytes = new Uint8Array(total)
+  let decoded = false
+  try {
+    const { read, written } = bytes.setFromBase64(text, { alphabet: 'base64url' })
+    decoded = read === text.length && written === total
+  } catch {
+    // Opened one by one below.
+  }
+  const buffer = bytes.buffer
+  for (let i = 0; i < sealed.length; i++) {
+    const at = offsets[i]
+    if (at < 0 || !decoded) {
+      results.push(open(key, sealed[i], aads[i]))
+      continue
+    }
+    const length = bodyBytes[i] - TAG_BYTES
+    const iv = new Uint8Array(buffer, at, IV_BYTES)
+    const ciphertext = new Uint8Array(buffer, at + IV_BYTES, length)
+    const tag = new Uint8Array(buffer, at + IV_BYTES + length, TAG_BYTES)
+    results.push(decipher(key, iv, ciphertext, tag, aads[i]))
+  }
+  return results
 }

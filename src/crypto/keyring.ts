@@ -2,7 +2,7 @@
 // seals that vault's secret fields, each bound (AAD) to its user, record kind and record id, so a
 // ciphertext copied to another record, or a data key swapped between users, does not open.
 import { hkdfSync, randomBytes } from 'node:crypto'
-import { open, seal } from './aead'
+import { open, openAll, seal } from './aead'
 
 export type SecretKind = 'entry' | 'totp' | 'envfile'
 
@@ -33,6 +33,13 @@ export class VaultCipher {
   open(kind: SecretKind, recordId: string, sealed: string): string | null {
     if (!this.dataKey) return null
     return open(this.dataKey, sealed, fieldAad(this.userId, kind, recordId))?.toString('utf8') ?? null
+  }
+
+  /** open() of many records of one kind (`sealed[i]` belongs to `recordIds[i]`), decoded in one pass. */
+  openAll(kind: SecretKind, recordIds: readonly string[], sealed: readonly string[]): (string | null)[] {
+    if (!this.dataKey) return sealed.map(() => null)
+    const aads = recordIds.map((id) => fieldAad(this.userId, kind, id))
+    return openAll(this.dataKey, sealed, aads).map((plaintext) => plaintext?.toString('utf8') ?? null)
   }
 }
 

@@ -59,7 +59,11 @@ export function openEntryValue(
   category: CategoryRecord,
   entry: EntryRecord,
 ): string | Record<string, string> | null {
-  const plaintext = cipher.open('entry', entry.id, entry.encryptedValue)
+  return entryValue(category, cipher.open('entry', entry.id, entry.encryptedValue))
+}
+
+/** The value of an entry of this category from its opened plaintext (null: did not decrypt). */
+export function entryValue(category: CategoryRecord, plaintext: string | null): string | Record<string, string> | null {
   if (plaintext === null) return null
   if (category.keyType !== 'group') return plaintext
   try {

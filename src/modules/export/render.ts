@@ -18,7 +18,7 @@
 import type { VaultCipher } from '../../crypto/keyring'
 import { indexById } from '../../store/by-id'
 import type { CategoryRecord, EntryRecord, VaultDocument } from '../../store/records'
-import { openEntryValue } from '../entries/values'
+import { entryValue } from '../entries/values'
 
 const PLAIN = /^[A-Za-z0-9_./:@+,-]*$/
 // What String.prototype.trim removes, and line terminators (dotenv's `^`/`$` match at those).
@@ -100,7 +100,7 @@ function groupLines(category: CategoryRecord, fields: Record<string, string>): s
  * variable lines, a blank line after each. ssh and json entries, and entries whose value does
  * not decrypt, are skipped.
  */
-export function renderEnvExport(data: VaultDocument, cipher: VaultCipher, entries: EntryRecord[]): string {
+export function renderEnvExport(data: VaultDocument, cipher: VaultCipher, entries: readonly EntryRecord[]): string {
   const categories = indexById(data.categories)
   const rows: Row[] = []
   const ranks = categoryRanks(data.categories)
@@ -110,10 +110,16 @@ export function renderEnvExport(data: VaultDocument, cipher: VaultCipher, entrie
     rows.push({ category, categoryRank: ranks.get(category)!, entry })
   }
   rows.sort(compareRows)
+  const plaintexts = cipher.openAll(
+    'entry',
+    rows.map((row) => row.entry.id),
+    rows.map((row) => row.entry.encryptedValue),
+  )
   // One string built by appending (cheap in JavaScriptCore), not an array of lines to join.
   let text = ''
-  for (const row of rows) {
-    const value = openEntryValue(cipher, row.category, row.entry)
+  for (let i = 0; i < rows.length; i++) {
+    const row = rows[i]
+    const value = entryValue(row.category, plaintexts[i])
     if (value === null) continue
     let variables: string
     if (row.category.keyType === 'group') {

@@ -15,9 +15,12 @@ export class ExportService {
 
   async envText(userId: string, filter: ExportFilter = {}): Promise<string> {
     const { data, cipher } = await this.vaults.open(userId)
-    const entries = data.entries.filter(
-      (e) => (filter.environment === undefined || e.environment === filter.environment) && (filter.name === undefined || e.name === filter.name),
-    )
+    const { environment, name } = filter
+    // Unfiltered (the usual case) renders the list itself rather than a copy of it.
+    const entries =
+      environment === undefined && name === undefined
+        ? data.entries
+        : data.entries.filter((e) => (environment === undefined || e.environment === environment) && (name === undefined || e.name === name))
     return renderEnvExport(data, cipher, entries)
   }
 }
