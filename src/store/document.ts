@@ -3,7 +3,6 @@
 // (group commit). When a write fails, the in-memory data goes back to what is on disk and
 // every commit waiting on it fails, so no answer claims a write that is not durable.
 import { readFileSync } from 'node:fs'
-import { readFile } from 'node:fs/promises'
 import { Low, type Adapter } from 'lowdb'
 import { writeFileAtomic } from './atomic-file'
 
@@ -12,15 +11,10 @@ export class CorruptDocumentError extends Error {}
 class DurableJsonAdapter<T> implements Adapter<T> {
   constructor(readonly path: string) {}
 
+  // Read synchronously, as JSON.parse (the larger cost) runs after it anyway, and only once per
+  // document and process: the asynchronous read's thread-pool path cost 0.4 MB of idle memory.
   async read(): Promise<T | null> {
-    let text: string
-    try {
-      text = await readFile(this.path, 'utf8')
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null
-      throw error
-    }
-    return parseDocument<T>(this.path, text)
+    return this.readSync()
   }
 
   readSync(): T | null {
