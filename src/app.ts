@@ -44,7 +44,7 @@ export async function openVault(config: Config, log: Logger = (line) => console.
     },
   })
   try {
-    keyring.assertKeyCheck(store.accounts.data.keyCheck)
+    await keyring.assertKeyCheck(store.accounts.data.keyCheck)
   } catch (error) {
     await store.close()
     throw error

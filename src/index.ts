@@ -7,6 +7,16 @@ import { DataDirLockedError } from './store/lock'
 import { UnsupportedFormatError } from './store/store'
 
 const log = (line: string) => console.error(line)
+
+/**
+ * A second after listening, start-up is over: its compiled code (schema building, route
+ * composition, the first answers) and garbage are dropped once (Bun.shrink, JavaScriptCore's
+ * shrinkFootprintWhenIdle: all bytecode and JIT code, a full collection, free memory returned).
+ * Functions still in use compile again on their next call. About 2.6 MB less idle memory.
+ * Bun's types mark it deprecated, hence the guard: without it the server just keeps that memory.
+ */
+const SETTLE_MS = 1000
+
 const EXPECTED = [ConfigError, MasterKeyMismatchError, DataDirLockedError, CorruptDocumentError, UnsupportedFormatError]
 
 async function main() {
@@ -28,6 +38,7 @@ async function main() {
   stop = () => deps.store.close()
   const app = createApp(deps)
   app.listen({ port: config.port, hostname: config.host })
+  setTimeout(() => Bun.shrink?.(), SETTLE_MS).unref()
   stop = async () => {
     // Stop accepting, let requests in flight finish, flush every document, release the lock.
     await app.server?.stop(false)

@@ -49,9 +49,9 @@ function opensWith(ring: Keyring, userId: string, wrapped: string): boolean {
   }
 }
 
-function keyCheckOpens(ring: Keyring, check: string): boolean {
+async function keyCheckOpens(ring: Keyring, check: string): Promise<boolean> {
   try {
-    ring.assertKeyCheck(check)
+    await ring.assertKeyCheck(check)
     return true
   } catch {
     return false
@@ -93,8 +93,8 @@ export async function rotateMasterKey(env: Record<string, string | undefined> = 
 
     // 0. Verify every wrapped key before writing anything.
     const check = store.accounts.data.keyCheck
-    const resuming = check === KEY_CHECK_ROTATING || keyCheckOpens(newRing, check)
-    if (!resuming && !keyCheckOpens(oldRing, check)) {
+    const resuming = check === KEY_CHECK_ROTATING || (await keyCheckOpens(newRing, check))
+    if (!resuming && !(await keyCheckOpens(oldRing, check))) {
       throw new MasterKeyMismatchError('the current master key does not match the data in the data folder; nothing was changed')
     }
     const vaults: { doc: Document<VaultDocument>; userId: string; rewrapped: string | null }[] = []

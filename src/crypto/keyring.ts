@@ -1,8 +1,7 @@
 // Envelope encryption. The master key wraps one random data key per user vault; the data key
 // seals that vault's secret fields, each bound (AAD) to its user, record kind and record id, so a
 // ciphertext copied to another record, or a data key swapped between users, does not open.
-import { hkdfSync, randomBytes } from 'node:crypto'
-import { open, openAll, seal } from './aead'
+import { open, openAll, openAsync, seal } from './aead'
 
 export type SecretKind = 'entry' | 'totp' | 'envfile'
 
@@ -17,29 +16,42 @@ export class MasterKeyMismatchError extends Error {}
 /** Stored as the key check while rotate-master-key re-wraps data keys: no master key passes it. */
 export const KEY_CHECK_ROTATING = 'rotation-in-progress'
 
-/** Seals and opens the secret fields of one user's vault. */
+/**
+ * Seals and opens the secret fields of one user's vault. The data key is unwrapped on the first
+ * seal or open: listing a vault needs no key (and so no node:crypto, see aead.ts).
+ */
 export class VaultCipher {
+  private key: Uint8Array | null | undefined
+
   constructor(
     readonly userId: string,
-    private readonly dataKey: Uint8Array | null,
+    private readonly unwrapDataKey: () => Uint8Array | null,
   ) {}
 
+  private get dataKey(): Uint8Array | null {
+    if (this.key === undefined) this.key = this.unwrapDataKey()
+    return this.key
+  }
+
   seal(kind: SecretKind, recordId: string, plaintext: string): string {
-    if (!this.dataKey) throw new Error('vault data key cannot be opened')
-    return seal(this.dataKey, plaintext, fieldAad(this.userId, kind, recordId))
+    const dataKey = this.dataKey
+    if (!dataKey) throw new Error('vault data key cannot be opened')
+    return seal(dataKey, plaintext, fieldAad(this.userId, kind, recordId))
   }
 
   /** The plaintext, or null when the ciphertext (or the vault's data key) does not open. */
   open(kind: SecretKind, recordId: string, sealed: string): string | null {
-    if (!this.dataKey) return null
-    return open(this.dataKey, sealed, fieldAad(this.userId, kind, recordId))?.toString('utf8') ?? null
+    const dataKey = this.dataKey
+    if (!dataKey) return null
+    return open(dataKey, sealed, fieldAad(this.userId, kind, recordId))?.toString('utf8') ?? null
   }
 
   /** open() of many records of one kind (`sealed[i]` belongs to `recordIds[i]`), decoded in one pass. */
   openAll(kind: SecretKind, recordIds: readonly string[], sealed: readonly string[]): (string | null)[] {
-    if (!this.dataKey) return sealed.map(() => null)
+    const dataKey = this.dataKey
+    if (!dataKey) return sealed.map(() => null)
     const aads = recordIds.map((id) => fieldAad(this.userId, kind, id))
-    return openAll(this.dataKey, sealed, aads).map((plaintext) => plaintext?.toString('utf8') ?? null)
+    return openAll(dataKey, sealed, aads).map((plaintext) => plaintext?.toString('utf8') ?? null)
   }
 }
 
@@ -54,26 +66,28 @@ export class Keyring {
     return seal(this.masterKey, KEY_CHECK_PLAINTEXT, KEY_CHECK_AAD)
   }
 
-  assertKeyCheck(check: string): void {
+  async assertKeyCheck(check: string): Promise<void> {
     if (check === KEY_CHECK_ROTATING) {
       throw new MasterKeyMismatchError('a master key rotation was interrupted; run `bun run rotate-master-key` again to finish it')
     }
-    if (open(this.masterKey, check, KEY_CHECK_AAD)?.toString() !== KEY_CHECK_PLAINTEXT) {
+    if ((await openAsync(this.masterKey, check, KEY_CHECK_AAD))?.toString() !== KEY_CHECK_PLAINTEXT) {
       throw new MasterKeyMismatchError('the master key does not match the data in the data folder')
     }
   }
 
   /** A new random data key for a user's vault, wrapped by the master key. */
   createWrappedDataKey(userId: string): string {
-    return seal(this.masterKey, randomBytes(32), dataKeyAad(userId))
+    return seal(this.masterKey, crypto.getRandomValues(new Uint8Array(32)), dataKeyAad(userId))
   }
 
   /** The cipher for a vault; unwrapped once and cached while the wrapped key stays the same. */
   vault(userId: string, wrappedDataKey: string): VaultCipher {
     const cached = this.ciphers.get(userId)
     if (cached && cached.wrapped === wrappedDataKey) return cached.cipher
-    const dataKey = open(this.masterKey, wrappedDataKey, dataKeyAad(userId))
-    const cipher = new VaultCipher(userId, dataKey && dataKey.length === 32 ? new Uint8Array(dataKey) : null)
+    const cipher = new VaultCipher(userId, () => {
+      const dataKey = open(this.masterKey, wrappedDataKey, dataKeyAad(userId))
+      return dataKey && dataKey.length === 32 ? new Uint8Array(dataKey) : null
+    })
     this.ciphers.set(userId, { wrapped: wrappedDataKey, cipher })
     return cipher
   }
@@ -102,6 +116,7 @@ export class Keyring {
   private stateKey(purpose: string): Uint8Array {
     let key = this.stateKeys.get(purpose)
     if (!key) {
+      const { hkdfSync } = process.getBuiltinModule('node:crypto')
       key = new Uint8Array(hkdfSync('sha256', this.masterKey, new Uint8Array(0), stateAad(purpose), 32))
       this.stateKeys.set(purpose, key)
     }

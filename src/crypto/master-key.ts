@@ -1,7 +1,6 @@
 // Where the master key comes from: SVC_MASTER_KEY, else <data>/master.key, created (mode 0600)
 // on first start. The key file is the one file crypto/ reads, since it is a key.
 import { existsSync, readFileSync, renameSync } from 'node:fs'
-import { randomBytes } from 'node:crypto'
 import { dirname, join } from 'node:path'
 import { parseMasterKey } from '../config'
 import { fsyncDirSync, writeFileAtomicSync } from '../store/atomic-file'
@@ -16,7 +15,7 @@ export function loadMasterKey(
   if (fromEnv) return fromEnv
   const path = join(dataDir, MASTER_KEY_FILE)
   if (existsSync(path)) return parseMasterKey(readFileSync(path, 'utf8'), path)
-  const key = randomBytes(32)
+  const key = Buffer.from(crypto.getRandomValues(new Uint8Array(32)))
   // Durable before any data is sealed with it: losing this file would lose every secret.
   writeFileAtomicSync(path, key.toString('base64') + '\n', 0o600)
   warn(`warning: SVC_MASTER_KEY is not set; generated a master key into ${path} (mode 0600): back it up apart from the data`)
@@ -24,7 +23,7 @@ export function loadMasterKey(
 }
 
 export function generateMasterKeyBase64(): string {
-  return randomBytes(32).toString('base64')
+  return Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('base64')
 }
 
 /** The key in a master key file, or null when the file does not exist. */

@@ -1,9 +1,10 @@
 // Random tokens and their hashes. Tokens are stored only as SHA-256; a lookup is by hash
 // (a Map), then a constant-time compare guards against any timing signal from the Map.
-import { randomBytes } from 'node:crypto'
 
+// Web Crypto's generator, not node:crypto's randomBytes: node:crypto loads only when a secret is
+// sealed or opened (aead.ts).
 export function randomToken(bytes = 32): string {
-  return randomBytes(bytes).toString('base64url')
+  return Buffer.from(crypto.getRandomValues(new Uint8Array(bytes))).toString('base64url')
 }
 
 // Bun's native SHA-256: a quarter of node:crypto's cost, and it runs on every bearer request.

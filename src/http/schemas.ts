@@ -1,6 +1,6 @@
 // Schema pieces shared by every module: strict request objects, the error body, timestamps.
 import { t } from 'elysia'
-import { FormatRegistry, type TProperties } from '@sinclair/typebox'
+import { FormatRegistry, type TObject, type TProperties } from '@sinclair/typebox'
 
 // Every response timestamp is checked against `date-time`; Elysia's check parses each one.
 // Ours come from Date#toISOString, so that exact shape passes at once; anything else gets the
@@ -12,6 +12,14 @@ FormatRegistry.Set('date-time', (value) => ISO_TIMESTAMP.test(value) || (fullDat
 /** A request object that rejects unknown fields (400 naming the field). */
 export const strictObject = <P extends TProperties>(properties: P, description?: string) =>
   t.Object(properties, { additionalProperties: false, description })
+
+/**
+ * `base` with more properties: what t.Composite gives for disjoint keys, without its type-level
+ * evaluation (KeyOf, Index and Intersect over every property at start-up; measured 0.3 MB of
+ * idle memory for our three).
+ */
+export const withProperties = <B extends TProperties, P extends TProperties>(base: TObject<B>, properties: P) =>
+  t.Object({ ...base.properties, ...properties })
 
 export const Timestamp = t.String({ format: 'date-time', description: 'ISO 8601 timestamp' })
 export const IdParams = t.Object({ id: t.String() })

@@ -4,8 +4,8 @@
 // Line: "<CRC-32 of the JSON, 8 hex digits> <JSON list of changes>\n". A crash in the middle of
 // an append leaves a last line that fails its checksum; that commit was never acknowledged (its
 // fsync had not returned), so the line is dropped. A bad line with good lines after it is damage.
-import { closeSync, fsyncSync, ftruncateSync, openSync, readFileSync } from 'node:fs'
-import { constants, open, readFile, unlink } from 'node:fs/promises'
+import { closeSync, existsSync, fsyncSync, ftruncateSync, openSync, readFileSync } from 'node:fs'
+import { constants, open, unlink } from 'node:fs/promises'
 import { dirname } from 'node:path'
 import { fsyncDir } from './atomic-file'
 import type { Change } from './changes'
@@ -96,14 +96,10 @@ export class ChangeLog {
   ) {}
 
   /** Opens the log and its commits; a torn last line is cut off so the next line follows good ones. */
-  static async open(path: string): Promise<{ log: ChangeLog; batches: Change[][] }> {
-    let bytes: Buffer | null = null
-    try {
-      bytes = await readFile(path)
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error
-    }
-    if (bytes === null) return { log: new ChangeLog(path, 0, false), batches: [] }
+  static open(path: string): { log: ChangeLog; batches: Change[][] } {
+    // Read synchronously, like the document beside it (document.ts).
+    const bytes = readOrEmpty(path)
+    const exists = bytes.length > 0 || existsSync(path)
     const contents = parseLog(path, bytes)
     if (contents.bytes < bytes.length) {
       const fd = openSync(path, 'r+')
@@ -114,7 +110,7 @@ export class ChangeLog {
         closeSync(fd)
       }
     }
-    return { log: new ChangeLog(path, contents.bytes, true), batches: contents.batches }
+    return { log: new ChangeLog(path, contents.bytes, exists), batches: contents.batches }
   }
 
   /** Appends one commit's changes; resolves once they are on disk. */

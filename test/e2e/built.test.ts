@@ -8,6 +8,7 @@ import { signUp } from '../support/client'
 import { removeDir, ROOT, spawnServer, type SpawnedServer } from '../support/server'
 
 let server: SpawnedServer
+let listeningAt = 0
 
 function build() {
   const run = Bun.spawnSync(['bun', 'run', 'build'], { cwd: ROOT, stdout: 'pipe', stderr: 'pipe' })
@@ -17,6 +18,7 @@ function build() {
 beforeAll(async () => {
   build()
   server = await spawnServer({ entry: 'dist/index.js' })
+  listeningAt = Date.now()
   // A second `bun run start` rebuilds while this server runs: the chunks it has not loaded yet
   // (TOTP, the .env parser, the OpenAPI generator) must still be there for it.
   build()
@@ -51,6 +53,16 @@ describe('the built server (bun run start)', () => {
     const openapi = await fetch(server.url + '/api/openapi')
     expect(openapi.status).toBe(200)
     expect((await openapi.json()).openapi).toBe('3.1.0')
+  })
+
+  test('keeps answering once start-up code is dropped (a second after listening)', async () => {
+    await Bun.sleep(Math.max(0, listeningAt + 1500 - Date.now()))
+    const bob = await signUp(server.url)
+    const category = await bob.post('/api/categories', { name: 'OpenAI', keyType: 'simple', envVarName: 'OPENAI_API_KEY' })
+    const entry = await bob.post('/api/entries', { categoryId: category.body.id, name: 'blog', value: 'sk-after-settle' })
+    expect(entry.status).toBe(201)
+    expect((await bob.get('/api/entries')).body.map((item: { name: string }) => item.name)).toEqual(['blog'])
+    expect((await bob.post(`/api/entries/${entry.body.id}/reveal`)).body.value).toBe('sk-after-settle')
   })
 
   test('serves the web interface and its brand icons', async () => {

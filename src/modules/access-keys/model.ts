@@ -1,6 +1,6 @@
 import { t } from 'elysia'
 import { SCOPES } from '../../auth/scopes'
-import { strictObject, Timestamp } from '../../http/schemas'
+import { strictObject, Timestamp, withProperties } from '../../http/schemas'
 
 export const AccessKeySchema = t.Object({
   id: t.String(),
@@ -12,10 +12,9 @@ export const AccessKeySchema = t.Object({
   createdAt: Timestamp,
 })
 
-export const CreatedAccessKeySchema = t.Composite([
-  AccessKeySchema,
-  t.Object({ key: t.String({ description: 'The full key, shown this once' }) }),
-])
+export const CreatedAccessKeySchema = withProperties(AccessKeySchema, {
+  key: t.String({ description: 'The full key, shown this once' }),
+})
 
 export const CreateAccessKeyBody = strictObject({
   name: t.String({ minLength: 1, maxLength: 200 }),

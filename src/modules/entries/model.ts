@@ -1,5 +1,5 @@
 import { t } from 'elysia'
-import { strictObject, Timestamp } from '../../http/schemas'
+import { strictObject, Timestamp, withProperties } from '../../http/schemas'
 import { KeyTypeSchema } from '../categories/model'
 import { MAX_VALUE_BYTES } from './values'
 
@@ -32,7 +32,7 @@ export const EntryCategorySchema = t.Object({
   icon: t.Union([t.String(), t.Null()]),
 })
 
-export const EntryListItemSchema = t.Composite([EntrySchema, t.Object({ category: EntryCategorySchema })])
+export const EntryListItemSchema = withProperties(EntrySchema, { category: EntryCategorySchema })
 
 export const RevealedEntrySchema = t.Object({
   id: t.String(),

@@ -1,5 +1,5 @@
 import { t } from 'elysia'
-import { strictObject, Timestamp } from '../../http/schemas'
+import { strictObject, Timestamp, withProperties } from '../../http/schemas'
 
 /** The largest env file content, in UTF-8 bytes (CONTRACT.md, "Limits"). */
 export const MAX_ENV_FILE_BYTES = 1024 * 1024
@@ -38,7 +38,7 @@ export const EnvFileItemSchema = t.Object({
   updatedAt: Timestamp,
 })
 
-export const EnvProjectDetailSchema = t.Composite([EnvProjectSchema, t.Object({ files: t.Array(EnvFileItemSchema) })])
+export const EnvProjectDetailSchema = withProperties(EnvProjectSchema, { files: t.Array(EnvFileItemSchema) })
 
 export const RevealedEnvFileSchema = t.Object({
   id: t.String(),
