@@ -122,12 +122,13 @@ export class EntryService {
   }
 
   /** The plaintext value; ENTRY_NOT_FOUND when missing, foreign or not decryptable. */
-  async reveal(userId: string, id: string): Promise<RevealedEntry> {
-    const { data, cipher } = await this.vaults.open(userId)
-    const entry = findEntry(data, id)
-    const category = byId(data.categories, entry.categoryId)
-    const value = category ? openEntryValue(cipher, category, entry) : null
-    if (value === null) throw NotFound.entry()
-    return { id: entry.id, name: entry.name, value, environment: entry.environment }
+  reveal(userId: string, id: string): RevealedEntry | Promise<RevealedEntry> {
+    return this.vaults.withVault(userId, ({ data, cipher }) => {
+      const entry = findEntry(data, id)
+      const category = byId(data.categories, entry.categoryId)
+      const value = category ? openEntryValue(cipher, category, entry) : null
+      if (value === null) throw NotFound.entry()
+      return { id: entry.id, name: entry.name, value, environment: entry.environment }
+    })
   }
 }

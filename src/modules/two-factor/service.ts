@@ -106,13 +106,14 @@ export class TwoFactorService {
   }
 
   /** The current code; TWO_FACTOR_NOT_FOUND when the secret does not decrypt. */
-  async reveal(userId: string, id: string): Promise<TwoFactorCode> {
-    const { data, cipher } = await this.vaults.open(userId)
-    const token = findToken(data, id)
-    const secret = cipher.open('totp', token.id, token.encryptedSecret)
-    // Stored secrets are already normalized base32; anything else (tampering) is not revealed.
-    const normalized = secret === null ? null : normalizedBase32(secret)
-    if (normalized === null) throw NotFound.twoFactor()
-    return { id: token.id, service: token.service, accountName: token.accountName, ...totpCode(normalized, this.now()) }
+  reveal(userId: string, id: string): TwoFactorCode | Promise<TwoFactorCode> {
+    return this.vaults.withVault(userId, ({ data, cipher }) => {
+      const token = findToken(data, id)
+      const secret = cipher.open('totp', token.id, token.encryptedSecret)
+      // Stored secrets are already normalized base32; anything else (tampering) is not revealed.
+      const normalized = secret === null ? null : normalizedBase32(secret)
+      if (normalized === null) throw NotFound.twoFactor()
+      return { id: token.id, service: token.service, accountName: token.accountName, ...totpCode(normalized, this.now()) }
+    })
   }
 }
