@@ -498,7 +498,10 @@ async function main() {
         writeLatency[name][connections] = result
         record(scenario, connections, result, baselineWrites[connections] ?? null)
       }
-      if (set === many) figure(`RSS after writes, ${many.users} users`, memory(server).rssMb, 'MB')
+      if (set === many) {
+        const rssMb = memory(server).rssMb
+        figure(`RSS after writes, ${many.users} users (that user's vault then ${await totalEntries(server, set.key)} entries)`, rssMb, 'MB')
+      }
       await server.stop()
     }
 
