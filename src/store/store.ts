@@ -33,7 +33,8 @@ export interface StoreOptions {
 }
 
 export class Store {
-  private readonly vaults = new Map<string, Promise<Document<VaultDocument>>>()
+  /** Each user's vault: the promise while it opens, the document once open. */
+  private readonly vaults = new Map<string, Document<VaultDocument> | Promise<Document<VaultDocument>>>()
 
   private constructor(
     readonly dataDir: string,
@@ -67,22 +68,30 @@ export class Store {
     return join(this.dataDir, VAULTS_DIR, `${userId}.json`)
   }
 
+  /** The user's vault document when it is open already (no promise to wait on). */
+  openedVault(userId: string): Document<VaultDocument> | undefined {
+    const vault = this.vaults.get(userId)
+    return vault instanceof Document ? vault : undefined
+  }
+
   /** The user's vault document, opened once and kept; `create` makes a new one on first use. */
   vault(userId: string, create: () => VaultDocument): Promise<Document<VaultDocument>> {
-    let opening = this.vaults.get(userId)
-    if (!opening) {
-      const path = this.vaultPath(userId)
-      // Vaults grow (entries, env files up to 1 MiB each): a write appends its changes to a log
-      // instead of rewriting the whole vault. The accounts document is small and rewritten.
-      opening = Document.open<VaultDocument>(path, {
-        create,
-        migrate: checkVersion(path),
-        onWriteError: this.options.onWriteError,
-        loggedLists: VAULT_LISTS,
-      })
-      opening.catch(() => this.vaults.delete(userId))
-      this.vaults.set(userId, opening)
-    }
+    const known = this.vaults.get(userId)
+    if (known) return Promise.resolve(known)
+    const path = this.vaultPath(userId)
+    // Vaults grow (entries, env files up to 1 MiB each): a write appends its changes to a log
+    // instead of rewriting the whole vault. The accounts document is small and rewritten.
+    const opening = Document.open<VaultDocument>(path, {
+      create,
+      migrate: checkVersion(path),
+      onWriteError: this.options.onWriteError,
+      loggedLists: VAULT_LISTS,
+    })
+    this.vaults.set(userId, opening)
+    opening.then(
+      (document) => this.vaults.set(userId, document),
+      () => this.vaults.delete(userId),
+    )
     return opening
   }
 
@@ -97,8 +106,8 @@ export class Store {
   /** Waits for every write and folds each vault's change log into its file, then releases the lock. */
   async close(): Promise<void> {
     await this.accounts.settle()
-    for (const opening of this.vaults.values()) {
-      const vault = await opening.catch(() => null)
+    for (const known of this.vaults.values()) {
+      const vault = await Promise.resolve(known).catch(() => null)
       await vault?.fold().catch(() => {})
     }
     this.releaseLock()
