@@ -36,19 +36,12 @@ function listOf(data: DocumentData, name: string): StoredRecord[] {
   return list as StoredRecord[]
 }
 
+const NOTHING_COMMITTED: Committed = { lists: new Map(), fields: new Map() }
+
 /** Freezes every record of `lists` and notes the document's state as committed. */
 export function commitState(data: DocumentData, lists: readonly string[]): Committed {
-  const committedLists = new Map<string, readonly StoredRecord[]>()
-  const fields = new Map<string, unknown>()
-  for (const name of lists) {
-    const list = listOf(data, name)
-    for (const record of list) deepFreeze(record)
-    committedLists.set(name, list.slice())
-  }
-  for (const [name, value] of Object.entries(data)) {
-    if (!committedLists.has(name)) fields.set(name, value)
-  }
-  return { lists: committedLists, fields }
+  // Every record is new against nothing: changesSince freezes them all and copies the lists.
+  return changesSince(NOTHING_COMMITTED, data, lists).next
 }
 
 /** The changes from `committed` to `data`, and the state to note once they are durable. */
