@@ -33,14 +33,20 @@ const scratch = new ArrayBuffer(SCRATCH_BYTES)
 const ivScratch = new Uint8Array(scratch, 0, IV_BYTES)
 const bodyScratch = new Uint8Array(scratch, IV_BYTES)
 
-/** Returns the plaintext, or null when the sealed text is malformed, tampered with or bound to other data. */
-export function open(key: Uint8Array, sealed: string, aad: string): Buffer | null {
+/** The base64 texts of a sealed text's IV and body (ciphertext+tag), or null when it has not that shape. */
+function sealedParts(sealed: string): { ivText: string; bodyText: string } | null {
   if (typeof sealed !== 'string' || !sealed.startsWith(`${VERSION}.`)) return null
   // indexOf/slice rather than split: this runs once per entry of every export.
   const second = sealed.indexOf('.', VERSION.length + 1)
   if (second < 0 || sealed.indexOf('.', second + 1) >= 0) return null
-  const ivText = sealed.slice(VERSION.length + 1, second)
-  const bodyText = sealed.slice(second + 1)
+  return { ivText: sealed.slice(VERSION.length + 1, second), bodyText: sealed.slice(second + 1) }
+}
+
+/** Returns the plaintext, or null when the sealed text is malformed, tampered with or bound to other data. */
+export function open(key: Uint8Array, sealed: string, aad: string): Buffer | null {
+  const parts = sealedParts(sealed)
+  if (!parts) return null
+  const { ivText, bodyText } = parts
   let iv: Uint8Array
   let ciphertext: Uint8Array
   let tag: Uint8Array
@@ -55,11 +61,11 @@ export function open(key: Uint8Array, sealed: string, aad: string): Buffer | nul
       tag = new Uint8Array(scratch, IV_BYTES + length, TAG_BYTES)
     } else {
       // Longer than the scratch space (or an IV of the wrong size, refused below).
-      const parts = parseSealed(sealed)
-      if (!parts) return null
-      iv = parts.iv
-      ciphertext = parts.body.subarray(0, parts.body.length - TAG_BYTES)
-      tag = parts.body.subarray(parts.body.length - TAG_BYTES)
+      const decoded = decodeParts(ivText, bodyText)
+      if (!decoded) return null
+      iv = decoded.iv
+      ciphertext = decoded.body.subarray(0, decoded.body.length - TAG_BYTES)
+      tag = decoded.body.subarray(decoded.body.length - TAG_BYTES)
     }
   } catch {
     return null
@@ -67,16 +73,13 @@ export function open(key: Uint8Array, sealed: string, aad: string): Buffer | nul
   return decipher(key, iv, ciphertext, tag, aad)
 }
 
-/** The IV and ciphertext+tag of a sealed text in new arrays, or null when it is not one. */
-function parseSealed(sealed: string): { iv: Uint8Array<ArrayBuffer>; body: Uint8Array<ArrayBuffer> } | null {
-  if (typeof sealed !== 'string' || !sealed.startsWith(`${VERSION}.`)) return null
-  const second = sealed.indexOf('.', VERSION.length + 1)
-  if (second < 0 || sealed.indexOf('.', second + 1) >= 0) return null
+/** The IV and ciphertext+tag decoded into new arrays, or null when they are not valid ones. */
+function decodeParts(ivText: string, bodyText: string): { iv: Uint8Array<ArrayBuffer>; body: Uint8Array<ArrayBuffer> } | null {
   let iv: Uint8Array<ArrayBuffer>
   let body: Uint8Array<ArrayBuffer>
   try {
-    iv = Uint8Array.fromBase64(sealed.slice(VERSION.length + 1, second), { alphabet: 'base64url' })
-    body = Uint8Array.fromBase64(sealed.slice(second + 1), { alphabet: 'base64url' })
+    iv = Uint8Array.fromBase64(ivText, { alphabet: 'base64url' })
+    body = Uint8Array.fromBase64(bodyText, { alphabet: 'base64url' })
   } catch {
     return null
   }
@@ -86,7 +89,8 @@ function parseSealed(sealed: string): { iv: Uint8Array<ArrayBuffer>; body: Uint8
 
 /** open() through Web Crypto, for the start-up key check: same answers, no node:crypto. */
 export async function openAsync(key: Uint8Array, sealed: string, aad: string): Promise<Buffer | null> {
-  const parts = parseSealed(sealed)
+  const texts = sealedParts(sealed)
+  const parts = texts && decodeParts(texts.ivText, texts.bodyText)
   if (!parts || key.length !== 32) return null
   try {
     const cryptoKey = await crypto.subtle.importKey('raw', new Uint8Array(key), 'AES-GCM', false, ['decrypt'])
