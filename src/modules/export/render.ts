@@ -45,8 +45,9 @@ export function envLine(name: string, value: string): string {
 }
 
 /** Names go into comment lines: a line break in one must not start a line of its own. */
-const LINE_BREAKS = /[\r\n\u2028\u2029\u0085\v\f]/
-const oneLine = (text: string) => (LINE_BREAKS.test(text) ? text.replace(new RegExp(LINE_BREAKS, 'g'), ' ') : text)
+const COMMENT_BREAK = /[\r\n\u2028\u2029\u0085\v\f]/
+const EVERY_COMMENT_BREAK = new RegExp(COMMENT_BREAK, 'g')
+const oneLine = (text: string) => (COMMENT_BREAK.test(text) ? text.replace(EVERY_COMMENT_BREAK, ' ') : text)
 
 // Made on the first export: a collator loads ICU's collation data (about 1.4 MB resident).
 let collator: Intl.Collator | undefined
