@@ -2,6 +2,7 @@
 // seals that vault's secret fields, each bound (AAD) to its user, record kind and record id, so a
 // ciphertext copied to another record, or a data key swapped between users, does not open.
 import { open, openAll, openAsync, seal } from './aead'
+import { randomBytes } from './tokens'
 
 export type SecretKind = 'entry' | 'totp' | 'envfile'
 
@@ -77,7 +78,7 @@ export class Keyring {
 
   /** A new random data key for a user's vault, wrapped by the master key. */
   createWrappedDataKey(userId: string): string {
-    return seal(this.masterKey, crypto.getRandomValues(new Uint8Array(32)), dataKeyAad(userId))
+    return seal(this.masterKey, randomBytes(32), dataKeyAad(userId))
   }
 
   /** The cipher for a vault; unwrapped once and cached while the wrapped key stays the same. */

@@ -4,6 +4,7 @@ import { existsSync, readFileSync, renameSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { parseMasterKey } from '../config'
 import { fsyncDirSync, writeFileAtomicSync } from '../store/atomic-file'
+import { randomBytes } from './tokens'
 
 export const MASTER_KEY_FILE = 'master.key'
 
@@ -15,7 +16,7 @@ export function loadMasterKey(
   if (fromEnv) return fromEnv
   const path = join(dataDir, MASTER_KEY_FILE)
   if (existsSync(path)) return parseMasterKey(readFileSync(path, 'utf8'), path)
-  const key = Buffer.from(crypto.getRandomValues(new Uint8Array(32)))
+  const key = randomBytes(32)
   // Durable before any data is sealed with it: losing this file would lose every secret.
   writeFileAtomicSync(path, key.toString('base64') + '\n', 0o600)
   warn(`warning: SVC_MASTER_KEY is not set; generated a master key into ${path} (mode 0600): back it up apart from the data`)
@@ -23,7 +24,7 @@ export function loadMasterKey(
 }
 
 export function generateMasterKeyBase64(): string {
-  return Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('base64')
+  return randomBytes(32).toString('base64')
 }
 
 /** The key in a master key file, or null when the file does not exist. */

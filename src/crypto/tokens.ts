@@ -1,10 +1,16 @@
 // Random tokens and their hashes. Tokens are stored only as SHA-256; a lookup is by hash
 // (a Map), then a constant-time compare guards against any timing signal from the Map.
 
-// Web Crypto's generator, not node:crypto's randomBytes: node:crypto loads only when a secret is
-// sealed or opened (aead.ts).
+/**
+ * `count` random bytes from Web Crypto's generator, not node:crypto's randomBytes: node:crypto
+ * loads only when a secret is sealed or opened (aead.ts).
+ */
+export function randomBytes(count: number): Buffer {
+  return Buffer.from(crypto.getRandomValues(new Uint8Array(count)))
+}
+
 export function randomToken(bytes = 32): string {
-  return Buffer.from(crypto.getRandomValues(new Uint8Array(bytes))).toString('base64url')
+  return randomBytes(bytes).toString('base64url')
 }
 
 // Bun's native SHA-256: a quarter of node:crypto's cost, and it runs on every bearer request.
