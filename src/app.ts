@@ -6,7 +6,7 @@ import { AccessKeys } from './auth/access-keys'
 import { Accounts } from './auth/accounts'
 import { authRoutes } from './auth/routes'
 import type { Config } from './config'
-import { Keyring } from './crypto/keyring'
+import { Keyring, keyCheckIsCurrent } from './crypto/keyring'
 import { loadMasterKey } from './crypto/master-key'
 import { jsonBody, MAX_BODY_BYTES } from './http/body'
 import { errorHandler, type Logger } from './http/error-handler'
@@ -45,6 +45,11 @@ export async function openVault(config: Config, log: Logger = (line) => console.
   })
   try {
     await keyring.assertKeyCheck(store.accounts.data.keyCheck)
+    if (!keyCheckIsCurrent(store.accounts.data.keyCheck)) {
+      await store.accounts.update((data) => {
+        data.keyCheck = keyring.createKeyCheck()
+      })
+    }
   } catch (error) {
     await store.close()
     throw error

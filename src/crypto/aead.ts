@@ -3,7 +3,8 @@
 //
 // node:crypto (the only synchronous AES-GCM in Bun; Web Crypto's measured 2 to 40 times slower a
 // call) costs about 2 MB of memory once loaded, so it loads on the first seal or open. Start-up
-// only checks the master key, through openAsync (Web Crypto, a fraction of that).
+// opens nothing (the key check is an HMAC, keyring.ts), except the old-format key check of a data
+// folder made before that, once, through openAsync (Web Crypto, a fraction of node:crypto's cost).
 import type * as NodeCrypto from 'node:crypto'
 
 const VERSION = 'v1'
@@ -87,7 +88,7 @@ function decodeParts(ivText: string, bodyText: string): { iv: Uint8Array<ArrayBu
   return { iv, body }
 }
 
-/** open() through Web Crypto, for the start-up key check: same answers, no node:crypto. */
+/** open() through Web Crypto, for the old-format key check at start-up: same answers, no node:crypto. */
 export async function openAsync(key: Uint8Array, sealed: string, aad: string): Promise<Buffer | null> {
   const texts = sealedParts(sealed)
   const parts = texts && decodeParts(texts.ivText, texts.bodyText)

@@ -2,17 +2,28 @@
 // seals that vault's secret fields, each bound (AAD) to its user, record kind and record id, so a
 // ciphertext copied to another record, or a data key swapped between users, does not open.
 import { open, openAll, openAsync, seal } from './aead'
-import { randomBytes } from './tokens'
+import { constantTimeEqual, randomBytes } from './tokens'
 
 export type SecretKind = 'entry' | 'totp' | 'envfile'
 
 const KEY_CHECK_PLAINTEXT = 'svc-vault master key check'
 const KEY_CHECK_AAD = 'svc-vault:key-check'
+/**
+ * The key check is HMAC-SHA-256(master key, label): checking it needs no cipher at start-up.
+ * Data folders made before it hold an AES-GCM sealed check instead (no prefix); that one still
+ * passes, through Web Crypto, and the server then replaces it (keyCheckIsCurrent).
+ */
+const KEY_CHECK_PREFIX = 'hmac-sha256.'
 const dataKeyAad = (userId: string) => `svc-vault:data-key:${userId}`
 const fieldAad = (userId: string, kind: SecretKind, recordId: string) => `svc-vault:${userId}:${kind}:${recordId}`
 const stateAad = (purpose: string) => `svc-vault:state:${purpose}`
 
 export class MasterKeyMismatchError extends Error {}
+
+/** False for a key check in the format before HMAC (or any other text): replace it once it passed. */
+export function keyCheckIsCurrent(check: string): boolean {
+  return typeof check === 'string' && check.startsWith(KEY_CHECK_PREFIX)
+}
 
 /** Stored as the key check while rotate-master-key re-wraps data keys: no master key passes it. */
 export const KEY_CHECK_ROTATING = 'rotation-in-progress'
@@ -62,18 +73,19 @@ export class Keyring {
 
   constructor(private masterKey: Uint8Array) {}
 
-  /** A value stored beside the data that only this master key opens. */
+  /** A value stored beside the data that only this master key reproduces. */
   createKeyCheck(): string {
-    return seal(this.masterKey, KEY_CHECK_PLAINTEXT, KEY_CHECK_AAD)
+    return KEY_CHECK_PREFIX + new Bun.CryptoHasher('sha256', this.masterKey).update(KEY_CHECK_PLAINTEXT).digest('hex')
   }
 
   async assertKeyCheck(check: string): Promise<void> {
     if (check === KEY_CHECK_ROTATING) {
       throw new MasterKeyMismatchError('a master key rotation was interrupted; run `bun run rotate-master-key` again to finish it')
     }
-    if ((await openAsync(this.masterKey, check, KEY_CHECK_AAD))?.toString() !== KEY_CHECK_PLAINTEXT) {
-      throw new MasterKeyMismatchError('the master key does not match the data in the data folder')
-    }
+    const passes = keyCheckIsCurrent(check)
+      ? constantTimeEqual(check, this.createKeyCheck())
+      : (await openAsync(this.masterKey, check, KEY_CHECK_AAD))?.toString() === KEY_CHECK_PLAINTEXT
+    if (!passes) throw new MasterKeyMismatchError('the master key does not match the data in the data folder')
   }
 
   /** A new random data key for a user's vault, wrapped by the master key. */

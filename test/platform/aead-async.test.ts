@@ -1,9 +1,12 @@
-// The start-up key check opens through Web Crypto (openAsync), everything else through node:crypto
-// (open): both must give the same answer for any sealed text, tampered or not.
+// The old-format key check opens through Web Crypto (openAsync), everything else through
+// node:crypto (open): both must give the same answer for any sealed text, tampered or not.
 import { describe, expect, test } from 'bun:test'
+import { readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import fc from 'fast-check'
 import { open, openAsync, seal } from '../../src/crypto/aead'
-import { Keyring, MasterKeyMismatchError } from '../../src/crypto/keyring'
+import { Keyring, keyCheckIsCurrent, MasterKeyMismatchError } from '../../src/crypto/keyring'
+import { startTestServer, TEST_MASTER_KEY } from '../support/server'
 
 const key = crypto.getRandomValues(new Uint8Array(32))
 const otherKey = crypto.getRandomValues(new Uint8Array(32))
@@ -40,10 +43,46 @@ describe('openAsync agrees with open', () => {
   })
 })
 
+/** The key check as data folders stored it before the HMAC one: the label sealed with AES-GCM. */
+const oldFormatKeyCheck = (master: Uint8Array) => seal(master, 'svc-vault master key check', 'svc-vault:key-check')
+
 describe('key check', () => {
-  test('passes with the master key that made it and fails with any other', async () => {
+  test('passes with the master key that made it and fails with any other; holds no key material in clear', async () => {
     const check = new Keyring(key).createKeyCheck()
+    expect(keyCheckIsCurrent(check)).toBe(true)
+    expect(check).not.toContain(Buffer.from(key).toString('hex'))
+    expect(check).not.toContain(Buffer.from(key).toString('base64'))
+    expect(new Keyring(key).createKeyCheck()).toBe(check)
     await new Keyring(key).assertKeyCheck(check)
     await expect(new Keyring(otherKey).assertKeyCheck(check)).rejects.toBeInstanceOf(MasterKeyMismatchError)
+    for (const broken of [check.slice(0, -1), check.slice(0, -1) + (check.endsWith('0') ? '1' : '0'), 'hmac-sha256.', '']) {
+      await expect(new Keyring(key).assertKeyCheck(broken)).rejects.toBeInstanceOf(MasterKeyMismatchError)
+    }
+  })
+
+  test('the old AES-GCM key check still passes with its key and fails with any other', async () => {
+    const check = oldFormatKeyCheck(key)
+    expect(keyCheckIsCurrent(check)).toBe(false)
+    await new Keyring(key).assertKeyCheck(check)
+    await expect(new Keyring(otherKey).assertKeyCheck(check)).rejects.toBeInstanceOf(MasterKeyMismatchError)
+  })
+
+  test('a server started on a data folder with the old key check replaces it, and starts again after', async () => {
+    const first = await startTestServer()
+    await first.stop()
+    const accountsPath = join(first.dataDir, 'accounts.json')
+    const master = Buffer.from(TEST_MASTER_KEY, 'base64')
+    writeFileSync(accountsPath, JSON.stringify({ ...JSON.parse(readFileSync(accountsPath, 'utf8')), keyCheck: oldFormatKeyCheck(master) }))
+
+    const upgraded = await startTestServer({ dataDir: first.dataDir })
+    await upgraded.stop()
+    const stored = JSON.parse(readFileSync(accountsPath, 'utf8')).keyCheck
+    expect(stored).toBe(new Keyring(master).createKeyCheck())
+
+    const again = await startTestServer({ dataDir: first.dataDir })
+    await again.stop()
+    await expect(startTestServer({ dataDir: first.dataDir, env: { SVC_MASTER_KEY: Buffer.from(otherKey).toString('base64') } })).rejects.toBeInstanceOf(
+      MasterKeyMismatchError,
+    )
   })
 })
