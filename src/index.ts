@@ -38,7 +38,12 @@ async function main() {
   stop = () => deps.store.close()
   const app = createApp(deps)
   app.listen({ port: config.port, hostname: config.host })
-  setTimeout(() => Bun.shrink?.(), SETTLE_MS).unref()
+  setTimeout(() => {
+    // A collection still under way makes the shrink keep all compiled code (about 3 MB more, in
+    // 3 of 8 starts measured); a synchronous full collection first finishes it.
+    Bun.gc(true)
+    Bun.shrink?.()
+  }, SETTLE_MS).unref()
   stop = async () => {
     // Stop accepting, let requests in flight finish, flush every document, release the lock.
     await app.server?.stop(false)
