@@ -24,10 +24,13 @@ export interface Committed {
 
 type DocumentData = Record<string, unknown>
 
-function deepFreeze(value: unknown): void {
-  if (typeof value !== 'object' || value === null || Object.isFrozen(value)) return
+/** Freezes an object and every object inside it. Recurses only into objects: most fields are text. */
+function deepFreeze(value: object): void {
   Object.freeze(value)
-  for (const inner of Object.values(value)) deepFreeze(inner)
+  for (const key in value) {
+    const inner: unknown = (value as Record<string, unknown>)[key]
+    if (typeof inner === 'object' && inner !== null && !Object.isFrozen(inner)) deepFreeze(inner)
+  }
 }
 
 function listOf(data: DocumentData, name: string): StoredRecord[] {
