@@ -352,14 +352,17 @@ async function main() {
     const startup: number[] = []
     const idleRss: number[] = []
     const idleAnon: number[] = []
+    const noteIdleMemory = async (server: Running, settleMs: number) => {
+      await Bun.sleep(settleMs)
+      const settled = memory(server)
+      idleRss.push(settled.rssMb)
+      idleAnon.push(settled.anonMb)
+    }
     const startupDir = copyOf(main.dataDir)
     for (let i = 0; i < options.startupRepeats; i++) {
       const server = await startService(startupDir, masterKey, { path: readProbe, key: main.key })
       startup.push(server.startupMs)
-      await Bun.sleep(IDLE_SETTLE_MS)
-      const settled = memory(server)
-      idleRss.push(settled.rssMb)
-      idleAnon.push(settled.anonMb)
+      await noteIdleMemory(server, IDLE_SETTLE_MS)
       await server.stop()
     }
     const startupMany: number[] = []
@@ -374,12 +377,7 @@ async function main() {
     const service = await startService(copyOf(main.dataDir), masterKey, { path: readProbe, key: main.key })
     if (startup.length === 0) startup.push(service.startupMs)
     log(`start-up to first answer: ${startup.map((ms) => ms.toFixed(0)).join(', ')} ms`)
-    if (idleRss.length === 0) {
-      await Bun.sleep(options.smoke ? 200 : IDLE_SETTLE_MS)
-      const settled = memory(service)
-      idleRss.push(settled.rssMb)
-      idleAnon.push(settled.anonMb)
-    }
+    if (idleRss.length === 0) await noteIdleMemory(service, options.smoke ? 200 : IDLE_SETTLE_MS)
     log(`idle RSS after start: ${idleRss.map((mb) => mb.toFixed(1)).join(', ')} MB`)
     const baseline = await startBaseline(fixturePath, join(work, 'baseline-reads'), main.key)
     const headers = { authorization: `Bearer ${main.key}` }
