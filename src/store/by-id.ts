@@ -1,8 +1,9 @@
 // Lookup by id in a document's record list without scanning it: an index per list, rebuilt
 // whenever the list's length changes (records are only ever pushed, replaced through
-// replaceRecord, or removed by filtering into a new list; ids never change), so it cannot go stale. A null-prototype object rather than a
-// Map: ids parsed from JSON are separate string copies, and a property lookup with one is about
-// three times faster than Map#get (stats and the list look up a category per entry).
+// replaceRecord, or removed by filtering into a new list; ids never change), so it cannot go
+// stale. A null-prototype object rather than a Map: ids parsed from JSON are separate string
+// copies, and a property lookup with one is about three times faster than Map#get (stats and the
+// list look up a category per entry).
 type Index = Readonly<Record<string, { id: string } | undefined>>
 const indexes = new WeakMap<readonly { id: string }[], { length: number; byId: Index }>()
 
