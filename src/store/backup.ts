@@ -126,7 +126,8 @@ export function createBackup(dataDir: string, options: { includeMasterKey?: bool
 
 /** Writes the bundle atomically, readable by its owner only (mode 0600). */
 export async function writeBackup(path: string, bundle: BackupBundle): Promise<void> {
-  mkdirSync(dirname(path), { recursive: true })
+  // Folders it has to create are private too (the bundle may hold the master key).
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 })
   await writeFileAtomic(path, JSON.stringify(bundle), 0o600)
 }
 

@@ -2,7 +2,6 @@
 // Any GET outside /api that matches nothing else and names no file is a client-side route and
 // gets index.html; /api/* and file names keep the JSON 404.
 import { Elysia, NotFoundError } from 'elysia'
-import { SESSION_COOKIE } from '../auth/guard'
 import type { AppDeps } from '../deps'
 import { STRICT_CSP } from '../http/security-headers'
 import { webBundle } from './bundle'
@@ -27,7 +26,7 @@ const isApiPath = (path: string) => path === '/api' || path.startsWith('/api/')
 const isFilePath = (path: string) => /\.[A-Za-z0-9]+$/.test(path)
 
 export function webRoutes(deps: AppDeps) {
-  const page = (cookie: Record<string, { value?: unknown }>) => indexHtml(deps.accounts, cookie[SESSION_COOKIE]?.value)
+  const page = (cookie: Record<string, { value?: unknown }>) => indexHtml(deps.accounts, cookie[deps.config.sessionCookie]?.value)
   return new Elysia({ name: 'webRoutes' })
     .get('/', ({ cookie }) => page(cookie), { detail: { hide: true } })
     .get(
