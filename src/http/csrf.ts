@@ -7,8 +7,11 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS'])
 
 export function isCrossOriginWrite(request: Request, allowedOrigin: string): boolean {
   if (SAFE_METHODS.has(request.method)) return false
-  // Browsers that send Fetch Metadata say so even where they leave Origin out.
-  if (request.headers.get('sec-fetch-site')?.trim().toLowerCase() === 'cross-site') return true
+  // Fetch Metadata, which no page can forge: a browser says cross-site even where it leaves Origin
+  // out, and same-origin where it sends `Origin: null` (a form POST under Referrer-Policy: no-referrer).
+  const site = request.headers.get('sec-fetch-site')?.trim().toLowerCase()
+  if (site === 'cross-site') return true
+  if (site === 'same-origin') return false
   const origin = request.headers.get('origin')
   if (origin === null) return false
   if (origin === allowedOrigin) return false

@@ -197,5 +197,10 @@ describe('issue 14: brute force and lock-out', () => {
     expect((await loginFrom(owner.email, PASSWORD, undefined, { origin: vault.url, 'sec-fetch-site': 'same-origin' })).status).toBe(200)
     expect((await loginFrom(owner.email, PASSWORD)).status).toBe(200)
     expect((await owner.get('/api/categories', { 'sec-fetch-site': 'cross-site' })).status).toBe(200)
+    // A form POST under Referrer-Policy: no-referrer carries `Origin: null`: refused unless the
+    // browser's Fetch Metadata says same-origin.
+    expect((await owner.post('/api/categories', { name: 'N', keyType: 'group' }, { origin: 'null' })).status).toBe(403)
+    const form = await owner.post('/api/categories', { name: 'N', keyType: 'group' }, { origin: 'null', 'sec-fetch-site': 'same-origin' })
+    expect(form.status).toBe(201)
   }, 60_000)
 })
