@@ -45,8 +45,12 @@ export function authRoutes(deps: AuthRouteDeps) {
       },
       {
         body: RegisterBody,
-        response: { 201: UserAnswer, ...errorResponses(400, 409) },
-        detail: { summary: 'Create an account and sign in', description: 'Answers 403 SIGNUP_DISABLED when SVC_SIGNUP=closed.' },
+        response: { 201: UserAnswer, ...errorResponses(400, 409, 429) },
+        detail: {
+          summary: 'Create an account and sign in',
+          description:
+            'Answers 403 SIGNUP_DISABLED when sign-up is closed (SVC_SIGNUP=closed, or SVC_SIGNUP=first, the default, once the first account exists); 403 CSRF_REJECTED for a cross-site request; 429 TOO_MANY_ATTEMPTS with Retry-After past SVC_REGISTER_LIMIT (default 10) new accounts per client address per hour.',
+        },
       },
     )
     .post(
@@ -60,7 +64,11 @@ export function authRoutes(deps: AuthRouteDeps) {
       {
         body: LoginBody,
         response: { 200: UserAnswer, ...errorResponses(400, 429) },
-        detail: { summary: 'Sign in with e-mail and password' },
+        detail: {
+          summary: 'Sign in with e-mail and password',
+          description:
+            '401 INVALID_CREDENTIALS for an unknown e-mail or a wrong password alike. 429 TOO_MANY_ATTEMPTS with Retry-After past 10 attempts for one e-mail from one client address, 100 for one e-mail from all addresses, or 50 from one address, within 15 minutes (counted before the password check). 403 CSRF_REJECTED for a cross-site request.',
+        },
       },
     )
     .post(
