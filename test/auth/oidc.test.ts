@@ -560,4 +560,20 @@ describe('issue 14: account takeover through single sign-on', () => {
       removeDir(dataDir)
     }
   })
+
+  test('SVC_SIGNUP=first: a first single sign-on makes the only account; a second new identity gets 403 SIGNUP_DISABLED', async () => {
+    const dataDir = tempDir()
+    const first = await startTestServer({ port: closedPort, dataDir, env: oidcEnv(closedBase, { SVC_SIGNUP: 'first' }) })
+    try {
+      const owner = await toCallback(account(), closedBase)
+      expect((await owner.browser.request(owner.callbackUrl)).status).toBe(302)
+      expect((await me(owner.browser, closedBase)).status).toBe(200)
+      const stranger = await toCallback(account(), closedBase)
+      await expectFailed(await stranger.browser.request(stranger.callbackUrl), 403, 'SIGNUP_DISABLED')
+      expect(first.deps.accounts.users()).toHaveLength(1)
+    } finally {
+      await first.stop()
+      removeDir(dataDir)
+    }
+  })
 })
