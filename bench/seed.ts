@@ -77,7 +77,7 @@ function groupValue(): string {
 }
 
 async function openSeedingApp(dataDir: string, masterKey: string) {
-  const config = loadConfig({ SVC_MASTER_KEY: masterKey, SVC_DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1' })
+  const config = loadConfig({ SVC_MASTER_KEY: masterKey, SVC_DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', SVC_SIGNUP: 'open', SVC_REGISTER_LIMIT: '0' })
   const logs: string[] = []
   const deps = await openVault(config, (line) => logs.push(line))
   return { deps, app: createApp(deps), logs }

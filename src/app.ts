@@ -12,6 +12,7 @@ import { jsonBody, MAX_BODY_BYTES } from './http/body'
 import { errorHandler, type Logger } from './http/error-handler'
 import { apiDocs } from './http/openapi'
 import { securityHeaders } from './http/security-headers'
+import { hostCheck } from './http/host-check'
 import { accessKeyRoutes } from './modules/access-keys'
 import { Vaults } from './modules/vault-access'
 import { Store } from './store/store'
@@ -30,8 +31,14 @@ export type { AppDeps }
 
 /** Opens the data folder (lock, master key check) and builds the services. */
 export async function openVault(config: Config, log: Logger = (line) => console.error(line), now = Date.now): Promise<AppDeps> {
-  const { mkdirSync } = await import('node:fs')
+  const { chmodSync, mkdirSync } = await import('node:fs')
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 })
+  // An existing folder keeps its mode through mkdir (a git checkout's data/ is 0755): owner only.
+  try {
+    chmodSync(config.dataDir, 0o700)
+  } catch (error) {
+    log(`warning: could not make ${config.dataDir} private (chmod 700): ${(error as Error).message}`)
+  }
   const keyring = new Keyring(loadMasterKey(config.dataDir, config.masterKey, log))
   let accounts: Accounts | undefined
   let accessKeys: AccessKeys | undefined
@@ -70,6 +77,7 @@ export function createApp(deps: AppDeps) {
     serve: { maxRequestBodySize: MAX_BODY_BYTES * 4 },
   })
     .use(securityHeaders)
+    .use(hostCheck(deps.config))
     .use(errorHandler(deps.log))
     .use(jsonBody)
     .use(
@@ -83,7 +91,7 @@ export function createApp(deps: AppDeps) {
         components: {
           securitySchemes: {
             bearerAuth: { type: 'http', scheme: 'bearer', description: 'Access key: svc_<token>' },
-            sessionCookie: { type: 'apiKey', in: 'cookie', name: 'svc_session', description: 'Session cookie set by /api/auth/login' },
+            sessionCookie: { type: 'apiKey', in: 'cookie', name: deps.config.sessionCookie, description: 'Session cookie set by /api/auth/login' },
           },
         },
       }),

@@ -1,5 +1,6 @@
 // Environment -> typed, validated configuration. A bad value throws ConfigError
 // naming the variable; index.ts prints that one line and exits 1.
+import { BlockList, isIP } from 'node:net'
 import { resolve } from 'node:path'
 
 export interface OidcConfig {
@@ -26,7 +27,8 @@ export interface Config {
   /** Origin of baseUrl, for the CSRF check. */
   origin: string
   secureCookies: boolean
-  signup: 'open' | 'closed'
+  /** `first` (the default): only the first account may register; then sign-up is closed. */
+  signup: 'first' | 'open' | 'closed'
   sessionTtlMs: number
   oidc: OidcConfig | undefined
   ai: AiConfig
@@ -36,6 +38,15 @@ export interface Config {
    * type checker holds the handlers to them, since the check cost a third of a list's time.
    */
   checkResponses: boolean
+  // Issue 14 (auth hardening).
+  /** Proxies whose X-Forwarded-For / Forwarded headers are believed (SVC_TRUST_PROXY); null: none. */
+  trustProxy: BlockList | null
+  /** New accounts per client address per hour (SVC_REGISTER_LIMIT); 0 turns the limit off. */
+  registerLimit: number
+  /** Host names (host or host:port, lower case) requests may name, besides loopback names; null: any Host (no DNS-rebinding check). */
+  allowedHosts: string[] | null
+  /** The session cookie's name: `__Host-svc_session` when SVC_BASE_URL is https. */
+  sessionCookie: string
 }
 
 export class ConfigError extends Error {}
@@ -113,8 +124,10 @@ export function loadConfig(env: Env = process.env): Config {
   const dataDir = resolve(env.SVC_DATA_DIR?.trim() || './data')
   const masterKey = env.SVC_MASTER_KEY ? parseMasterKey(env.SVC_MASTER_KEY) : undefined
   const base = parseUrl(env.SVC_BASE_URL?.trim() || `http://localhost:${port}`, 'SVC_BASE_URL')
-  const signup = (env.SVC_SIGNUP?.trim() || 'open').toLowerCase()
-  if (signup !== 'open' && signup !== 'closed') throw new ConfigError(`SVC_SIGNUP must be "open" or "closed", got "${env.SVC_SIGNUP}"`)
+  const signup = (env.SVC_SIGNUP?.trim() || 'first').toLowerCase()
+  if (signup !== 'first' && signup !== 'open' && signup !== 'closed') {
+    throw new ConfigError(`SVC_SIGNUP must be "first", "open" or "closed", got "${env.SVC_SIGNUP}"`)
+  }
   const timeoutRaw = env.SVC_AI_TIMEOUT?.trim()
   const aiTimeoutMs = timeoutRaw
     ? parseDuration(timeoutRaw, 'SVC_AI_TIMEOUT', { min: 1000, max: 600_000, hint: '20s or 1m' })
@@ -138,5 +151,42 @@ export function loadConfig(env: Env = process.env): Config {
       timeoutMs: aiTimeoutMs,
     },
     checkResponses: env.SVC_CHECK_RESPONSES === '1' || env.NODE_ENV === 'test',
+    trustProxy: parseTrustProxy(env.SVC_TRUST_PROXY),
+    registerLimit: parseRegisterLimit(env.SVC_REGISTER_LIMIT),
+    allowedHosts: env.SVC_BASE_URL?.trim() || isLoopbackHost(host) ? [base.host.toLowerCase()] : null,
+    sessionCookie: base.protocol === 'https:' ? '__Host-svc_session' : 'svc_session',
   }
+}
+
+/**
+ * SVC_TRUST_PROXY: empty (the default) trusts no proxy; otherwise a comma list of addresses,
+ * CIDR ranges and `loopback` (127.0.0.0/8 and ::1).
+ */
+export function parseTrustProxy(raw: string | undefined): BlockList | null {
+  const items = (raw ?? '').split(',').map((item) => item.trim()).filter(Boolean)
+  if (items.length === 0) return null
+  const list = new BlockList()
+  for (const item of items) {
+    if (item.toLowerCase() === 'loopback') {
+      list.addSubnet('127.0.0.0', 8, 'ipv4')
+      list.addAddress('::1', 'ipv6')
+      continue
+    }
+    const [address, bits, extra] = item.split('/')
+    const family = isIP(address)
+    const max = family === 4 ? 32 : 128
+    const prefix = bits === undefined ? max : /^\d{1,3}$/.test(bits) ? Number(bits) : NaN
+    if (family === 0 || extra !== undefined || !(prefix >= 0 && prefix <= max)) {
+      throw new ConfigError(`SVC_TRUST_PROXY must be a comma list of proxy addresses, CIDR ranges or "loopback", got "${item}"`)
+    }
+    list.addSubnet(address, prefix, family === 4 ? 'ipv4' : 'ipv6')
+  }
+  return list
+}
+
+function parseRegisterLimit(raw: string | undefined): number {
+  const text = raw?.trim()
+  if (!text) return 10
+  if (!/^\d{1,9}$/.test(text)) throw new ConfigError(`SVC_REGISTER_LIMIT must be a whole number (0 turns the limit off), got "${raw}"`)
+  return Number(text)
 }

@@ -10,6 +10,7 @@ import { ImportPage } from './pages/import'
 import { KeysPage } from './pages/keys'
 import { LoginPage } from './pages/login'
 import { TwoFactorPage } from './pages/two-factor'
+import { SettingsPage } from './pages/settings'
 import { currentPath, match, navigate } from './router'
 import { ConfirmHost, Link, toastError, Toasts } from './ui'
 
@@ -21,6 +22,7 @@ const NAV = [
   { href: '/import', label: 'Import' },
   { href: '/access-keys', label: 'Access keys' },
   { href: '/export', label: 'Export' },
+  { href: '/settings', label: 'Settings' },
 ]
 
 function Page(props: { path: string }) {
@@ -34,6 +36,7 @@ function Page(props: { path: string }) {
   if (match('/import', path)) return <ImportPage />
   if (match('/access-keys', path)) return <AccessKeysPage />
   if (match('/export', path)) return <ExportPage />
+  if (match('/settings', path)) return <SettingsPage />
   return (
     <section>
       <h1>Not found</h1>

@@ -5,7 +5,9 @@ import { constantTimeEqual, randomToken, sha256Hex } from '../crypto/tokens'
 import { AppError } from '../http/errors'
 import type { Document } from '../store/document'
 import type { AccountsDocument, SessionRecord, UserRecord } from '../store/records'
-import { LoginThrottle } from './login-throttle'
+import { LoginThrottle, SlidingWindow } from './login-throttle'
+
+export const REGISTER_WINDOW_MS = 60 * 60_000
 
 export interface PublicUser {
   id: string
@@ -40,13 +42,18 @@ export class Accounts {
   private readonly usersByEmail = new Map<string, UserRecord>()
   private readonly sessions = new Map<string, SessionRecord>()
   readonly throttle: LoginThrottle
+  /** Accounts created per client address in the last hour (SVC_REGISTER_LIMIT). */
+  private readonly registrations: SlidingWindow
+  /** Password hashes verified so far (tests count them: the throttle must act before them). */
+  passwordChecks = 0
 
   constructor(
     private readonly doc: Document<AccountsDocument>,
-    private readonly config: Pick<Config, 'signup' | 'sessionTtlMs'>,
+    private readonly config: Pick<Config, 'signup' | 'sessionTtlMs'> & Partial<Pick<Config, 'registerLimit'>>,
     private readonly now: () => number = Date.now,
   ) {
     this.throttle = new LoginThrottle(now)
+    this.registrations = new SlidingWindow(REGISTER_WINDOW_MS, now)
     this.reindex(doc.data)
   }
 
@@ -76,16 +83,46 @@ export class Accounts {
     return this.doc.data.users
   }
 
-  assertSignupOpen(): void {
-    if (this.config.signup === 'closed') throw new AppError(403, 'SIGNUP_DISABLED', 'Sign-up is closed on this vault')
+  /** Whether a new account may register now: `first` is open until the first account exists. */
+  signupOpen(): boolean {
+    if (this.config.signup === 'first') return this.doc.data.users.length === 0
+    return this.config.signup === 'open'
   }
 
-  async register(input: { email: string; password: string; name?: string }): Promise<SignedIn> {
+  assertSignupOpen(): void {
+    if (!this.signupOpen()) throw new AppError(403, 'SIGNUP_DISABLED', 'Sign-up is closed on this vault')
+  }
+
+  async register(input: { email: string; password: string; name?: string }, client = 'unknown'): Promise<SignedIn> {
     this.assertSignupOpen()
     const email = normalizeEmail(input.email)
     if (this.usersByEmail.has(email)) throw emailTaken()
-    const passwordHash = await Bun.password.hash(input.password, 'argon2id')
-    return this.createUser({ email, name: input.name?.trim() || null, passwordHash, identities: [] })
+    return this.withRegistrationSlot(client, async () => {
+      const passwordHash = await Bun.password.hash(input.password, 'argon2id')
+      return this.createUser({ email, name: input.name?.trim() || null, passwordHash, identities: [] })
+    })
+  }
+
+  /**
+   * Runs an account creation within the per-address limit (SVC_REGISTER_LIMIT an hour). The slot
+   * is taken before any await, so parallel sign-ups cannot pass the limit; a creation that fails
+   * gives it back.
+   */
+  async withRegistrationSlot<T>(client: string, create: () => Promise<T>): Promise<T> {
+    const limit = this.config.registerLimit ?? 0
+    if (limit === 0) return create()
+    const key = `r:${client}`
+    const wait = this.registrations.wait(key, limit)
+    if (wait > 0) {
+      throw new AppError(429, 'TOO_MANY_ATTEMPTS', 'Too many accounts created from this address; try again later', { 'retry-after': String(wait) })
+    }
+    const at = this.registrations.add(key)
+    try {
+      return await create()
+    } catch (error) {
+      this.registrations.remove(key, at)
+      throw error
+    }
   }
 
   /** Creates a user and their first session in one write. */
@@ -93,7 +130,9 @@ export class Accounts {
     const user: UserRecord = { id: crypto.randomUUID(), ...fields, createdAt: new Date(this.now()).toISOString() }
     const { token, session } = this.newSession(user.id)
     await this.doc.update((data) => {
-      // Checked again inside the synchronous mutation: two racing sign-ups cannot both win.
+      // Checked again inside the synchronous mutation: two racing sign-ups cannot both win, and
+      // with SVC_SIGNUP=first only one of two racing first accounts is made.
+      this.assertSignupOpen()
       if (this.usersByEmail.has(user.email)) throw emailTaken()
       data.users.push(user)
       this.indexUser(user)
@@ -104,19 +143,21 @@ export class Accounts {
 
   async login(emailInput: string, password: string, client: string): Promise<SignedIn> {
     const email = normalizeEmail(emailInput)
-    const wait = this.throttle.retryAfter(email, client)
-    if (wait > 0) {
+    // Counted before the check (synchronously, before any await): parallel guesses cannot pass.
+    const attempt = this.throttle.begin(email, client)
+    if ('retryAfter' in attempt) {
       throw new AppError(429, 'TOO_MANY_ATTEMPTS', 'Too many failed sign-in attempts; try again later', {
-        'retry-after': String(wait),
+        'retry-after': String(attempt.retryAfter),
       })
     }
     const user = this.usersByEmail.get(email)
-    const valid = await Bun.password.verify(password, user?.passwordHash ?? (await getDummyHash()))
+    const hash = user?.passwordHash ?? (await getDummyHash())
+    this.passwordChecks++
+    const valid = await Bun.password.verify(password, hash)
     if (!user || !user.passwordHash || !valid) {
-      this.throttle.recordFailure(email, client)
       throw new AppError(401, 'INVALID_CREDENTIALS', 'The e-mail or the password is wrong')
     }
-    this.throttle.recordSuccess(email)
+    attempt.succeeded()
     return this.startSession(user)
   }
 
@@ -126,13 +167,37 @@ export class Accounts {
     return { user, token, expiresAt: new Date(session.expiresAt) }
   }
 
-  /** Links an identity-provider identity to a user, in one write. */
-  async linkIdentity(user: UserRecord, identity: { issuer: string; subject: string }): Promise<void> {
-    await this.doc.update(() => {
-      if (!user.identities.some((id) => id.issuer === identity.issuer && id.subject === identity.subject)) {
-        user.identities.push(identity)
+  /**
+   * Links an identity-provider identity to a user (replacing the user's earlier identity at the
+   * same issuer) and ends every other session of the user, in one write. Refused when the
+   * identity already belongs to another account.
+   */
+  async linkIdentity(user: UserRecord, identity: { issuer: string; subject: string }, keepSessionHash: string | null = null): Promise<void> {
+    await this.doc.update((data) => {
+      const owner = this.userByIdentity(identity.issuer, identity.subject)
+      if (owner && owner.id !== user.id) {
+        throw new AppError(400, 'OIDC_FAILED', 'This identity is already linked to another account of this vault')
       }
+      user.identities = [...user.identities.filter((id) => id.issuer !== identity.issuer), identity]
+      this.dropSessions(data, (s) => s.userId === user.id && s.tokenHash !== keepSessionHash)
     })
+  }
+
+  /** Removes the user's provider identities (one provider is configured); refused while they are the account's only way in. */
+  async unlinkIdentities(user: UserRecord): Promise<void> {
+    if (user.identities.length === 0) return
+    await this.doc.update(() => {
+      if (!user.passwordHash) {
+        throw new AppError(409, 'LAST_SIGN_IN_METHOD', 'Single sign-on is the only way into this account: it cannot be unlinked')
+      }
+      user.identities = []
+    })
+  }
+
+  private dropSessions(data: AccountsDocument, drop: (session: SessionRecord) => boolean): void {
+    data.sessions = data.sessions.filter((s) => !drop(s))
+    this.sessions.clear()
+    for (const s of data.sessions) this.sessions.set(s.tokenHash, s)
   }
 
   userByIdentity(issuer: string, subject: string): UserRecord | undefined {

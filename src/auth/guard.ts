@@ -11,6 +11,7 @@ import type { AccessKeys } from './access-keys'
 import type { Accounts } from './accounts'
 import type { Scope } from './scopes'
 
+/** The session cookie's name over plain http; over https it is `__Host-svc_session` (config.sessionCookie). */
 export const SESSION_COOKIE = 'svc_session'
 
 export type Requirement = Scope | 'session' | 'any'
@@ -35,7 +36,7 @@ export function securityFor(need: Requirement) {
 }
 
 export interface GuardDeps {
-  config: Pick<Config, 'origin'>
+  config: Pick<Config, 'origin'> & Partial<Pick<Config, 'sessionCookie'>>
   accounts: Accounts
   accessKeys: AccessKeys
 }
@@ -76,11 +77,11 @@ export function authenticate(
  * The session token from a Cookie header. Read here rather than through Elysia's `cookie`
  * context, which would parse every cookie of every request, bearer ones included.
  */
-export function sessionToken(header: string | null): string | undefined {
+export function sessionToken(header: string | null, name = SESSION_COOKIE): string | undefined {
   if (!header) return undefined
   for (const part of header.split(';')) {
     const eq = part.indexOf('=')
-    if (eq > 0 && part.slice(0, eq).trim() === SESSION_COOKIE) {
+    if (eq > 0 && part.slice(0, eq).trim() === name) {
       try {
         return decodeURIComponent(part.slice(eq + 1).trim())
       } catch {
@@ -108,7 +109,7 @@ export function authGuard(deps: GuardDeps) {
         'x-required-scope': need === 'session' || need === 'any' ? undefined : need,
       } as Record<string, unknown>,
       transform({ request }) {
-        resolved.set(request, authenticate(deps, request, sessionToken(request.headers.get('cookie')), need))
+        resolved.set(request, authenticate(deps, request, sessionToken(request.headers.get('cookie'), deps.config.sessionCookie), need))
       },
       resolve({ request }) {
         return { auth: resolved.get(request)! }

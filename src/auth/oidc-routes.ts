@@ -3,10 +3,26 @@
 // whatever its outcome.
 import { Elysia, t, type Cookie } from 'elysia'
 import type { AppDeps } from '../deps'
+import { clientAddress } from '../http/client-address'
 import { AppError } from '../http/errors'
-import { errorResponses } from '../http/schemas'
+import { errorResponses, NoContent } from '../http/schemas'
+import { authGuard, sessionToken } from './guard'
+import { SlidingWindow } from './login-throttle'
 import { OIDC_CALLBACK_PATH, OIDC_TRANSACTION_COOKIE, OIDC_TRANSACTION_TTL_MS, OidcSignIn } from './oidc'
 import { setSessionCookie } from './routes'
+
+/** Callbacks per client address per 15 minutes (CONTRACT.md): each one costs calls to the provider. */
+export const MAX_CALLBACKS_PER_CLIENT = 60
+const CALLBACK_WINDOW_MS = 15 * 60_000
+/** Where the browser lands after linking an identity from Settings. */
+export const AFTER_LINK_PATH = '/settings'
+
+const LinkStatus = t.Object({
+  enabled: t.Boolean({ description: 'Whether single sign-on is configured on this vault' }),
+  name: t.Union([t.String(), t.Null()], { description: "The provider's display name (SVC_OIDC_NAME)" }),
+  linked: t.Boolean({ description: 'Whether an identity at the provider is linked to this account' }),
+  canUnlink: t.Boolean({ description: 'False while the provider is the only way into the account (no password)' }),
+})
 
 const redirect = (description: string) => t.Void({ description })
 
@@ -23,7 +39,8 @@ const CallbackQuery = t.Object(
 const oidcDisabled = () => new AppError(404, 'OIDC_DISABLED', 'Sign-in with an identity provider is not configured on this vault')
 
 export function oidcRoutes(deps: AppDeps) {
-  const { config } = deps
+  const { config, accounts } = deps
+  const callbacks = new SlidingWindow(CALLBACK_WINDOW_MS, deps.now)
   const oidc = config.oidc ? new OidcSignIn({ ...deps, config: { baseUrl: config.baseUrl, oidc: config.oidc } }) : undefined
 
   const transactionCookie = (cookie: Record<string, Cookie<unknown>>, value: string, maxAgeMs: number) =>
@@ -38,6 +55,7 @@ export function oidcRoutes(deps: AppDeps) {
     })
 
   return new Elysia({ prefix: '/api/auth', tags: ['Authentication'] })
+    .use(authGuard(deps))
     .get(
       '/oidc',
       async ({ cookie, set }) => {
@@ -59,24 +77,88 @@ export function oidcRoutes(deps: AppDeps) {
     )
     .get(
       '/oidc/callback',
-      async ({ cookie, request, set }) => {
+      async ({ cookie, request, server, set }) => {
         if (!oidc) throw oidcDisabled()
+        const client = clientAddress(request, server, config)
+        const key = `c:${client}`
+        const wait = callbacks.wait(key, MAX_CALLBACKS_PER_CLIENT)
+        if (wait > 0) {
+          throw new AppError(429, 'TOO_MANY_ATTEMPTS', 'Too many sign-in callbacks from this address; try again later', { 'retry-after': String(wait) })
+        }
+        callbacks.add(key)
         const sealed = cookie[OIDC_TRANSACTION_COOKIE]?.value
         // One use only: cleared whatever happens next.
         transactionCookie(cookie, '', 0)
-        const signedIn = await oidc.complete(new URL(request.url).search, typeof sealed === 'string' ? sealed : undefined)
-        setSessionCookie(cookie, config, signedIn)
+        const session = accounts.session(sessionToken(request.headers.get('cookie'), config.sessionCookie))
+        const outcome = await oidc.complete(new URL(request.url).search, typeof sealed === 'string' ? sealed : undefined, {
+          sessionHash: session?.tokenHash ?? null,
+          client,
+        })
+        if ('signedIn' in outcome) setSessionCookie(cookie, config, outcome.signedIn)
         set.headers['cache-control'] = 'no-store'
-        set.headers.location = '/'
+        set.headers.location = 'signedIn' in outcome ? '/' : AFTER_LINK_PATH
         set.status = 302
       },
       {
         query: CallbackQuery,
-        response: { 302: redirect('Signed in: to `/` (Location header), with the session cookie'), ...errorResponses(400, 403, 404) },
+        response: { 302: redirect('Signed in: to `/` (Location header), with the session cookie'), ...errorResponses(400, 403, 404, 429) },
         detail: {
           summary: 'Identity provider callback',
           description:
-            'Checks state, exchanges the code (PKCE) and verifies the ID token (signature, issuer, audience, expiry, nonce), then signs in and redirects (302) to `/` with the session cookie. An identity is linked by issuer and subject; a first sign-in joins the account with the same e-mail only when the provider says the e-mail is verified, else creates an account. 400 OIDC_FAILED on any failure (no session); 403 SIGNUP_DISABLED for a new user when SVC_SIGNUP=closed.',
+            'Checks state, exchanges the code (PKCE) and verifies the ID token (signature, issuer, audience, expiry, nonce), then signs in and redirects (302) to `/` with the session cookie. An identity is found by issuer and subject; a first sign-in creates an account, and is refused (400 OIDC_FAILED) when the e-mail already belongs to an account: its owner signs in and links the provider in Settings (POST /api/auth/oidc/link), after which this callback links the identity and redirects to `/settings`. 400 OIDC_FAILED on any failure (no session); 403 SIGNUP_DISABLED for a new user when sign-up is closed; 429 TOO_MANY_ATTEMPTS past 60 callbacks per client address per 15 minutes or SVC_REGISTER_LIMIT new accounts an hour.',
+        },
+      },
+    )
+    .get(
+      '/oidc/link',
+      ({ auth }) => ({
+        enabled: oidc !== undefined,
+        name: config.oidc?.name ?? null,
+        linked: config.oidc !== undefined && auth.user.identities.length > 0,
+        canUnlink: auth.user.passwordHash !== null,
+      }),
+      {
+        auth: 'session',
+        response: { 200: LinkStatus, ...errorResponses() },
+        detail: { operationId: 'getOidcLink', summary: 'Whether single sign-on is linked to this account' },
+      },
+    )
+    .post(
+      '/oidc/link',
+      async ({ auth, cookie, set }) => {
+        if (!oidc) throw oidcDisabled()
+        const { authorizationUrl, transaction } = await oidc.begin({ userId: auth.userId, sessionHash: auth.sessionTokenHash! })
+        transactionCookie(cookie, transaction, OIDC_TRANSACTION_TTL_MS)
+        set.headers['cache-control'] = 'no-store'
+        set.headers.location = authorizationUrl
+        set.status = 302
+      },
+      {
+        auth: 'session',
+        response: { 302: redirect('To the identity provider (Location header)'), ...errorResponses(400, 404) },
+        detail: {
+          operationId: 'linkOidcIdentity',
+          summary: 'Link single sign-on to this account (redirect)',
+          description:
+            'Starts the same round trip as GET /api/auth/oidc (302 to the identity provider); the callback then links the identity to the signed-in account (the same session must finish it), ends every other session of the account, and redirects to `/settings`. An identity already linked to another account is refused (400 OIDC_FAILED). 404 OIDC_DISABLED when single sign-on is not configured.',
+        },
+      },
+    )
+    .delete(
+      '/oidc/link',
+      async ({ auth, set }) => {
+        if (!config.oidc) throw oidcDisabled()
+        await accounts.unlinkIdentities(auth.user)
+        set.status = 204
+      },
+      {
+        auth: 'session',
+        response: { 204: NoContent, ...errorResponses(404, 409) },
+        detail: {
+          operationId: 'unlinkOidcIdentity',
+          summary: 'Unlink single sign-on from this account',
+          description:
+            'Removes the linked identity (204, also when none was linked). 409 LAST_SIGN_IN_METHOD while it is the only way into the account (an account made through single sign-on has no password). 404 OIDC_DISABLED when single sign-on is not configured.',
         },
       },
     )

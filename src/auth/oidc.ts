@@ -47,7 +47,22 @@ interface Transaction {
   verifier: string
   /** Expiry, epoch milliseconds. */
   exp: number
+  /** Set when a signed-in user started the round trip to link an identity to their account. */
+  link?: { userId: string; sessionHash: string }
 }
+
+/** What a completed callback did: signed someone in, or linked an identity to the signed-in account. */
+export type CallbackOutcome = { signedIn: SignedIn } | { linked: UserRecord }
+
+/** The callback's own request: who is signed in there, and from where it came. */
+export interface CallbackContext {
+  /** SHA-256 of the session cookie the callback carried, when it names a live session. */
+  sessionHash: string | null
+  client: string
+}
+
+/** The refusal of a first sign-in whose e-mail already has an account (issue 14). */
+export const LINK_FROM_SETTINGS = 'sign in with your password, then link the provider in Settings'
 
 export const oidcFailed = (message: string) => new AppError(400, 'OIDC_FAILED', message)
 
@@ -98,8 +113,11 @@ export class OidcSignIn {
     return this.discovered
   }
 
-  /** The provider's authorization URL and the sealed transaction for the cookie. */
-  async begin(): Promise<{ authorizationUrl: string; transaction: string }> {
+  /**
+   * The provider's authorization URL and the sealed transaction for the cookie. With `link`, the
+   * callback links the identity to that user instead of signing in (the same session must finish it).
+   */
+  async begin(link?: { userId: string; sessionHash: string }): Promise<{ authorizationUrl: string; transaction: string }> {
     const client = await loadOpenIdClient()
     let configuration: OpenId.Configuration
     try {
@@ -114,6 +132,7 @@ export class OidcSignIn {
       nonce: client.randomNonce(),
       verifier: client.randomPKCECodeVerifier(),
       exp: this.deps.now() + OIDC_TRANSACTION_TTL_MS,
+      ...(link ? { link } : {}),
     }
     const url = client.buildAuthorizationUrl(configuration, {
       redirect_uri: this.redirectUri,
@@ -131,10 +150,11 @@ export class OidcSignIn {
   }
 
   /**
-   * Completes the sign-in from the callback's query string and the sealed transaction:
-   * checks and exchanges the code, then finds, joins or creates the account and starts a session.
+   * Completes the round trip from the callback's query string and the sealed transaction: checks
+   * and exchanges the code, then signs in (a linked identity, or a new account) or, for a link
+   * started from Settings, links the identity to the signed-in account.
    */
-  async complete(search: string, sealedTransaction: string | undefined): Promise<SignedIn> {
+  async complete(search: string, sealedTransaction: string | undefined, context: CallbackContext = { sessionHash: null, client: 'unknown' }): Promise<CallbackOutcome> {
     const transaction = this.takeTransaction(sealedTransaction)
     const params = new URLSearchParams(search)
     const error = params.get('error')
@@ -175,8 +195,10 @@ export class OidcSignIn {
     if (!idToken) throw oidcFailed('The identity provider sent no ID token')
     const identity = { issuer: idToken.iss, subject: idToken.sub }
 
+    if (transaction.link) return { linked: await this.link(transaction.link, identity, context) }
+
     const linked = this.deps.accounts.userByIdentity(identity.issuer, identity.subject)
-    if (linked) return this.deps.accounts.startSession(linked)
+    if (linked) return { signedIn: await this.deps.accounts.startSession(linked) }
 
     let profile = idToken as ProfileClaims
     if (typeof idToken.email !== 'string' && tokens.access_token) {
@@ -188,42 +210,50 @@ export class OidcSignIn {
         throw oidcFailed('The identity provider\'s user information could not be read')
       }
     }
-    return this.signInNewIdentity(identity, profile)
+    return { signedIn: await this.signInNewIdentity(identity, profile, context.client) }
   }
 
-  /** Joins the account with the same verified e-mail, or creates one. */
-  private async signInNewIdentity(identity: { issuer: string; subject: string }, profile: ProfileClaims, retried = false): Promise<SignedIn> {
+  /**
+   * A first sign-in: creates an account. Never joins an existing account on the strength of the
+   * e-mail alone (whoever registered that e-mail first would get the newcomer's identity, or the
+   * other way round): its owner signs in and links the provider from Settings.
+   */
+  private async signInNewIdentity(identity: { issuer: string; subject: string }, profile: ProfileClaims, client: string, retried = false): Promise<SignedIn> {
     const email = typeof profile.email === 'string' ? normalizeEmail(profile.email) : ''
     if (!email || email.length > MAX_EMAIL_LENGTH || !new RegExp(EMAIL_PATTERN).test(email)) {
       throw oidcFailed('The identity provider did not share a usable e-mail address (the "email" scope is needed)')
     }
-    // Some providers send the flag as a string.
-    const verified = profile.email_verified === true || profile.email_verified === 'true'
-    const existing = this.deps.accounts.userByEmail(email)
-    if (existing) return this.join(existing, identity, verified)
+    if (this.deps.accounts.userByEmail(email)) throw oidcFailed(LINK_FROM_SETTINGS)
 
     this.deps.accounts.assertSignupOpen()
     try {
-      return await this.deps.accounts.createUser({ email, name: displayName(profile), passwordHash: null, identities: [identity] })
+      return await this.deps.accounts.withRegistrationSlot(client, () =>
+        this.deps.accounts.createUser({ email, name: displayName(profile), passwordHash: null, identities: [identity] }),
+      )
     } catch (error) {
       // Another sign-in (or a registration) took this e-mail meanwhile: decide again, once.
       if (error instanceof AppError && error.code === 'EMAIL_TAKEN' && !retried) {
         const linked = this.deps.accounts.userByIdentity(identity.issuer, identity.subject)
         if (linked) return this.deps.accounts.startSession(linked)
-        return this.signInNewIdentity(identity, profile, true)
+        return this.signInNewIdentity(identity, profile, client, true)
       }
       throw error
     }
   }
 
-  private async join(user: UserRecord, identity: { issuer: string; subject: string }, verified: boolean): Promise<SignedIn> {
-    if (!verified) {
-      throw oidcFailed(
-        'An account with this e-mail already exists, and the identity provider does not say the e-mail is verified, so it cannot be joined: sign in with your password',
-      )
+  /** Links the identity to the account that started the round trip, from that same session. */
+  private async link(
+    link: { userId: string; sessionHash: string },
+    identity: { issuer: string; subject: string },
+    context: CallbackContext,
+  ): Promise<UserRecord> {
+    const user = this.deps.accounts.userById(link.userId)
+    // The browser finishing the round trip must still hold the session that started it.
+    if (!user || context.sessionHash !== link.sessionHash) {
+      throw oidcFailed('The session that started linking has ended; sign in and link the provider again')
     }
-    await this.deps.accounts.linkIdentity(user, identity)
-    return this.deps.accounts.startSession(user)
+    await this.deps.accounts.linkIdentity(user, identity, link.sessionHash)
+    return user
   }
 
   /** Opens the sealed transaction and marks it used: one callback per transaction, within its lifetime. */
@@ -273,7 +303,8 @@ function isTransaction(value: unknown): value is Transaction {
     typeof t.state === 'string' &&
     typeof t.nonce === 'string' &&
     typeof t.verifier === 'string' &&
-    typeof t.exp === 'number'
+    typeof t.exp === 'number' &&
+    (t.link === undefined || (typeof t.link === 'object' && t.link !== null && typeof t.link.userId === 'string' && typeof t.link.sessionHash === 'string'))
   )
 }
 

@@ -1,10 +1,12 @@
 // /api/auth: register, login, logout, me, providers. OIDC routes come from auth/oidc-routes.
 import { Elysia, type Cookie } from 'elysia'
 import type { Config } from '../config'
+import { clientAddress } from '../http/client-address'
+import { assertSameSite } from '../http/csrf'
 import { errorResponses, NoContent } from '../http/schemas'
 import type { AccessKeys } from './access-keys'
 import { publicUser, type Accounts, type SignedIn } from './accounts'
-import { authGuard, SESSION_COOKIE } from './guard'
+import { authGuard } from './guard'
 import { LoginBody, MeAnswer, ProvidersAnswer, RegisterBody, UserAnswer } from './model'
 
 export interface AuthRouteDeps {
@@ -14,7 +16,7 @@ export interface AuthRouteDeps {
 }
 
 export function setSessionCookie(cookie: Record<string, Cookie<unknown>>, config: Config, signedIn: SignedIn): void {
-  cookie[SESSION_COOKIE].set({
+  cookie[config.sessionCookie].set({
     value: signedIn.token,
     httpOnly: true,
     sameSite: 'lax',
@@ -25,11 +27,7 @@ export function setSessionCookie(cookie: Record<string, Cookie<unknown>>, config
 }
 
 export function clearSessionCookie(cookie: Record<string, Cookie<unknown>>, config: Config): void {
-  cookie[SESSION_COOKIE].set({ value: '', httpOnly: true, sameSite: 'lax', path: '/', secure: config.secureCookies, maxAge: 0, expires: new Date(0) })
-}
-
-export function clientAddress(server: { requestIP(request: Request): { address: string } | null } | null, request: Request): string {
-  return server?.requestIP(request)?.address ?? 'unknown'
+  cookie[config.sessionCookie].set({ value: '', httpOnly: true, sameSite: 'lax', path: '/', secure: config.secureCookies, maxAge: 0, expires: new Date(0) })
 }
 
 export function authRoutes(deps: AuthRouteDeps) {
@@ -38,29 +36,39 @@ export function authRoutes(deps: AuthRouteDeps) {
     .use(authGuard(deps))
     .post(
       '/register',
-      async ({ body, cookie, set }) => {
-        const signedIn = await accounts.register(body)
+      async ({ body, cookie, set, request, server }) => {
+        assertSameSite(request, config.origin)
+        const signedIn = await accounts.register(body, clientAddress(request, server, config))
         setSessionCookie(cookie, config, signedIn)
         set.status = 201
         return { user: publicUser(signedIn.user) }
       },
       {
         body: RegisterBody,
-        response: { 201: UserAnswer, ...errorResponses(400, 409) },
-        detail: { summary: 'Create an account and sign in', description: 'Answers 403 SIGNUP_DISABLED when SVC_SIGNUP=closed.' },
+        response: { 201: UserAnswer, ...errorResponses(400, 409, 429) },
+        detail: {
+          summary: 'Create an account and sign in',
+          description:
+            'Answers 403 SIGNUP_DISABLED when sign-up is closed (SVC_SIGNUP=closed, or SVC_SIGNUP=first, the default, once the first account exists); 403 CSRF_REJECTED for a cross-site request; 429 TOO_MANY_ATTEMPTS with Retry-After past SVC_REGISTER_LIMIT (default 10) new accounts per client address per hour.',
+        },
       },
     )
     .post(
       '/login',
       async ({ body, cookie, request, server }) => {
-        const signedIn = await accounts.login(body.email, body.password, clientAddress(server, request))
+        assertSameSite(request, config.origin)
+        const signedIn = await accounts.login(body.email, body.password, clientAddress(request, server, config))
         setSessionCookie(cookie, config, signedIn)
         return { user: publicUser(signedIn.user) }
       },
       {
         body: LoginBody,
         response: { 200: UserAnswer, ...errorResponses(400, 429) },
-        detail: { summary: 'Sign in with e-mail and password' },
+        detail: {
+          summary: 'Sign in with e-mail and password',
+          description:
+            '401 INVALID_CREDENTIALS for an unknown e-mail or a wrong password alike. 429 TOO_MANY_ATTEMPTS with Retry-After past 10 attempts for one e-mail from one client address, 100 for one e-mail from all addresses, or 50 from one address, within 15 minutes (counted before the password check). 403 CSRF_REJECTED for a cross-site request.',
+        },
       },
     )
     .post(
@@ -84,7 +92,8 @@ export function authRoutes(deps: AuthRouteDeps) {
       '/providers',
       () => ({
         password: true,
-        signup: config.signup,
+        // SVC_SIGNUP=first reads as open until the first account exists, then as closed.
+        signup: accounts.signupOpen() ? ('open' as const) : ('closed' as const),
         oidc: { enabled: config.oidc !== undefined, name: config.oidc?.name ?? null },
       }),
       { response: { 200: ProvidersAnswer }, detail: { summary: 'Sign-in methods this vault offers' } },

@@ -28,6 +28,9 @@ export type ErrorCode =
   | 'AI_EXTRACTION_FAILED'
   | 'AI_UNAVAILABLE'
   | 'INTERNAL_ERROR'
+  // Issue 14 (auth hardening)
+  | 'LAST_SIGN_IN_METHOD'
+  | 'MISDIRECTED_REQUEST'
 
 export class AppError extends Error {
   constructor(

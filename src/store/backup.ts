@@ -12,7 +12,7 @@
 // under way (its marker in the key check), or if the key check changed while the bundle was read,
 // the read is done again, and after a few tries the backup gives up rather than mix two keys.
 import { createHash } from 'node:crypto'
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs'
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { dirname, join, posix } from 'node:path'
 import { isTempFile, writeFileAtomic } from './atomic-file'
 import { KEY_CHECK_ROTATING } from '../crypto/keyring'
@@ -126,7 +126,8 @@ export function createBackup(dataDir: string, options: { includeMasterKey?: bool
 
 /** Writes the bundle atomically, readable by its owner only (mode 0600). */
 export async function writeBackup(path: string, bundle: BackupBundle): Promise<void> {
-  mkdirSync(dirname(path), { recursive: true })
+  // Folders it has to create are private too (the bundle may hold the master key).
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 })
   await writeFileAtomic(path, JSON.stringify(bundle), 0o600)
 }
 
@@ -179,6 +180,8 @@ export async function restoreBackup(bundle: BackupBundle, dataDir: string): Prom
     throw new BackupError(`${dataDir} is not empty (${present.slice(0, 3).join(', ')}${present.length > 3 ? ', …' : ''}); restore only into an empty folder`)
   }
   mkdirSync(join(dataDir, VAULTS_DIR), { recursive: true, mode: 0o700 })
+  // An existing empty folder (a checkout's data/ is 0755) becomes private too.
+  chmodSync(dataDir, 0o700)
   // accounts.json last, as the backup read it: a restore cut short has no accounts.json and is
   // plainly incomplete (empty the folder and restore again).
   const ordered = [...bundle.files].sort((a, b) => Number(a.path === ACCOUNTS_FILE) - Number(b.path === ACCOUNTS_FILE))

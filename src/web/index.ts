@@ -2,7 +2,6 @@
 // Any GET outside /api that matches nothing else and names no file is a client-side route and
 // gets index.html; /api/* and file names keep the JSON 404.
 import { Elysia, NotFoundError } from 'elysia'
-import { SESSION_COOKIE } from '../auth/guard'
 import type { AppDeps } from '../deps'
 import { STRICT_CSP } from '../http/security-headers'
 import { webBundle } from './bundle'
@@ -16,10 +15,10 @@ const HTML_HEADERS = {
 }
 
 /** index.html; it tells the page whether a session exists, so a signed-out visit asks /api/auth/me nothing and gets no 401. */
-async function indexHtml(accounts: AppDeps['accounts'], sessionToken: unknown): Promise<Response> {
+async function indexHtml(accounts: AppDeps['accounts'], sessionToken: unknown, headers: Record<string, string> = HTML_HEADERS): Promise<Response> {
   const bundle = await webBundle()
   const signedIn = typeof sessionToken === 'string' && sessionToken !== '' && accounts.session(sessionToken) !== null
-  return new Response(bundle.html.replace('%SESSION%', signedIn ? 'signed-in' : 'signed-out'), { headers: HTML_HEADERS })
+  return new Response(bundle.html.replace('%SESSION%', signedIn ? 'signed-in' : 'signed-out'), { headers })
 }
 
 const isApiPath = (path: string) => path === '/api' || path.startsWith('/api/')
@@ -27,7 +26,13 @@ const isApiPath = (path: string) => path === '/api' || path.startsWith('/api/')
 const isFilePath = (path: string) => /\.[A-Za-z0-9]+$/.test(path)
 
 export function webRoutes(deps: AppDeps) {
-  const page = (cookie: Record<string, { value?: unknown }>) => indexHtml(deps.accounts, cookie[SESSION_COOKIE]?.value)
+  // Settings links single sign-on with a form POST that the server redirects to the provider:
+  // form-action covers that redirect in Chromium, so the provider's origin is allowed there.
+  const issuer = deps.config.oidc ? new URL(deps.config.oidc.issuer).origin : null
+  const headers = issuer
+    ? { ...HTML_HEADERS, 'content-security-policy': STRICT_CSP.replace("form-action 'self'", `form-action 'self' ${issuer}`) }
+    : HTML_HEADERS
+  const page = (cookie: Record<string, { value?: unknown }>) => indexHtml(deps.accounts, cookie[deps.config.sessionCookie]?.value, headers)
   return new Elysia({ name: 'webRoutes' })
     .get('/', ({ cookie }) => page(cookie), { detail: { hide: true } })
     .get(

@@ -332,31 +332,22 @@ describe('OIDC sign-in', () => {
 })
 
 describe('OIDC accounts', () => {
-  test('a verified e-mail joins the existing password account', async () => {
+  test('a verified e-mail does not join the existing password account: 400 OIDC_FAILED, no session, nothing linked', async () => {
     const owner = await signUp(base)
     const sub = account({ email: owner.email.toUpperCase(), email_verified: true })
     const { browser, callbackUrl } = await toCallback(sub)
-    expect((await browser.request(callbackUrl)).status).toBe(302)
-    expect((await me(browser)).body.user.id).toBe(owner.user.id)
-    // Linked: the next sign-in finds the account by issuer and subject.
-    const again = await toCallback(sub)
-    expect((await again.browser.request(again.callbackUrl)).status).toBe(302)
-    expect((await me(again.browser)).body.user.id).toBe(owner.user.id)
-    // The password still works too.
-    const login = await fetch(`${base}/api/auth/login`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ email: owner.email, password: 'correct horse battery' }),
-    })
-    expect(login.status).toBe(200)
+    const body = await expectFailed(await browser.request(callbackUrl))
+    expect(body.error).toContain('sign in with your password, then link the provider in Settings')
+    expect((await me(browser)).status).toBe(401)
+    expect(vault.deps.accounts.userById(owner.user.id)!.identities).toEqual([])
   })
 
-  test('an e-mail the provider does not call verified does not join an existing account: 400 OIDC_FAILED, no session', async () => {
+  test('an e-mail the provider does not call verified does not join an existing account either: 400 OIDC_FAILED, no session', async () => {
     const owner = await signUp(base)
     const sub = account({ email: owner.email, email_verified: false })
     const { browser, callbackUrl } = await toCallback(sub)
     const body = await expectFailed(await browser.request(callbackUrl))
-    expect(body.error).toMatch(/verified/)
+    expect(body.error).toContain('link the provider in Settings')
     expect((await me(browser)).status).toBe(401)
   })
 
@@ -370,18 +361,21 @@ describe('OIDC accounts', () => {
   test('SVC_SIGNUP=closed stops new OIDC users (403 SIGNUP_DISABLED) but lets existing accounts in', async () => {
     const dataDir = tempDir()
     try {
-      // Made while sign-up was open, then the vault restarts closed.
+      // Made while sign-up was open (a single sign-on account), then the vault restarts closed.
       const open = await startTestServer({ port: closedPort, dataDir, env: oidcEnv(closedBase) })
-      const owner = await signUp(closedBase)
+      const knownSubject = account()
+      const first = await toCallback(knownSubject, closedBase)
+      expect((await first.browser.request(first.callbackUrl)).status).toBe(302)
+      const ownerId = (await me(first.browser, closedBase)).body.user.id
       await open.stop()
       const closed = await startTestServer({ port: closedPort, dataDir, env: oidcEnv(closedBase, { SVC_SIGNUP: 'closed' }) })
       try {
         const stranger = await toCallback(account(), closedBase)
         await expectFailed(await stranger.browser.request(stranger.callbackUrl), 403, 'SIGNUP_DISABLED')
 
-        const known = await toCallback(account({ email: owner.email, email_verified: true }), closedBase)
+        const known = await toCallback(knownSubject, closedBase)
         expect((await known.browser.request(known.callbackUrl)).status).toBe(302)
-        expect((await me(known.browser, closedBase)).body.user.id).toBe(owner.user.id)
+        expect((await me(known.browser, closedBase)).body.user.id).toBe(ownerId)
       } finally {
         await closed.stop()
       }
@@ -414,6 +408,172 @@ describe('OIDC accounts', () => {
       expect(body.error).toMatch(/could not be reached/)
     } finally {
       await unreachable.stop()
+    }
+  })
+})
+
+/** A Browser holding this session cookie for the vault. */
+function browserWithSession(cookie: string, origin = base): Browser {
+  const browser = new Browser()
+  browser.cookies.push({ name: 'svc_session', value: cookie, origin, path: '/' })
+  return browser
+}
+
+/** POST /api/auth/oidc/link from a signed-in browser: the provider URL it redirects to. */
+async function startLink(browser: Browser): Promise<URL> {
+  const response = await browser.request(`${base}/api/auth/oidc/link`, { method: 'POST' })
+  expect(response.status).toBe(302)
+  expect(response.headers.getSetCookie().some((line) => line.startsWith('svc_oidc='))).toBe(true)
+  return new URL(response.headers.get('location')!)
+}
+
+describe('issue 14: account takeover through single sign-on', () => {
+  test('the attack fails at every step: a squatted password account never gets the victim\'s identity', async () => {
+    // The attacker registers a password account with the victim's e-mail (sign-up open) and plants a secret.
+    const victimEmail = uniqueEmail('victim')
+    const attacker = await signUp(base, victimEmail, 'attacker password 1')
+    expect((await attacker.post('/api/categories', { name: 'Bait', keyType: 'group' })).status).toBe(201)
+    const victimSubject = account({ email: victimEmail, email_verified: true, name: 'Victim' })
+
+    // Step 1: the victim's first single sign-on with a verified e-mail is refused; no session, nothing linked.
+    const first = await toCallback(victimSubject)
+    const refused = await expectFailed(await first.browser.request(first.callbackUrl))
+    expect(refused.error).toContain('sign in with your password, then link the provider in Settings')
+    expect((await me(first.browser)).status).toBe(401)
+    expect(vault.deps.accounts.userById(attacker.user.id)!.identities).toEqual([])
+
+    // Step 2: the attacker starts a link from their session and gets the victim to finish it at the
+    // provider: the callback reaches the victim's browser, which lacks the attacker's transaction.
+    const attackerBrowser = browserWithSession(attacker.credentials.cookie!)
+    const lure = await startLink(attackerBrowser)
+    const victimBrowser = new Browser()
+    const landed = await passProvider(victimBrowser, lure, victimSubject)
+    await expectFailed(await victimBrowser.request(landed))
+    expect((await me(victimBrowser)).status).toBe(401)
+    expect(vault.deps.accounts.userById(attacker.user.id)!.identities).toEqual([])
+
+    // Step 3: trying again later still does not join, and the attacker's session sees no identity.
+    const again = await toCallback(victimSubject)
+    await expectFailed(await again.browser.request(again.callbackUrl))
+    const status = await attacker.get('/api/auth/oidc/link')
+    expect(status.status).toBe(200)
+    expect(status.body).toEqual({ enabled: true, name: 'Test IdP', linked: false, canUnlink: true })
+    // The attacker's password never signed the victim in anywhere: their account holds only the bait.
+    expect(vault.deps.accounts.userByIdentity(provider.issuer, victimSubject)).toBeUndefined()
+  })
+
+  test('the owner links from a signed-in session: other sessions end, this one stays, single sign-on then reaches the account', async () => {
+    const owner = await signUp(base)
+    const other = await fetch(`${base}/api/auth/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: owner.email, password: 'correct horse battery' }),
+    })
+    const otherCookie = sessionCookie(other.headers)!
+    const sub = account({ email: owner.email, email_verified: true })
+
+    const browser = browserWithSession(owner.credentials.cookie!)
+    const callbackUrl = await passProvider(browser, await startLink(browser), sub)
+    const linked = await browser.request(callbackUrl)
+    expect(linked.status).toBe(302)
+    expect(linked.headers.get('location')).toBe('/settings')
+    expect(sessionCookie(linked.headers)).toBeUndefined()
+    expect((await me(browser)).body.user.id).toBe(owner.user.id)
+    // Every other session of the account has ended.
+    const stale = await fetch(`${base}/api/auth/me`, { headers: { cookie: `svc_session=${otherCookie}` } })
+    expect(stale.status).toBe(401)
+    expect((await owner.get('/api/auth/oidc/link')).body.linked).toBe(true)
+
+    // Single sign-on now signs in to the owner's account.
+    const signIn = await toCallback(sub)
+    expect((await signIn.browser.request(signIn.callbackUrl)).status).toBe(302)
+    expect((await me(signIn.browser)).body.user.id).toBe(owner.user.id)
+
+    // Another account cannot link the same identity.
+    const someoneElse = await signUp(base)
+    const elseBrowser = browserWithSession(someoneElse.credentials.cookie!)
+    const elseCallback = await passProvider(elseBrowser, await startLink(elseBrowser), sub)
+    await expectFailed(await elseBrowser.request(elseCallback))
+    expect(vault.deps.accounts.userByIdentity(provider.issuer, sub)!.id).toBe(owner.user.id)
+
+    // Unlinking (a password remains): 204; single sign-on is refused again.
+    const unlinked = await owner.delete('/api/auth/oidc/link')
+    expect(unlinked.status).toBe(204)
+    expect((await owner.get('/api/auth/oidc/link')).body.linked).toBe(false)
+    const after = await toCallback(sub)
+    await expectFailed(await after.browser.request(after.callbackUrl))
+  })
+
+  test('a link must be finished by the session that started it', async () => {
+    const owner = await signUp(base)
+    const sub = account({ email: owner.email, email_verified: true })
+    const browser = browserWithSession(owner.credentials.cookie!)
+    const callbackUrl = await passProvider(browser, await startLink(browser), sub)
+    // The session ends (sign-out) before the callback: nothing is linked.
+    expect((await owner.post('/api/auth/logout')).status).toBe(204)
+    await expectFailed(await browser.request(callbackUrl))
+    expect(vault.deps.accounts.userById(owner.user.id)!.identities).toEqual([])
+  })
+
+  test('link needs a session; unlinking the only way in is 409 LAST_SIGN_IN_METHOD', async () => {
+    expect((await fetch(`${base}/api/auth/oidc/link`, { method: 'POST', redirect: 'manual' })).status).toBe(401)
+    expect((await fetch(`${base}/api/auth/oidc/link`, { method: 'DELETE' })).status).toBe(401)
+    // An account made through single sign-on has no password.
+    const { browser, callbackUrl } = await toCallback(account())
+    expect((await browser.request(callbackUrl)).status).toBe(302)
+    const refused = await browser.request(`${base}/api/auth/oidc/link`, { method: 'DELETE' })
+    expect(refused.status).toBe(409)
+    expect(await refused.json()).toEqual({ error: expect.any(String), code: 'LAST_SIGN_IN_METHOD' })
+    expect((await me(browser)).status).toBe(200)
+    const status = (await (await browser.request(`${base}/api/auth/oidc/link`)).json()) as any
+    expect(status).toMatchObject({ linked: true, canUnlink: false })
+  })
+
+  test('OIDC callbacks are throttled per client address: past 60 in 15 minutes, 429 with Retry-After', async () => {
+    const dataDir = tempDir()
+    const limited = await startTestServer({ port: closedPort, dataDir, env: oidcEnv(closedBase) })
+    try {
+      const answers = await Promise.all(Array.from({ length: 61 }, () => fetch(`${closedBase}${CALLBACK}?code=x&state=y`, { redirect: 'manual' })))
+      const statuses = answers.map((response) => response.status)
+      expect(statuses.filter((status) => status === 400)).toHaveLength(60)
+      const throttled = answers.find((response) => response.status === 429)!
+      expect(await throttled.json()).toEqual({ error: expect.any(String), code: 'TOO_MANY_ATTEMPTS' })
+      expect(Number(throttled.headers.get('retry-after'))).toBeGreaterThan(0)
+    } finally {
+      await limited.stop()
+      removeDir(dataDir)
+    }
+  })
+
+  test('new single sign-on accounts count toward SVC_REGISTER_LIMIT', async () => {
+    const dataDir = tempDir()
+    const limited = await startTestServer({ port: closedPort, dataDir, env: oidcEnv(closedBase, { SVC_REGISTER_LIMIT: '1' }) })
+    try {
+      const first = await toCallback(account(), closedBase)
+      expect((await first.browser.request(first.callbackUrl)).status).toBe(302)
+      const second = await toCallback(account(), closedBase)
+      const response = await second.browser.request(second.callbackUrl)
+      expect(response.status).toBe(429)
+      expect(((await response.json()) as any).code).toBe('TOO_MANY_ATTEMPTS')
+    } finally {
+      await limited.stop()
+      removeDir(dataDir)
+    }
+  })
+
+  test('SVC_SIGNUP=first: a first single sign-on makes the only account; a second new identity gets 403 SIGNUP_DISABLED', async () => {
+    const dataDir = tempDir()
+    const first = await startTestServer({ port: closedPort, dataDir, env: oidcEnv(closedBase, { SVC_SIGNUP: 'first' }) })
+    try {
+      const owner = await toCallback(account(), closedBase)
+      expect((await owner.browser.request(owner.callbackUrl)).status).toBe(302)
+      expect((await me(owner.browser, closedBase)).status).toBe(200)
+      const stranger = await toCallback(account(), closedBase)
+      await expectFailed(await stranger.browser.request(stranger.callbackUrl), 403, 'SIGNUP_DISABLED')
+      expect(first.deps.accounts.users()).toHaveLength(1)
+    } finally {
+      await first.stop()
+      removeDir(dataDir)
     }
   })
 })

@@ -264,7 +264,7 @@ describe('CSRF origin check', () => {
 })
 
 describe('Secure cookies', () => {
-  test('an https SVC_BASE_URL sets Secure on the session cookie and on its clearing', async () => {
+  test('an https SVC_BASE_URL names the cookie __Host-svc_session with Secure, Path=/ and no Domain, also on its clearing', async () => {
     const secure = await startTestServer({ env: { SVC_BASE_URL: 'https://vault.example.com' } })
     try {
       const response = await fetch(`${secure.url}/api/auth/register`, {
@@ -273,22 +273,41 @@ describe('Secure cookies', () => {
         body: JSON.stringify({ email: uniqueEmail(), password: PASSWORD }),
       })
       expect(response.status).toBe(201)
-      expect(flags(sessionSetCookie(response.headers))).toEqual(expect.arrayContaining(['secure', 'httponly', 'samesite=lax', 'path=/']))
-      const token = sessionCookie(response.headers)!
+      const line = response.headers.getSetCookie().find((l) => l.startsWith('__Host-svc_session='))!
+      expect(line).toBeDefined()
+      expect(flags(line)).toEqual(expect.arrayContaining(['secure', 'httponly', 'samesite=lax', 'path=/']))
+      expect(line).not.toMatch(/domain=/i)
+      expect(sessionCookie(response.headers)).toBeUndefined()
+      const token = /^__Host-svc_session=([^;]*)/.exec(line)![1]
       // The configured https origin is the server's own: a write from it passes the CSRF check.
       const ok = await fetch(`${secure.url}/api/categories`, {
         method: 'POST',
-        headers: { cookie: `svc_session=${token}`, origin: 'https://vault.example.com', 'content-type': 'application/json' },
+        headers: { cookie: `__Host-svc_session=${token}`, origin: 'https://vault.example.com', 'content-type': 'application/json' },
         body: JSON.stringify({ name: 'S', keyType: 'group' }),
       })
       expect(ok.status).toBe(201)
-      const logout = await fetch(`${secure.url}/api/auth/logout`, { method: 'POST', headers: { cookie: `svc_session=${token}` } })
+      // The unprefixed name means nothing over https (a sibling site could have planted it).
+      const plain = await fetch(`${secure.url}/api/auth/me`, { headers: { cookie: `svc_session=${token}` } })
+      expect(plain.status).toBe(401)
+      // The OpenAPI document names the cookie the server reads.
+      const doc = (await (await fetch(`${secure.url}/api/openapi`)).json()) as any
+      expect(doc.components.securitySchemes.sessionCookie.name).toBe('__Host-svc_session')
+      const logout = await fetch(`${secure.url}/api/auth/logout`, { method: 'POST', headers: { cookie: `__Host-svc_session=${token}` } })
       expect(logout.status).toBe(204)
-      expect(flags(sessionSetCookie(logout.headers))).toContain('secure')
+      const cleared = logout.headers.getSetCookie().find((l) => l.startsWith('__Host-svc_session='))!
+      expect(flags(cleared)).toEqual(expect.arrayContaining(['secure', 'path=/']))
     } finally {
       await secure.stop()
       removeDir(secure.dataDir)
     }
+  })
+
+  test('over plain http the cookie stays svc_session, without Secure', async () => {
+    const response = await post('/api/auth/register', { email: uniqueEmail(), password: PASSWORD })
+    expect(response.status).toBe(201)
+    expect(flags(sessionSetCookie(response.headers))).not.toContain('secure')
+    const doc = (await (await fetch(`${server.url}/api/openapi`)).json()) as any
+    expect(doc.components.securitySchemes.sessionCookie.name).toBe('svc_session')
   })
 })
 

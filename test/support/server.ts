@@ -7,6 +7,12 @@ import { createApp, openVault, type AppDeps } from '../../src/app'
 import { loadConfig } from '../../src/config'
 
 export const TEST_MASTER_KEY = Buffer.alloc(32, 7).toString('base64')
+
+/**
+ * Tests register many accounts from one address: sign-up open (the default is `first`) and no
+ * per-address registration limit, unless a test passes its own values.
+ */
+export const TEST_SIGNUP_ENV = { SVC_SIGNUP: 'open', SVC_REGISTER_LIMIT: '0' }
 export const ROOT = join(import.meta.dir, '..', '..')
 
 export function tempDir(prefix = 'svc-vault-test-'): string {
@@ -25,7 +31,7 @@ export interface TestServer {
 export async function startTestServer(options: { env?: Record<string, string>; dataDir?: string; now?: () => number; port?: number } = {}): Promise<TestServer> {
   const dataDir = options.dataDir ?? tempDir()
   const logs: string[] = []
-  const config = loadConfig({ SVC_MASTER_KEY: TEST_MASTER_KEY, NODE_ENV: 'test', ...options.env, SVC_DATA_DIR: dataDir, PORT: '0' })
+  const config = loadConfig({ SVC_MASTER_KEY: TEST_MASTER_KEY, NODE_ENV: 'test', ...TEST_SIGNUP_ENV, ...options.env, SVC_DATA_DIR: dataDir, PORT: '0' })
   const deps = await openVault(config, (line) => logs.push(line), options.now)
   const app = createApp(deps).listen({ port: options.port ?? 0, hostname: '127.0.0.1' })
   const url = `http://127.0.0.1:${app.server!.port}`
@@ -56,12 +62,15 @@ export interface SpawnedServer {
  * `bun src/index.ts` as its own process, the way black-box tests and users start it
  * (`entry`: dist/index.js for the bundle `bun run start` runs).
  */
-export async function spawnServer(options: { env?: Record<string, string>; dataDir?: string; entry?: string } = {}): Promise<SpawnedServer> {
+export async function spawnServer(options: { env?: Record<string, string | undefined>; dataDir?: string; entry?: string } = {}): Promise<SpawnedServer> {
   const dataDir = options.dataDir ?? tempDir()
   let output = ''
+  // A variable given as undefined is left out (e.g. SVC_SIGNUP: undefined to start with the default).
+  const env: Record<string, string | undefined> = { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', SVC_MASTER_KEY: TEST_MASTER_KEY, PORT: '0', ...TEST_SIGNUP_ENV, ...options.env, SVC_DATA_DIR: dataDir }
+  for (const [name, value] of Object.entries(env)) if (value === undefined) delete env[name]
   const proc = Bun.spawn(['bun', options.entry ?? 'src/index.ts'], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', SVC_MASTER_KEY: TEST_MASTER_KEY, PORT: '0', ...options.env, SVC_DATA_DIR: dataDir },
+    env: env as Record<string, string>,
     stdout: 'pipe',
     stderr: 'pipe',
   })
