@@ -1,7 +1,7 @@
 // Shared pieces: links, toasts, confirmation, modal, icons, badges, copy and the reveal timer.
 import { signal } from '@preact/signals'
 import { createContext, type ComponentChildren, type TargetedEvent } from 'preact'
-import { useContext, useEffect, useRef, useState } from 'preact/hooks'
+import { useContext, useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks'
 import { ENVIRONMENTS, errorMessage, type Environment } from './api'
 import { navigateGuarded, setLeaveCheck } from './router'
 
@@ -115,7 +115,8 @@ export function Modal(props: { title: string; onClose(): void; dirty?: boolean; 
     }
     latest.current.onClose()
   }
-  useEffect(() => {
+  // Layout effect: the dialog has focus and answers keys as soon as it is on screen.
+  useLayoutEffect(() => {
     const element = dialog.current!
     const opener = document.activeElement instanceof HTMLElement ? document.activeElement : null
     openDialogs.push(element)

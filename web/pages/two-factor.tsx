@@ -135,11 +135,16 @@ function TokenCard(props: { token: TwoFactorToken; onDeleted(): void }) {
         </button>
       </div>
       <div class="token-code-row">
-        {/* The name is read with the digits: "Code for GitHub: 123 456, copy". */}
-        <button type="button" class="token-code" title="Copy the code" disabled={!code} onClick={() => code && copyText(code.code, 'Code copied')}>
-          <span class="visually-hidden">Code for {token.service}: </span>
+        {/* The label carries the digits: screen readers hear the code itself, not only what the button does. */}
+        <button
+          type="button"
+          class="token-code"
+          title="Copy the code"
+          aria-label={code ? `Code for ${token.service}: ${formatted}, copy` : `Code for ${token.service}, loading`}
+          disabled={!code}
+          onClick={() => code && copyText(code.code, 'Code copied')}
+        >
           <span class="token-digits">{formatted}</span>
-          <span class="visually-hidden">, copy</span>
         </button>
         <svg class={`countdown${left <= 5 ? ' countdown-low' : ''}`} viewBox="0 0 36 36" role="img" aria-label={`${left} seconds left`}>
           <circle cx="18" cy="18" r={radius} class="countdown-track" />
