@@ -305,31 +305,35 @@ describe.skipIf(!hasChromium())('web page: everyday use loses nothing (issue 23)
   test(
     'an expired session on Save: sign in again, back on the same page with the text, never in storage',
     async () => {
-      const page = await open('/keys')
-      await page.locator('[data-category="OpenAI"]').getByRole('button', { name: 'Add entry' }).click()
-      const dialog = dialogNamed(page, 'New OpenAI entry')
-      await dialog.getByLabel('Project name').fill('after-expiry')
-      await dialog.getByLabel('Value of OPENAI_API_KEY').fill('sk-typed-before-expiry')
-      // The session ends on the server (signed out elsewhere, or expired).
-      expect((await new Client(server.url, { cookie: browserCookie }).post('/api/auth/logout')).status).toBeLessThan(300)
-      await dialog.getByRole('button', { name: 'Add entry' }).click()
-      await page.getByText('Your session has ended').first().waitFor()
-      const stored = await page.evaluate(() => JSON.stringify({ local: { ...localStorage }, session: { ...sessionStorage }, cookie: document.cookie }))
-      expect(stored).not.toContain('sk-typed-before-expiry')
-      expect(stored).not.toContain('after-expiry')
-      expect((await browser.context.cookies()).some((cookie) => cookie.value.includes('sk-typed'))).toBe(false)
-      await page.getByLabel('Password').fill(PASSWORD)
-      await page.getByRole('button', { name: 'Sign in' }).click()
-      await dialog.waitFor()
-      expect(new URL(page.url()).pathname).toBe('/keys')
-      expect(await dialog.getByLabel('Project name').inputValue()).toBe('after-expiry')
-      expect(await dialog.getByLabel('Value of OPENAI_API_KEY').inputValue()).toBe('sk-typed-before-expiry')
-      await dialog.getByRole('button', { name: 'Add entry' }).click()
-      await dialog.waitFor({ state: 'detached' })
-      const entries = (await client.get('/api/entries')).body as { id: string; name: string }[]
-      expect(await reveal(entries.find((entry) => entry.name === 'after-expiry')!.id)).toBe('sk-typed-before-expiry')
-      browserCookie = (await browser.context.cookies()).find((cookie) => cookie.name === 'svc_session')!.value
-      await page.close()
+      try {
+        const page = await open('/keys')
+        await page.locator('[data-category="OpenAI"]').getByRole('button', { name: 'Add entry' }).click()
+        const dialog = dialogNamed(page, 'New OpenAI entry')
+        await dialog.getByLabel('Project name').fill('after-expiry')
+        await dialog.getByLabel('Value of OPENAI_API_KEY').fill('sk-typed-before-expiry')
+        // The session ends on the server (signed out elsewhere, or expired).
+        expect((await new Client(server.url, { cookie: browserCookie }).post('/api/auth/logout')).status).toBeLessThan(300)
+        await dialog.getByRole('button', { name: 'Add entry' }).click()
+        await page.getByText('Your session has ended').first().waitFor()
+        const stored = await page.evaluate(() => JSON.stringify({ local: { ...localStorage }, session: { ...sessionStorage }, cookie: document.cookie }))
+        expect(stored).not.toContain('sk-typed-before-expiry')
+        expect(stored).not.toContain('after-expiry')
+        expect((await browser.context.cookies()).some((cookie) => cookie.value.includes('sk-typed'))).toBe(false)
+        await page.getByLabel('Password').fill(PASSWORD)
+        await page.getByRole('button', { name: 'Sign in' }).click()
+        await dialog.waitFor()
+        expect(new URL(page.url()).pathname).toBe('/keys')
+        expect(await dialog.getByLabel('Project name').inputValue()).toBe('after-expiry')
+        expect(await dialog.getByLabel('Value of OPENAI_API_KEY').inputValue()).toBe('sk-typed-before-expiry')
+        await dialog.getByRole('button', { name: 'Add entry' }).click()
+        await dialog.waitFor({ state: 'detached' })
+        const entries = (await client.get('/api/entries')).body as { id: string; name: string }[]
+        expect(await reveal(entries.find((entry) => entry.name === 'after-expiry')!.id)).toBe('sk-typed-before-expiry')
+        await page.close()
+      } finally {
+        // Whatever happened, the next tests start signed in.
+        await signInBrowser()
+      }
     },
     STEP,
   )
