@@ -605,6 +605,13 @@ describe.skipIf(!hasChromium())('web page: everyday use loses nothing (issue 23)
       )
       expect(badges.length).toBeGreaterThanOrEqual(2)
       for (const [isOpenAi, badge] of badges) expect(badge).toBe(isOpenAi ? 'existing' : 'new')
+      for (const scheme of ['light', 'dark'] as const) {
+        await page.emulateMedia({ colorScheme: scheme })
+        for (const badge of await page.locator('.import-group .badge').all()) {
+          const [color, background] = await badge.evaluate((element) => [getComputedStyle(element).color, getComputedStyle(element).backgroundColor])
+          expect({ scheme, aa: contrast(color, background) >= 4.5 }).toEqual({ scheme, aa: true })
+        }
+      }
       await page.getByLabel('Config to import').fill('')
       await page.close()
     },
