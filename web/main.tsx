@@ -52,6 +52,7 @@ async function signOut() {
     toastError(error)
   }
   forgetUnsavedWork()
+  sessionLost.value = false
   currentUser.value = null
   navigate('/login', true)
 }

@@ -105,6 +105,8 @@ export function Modal(props: { title: string; onClose(): void; dirty?: boolean; 
   const latest = useRef(props)
   latest.current = props
   const asking = useRef(false)
+  // Typed text in a dialog counts as unsaved work for Back and for leaving the page, too.
+  useUnsavedWork(props.dirty === true)
   const requestClose = async () => {
     if (asking.current) return
     if (latest.current.dirty) {

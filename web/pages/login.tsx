@@ -65,6 +65,7 @@ export function LoginPage(props: { again?: User }) {
               autoComplete={mode === 'register' ? 'new-password' : 'current-password'}
               required
               minLength={mode === 'register' ? 8 : undefined}
+              autoFocus={again !== undefined}
               value={password}
               onInput={(event) => setPassword(inputValue(event))}
             />
