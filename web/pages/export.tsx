@@ -52,7 +52,12 @@ export function ExportPage() {
     } catch (failure) {
       if (failure instanceof ApiError && failure.code === 'AMBIGUOUS_EXPORT' && environment) {
         try {
-          setAmbiguity({ message: failure.message, projects: await projectChoices(failure, environment) })
+          const projects = await projectChoices(failure, environment)
+          const variable = failure.details.variable
+          // The server's message speaks of query parameters; the page says it in its own terms.
+          const message =
+            typeof variable === 'string' ? `${variable} comes from more than one project for ${environment} (${projects.join(', ')}).` : failure.message
+          setAmbiguity({ message, projects })
         } catch (listFailure) {
           toastError(listFailure)
         }
