@@ -147,6 +147,14 @@ describe.skipIf(!hasChromium())('web page: everyday use loses nothing (issue 23)
       await dialog.getByRole('button', { name: 'Save' }).click()
       await dialog.waitFor({ state: 'detached' })
       expect(await reveal(ids.misc)).toEqual({ ALPHA: 'a-one', BETA: 'b-new', GAMMA: 'g-three' })
+
+      // Remove drops one field and keeps the rest.
+      await page.locator('[data-category="Misc"] [data-entry="tools"]').getByRole('button', { name: 'Edit entry tools' }).click()
+      dialog = dialogNamed(page, 'Edit tools')
+      await dialog.getByRole('button', { name: 'Remove field GAMMA' }).click()
+      await dialog.getByRole('button', { name: 'Save' }).click()
+      await dialog.waitFor({ state: 'detached' })
+      expect(await reveal(ids.misc)).toEqual({ ALPHA: 'a-one', BETA: 'b-new' })
       await page.close()
     },
     STEP,

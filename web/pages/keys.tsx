@@ -389,9 +389,14 @@ function EntryForm(props: { category: Category; entry: Entry | null; onClose(): 
         if (!live) return
         const fields = typeof answer.value === 'string' ? {} : answer.value
         setCurrent(fields)
-        // Without declared fields, the form lists the entry's own field names.
-        if (declared.length === 0) setRows(Object.keys(fields).map((field) => ({ name: field, value: '', current: true })))
-        else setRows((now) => now.map((row) => ({ ...row, current: row.name in fields })))
+        // The declared fields, then the entry's own (all of them when none are declared; a field
+        // the category no longer declares is listed too, so it can be seen and removed).
+        setRows([
+          ...declared.map((field) => ({ name: field, value: '', current: field in fields })),
+          ...Object.keys(fields)
+            .filter((field) => !declared.includes(field))
+            .map((field) => ({ name: field, value: '', current: true })),
+        ])
       },
       (failure) => live && setCurrentError(errorMessage(failure)),
     )
@@ -491,7 +496,7 @@ function EntryForm(props: { category: Category; entry: Entry | null; onClose(): 
                       onInput={(text) => setRow(index, { value: text })}
                     />
                   )}
-                  {declared.length === 0 && row.current && (
+                  {row.current && !declared.includes(row.name) && (
                     <button
                       type="button"
                       class="btn btn-small btn-danger-quiet"
