@@ -306,7 +306,7 @@ export function LengthNote(props: { value: string; max: number; what?: string })
   const length = [...props.value].length
   if (length <= props.max) return null
   return (
-    <span class="error-text small length-note" role="alert">
+    <span class="error-text small length-note" aria-live="polite">
       {props.what ?? 'This'} is {length} characters long; at most {props.max} are allowed. Shorten it by {length - props.max}.
     </span>
   )
