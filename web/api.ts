@@ -1,5 +1,5 @@
 // The public API, as the page uses it. Same-origin fetch with the session cookie; a 401 anywhere
-// means the session is gone, which sends the page back to sign-in.
+// means the session is gone: the page asks to sign in again and keeps what was typed (in memory).
 import { signal } from '@preact/signals'
 
 // Shapes of the answers, from the server's own definitions (type-only: nothing of the server is bundled).
@@ -29,6 +29,10 @@ export interface TwoFactorToken {
   id: string
   service: string
   accountName: string
+  /** From the otpauth:// link; absent on servers that only know SHA1/6/30. */
+  algorithm?: string
+  digits?: number
+  period?: number
   notes: string | null
   createdAt: string
   updatedAt: string
@@ -64,10 +68,17 @@ export interface ImportKey {
   envVarName: string | null
   field?: string | null
   icon?: string | null
+  /** true: the key goes into a category that already exists; false: a new one. Absent on older servers. */
+  reuse?: boolean
+}
+export interface ImportCategorySuggestion {
+  name: string
+  reuse?: boolean
 }
 export interface ImportAnswer {
   source: 'ai' | 'builtin'
   keys: ImportKey[]
+  categories?: ImportCategorySuggestion[]
   created?: { categories: string[]; entries: string[] }
 }
 export interface Providers {
@@ -84,6 +95,8 @@ export class ApiError extends Error {
     readonly status: number,
     readonly code: string,
     message: string,
+    /** The whole error answer, for codes that carry more than { error, code }. */
+    readonly details: Record<string, unknown> = {},
   ) {
     super(message)
   }
@@ -91,6 +104,11 @@ export class ApiError extends Error {
 
 /** The signed-in user: undefined while unknown, null when signed out. */
 export const currentUser = signal<User | null | undefined>(undefined)
+/**
+ * The session ended while the page was in use (a 401): the page asks to sign in again over the
+ * current page, which stays mounted (hidden), so unsaved text survives in memory only.
+ */
+export const sessionLost = signal(false)
 
 async function send(method: string, path: string, body?: unknown): Promise<Response> {
   const init: RequestInit = { method, headers: { accept: 'application/json' }, credentials: 'same-origin', cache: 'no-store' }
@@ -107,15 +125,22 @@ async function send(method: string, path: string, body?: unknown): Promise<Respo
   if (!response.ok) {
     let code = 'HTTP_' + response.status
     let message = response.statusText || 'Request failed'
+    let details: Record<string, unknown> = {}
     try {
       const parsed = (await response.json()) as { error?: string; code?: string }
+      if (parsed && typeof parsed === 'object') details = parsed as Record<string, unknown>
       code = parsed.code ?? code
       message = parsed.error ?? message
     } catch {
       // not JSON: keep the status text
     }
-    if (response.status === 401 && path !== '/api/auth/login') currentUser.value = null
-    throw new ApiError(response.status, code, message)
+    if (response.status === 401 && path !== '/api/auth/login' && path !== '/api/auth/me') {
+      if (currentUser.value) {
+        sessionLost.value = true
+        message = 'Your session has ended: sign in again, then try once more.'
+      } else currentUser.value = null
+    }
+    throw new ApiError(response.status, code, message, details)
   }
   return response
 }

@@ -1,7 +1,7 @@
 // The app shell: who is signed in, the navigation, and which page the path shows.
 import { render } from 'preact'
 import { useEffect } from 'preact/hooks'
-import { api, currentUser, type User } from './api'
+import { api, currentUser, sessionLost, type User } from './api'
 import { AccessKeysPage } from './pages/access-keys'
 import { DashboardPage } from './pages/dashboard'
 import { EnvProjectPage, EnvProjectsPage } from './pages/envs'
@@ -12,7 +12,7 @@ import { LoginPage } from './pages/login'
 import { TwoFactorPage } from './pages/two-factor'
 import { SettingsPage } from './pages/settings'
 import { currentPath, match, navigate } from './router'
-import { ConfirmHost, Link, toastError, Toasts } from './ui'
+import { ConfirmHost, forgetUnsavedWork, Link, okToLeave, toastError, Toasts } from './ui'
 
 const NAV = [
   { href: '/', label: 'Dashboard' },
@@ -48,20 +48,23 @@ function Page(props: { path: string }) {
 }
 
 async function signOut() {
+  if (!(await okToLeave())) return
   try {
     await api('POST', '/api/auth/logout')
   } catch (error) {
     toastError(error)
   }
+  forgetUnsavedWork()
+  sessionLost.value = false
   currentUser.value = null
   navigate('/login', true)
 }
 
-function Shell(props: { user: User }) {
+function Shell(props: { user: User; hidden: boolean }) {
   const path = currentPath.value
   const section = (href: string) => (href === '/' ? path === '/' : path === href || path.startsWith(href + '/'))
   return (
-    <div class="shell">
+    <div class="shell" hidden={props.hidden} {...{ inert: props.hidden }}>
       <header class="topbar">
         <Link href="/" class="brand">
           <span class="brand-mark" aria-hidden="true">
@@ -104,13 +107,25 @@ function App() {
       () => (currentUser.value = null),
     )
   }, [])
+  const lost = sessionLost.value
   useEffect(() => {
     if (user === null && path !== '/login') navigate('/login', true)
     if (user && path === '/login') navigate('/', true)
   }, [user, path])
+  // A lost session keeps the page (and what was typed) mounted under the sign-in form; keyed by
+  // the user, so signing in as someone else starts afresh.
   return (
     <>
-      {user === undefined ? <p class="muted boot">Loading…</p> : user === null ? <LoginPage /> : <Shell user={user} />}
+      {user === undefined ? (
+        <p class="muted boot">Loading…</p>
+      ) : user === null ? (
+        <LoginPage />
+      ) : (
+        <>
+          {lost && <LoginPage again={user} />}
+          <Shell key={user.id} user={user} hidden={lost} />
+        </>
+      )}
       <ConfirmHost />
       <Toasts />
     </>

@@ -3,6 +3,7 @@ import { signal } from '@preact/signals'
 
 export const currentPath = signal(location.pathname)
 
+/** Programmatic navigation (after a save, a sign-in): goes at once. */
 export function navigate(path: string, replace = false): void {
   if (path === location.pathname) return
   if (replace) history.replaceState(null, '', path)
@@ -11,8 +12,32 @@ export function navigate(path: string, replace = false): void {
   window.scrollTo(0, 0)
 }
 
+/**
+ * Asked before a navigation the person started (a link, Back) while typed text is unsaved;
+ * resolves true to go on. Set by the page's shell; without it, navigation always goes on.
+ */
+let leaveCheck: (() => Promise<boolean>) | null = null
+export function setLeaveCheck(check: (() => Promise<boolean>) | null): void {
+  leaveCheck = check
+}
+
+/** Navigation the person asked for: asks first when leaving would discard unsaved text. */
+export async function navigateGuarded(path: string): Promise<void> {
+  if (path === location.pathname) return
+  if (leaveCheck && !(await leaveCheck())) return
+  navigate(path)
+}
+
 addEventListener('popstate', () => {
-  currentPath.value = location.pathname
+  const target = location.pathname
+  const from = currentPath.value
+  if (!leaveCheck || target === from) {
+    currentPath.value = target
+    return
+  }
+  // Stay on the page (the address bar too) until the person has answered.
+  history.pushState(null, '', from)
+  void leaveCheck().then((go) => go && navigate(target))
 })
 
 /** Matches "/envs/:id" against a path; returns the parameters or null. */

@@ -1,9 +1,9 @@
 // Shared pieces: links, toasts, confirmation, modal, icons, badges, copy and the reveal timer.
 import { signal } from '@preact/signals'
-import type { ComponentChildren, TargetedEvent } from 'preact'
-import { useEffect, useRef, useState } from 'preact/hooks'
+import { createContext, type ComponentChildren, type TargetedEvent } from 'preact'
+import { useContext, useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks'
 import { ENVIRONMENTS, errorMessage, type Environment } from './api'
-import { navigate } from './router'
+import { navigateGuarded, setLeaveCheck } from './router'
 
 /** How long a revealed secret stays on screen. */
 export const REVEAL_MS = 30_000
@@ -12,7 +12,7 @@ export function Link(props: { href: string; class?: string; children: ComponentC
   const onClick = (event: MouseEvent) => {
     if (event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return
     event.preventDefault()
-    navigate(props.href)
+    void navigateGuarded(props.href)
   }
   return (
     <a href={props.href} class={props.class} onClick={onClick} aria-current={props['aria-current']}>
@@ -37,10 +37,11 @@ export function toast(text: string, kind: 'ok' | 'error' = 'ok'): void {
 export const toastError = (error: unknown) => toast(errorMessage(error), 'error')
 
 export function Toasts() {
+  const dismiss = (id: number) => (toasts.value = toasts.value.filter((item) => item.id !== id))
   return (
     <div class="toasts" role="status" aria-live="polite">
       {toasts.value.map((item) => (
-        <div key={item.id} class={`toast toast-${item.kind}`}>
+        <div key={item.id} class={`toast toast-${item.kind}`} onClick={() => dismiss(item.id)}>
           {item.text}
         </div>
       ))}
@@ -85,26 +86,97 @@ export function ConfirmHost() {
   )
 }
 
-export function Modal(props: { title: string; onClose(): void; children: ComponentChildren }) {
-  useEffect(() => {
-    const onKey = (event: KeyboardEvent) => event.key === 'Escape' && props.onClose()
+/** Asks before typed text is thrown away; resolves true when the person agrees to discard it. */
+export const confirmDiscard = (what = 'the changes you typed') => confirmAction(`Discard ${what}? They are not saved.`, 'Discard')
+
+// Open dialogs, innermost last: only the innermost answers Escape and keeps Tab inside.
+const openDialogs: HTMLElement[] = []
+const FOCUSABLE = 'a[href], button:not([disabled]), input:not([disabled]):not([type="hidden"]), select:not([disabled]), textarea:not([disabled]), [tabindex]:not([tabindex="-1"])'
+const focusables = (root: HTMLElement) =>
+  [...root.querySelectorAll<HTMLElement>(FOCUSABLE)].filter((element) => !element.closest('.visually-hidden') && element.getClientRects().length > 0)
+
+/**
+ * A dialog: takes focus when it opens (its autofocus element or first field), keeps Tab inside,
+ * closes on Escape, the backdrop or ×, and gives focus back to what had it. With `dirty`, closing
+ * any of those ways asks before the typed text is discarded.
+ */
+export function Modal(props: { title: string; onClose(): void; dirty?: boolean; children: ComponentChildren }) {
+  const dialog = useRef<HTMLDivElement>(null)
+  const latest = useRef(props)
+  latest.current = props
+  const asking = useRef(false)
+  // Typed text in a dialog counts as unsaved work for Back and for leaving the page, too.
+  useUnsavedWork(props.dirty === true)
+  const requestClose = async () => {
+    if (asking.current) return
+    if (latest.current.dirty) {
+      asking.current = true
+      const discard = await confirmDiscard()
+      asking.current = false
+      if (!discard) return
+    }
+    latest.current.onClose()
+  }
+  // Layout effect: the dialog has focus and answers keys as soon as it is on screen.
+  useLayoutEffect(() => {
+    const element = dialog.current!
+    const opener = document.activeElement instanceof HTMLElement ? document.activeElement : null
+    openDialogs.push(element)
+    const first = element.querySelector<HTMLElement>('[autofocus]') ?? element.querySelector<HTMLElement>('.modal-body input, .modal-body select, .modal-body textarea, .modal-body button') ?? element
+    first.focus()
+    const onKey = (event: KeyboardEvent) => {
+      if (openDialogs[openDialogs.length - 1] !== element || element.closest('[inert]')) return
+      if (event.key === 'Escape') {
+        event.preventDefault()
+        void requestClose()
+      } else if (event.key === 'Tab') {
+        const items = focusables(element)
+        if (items.length === 0) return event.preventDefault()
+        const at = items.indexOf(document.activeElement as HTMLElement)
+        if (event.shiftKey && at <= 0) {
+          event.preventDefault()
+          items[items.length - 1].focus()
+        } else if (!event.shiftKey && (at === -1 || at === items.length - 1)) {
+          event.preventDefault()
+          items[0].focus()
+        }
+      }
+    }
+    // Focus that wanders out (a click on the page behind) is brought back in.
+    const onFocusIn = (event: FocusEvent) => {
+      if (openDialogs[openDialogs.length - 1] !== element || element.closest('[inert]')) return
+      if (event.target instanceof Node && !element.contains(event.target)) (focusables(element)[0] ?? element).focus()
+    }
     addEventListener('keydown', onKey)
-    return () => removeEventListener('keydown', onKey)
-  }, [props.onClose])
+    document.addEventListener('focusin', onFocusIn)
+    return () => {
+      removeEventListener('keydown', onKey)
+      document.removeEventListener('focusin', onFocusIn)
+      openDialogs.splice(openDialogs.indexOf(element), 1)
+      // Back to what opened the dialog, after this render has settled.
+      if (opener) setTimeout(() => opener.isConnected && opener.focus(), 0)
+    }
+  }, [])
+  const titleId = useRef(`dialog-${++dialogCount}`).current
   return (
-    <div class="overlay" onClick={(event) => event.target === event.currentTarget && props.onClose()}>
-      <div class="modal" role="dialog" aria-modal="true" aria-label={props.title}>
+    <div class="overlay" onClick={(event) => event.target === event.currentTarget && void requestClose()}>
+      <div class="modal" role="dialog" aria-modal="true" aria-labelledby={titleId} tabIndex={-1} ref={dialog}>
         <div class="modal-head">
-          <h2>{props.title}</h2>
-          <button type="button" class="btn-icon" aria-label="Close" onClick={props.onClose}>
+          <h2 id={titleId}>{props.title}</h2>
+          <button type="button" class="btn-icon" aria-label="Close" onClick={() => void requestClose()}>
             ×
           </button>
         </div>
-        {props.children}
+        <div class="modal-body">
+          <DialogClose.Provider value={() => void requestClose()}>{props.children}</DialogClose.Provider>
+        </div>
       </div>
     </div>
   )
 }
+let dialogCount = 0
+/** The open dialog's close request (with its unsaved-work question), for its Cancel button. */
+const DialogClose = createContext<(() => void) | null>(null)
 
 // ---- icons and badges ----
 const AVATAR_COLORS = 6
@@ -160,9 +232,9 @@ export async function copyText(text: string, what = 'Copied'): Promise<void> {
   }
 }
 
-export function CopyButton(props: { value: string; label?: string; what?: string }) {
+export function CopyButton(props: { value: string; label?: string; what?: string; ariaLabel?: string }) {
   return (
-    <button type="button" class="btn btn-small" onClick={() => copyText(props.value, props.what)}>
+    <button type="button" class="btn btn-small" aria-label={props.ariaLabel} onClick={() => copyText(props.value, props.what)}>
       {props.label ?? 'Copy'}
     </button>
   )
@@ -193,7 +265,7 @@ export function useRevealTimer(active: boolean, onExpire: () => void): number {
 export function Field(props: { label: string; hint?: string; children: ComponentChildren }) {
   return (
     <div class="field">
-      <label class="field">
+      <label class="field-control">
         <span class="field-label">{props.label}</span>
         {props.children}
       </label>
@@ -213,11 +285,12 @@ export function FormError(props: { error: string | null | undefined }) {
 
 /** The end of a dialog's form: its error, Cancel, and the submit button. */
 export function DialogActions(props: { error: string | null | undefined; busy?: boolean; submit: string; onCancel: () => void }) {
+  const close = useContext(DialogClose)
   return (
     <>
       <FormError error={props.error} />
       <div class="actions">
-        <button type="button" class="btn" onClick={props.onCancel}>
+        <button type="button" class="btn" onClick={close ?? props.onCancel}>
           Cancel
         </button>
         <button type="submit" class="btn btn-primary" disabled={props.busy}>
@@ -227,6 +300,87 @@ export function DialogActions(props: { error: string | null | undefined; busy?: 
     </>
   )
 }
+
+/** A note under a field whose text is longer than the server takes: nothing is cut silently. */
+export function LengthNote(props: { value: string; max: number; what?: string }) {
+  const length = [...props.value].length
+  if (length <= props.max) return null
+  return (
+    <span class="error-text small length-note" aria-live="polite">
+      {props.what ?? 'This'} is {length} characters long; at most {props.max} are allowed. Shorten it by {length - props.max}.
+    </span>
+  )
+}
+
+/** The first field (of label and text) that is longer than its limit, as a form error; or null. */
+export function overLimit(fields: [string, string, number][]): string | null {
+  for (const [label, value, max] of fields) {
+    const length = [...value.trim()].length
+    if (length > max) return `${label} is ${length} characters long; at most ${max} are allowed.`
+  }
+  return null
+}
+
+/**
+ * A secret value that may span lines (a PEM key, a certificate): a textarea, masked until shown,
+ * that keeps the text byte for byte. Spell checking and autocorrection are off, so the text is
+ * neither changed nor sent to a spelling service.
+ */
+export function SecretInput(props: { name: string; label: string; value: string; onInput(value: string): void; placeholder?: string }) {
+  const [shown, setShown] = useState(false)
+  const lines = Math.min(8, Math.max(1, props.value.split('\n').length))
+  return (
+    <div class="secret-input">
+      <textarea
+        name={props.name}
+        aria-label={props.label}
+        class={`mono secret-textarea${shown ? '' : ' masked'}`}
+        rows={lines}
+        spellcheck={false}
+        autoComplete="off"
+        autoCapitalize="off"
+        {...{ autocorrect: 'off' }}
+        placeholder={props.placeholder}
+        value={props.value}
+        onInput={(event) => props.onInput(event.currentTarget.value)}
+      />
+      <button type="button" class="btn btn-small" aria-pressed={shown} aria-label={`${shown ? 'Hide' : 'Show'} ${props.label.replace(/^Value of /, '')}`} onClick={() => setShown(!shown)}>
+        {shown ? 'Hide' : 'Show'}
+      </button>
+    </div>
+  )
+}
+
+// ---- unsaved work ----
+const unsaved = new Set<object>()
+
+/** Marks typed, unsaved work while `dirty`: leaving the page or navigating away asks first. */
+export function useUnsavedWork(dirty: boolean): void {
+  const token = useRef({}).current
+  useEffect(() => {
+    if (dirty) unsaved.add(token)
+    else unsaved.delete(token)
+    return () => void unsaved.delete(token)
+  }, [dirty])
+}
+export const hasUnsavedWork = () => unsaved.size > 0
+export const forgetUnsavedWork = () => unsaved.clear()
+
+/** Before leaving with unsaved text: asks, and forgets the work when the person agrees. */
+export async function okToLeave(): Promise<boolean> {
+  if (!hasUnsavedWork()) return true
+  if (!(await confirmDiscard('the text you typed on this page'))) return false
+  forgetUnsavedWork()
+  return true
+}
+setLeaveCheck(okToLeave)
+
+addEventListener('beforeunload', (event) => {
+  if (!hasUnsavedWork()) return
+  // Chromium asks on preventDefault(); older browsers want returnValue set.
+  event.preventDefault()
+  Reflect.set(event, 'returnValue', '')
+})
 
 /** A choice of environment, or none ("" with the label given). */
 export function EnvironmentSelect(props: { name: string; value: Environment | ''; noneLabel: string; onChange: (value: Environment | '') => void }) {

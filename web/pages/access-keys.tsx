@@ -2,7 +2,7 @@
 // list with last use, revoke with confirmation.
 import { useState } from 'preact/hooks'
 import { ALL_SCOPES, api, type AccessKey } from '../api'
-import { confirmAction, CopyButton, Field, formatDate, FormError, inputValue, Loading, relativeTime, toast, toastError, useLoad, useSubmission } from '../ui'
+import { confirmAction, CopyButton, Field, formatDate, FormError, inputValue, LengthNote, Loading, overLimit, relativeTime, toast, toastError, useLoad, useSubmission, useUnsavedWork } from '../ui'
 
 const SCOPE_GROUPS: { label: string; scopes: string[] }[] = [
   { label: 'Categories', scopes: ['categories:read', 'categories:write'] },
@@ -104,6 +104,7 @@ function CreateKeyForm(props: { onCreated(key: AccessKey): void }) {
   const [expiry, setExpiry] = useState('90')
   const [customDate, setCustomDate] = useState('')
   const { busy, error, setError, run } = useSubmission()
+  useUnsavedWork(name.trim() !== '')
   const toggle = (scope: string) => {
     const next = new Set(scopes)
     if (next.has(scope)) next.delete(scope)
@@ -113,6 +114,8 @@ function CreateKeyForm(props: { onCreated(key: AccessKey): void }) {
   const submit = async (event: Event) => {
     event.preventDefault()
     setError(null)
+    const tooLong = overLimit([['The name', name, 200]])
+    if (tooLong) return setError(tooLong)
     if (scopes.size === 0) return setError('Pick at least one scope.')
     const expiresAt = expiryTime(expiry, customDate)
     if (expiry === 'custom' && !expiresAt) return setError('Pick the expiry date.')
@@ -132,7 +135,8 @@ function CreateKeyForm(props: { onCreated(key: AccessKey): void }) {
       <h2>New access key</h2>
       <div class="form-row">
         <Field label="Name">
-          <input name="keyName" required maxLength={200} value={name} onInput={(event) => setName(inputValue(event))} placeholder="CI deploy" />
+          <input name="keyName" required value={name} onInput={(event) => setName(inputValue(event))} placeholder="CI deploy" />
+          <LengthNote value={name} max={200} what="The name" />
         </Field>
         <Field label="Expires">
           <select name="expiry" value={expiry} onChange={(event) => setExpiry(inputValue(event))}>

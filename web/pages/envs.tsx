@@ -1,9 +1,26 @@
 // Env projects: a searchable list, and a project page with a tab per file type, an editor,
 // upload of a .env file, download and delete.
-import { useEffect, useState } from 'preact/hooks'
+import { useEffect, useRef, useState } from 'preact/hooks'
 import { api, errorMessage, FILE_TYPES, type EnvFileItem, type EnvProject, type FileType } from '../api'
 import { navigate } from '../router'
-import { confirmAction, DialogActions, downloadText, Field, inputValue, Link, Loading, Modal, relativeTime, toast, toastError, useLoad } from '../ui'
+import {
+  confirmAction,
+  confirmDiscard,
+  DialogActions,
+  downloadText,
+  Field,
+  inputValue,
+  LengthNote,
+  Link,
+  Loading,
+  Modal,
+  overLimit,
+  relativeTime,
+  toast,
+  toastError,
+  useLoad,
+  useUnsavedWork,
+} from '../ui'
 
 export function EnvProjectsPage() {
   const [search, setSearch] = useState('')
@@ -53,8 +70,14 @@ function ProjectForm(props: { project: EnvProject | null; onClose(): void; onSav
   const [name, setName] = useState(props.project?.name ?? '')
   const [description, setDescription] = useState(props.project?.description ?? '')
   const [error, setError] = useState<string | null>(null)
+  const dirty = name !== (props.project?.name ?? '') || description !== (props.project?.description ?? '')
   const submit = async (event: Event) => {
     event.preventDefault()
+    const tooLong = overLimit([
+      ['The name', name, 200],
+      ['The description', description, 2000],
+    ])
+    if (tooLong) return setError(tooLong)
     try {
       const body = { name: name.trim(), description: description.trim() }
       const answer = props.project
@@ -67,13 +90,15 @@ function ProjectForm(props: { project: EnvProject | null; onClose(): void; onSav
     }
   }
   return (
-    <Modal title={props.project ? 'Edit project' : 'New env project'} onClose={props.onClose}>
+    <Modal title={props.project ? 'Edit project' : 'New env project'} onClose={props.onClose} dirty={dirty}>
       <form class="stack" onSubmit={submit}>
         <Field label="Name">
-          <input name="projectName" required maxLength={200} value={name} onInput={(event) => setName(inputValue(event))} placeholder="my-blog" />
+          <input name="projectName" required value={name} onInput={(event) => setName(inputValue(event))} placeholder="my-blog" />
+          <LengthNote value={name} max={200} what="The name" />
         </Field>
         <Field label="Description (optional)">
-          <input name="projectDescription" maxLength={2000} value={description} onInput={(event) => setDescription(inputValue(event))} />
+          <input name="projectDescription" value={description} onInput={(event) => setDescription(inputValue(event))} />
+          <LengthNote value={description} max={2000} what="The description" />
         </Field>
         <DialogActions error={error} submit={props.project ? 'Save' : 'Create project'} onCancel={props.onClose} />
       </form>
@@ -85,6 +110,14 @@ export function EnvProjectPage(props: { id: string }) {
   const project = useLoad(() => api<{ data: EnvProject }>('GET', `/api/envs/${props.id}`), [props.id])
   const [tab, setTab] = useState<FileType>('env')
   const [editing, setEditing] = useState(false)
+  // Whether the open tab's editor holds unsaved text: switching tabs asks first.
+  const editorDirty = useRef(false)
+  const chooseTab = async (type: FileType) => {
+    if (type === tab) return
+    if (editorDirty.current && !(await confirmDiscard(`the unsaved changes to .${tab}`))) return
+    editorDirty.current = false
+    setTab(type)
+  }
   const data = project.data?.data
   if (!data) {
     return (
@@ -135,13 +168,21 @@ export function EnvProjectPage(props: { id: string }) {
             role="tab"
             class={`tab${fileOf(type) ? ' tab-has-file' : ''}`}
             aria-selected={tab === type}
-            onClick={() => setTab(type)}
+            onClick={() => void chooseTab(type)}
           >
             .{type}
           </button>
         ))}
       </div>
-      <FileEditor key={tab} projectId={data.id} projectName={data.name} fileType={tab} file={fileOf(tab)} onChanged={project.reload} />
+      <FileEditor
+        key={tab}
+        projectId={data.id}
+        projectName={data.name}
+        fileType={tab}
+        file={fileOf(tab)}
+        onChanged={project.reload}
+        onDirty={(dirty) => (editorDirty.current = dirty)}
+      />
       {editing && (
         <ProjectForm
           project={data}
@@ -162,7 +203,7 @@ function downloadName(projectName: string, fileType: FileType): string {
   return `${base}.${fileType}`
 }
 
-function FileEditor(props: { projectId: string; projectName: string; fileType: FileType; file: EnvFileItem | undefined; onChanged(): void }) {
+function FileEditor(props: { projectId: string; projectName: string; fileType: FileType; file: EnvFileItem | undefined; onChanged(): void; onDirty(dirty: boolean): void }) {
   const { projectId, fileType, file } = props
   // The decrypted file lives only in this editor while its tab is open.
   const [content, setContent] = useState<string | null>(file ? null : '')
@@ -185,6 +226,9 @@ function FileEditor(props: { projectId: string; projectName: string; fileType: F
     }
   }, [file?.id])
   useEffect(() => () => (setContent(null), setSaved(null)), [])
+  const dirty = content !== null && content !== saved
+  useUnsavedWork(dirty)
+  useEffect(() => props.onDirty(dirty), [dirty])
 
   const save = async (text: string) => {
     setBusy(true)
@@ -205,6 +249,9 @@ function FileEditor(props: { projectId: string; projectName: string; fileType: F
     input.value = ''
     if (!chosen) return
     if (chosen.size > 1024 * 1024) return toast('That file is larger than 1 MiB', 'error')
+    // An upload replaces the whole file (and any unsaved text): ask when there is something to lose.
+    const replacing = file !== undefined || (content ?? '') !== ''
+    if (replacing && !(await confirmAction(`Replace .${fileType} with “${chosen.name}”? Its current content${dirty ? ' and your unsaved changes' : ''} will be lost.`, 'Replace'))) return
     const text = await chosen.text()
     setContent(text)
     await save(text)
@@ -222,7 +269,6 @@ function FileEditor(props: { projectId: string; projectName: string; fileType: F
     }
   }
   if (content === null) return <Loading error={error} />
-  const dirty = content !== saved
   return (
     <div class="card editor" role="tabpanel">
       <textarea

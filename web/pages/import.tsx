@@ -2,7 +2,7 @@
 // only the names), leave out keys, pick the project name and environment, apply.
 import { useState } from 'preact/hooks'
 import { api, type Environment, type ImportAnswer, type ImportKey } from '../api'
-import { EnvironmentSelect, Field, FormError, Icon, inputValue, Link, toast, useSubmission } from '../ui'
+import { EnvironmentSelect, Field, FormError, Icon, inputValue, LengthNote, Link, overLimit, toast, useSubmission, useUnsavedWork } from '../ui'
 
 /** The pasted text without the keys the person left out (.env, export lines, JSON, YAML lines). */
 export function withoutKeys(text: string, excluded: Set<string>): string {
@@ -84,6 +84,7 @@ export function ImportPage() {
   const [excluded, setExcluded] = useState<Set<string>>(new Set())
   const [result, setResult] = useState<ImportAnswer | null>(null)
   const { busy, error, setError, run } = useSubmission()
+  useUnsavedWork(text.trim() !== '')
 
   const analyse = async (event: Event) => {
     event.preventDefault()
@@ -99,6 +100,8 @@ export function ImportPage() {
   const apply = async () => {
     setError(null)
     if (!name.trim()) return setError('Give the project a name: it becomes the name of the entries.')
+    const tooLong = overLimit([['The project name', name, 200]])
+    if (tooLong) return setError(tooLong)
     await run(async () => {
       const body = { text: withoutKeys(text, excluded), apply: true, name: name.trim(), ...(environment ? { environment } : {}) }
       const answer = await api<{ data: ImportAnswer }>('POST', '/api/ai/import', body)
@@ -113,6 +116,14 @@ export function ImportPage() {
     if (next.has(key)) next.delete(key)
     else next.add(key)
     setExcluded(next)
+  }
+  // Whether the server files a category's keys into one that exists (reuse: true) or a new one;
+  // unknown (no badge) when the server does not say.
+  const reuseOf = (categoryName: string, keys: ImportKey[]): boolean | undefined => {
+    const listed = suggestion?.categories?.find((category) => category.name === categoryName)
+    if (typeof listed?.reuse === 'boolean') return listed.reuse
+    const marked = keys.find((key) => typeof key.reuse === 'boolean')
+    return marked?.reuse
   }
   const groups = new Map<string, ImportKey[]>()
   for (const key of suggestion?.keys ?? []) groups.set(key.categoryName, [...(groups.get(key.categoryName) ?? []), key])
@@ -153,6 +164,16 @@ export function ImportPage() {
             <div class="import-group" key={categoryName}>
               <h3 class="import-category">
                 <Icon slug={keys[0].icon} name={categoryName} size="sm" /> {categoryName} <span class="muted small">{keys[0].keyType}</span>
+                {reuseOf(categoryName, keys) === true && (
+                  <span class="badge badge-existing" title="The keys go into this category, which you already have">
+                    existing
+                  </span>
+                )}
+                {reuseOf(categoryName, keys) === false && (
+                  <span class="badge badge-new" title="This category will be created">
+                    new
+                  </span>
+                )}
               </h3>
               <ul class="import-keys">
                 {keys.map((key) => (
@@ -168,7 +189,8 @@ export function ImportPage() {
           ))}
           <div class="form-row">
             <Field label="Project name (entry name)">
-              <input name="importName" required maxLength={200} value={name} onInput={(event) => setName(inputValue(event))} placeholder="my-blog" />
+              <input name="importName" required value={name} onInput={(event) => setName(inputValue(event))} placeholder="my-blog" />
+              <LengthNote value={name} max={200} what="The project name" />
             </Field>
             <Field label="Environment">
               <EnvironmentSelect name="importEnvironment" value={environment} noneLabel="Any environment" onChange={setEnvironment} />

@@ -1,8 +1,28 @@
 // Keys: categories (with icons) and their entries. Create, edit and delete with confirmation;
 // reveal on click, copy, and the value hides itself again after 30 seconds.
-import { useState } from 'preact/hooks'
-import { api, type Category, type Entry, type Environment, type RevealedEntry } from '../api'
-import { confirmAction, CopyButton, DialogActions, EnvBadge, EnvironmentSelect, Field, Icon, inputValue, knownIcons, Loading, Modal, toast, toastError, useLoad, useRevealTimer, useSubmission } from '../ui'
+import { useEffect, useState } from 'preact/hooks'
+import { api, errorMessage, type Category, type Entry, type Environment, type RevealedEntry } from '../api'
+import {
+  confirmAction,
+  CopyButton,
+  DialogActions,
+  EnvBadge,
+  EnvironmentSelect,
+  Field,
+  Icon,
+  inputValue,
+  knownIcons,
+  LengthNote,
+  Loading,
+  Modal,
+  overLimit,
+  SecretInput,
+  toast,
+  toastError,
+  useLoad,
+  useRevealTimer,
+  useSubmission,
+} from '../ui'
 
 const ENV_ORDER: Record<string, number> = { development: 0, staging: 1, production: 2 }
 const byNameThenEnv = (a: Entry, b: Entry) => a.name.localeCompare(b.name) || (ENV_ORDER[a.environment ?? ''] ?? -1) - (ENV_ORDER[b.environment ?? ''] ?? -1)
@@ -20,12 +40,15 @@ export function KeysPage() {
   }
   const needle = search.trim().toLowerCase()
   const list = [...(categories.data ?? [])].sort((a, b) => a.name.localeCompare(b.name))
+  // The search looks at the category (name, variable, field names) and the entry (project, environment).
+  const has = (text: string | null | undefined) => (text ?? '').toLowerCase().includes(needle)
+  const categoryMatches = (category: Category) => has(category.name) || has(category.envVarName) || (category.fieldDefinitions ?? []).some(has)
   const entriesOf = (category: Category) =>
     (entries.data ?? [])
       .filter((entry) => entry.categoryId === category.id)
-      .filter((entry) => !needle || category.name.toLowerCase().includes(needle) || entry.name.toLowerCase().includes(needle) || (category.envVarName ?? '').toLowerCase().includes(needle))
+      .filter((entry) => !needle || categoryMatches(category) || has(entry.name) || has(entry.environment ?? 'any env'))
       .sort(byNameThenEnv)
-  const visible = list.filter((category) => !needle || category.name.toLowerCase().includes(needle) || entriesOf(category).length > 0)
+  const visible = list.filter((category) => !needle || categoryMatches(category) || entriesOf(category).length > 0)
 
   const removeCategory = async (category: Category) => {
     const count = entriesOf(category).length
@@ -165,6 +188,9 @@ function CategoryCard(props: {
 
 function EntryRow(props: { entry: Entry; category: Category; onEdit(): void; onChanged(): void }) {
   const { entry } = props
+  // Which entry a button acts on, for screen readers: "Reveal OPENAI_API_KEY of my-blog (production)".
+  const about = `of ${entry.name}${entry.environment ? ` (${entry.environment})` : ''}`
+  const subject = props.category.envVarName ?? props.category.name
   // The plaintext lives only in this component's state, and only while it is shown.
   const [revealed, setRevealed] = useState<RevealedEntry | null>(null)
   const hide = () => setRevealed(null)
@@ -198,7 +224,7 @@ function EntryRow(props: { entry: Entry; category: Category; onEdit(): void; onC
         </span>
         <EnvBadge environment={entry.environment} />
         <div class="row-actions">
-          <button type="button" class="btn btn-small" onClick={reveal} aria-pressed={revealed !== null}>
+          <button type="button" class="btn btn-small" onClick={reveal} aria-pressed={revealed !== null} aria-label={`${revealed ? 'Hide' : 'Reveal'} ${subject} ${about}`}>
             {revealed ? 'Hide' : 'Reveal'}
           </button>
           <button type="button" class="btn btn-small" onClick={props.onEdit} aria-label={`Edit entry ${entry.name}`}>
@@ -215,14 +241,14 @@ function EntryRow(props: { entry: Entry; category: Category; onEdit(): void; onC
             <div class="secret-row">
               <code class="secret-name">{props.category.envVarName}</code>
               <code class="secret-value">{revealed.value}</code>
-              <CopyButton value={revealed.value} what={`${props.category.envVarName ?? 'Value'} copied`} />
+              <CopyButton value={revealed.value} what={`${props.category.envVarName ?? 'Value'} copied`} ariaLabel={`Copy ${subject} ${about}`} />
             </div>
           ) : (
             Object.entries(revealed.value).map(([field, value]) => (
               <div class="secret-row" key={field}>
                 <code class="secret-name">{field}</code>
                 <code class="secret-value">{value}</code>
-                <CopyButton value={value} what={`${field} copied`} />
+                <CopyButton value={value} what={`${field} copied`} ariaLabel={`Copy ${field} ${about}`} />
               </div>
             ))
           )}
@@ -243,6 +269,12 @@ function CategoryForm(props: { category: Category | null; hasEntries: boolean; o
   const [description, setDescription] = useState(existing?.description ?? '')
   const { busy, error, setError, run } = useSubmission()
   const slug = icon.trim().toLowerCase()
+  const dirty =
+    name !== (existing?.name ?? '') ||
+    envVarName !== (existing?.envVarName ?? '') ||
+    fields !== (existing?.fieldDefinitions ?? []).join(', ') ||
+    icon !== (existing?.icon ?? '') ||
+    description !== (existing?.description ?? '')
 
   const submit = async (event: Event) => {
     event.preventDefault()
@@ -251,6 +283,11 @@ function CategoryForm(props: { category: Category | null; hasEntries: boolean; o
       .split(/[\s,]+/)
       .map((field) => field.trim())
       .filter(Boolean)
+    const tooLong = overLimit([
+      ['The name', name, 200],
+      ['The description', description, 2000],
+    ])
+    if (tooLong) return setError(tooLong)
     if (keyType === 'simple' && !NAME.test(envVarName.trim())) return setError('The variable name must be letters, digits and _, not starting with a digit.')
     const badField = fieldList.find((field) => !NAME.test(field))
     if (keyType === 'group' && badField) return setError(`“${badField}” is not a valid field name.`)
@@ -272,10 +309,11 @@ function CategoryForm(props: { category: Category | null; hasEntries: boolean; o
   }
 
   return (
-    <Modal title={existing ? 'Edit category' : 'New category'} onClose={props.onClose}>
+    <Modal title={existing ? 'Edit category' : 'New category'} onClose={props.onClose} dirty={dirty}>
       <form class="stack" onSubmit={submit}>
         <Field label="Name">
-          <input name="name" required maxLength={200} value={name} onInput={(event) => setName(inputValue(event))} placeholder="OpenAI API key" />
+          <input name="name" required value={name} onInput={(event) => setName(inputValue(event))} placeholder="OpenAI API key" />
+          <LengthNote value={name} max={200} what="The name" />
         </Field>
         <fieldset class="segmented" disabled={existing !== null && props.hasEntries}>
           <legend class="field-label">Type</legend>
@@ -309,7 +347,8 @@ function CategoryForm(props: { category: Category | null; hasEntries: boolean; o
           </div>
         </Field>
         <Field label="Description (optional)">
-          <input name="description" maxLength={2000} value={description} onInput={(event) => setDescription(inputValue(event))} />
+          <input name="description" value={description} onInput={(event) => setDescription(inputValue(event))} />
+          <LengthNote value={description} max={2000} what="The description" />
         </Field>
         <DialogActions error={error} busy={busy} submit={existing ? 'Save' : 'Create category'} onCancel={props.onClose} />
       </form>
@@ -320,6 +359,8 @@ function CategoryForm(props: { category: Category | null; hasEntries: boolean; o
 interface FieldRow {
   name: string
   value: string
+  /** A field the entry already has: its name is fixed, an empty value keeps the current one. */
+  current: boolean
 }
 
 function EntryForm(props: { category: Category; entry: Entry | null; onClose(): void; onSaved(): void }) {
@@ -330,21 +371,69 @@ function EntryForm(props: { category: Category; entry: Entry | null; onClose(): 
   const [environment, setEnvironment] = useState<Environment | ''>(entry?.environment ?? '')
   const [notes, setNotes] = useState(entry?.notes ?? '')
   const [value, setValue] = useState('')
-  const [rows, setRows] = useState<FieldRow[]>(declared.length ? declared.map((field) => ({ name: field, value: '' })) : [{ name: '', value: '' }])
+  const [rows, setRows] = useState<FieldRow[]>(declared.length ? declared.map((field) => ({ name: field, value: '', current: false })) : entry ? [] : [{ name: '', value: '', current: false }])
+  // The entry's current fields (a group being edited): the PUT replaces the whole value, so the
+  // fields left empty are sent with their current values. Held only while this form is open.
+  const [current, setCurrent] = useState<Record<string, string> | null>(null)
+  const [currentError, setCurrentError] = useState<string | null>(null)
+  const [removed, setRemoved] = useState<Set<string>>(new Set())
   const { busy, error, setError, run } = useSubmission()
   const setRow = (index: number, change: Partial<FieldRow>) => setRows(rows.map((row, at) => (at === index ? { ...row, ...change } : row)))
+  const needsCurrent = isGroup && entry !== null
+
+  useEffect(() => {
+    if (!needsCurrent) return
+    let live = true
+    api<RevealedEntry>('POST', `/api/entries/${entry.id}/reveal`).then(
+      (answer) => {
+        if (!live) return
+        const fields = typeof answer.value === 'string' ? {} : answer.value
+        setCurrent(fields)
+        // The declared fields, then the entry's own (all of them when none are declared; a field
+        // the category no longer declares is listed too, so it can be seen and removed).
+        setRows([
+          ...declared.map((field) => ({ name: field, value: '', current: field in fields })),
+          ...Object.keys(fields)
+            .filter((field) => !declared.includes(field))
+            .map((field) => ({ name: field, value: '', current: true })),
+        ])
+      },
+      (failure) => live && setCurrentError(errorMessage(failure)),
+    )
+    return () => {
+      live = false
+      setCurrent(null)
+    }
+  }, [])
+
+  const dirty =
+    name !== (entry?.name ?? '') ||
+    environment !== (entry?.environment ?? '') ||
+    notes !== (entry?.notes ?? '') ||
+    value !== '' ||
+    removed.size > 0 ||
+    rows.some((row) => row.value !== '' || (!row.current && declared.length === 0 && row.name !== ''))
 
   const submit = async (event: Event) => {
     event.preventDefault()
     setError(null)
+    const tooLong = overLimit([
+      ['The project name', name, 200],
+      ['The notes', notes, 2000],
+    ])
+    if (tooLong) return setError(tooLong)
     let newValue: string | undefined
     if (isGroup) {
-      const filled = rows.filter((row) => row.value !== '')
-      if (filled.length > 0 || !entry) {
+      const filled = rows.filter((row) => row.value !== '' && !removed.has(row.name))
+      if (filled.length > 0 || removed.size > 0 || !entry) {
         const bad = filled.find((row) => !NAME.test(row.name.trim()))
         if (bad) return setError(`“${bad.name}” is not a valid field name.`)
-        if (filled.length === 0) return setError('Fill in at least one field.')
-        newValue = JSON.stringify(Object.fromEntries(filled.map((row) => [row.name.trim(), row.value])))
+        if (entry && current === null) return setError(`The current fields could not be read${currentError ? ` (${currentError})` : ''}, so they cannot be kept. Try again.`)
+        const merged: Record<string, string> = {}
+        for (const [field, fieldValue] of Object.entries(current ?? {})) if (!removed.has(field)) merged[field] = fieldValue
+        for (const row of filled) merged[row.name.trim()] = row.value
+        if (Object.keys(merged).length === 0) return setError('Fill in at least one field.')
+        newValue = JSON.stringify(merged)
       }
     } else if (value !== '' || !entry) {
       if (value === '') return setError('Enter the value.')
@@ -363,16 +452,18 @@ function EntryForm(props: { category: Category; entry: Entry | null; onClose(): 
       else await api('POST', '/api/entries', body)
       setValue('')
       setRows([])
+      setCurrent(null)
       toast(entry ? `Saved ${body.name}` : `Added ${body.name}`)
       props.onSaved()
     })
   }
 
   return (
-    <Modal title={entry ? `Edit ${entry.name}` : `New ${category.name} entry`} onClose={props.onClose}>
+    <Modal title={entry ? `Edit ${entry.name}` : `New ${category.name} entry`} onClose={props.onClose} dirty={dirty}>
       <form class="stack" onSubmit={submit} autoComplete="off">
         <Field label="Project name" hint="The project this key is for, e.g. my-blog.">
-          <input name="entryName" required maxLength={200} value={name} onInput={(event) => setName(inputValue(event))} />
+          <input name="entryName" required value={name} onInput={(event) => setName(inputValue(event))} />
+          <LengthNote value={name} max={200} what="The project name" />
         </Field>
         <Field label="Environment">
           <EnvironmentSelect name="environment" value={environment} noneLabel="Any environment" onChange={setEnvironment} />
@@ -380,39 +471,63 @@ function EntryForm(props: { category: Category; entry: Entry | null; onClose(): 
         {isGroup ? (
           <fieldset class="group-fields">
             <legend class="field-label">{entry ? 'New field values (leave empty to keep the current ones)' : 'Fields'}</legend>
-            {rows.map((row, index) => (
-              <div class="group-row" key={index}>
-                <input
-                  aria-label="Field name"
-                  class="mono"
-                  value={row.name}
-                  readOnly={declared.length > 0}
-                  placeholder="FIELD_NAME"
-                  onInput={(event) => setRow(index, { name: inputValue(event) })}
-                />
-                <input
-                  aria-label={`Value of ${row.name || 'field'}`}
-                  name={`field-${row.name || index}`}
-                  type="password"
-                  autoComplete="new-password"
-                  value={row.value}
-                  onInput={(event) => setRow(index, { value: inputValue(event) })}
-                />
-              </div>
-            ))}
+            {needsCurrent && current === null && !currentError && <p class="muted small">Loading the current fields…</p>}
+            {currentError && <p class="error-text small">The current fields could not be read: {currentError}</p>}
+            {rows.map((row, index) => {
+              const gone = removed.has(row.name)
+              return (
+                <div class={`group-row${gone ? ' group-row-removed' : ''}`} key={index}>
+                  <input
+                    aria-label="Field name"
+                    class="mono"
+                    value={row.name}
+                    readOnly={declared.length > 0 || row.current}
+                    placeholder="FIELD_NAME"
+                    onInput={(event) => setRow(index, { name: inputValue(event) })}
+                  />
+                  {gone ? (
+                    <span class="muted small">removed on save</span>
+                  ) : (
+                    <SecretInput
+                      name={`field-${row.name || index}`}
+                      label={`Value of ${row.name || 'field'}`}
+                      placeholder={row.current ? 'unchanged' : undefined}
+                      value={row.value}
+                      onInput={(text) => setRow(index, { value: text })}
+                    />
+                  )}
+                  {row.current && !declared.includes(row.name) && (
+                    <button
+                      type="button"
+                      class="btn btn-small btn-danger-quiet"
+                      aria-label={`${gone ? 'Keep' : 'Remove'} field ${row.name}`}
+                      onClick={() => {
+                        const next = new Set(removed)
+                        if (gone) next.delete(row.name)
+                        else next.add(row.name)
+                        setRemoved(next)
+                      }}
+                    >
+                      {gone ? 'Keep' : 'Remove'}
+                    </button>
+                  )}
+                </div>
+              )
+            })}
             {declared.length === 0 && (
-              <button type="button" class="btn btn-small" onClick={() => setRows([...rows, { name: '', value: '' }])}>
+              <button type="button" class="btn btn-small align-start" onClick={() => setRows([...rows, { name: '', value: '', current: false }])}>
                 Add field
               </button>
             )}
           </fieldset>
         ) : (
-          <Field label={`Value of ${category.envVarName}`} hint={entry ? 'Leave empty to keep the current value.' : undefined}>
-            <input name="value" type="password" autoComplete="new-password" class="mono" value={value} onInput={(event) => setValue(inputValue(event))} />
+          <Field label={`Value of ${category.envVarName}`} hint={entry ? 'Leave empty to keep the current value. Several lines (a PEM key) are kept as they are.' : 'Several lines (a PEM key) are kept as they are.'}>
+            <SecretInput name="value" label={`Value of ${category.envVarName}`} value={value} onInput={setValue} />
           </Field>
         )}
         <Field label="Notes (optional)">
-          <input name="notes" maxLength={2000} value={notes} onInput={(event) => setNotes(inputValue(event))} />
+          <input name="notes" value={notes} onInput={(event) => setNotes(inputValue(event))} />
+          <LengthNote value={notes} max={2000} what="The notes" />
         </Field>
         <DialogActions error={error} busy={busy} submit={entry ? 'Save' : 'Add entry'} onCancel={props.onClose} />
       </form>

@@ -1,13 +1,15 @@
 // Sign in with e-mail and password, register when sign-up is open, or use the identity provider.
 import { useState } from 'preact/hooks'
-import { api, currentUser, type Providers, type User } from '../api'
+import { api, currentUser, sessionLost, type Providers, type User } from '../api'
 import { navigate } from '../router'
 import { Field, FormError, inputValue, useLoad, useSubmission } from '../ui'
 
-export function LoginPage() {
+/** Sign-in; with `again`, the session of that user ended and the page under this form is kept. */
+export function LoginPage(props: { again?: User }) {
+  const again = props.again
   const providers = useLoad(() => api<Providers>('GET', '/api/auth/providers'))
   const [mode, setMode] = useState<'login' | 'register'>('login')
-  const [email, setEmail] = useState('')
+  const [email, setEmail] = useState(again?.email ?? '')
   const [password, setPassword] = useState('')
   const [name, setName] = useState('')
   const { busy, error, setError, run } = useSubmission()
@@ -21,6 +23,13 @@ export function LoginPage() {
       const body = mode === 'register' ? { email, password, ...(name.trim() ? { name: name.trim() } : {}) } : { email, password }
       const answer = await api<{ user: User }>('POST', mode === 'register' ? '/api/auth/register' : '/api/auth/login', body)
       setPassword('')
+      if (again && answer.user.id === again.id) {
+        // Back to the same page, with whatever was typed there.
+        currentUser.value = answer.user
+        sessionLost.value = false
+        return
+      }
+      sessionLost.value = false
       currentUser.value = answer.user
       navigate('/', true)
     })
@@ -35,7 +44,11 @@ export function LoginPage() {
           </span>{' '}
           svc-vault
         </h1>
-        <p class="muted">{mode === 'login' ? 'Sign in to your vault.' : 'Create your account.'}</p>
+        {again ? (
+          <p role="alert">Your session has ended. Sign in again to go back to the page you were on; what you typed there is kept.</p>
+        ) : (
+          <p class="muted">{mode === 'login' ? 'Sign in to your vault.' : 'Create your account.'}</p>
+        )}
         <form onSubmit={submit} class="stack">
           {mode === 'register' && (
             <Field label="Name (optional)">
@@ -52,6 +65,7 @@ export function LoginPage() {
               autoComplete={mode === 'register' ? 'new-password' : 'current-password'}
               required
               minLength={mode === 'register' ? 8 : undefined}
+              autoFocus={again !== undefined}
               value={password}
               onInput={(event) => setPassword(inputValue(event))}
             />
@@ -66,7 +80,7 @@ export function LoginPage() {
             Sign in with {oidc.name ?? 'single sign-on'}
           </a>
         )}
-        {signupOpen && (
+        {signupOpen && !again && (
           <p class="login-switch">
             {mode === 'login' ? 'No account yet? ' : 'Already registered? '}
             <button

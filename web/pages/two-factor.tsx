@@ -2,9 +2,17 @@
 // copy on click, add by base32 secret or otpauth:// URI, delete with confirmation.
 import { useEffect, useRef, useState } from 'preact/hooks'
 import { api, errorMessage, type TotpCode, type TwoFactorToken } from '../api'
-import { confirmAction, copyText, DialogActions, Field, Icon, inputValue, Loading, Modal, toast, toastError, useLoad, useSubmission } from '../ui'
+import { confirmAction, copyText, DialogActions, Field, Icon, inputValue, LengthNote, Loading, Modal, overLimit, toast, toastError, useLoad, useSubmission } from '../ui'
 
-const PERIOD = 30
+/** A plain base32 secret's settings; a token from an otpauth:// link may carry others. */
+const DEFAULT_PERIOD = 30
+const DEFAULT_DIGITS = 6
+
+/** "123 456", "1234 5678", "123 4567": two groups, the shorter first. */
+export function groupDigits(code: string): string {
+  const half = Math.floor(code.length / 2)
+  return code.length > 4 ? `${code.slice(0, half)} ${code.slice(half)}` : code
+}
 
 export function TwoFactorPage() {
   const tokens = useLoad(() => api<TwoFactorToken[]>('GET', '/api/2fa'))
@@ -104,8 +112,16 @@ function TokenCard(props: { token: TwoFactorToken; onDeleted(): void }) {
 
   const radius = 15
   const circumference = 2 * Math.PI * radius
-  const fraction = code ? Math.max(0, Math.min(1, left / PERIOD)) : 0
-  const formatted = code ? `${code.code.slice(0, 3)} ${code.code.slice(3)}` : '••• •••'
+  const period = Number.isInteger(token.period) && token.period! > 0 ? token.period! : DEFAULT_PERIOD
+  const digits = Number.isInteger(token.digits) && token.digits! > 0 ? token.digits! : DEFAULT_DIGITS
+  const fraction = code ? Math.max(0, Math.min(1, left / period)) : 0
+  // The server's code, as it is (its length is the token's digits).
+  const formatted = code ? groupDigits(code.code) : groupDigits('•'.repeat(digits))
+  const settings = [
+    token.algorithm && token.algorithm.toUpperCase() !== 'SHA1' ? token.algorithm.toUpperCase() : null,
+    digits !== DEFAULT_DIGITS ? `${digits} digits` : null,
+    period !== DEFAULT_PERIOD ? `every ${period} s` : null,
+  ].filter(Boolean)
   return (
     <article class="card token" data-token={token.service}>
       <div class="token-head">
@@ -119,15 +135,16 @@ function TokenCard(props: { token: TwoFactorToken; onDeleted(): void }) {
         </button>
       </div>
       <div class="token-code-row">
+        {/* The label carries the digits: screen readers hear the code itself, not only what the button does. */}
         <button
           type="button"
           class="token-code"
           title="Copy the code"
-          aria-label={`Code for ${token.service}, click to copy`}
+          aria-label={code ? `Code for ${token.service}: ${formatted}, copy` : `Code for ${token.service}, loading`}
           disabled={!code}
           onClick={() => code && copyText(code.code, 'Code copied')}
         >
-          {formatted}
+          <span class="token-digits">{formatted}</span>
         </button>
         <svg class={`countdown${left <= 5 ? ' countdown-low' : ''}`} viewBox="0 0 36 36" role="img" aria-label={`${left} seconds left`}>
           <circle cx="18" cy="18" r={radius} class="countdown-track" />
@@ -145,6 +162,7 @@ function TokenCard(props: { token: TwoFactorToken; onDeleted(): void }) {
           </text>
         </svg>
       </div>
+      {settings.length > 0 && <p class="muted small token-settings">{settings.join(' · ')}</p>}
       {error && <p class="error-text small">{error}</p>}
       {token.notes && <p class="muted small">{token.notes}</p>}
     </article>
@@ -176,6 +194,7 @@ function AddToken(props: { onClose(): void; onSaved(): void }) {
   const [secret, setSecret] = useState('')
   const [notes, setNotes] = useState('')
   const { busy, error, setError, run } = useSubmission()
+  const dirty = service !== '' || account !== '' || secret !== '' || notes !== ''
 
   const onSecret = (value: string) => {
     setSecret(value)
@@ -188,6 +207,12 @@ function AddToken(props: { onClose(): void; onSaved(): void }) {
   const submit = async (event: Event) => {
     event.preventDefault()
     setError(null)
+    const tooLong = overLimit([
+      ['The service', service, 200],
+      ['The account', account, 200],
+      ['The notes', notes, 2000],
+    ])
+    if (tooLong) return setError(tooLong)
     await run(async () => {
       await api('POST', '/api/2fa', { service: service.trim(), accountName: account.trim(), secret: secret.trim(), ...(notes.trim() ? { notes: notes.trim() } : {}) })
       setSecret('')
@@ -196,19 +221,22 @@ function AddToken(props: { onClose(): void; onSaved(): void }) {
     })
   }
   return (
-    <Modal title="Add a 2FA token" onClose={props.onClose}>
+    <Modal title="Add a 2FA token" onClose={props.onClose} dirty={dirty}>
       <form class="stack" onSubmit={submit} autoComplete="off">
         <Field label="Secret or otpauth:// URI" hint="The base32 key the service shows under “can't scan the code?”, or the whole otpauth:// link.">
           <input name="secret" required class="mono" type="password" autoComplete="off" value={secret} onInput={(event) => onSecret(inputValue(event))} />
         </Field>
         <Field label="Service">
-          <input name="service" required maxLength={200} value={service} onInput={(event) => setService(inputValue(event))} placeholder="GitHub" />
+          <input name="service" required value={service} onInput={(event) => setService(inputValue(event))} placeholder="GitHub" />
+          <LengthNote value={service} max={200} what="The service" />
         </Field>
         <Field label="Account">
-          <input name="accountName" required maxLength={200} value={account} onInput={(event) => setAccount(inputValue(event))} placeholder="you@example.com" />
+          <input name="accountName" required value={account} onInput={(event) => setAccount(inputValue(event))} placeholder="you@example.com" />
+          <LengthNote value={account} max={200} what="The account" />
         </Field>
         <Field label="Notes (optional)">
-          <input name="notes" maxLength={2000} value={notes} onInput={(event) => setNotes(inputValue(event))} />
+          <input name="notes" value={notes} onInput={(event) => setNotes(inputValue(event))} />
+          <LengthNote value={notes} max={2000} what="The notes" />
         </Field>
         <DialogActions error={error} busy={busy} submit={'Add token'} onCancel={props.onClose} />
       </form>
