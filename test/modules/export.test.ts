@@ -102,7 +102,7 @@ describe('export', () => {
     )
   })
 
-  test('filters: environment and name, exact match; a bad environment is 400', async () => {
+  test('filters: environment (with shared entries, issue 23) and name, exact match; a bad environment is 400', async () => {
     const bob = await signUp(server.url)
     const github = await category(bob, { name: 'GitHub', keyType: 'simple', envVarName: 'GITHUB_TOKEN' })
     await entry(bob, { categoryId: github.id, name: 'api', value: 'ghp-api-prod', environment: 'production' })
@@ -116,12 +116,18 @@ describe('export', () => {
       return answer.text.split('\n').filter((line) => line.startsWith('GITHUB_TOKEN=')).map((line) => line.slice('GITHUB_TOKEN='.length))
     }
     expect(await values('')).toEqual(['ghp-api-dev', 'ghp-api-prod', 'ghp-api2-prod', 'ghp-web'])
-    expect(await values('?environment=production')).toEqual(['ghp-api-prod', 'ghp-api2-prod'])
+    // Two production entries write GITHUB_TOKEN: a program would get one of them at random.
+    const ambiguous = await bob.get('/api/export?environment=production')
+    expect(ambiguous.status).toBe(409)
+    expect(ambiguous.body).toMatchObject({ code: 'AMBIGUOUS_EXPORT', variable: 'GITHUB_TOKEN', projects: ['api', 'api-2'] })
+    expect(await values('?environment=production&name=api-2')).toEqual(['ghp-api2-prod'])
     expect(await values('?name=api')).toEqual(['ghp-api-dev', 'ghp-api-prod'])
     expect(await values('?name=api&environment=development')).toEqual(['ghp-api-dev'])
     expect(await values('?name=API')).toEqual([])
-    expect(await values('?environment=staging')).toEqual([])
-    expect((await bob.get('/api/export?environment=staging')).text).toBe('')
+    // Staging has no entry of its own: the shared one.
+    expect(await values('?environment=staging')).toEqual(['ghp-web'])
+    expect(await values('?environment=staging&name=api')).toEqual([])
+    expect((await bob.get('/api/export?environment=staging&name=api')).text).toBe('')
 
     const bad = await bob.get('/api/export?environment=prod')
     expect(bad.status).toBe(400)
