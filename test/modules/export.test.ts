@@ -198,10 +198,11 @@ describe('export', () => {
   test('categories of the same name sort as one: their entries interleave by entry name', async () => {
     const gina = await signUp(server.url)
     const first = await category(gina, { name: 'AWS', keyType: 'simple', envVarName: 'AWS_A' })
-    const second = await category(gina, { name: 'AWS', keyType: 'simple', envVarName: 'AWS_B' })
+    // Same name, other key type (two of one key type are 409 CATEGORY_EXISTS).
+    const second = await category(gina, { name: 'AWS', keyType: 'group', fieldDefinitions: ['AWS_B'] })
     const earlier = await category(gina, { name: 'Anthropic', keyType: 'simple', envVarName: 'ANTHROPIC_API_KEY' })
     await entry(gina, { categoryId: first.id, name: 'zeta', value: 'z' })
-    await entry(gina, { categoryId: second.id, name: 'beta', value: 'b' })
+    await entry(gina, { categoryId: second.id, name: 'beta', value: JSON.stringify({ AWS_B: 'b' }) })
     await entry(gina, { categoryId: first.id, name: 'alpha', value: 'a' })
     await entry(gina, { categoryId: earlier.id, name: 'main', value: 'm' })
     const comments = (await gina.get('/api/export')).text.split('\n').filter((line) => line.startsWith('#'))
