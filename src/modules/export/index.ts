@@ -11,9 +11,9 @@ const ExportQuery = t.Object({
   environment: t.Optional(EnvironmentSchema),
   name: t.Optional(t.String({ maxLength: 200, description: 'Only the entries of exactly this name (project)' })),
   format: t.Optional(
-    t.Union([t.Literal('dotenv'), t.Literal('shell'), t.Literal('json')], {
+    t.Union([t.Literal('dotenv'), t.Literal('env'), t.Literal('shell'), t.Literal('json')], {
       description:
-        '`dotenv` (default): for dotenv readers (the `dotenv` package, docker `--env-file`-style loaders). `shell`: `export NAME=\'…\'` lines for `. ./file` in sh or bash, never interpreted. `json`: one object, variable name to value (a variable written by two entries is 409 AMBIGUOUS_EXPORT).',
+        '`dotenv` (default; `env` is the same): for dotenv readers (the `dotenv` package, docker `--env-file`-style loaders). `shell`: `export NAME=\'…\'` lines for `. ./file` in sh or bash, never interpreted. `json`: one object, variable name to value (a variable written by two entries is 409 AMBIGUOUS_EXPORT).',
     }),
   ),
 })
