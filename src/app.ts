@@ -15,7 +15,7 @@ import { securityHeaders } from './http/security-headers'
 import { hostCheck } from './http/host-check'
 import { accessKeyRoutes } from './modules/access-keys'
 import { Vaults } from './modules/vault-access'
-import { Store } from './store/store'
+import { holdsVaults, Store } from './store/store'
 import type { AppDeps } from './deps'
 import { oidcRoutes } from './auth/oidc-routes'
 import { categoryRoutes } from './modules/categories'
@@ -39,7 +39,7 @@ export async function openVault(config: Config, log: Logger = (line) => console.
   } catch (error) {
     log(`warning: could not make ${config.dataDir} private (chmod 700): ${(error as Error).message}`)
   }
-  const keyring = new Keyring(loadMasterKey(config.dataDir, config.masterKey, log))
+  const keyring = new Keyring(loadMasterKey(config.dataDir, config.masterKey, log, () => holdsVaults(config.dataDir)))
   let accounts: Accounts | undefined
   let accessKeys: AccessKeys | undefined
   const store = await Store.open(config.dataDir, {

@@ -28,9 +28,13 @@ export type ErrorCode =
   | 'AI_EXTRACTION_FAILED'
   | 'AI_UNAVAILABLE'
   | 'INTERNAL_ERROR'
-  // Issue 14 (auth hardening)
   | 'LAST_SIGN_IN_METHOD'
   | 'MISDIRECTED_REQUEST'
+  // Ambiguous per-environment exports and duplicates.
+  | 'AMBIGUOUS_EXPORT'
+  | 'CATEGORY_EXISTS'
+  | 'ENTRY_EXISTS'
+  | 'ENV_PROJECT_EXISTS'
 
 export class AppError extends Error {
   constructor(
@@ -39,6 +43,8 @@ export class AppError extends Error {
     message: string,
     /** Extra response headers, such as Retry-After. */
     readonly headers?: Record<string, string>,
+    /** Extra machine-readable members of the error body, beside `error` and `code` (never a secret). */
+    readonly details?: Record<string, unknown>,
   ) {
     super(message)
     this.name = 'AppError'
