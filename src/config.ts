@@ -36,6 +36,8 @@ export interface Config {
    * type checker holds the handlers to them, since the check cost a third of a list's time.
    */
   checkResponses: boolean
+  /** SVC_BASE_URL was set (the OpenAPI document's `servers` names it; else a relative `/`). */
+  baseUrlConfigured: boolean
 }
 
 export class ConfigError extends Error {}
@@ -138,5 +140,6 @@ export function loadConfig(env: Env = process.env): Config {
       timeoutMs: aiTimeoutMs,
     },
     checkResponses: env.SVC_CHECK_RESPONSES === '1' || env.NODE_ENV === 'test',
+    baseUrlConfigured: Boolean(env.SVC_BASE_URL?.trim()),
   }
 }

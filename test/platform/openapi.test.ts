@@ -111,7 +111,9 @@ describe('the OpenAPI document', () => {
     expect(schema.additionalProperties).toBe(false)
     const created = doc.paths['/api/access-keys'].post.responses['201'].content['application/json'].schema
     expect(JSON.stringify(created)).toContain('"key"')
-    const error = doc.paths['/api/categories/{id}'].get.responses['404'].content['application/json'].schema
+    const errorRef = doc.paths['/api/categories/{id}'].get.responses['404'].content['application/json'].schema
+    expect(errorRef).toEqual({ $ref: '#/components/schemas/Error' })
+    const error = doc.components.schemas.Error
     expect(JSON.stringify(error)).toContain('"error"')
     expect(JSON.stringify(error)).toContain('"code"')
   })
