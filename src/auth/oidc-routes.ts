@@ -4,11 +4,11 @@
 import { Elysia, t, type Cookie } from 'elysia'
 import type { AppDeps } from '../deps'
 import { AppError } from '../http/errors'
-import { errorResponses } from '../http/schemas'
+import { publicErrorResponses, withResponseHeaders } from '../http/schemas'
 import { OIDC_CALLBACK_PATH, OIDC_TRANSACTION_COOKIE, OIDC_TRANSACTION_TTL_MS, OidcSignIn } from './oidc'
 import { setSessionCookie } from './routes'
 
-const redirect = (description: string) => t.Void({ description })
+const redirect = (description: string, cookie: string) => withResponseHeaders(t.Void({ description }), { 'Set-Cookie': { description: cookie } })
 
 // Providers add their own parameters to the callback (iss, session_state, scope, authuser...).
 const CallbackQuery = t.Object(
@@ -49,8 +49,9 @@ export function oidcRoutes(deps: AppDeps) {
         set.status = 302
       },
       {
-        response: { 302: redirect('To the identity provider (Location header)'), ...errorResponses(400, 404) },
+        response: { 302: redirect('To the identity provider (Location header)', 'The sealed sign-in transaction, for the callback only (10 minutes)'), ...publicErrorResponses(400, 404) },
         detail: {
+          operationId: 'startOidcSignIn',
           summary: 'Sign in with the identity provider (redirect)',
           description:
             'Redirects (302) to the identity provider with state, nonce and PKCE (S256), and sets a short-lived sealed cookie for the callback. 404 OIDC_DISABLED when SVC_OIDC_ISSUER and SVC_OIDC_CLIENT_ID are not set; 400 OIDC_FAILED when the provider cannot be reached.',
@@ -72,8 +73,9 @@ export function oidcRoutes(deps: AppDeps) {
       },
       {
         query: CallbackQuery,
-        response: { 302: redirect('Signed in: to `/` (Location header), with the session cookie'), ...errorResponses(400, 403, 404) },
+        response: { 302: redirect('Signed in: to `/` (Location header), with the session cookie', 'The session cookie `svc_session`; the transaction cookie is cleared'), ...publicErrorResponses(400, 403, 404) },
         detail: {
+          operationId: 'completeOidcSignIn',
           summary: 'Identity provider callback',
           description:
             'Checks state, exchanges the code (PKCE) and verifies the ID token (signature, issuer, audience, expiry, nonce), then signs in and redirects (302) to `/` with the session cookie. An identity is linked by issuer and subject; a first sign-in joins the account with the same e-mail only when the provider says the e-mail is verified, else creates an account. 400 OIDC_FAILED on any failure (no session); 403 SIGNUP_DISABLED for a new user when SVC_SIGNUP=closed.',

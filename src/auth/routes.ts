@@ -1,10 +1,11 @@
 // /api/auth: register, login, logout, me, providers. OIDC routes come from auth/oidc-routes.
 import { Elysia, type Cookie } from 'elysia'
 import type { Config } from '../config'
-import { errorResponses, NoContent } from '../http/schemas'
+import { errorResponses, NoContent, publicErrorResponses, withResponseHeaders } from '../http/schemas'
 import type { AccessKeys } from './access-keys'
 import { publicUser, type Accounts, type SignedIn } from './accounts'
 import { authGuard, SESSION_COOKIE } from './guard'
+import type { Scope } from './scopes'
 import { LoginBody, MeAnswer, ProvidersAnswer, RegisterBody, UserAnswer } from './model'
 
 export interface AuthRouteDeps {
@@ -32,6 +33,13 @@ export function clientAddress(server: { requestIP(request: Request): { address: 
   return server?.requestIP(request)?.address ?? 'unknown'
 }
 
+/** Register and login answers set the session cookie. */
+const SignedInAnswer = withResponseHeaders(UserAnswer, {
+  'Set-Cookie': {
+    description: 'The session: `svc_session=<token>; HttpOnly; SameSite=Lax; Path=/` (and `Secure` behind https), valid for SVC_SESSION_TTL. Send it back as a cookie.',
+  },
+})
+
 export function authRoutes(deps: AuthRouteDeps) {
   const { config, accounts } = deps
   return new Elysia({ prefix: '/api/auth', tags: ['Authentication'] })
@@ -46,8 +54,12 @@ export function authRoutes(deps: AuthRouteDeps) {
       },
       {
         body: RegisterBody,
-        response: { 201: UserAnswer, ...errorResponses(400, 409) },
-        detail: { summary: 'Create an account and sign in', description: 'Answers 403 SIGNUP_DISABLED when SVC_SIGNUP=closed.' },
+        response: { 201: SignedInAnswer, ...publicErrorResponses(400, 403, 409, 413) },
+        detail: {
+          operationId: 'register',
+          summary: 'Create an account and sign in',
+          description: 'Sets the session cookie. 403 SIGNUP_DISABLED when sign-up is closed; 409 EMAIL_TAKEN when the e-mail has an account.',
+        },
       },
     )
     .post(
@@ -59,8 +71,12 @@ export function authRoutes(deps: AuthRouteDeps) {
       },
       {
         body: LoginBody,
-        response: { 200: UserAnswer, ...errorResponses(400, 429) },
-        detail: { summary: 'Sign in with e-mail and password' },
+        response: { 200: SignedInAnswer, ...publicErrorResponses(400, 401, 413, 429) },
+        detail: {
+          operationId: 'login',
+          summary: 'Sign in with e-mail and password',
+          description: 'Sets the session cookie. 401 INVALID_CREDENTIALS for a wrong e-mail or password; 429 TOO_MANY_ATTEMPTS (with Retry-After) after repeated failures.',
+        },
       },
     )
     .post(
@@ -70,15 +86,19 @@ export function authRoutes(deps: AuthRouteDeps) {
         clearSessionCookie(cookie, config)
         set.status = 204
       },
-      { auth: 'session', response: { 204: NoContent, ...errorResponses() }, detail: { summary: 'Sign out: deletes the session' } },
+      {
+        auth: 'session',
+        response: { 204: NoContent, ...errorResponses(413) },
+        detail: { operationId: 'logout', summary: 'Sign out: deletes the session' },
+      },
     )
     .get(
       '/me',
       ({ auth }) =>
         auth.method === 'session'
           ? { user: publicUser(auth.user), auth: 'session' as const }
-          : { user: publicUser(auth.user), auth: 'access-key' as const, scopes: [...auth.scopes!] },
-      { auth: 'any', response: { 200: MeAnswer, ...errorResponses() }, detail: { summary: 'Who is calling' } },
+          : { user: publicUser(auth.user), auth: 'access-key' as const, scopes: [...auth.scopes!] as Scope[] }, // checked when the key was made
+      { auth: 'any', response: { 200: MeAnswer, ...errorResponses() }, detail: { operationId: 'getCurrentUser', summary: 'Who is calling' } },
     )
     .get(
       '/providers',
@@ -87,6 +107,9 @@ export function authRoutes(deps: AuthRouteDeps) {
         signup: config.signup,
         oidc: { enabled: config.oidc !== undefined, name: config.oidc?.name ?? null },
       }),
-      { response: { 200: ProvidersAnswer }, detail: { summary: 'Sign-in methods this vault offers' } },
+      {
+        response: { 200: ProvidersAnswer, ...publicErrorResponses() },
+        detail: { operationId: 'getSignInMethods', summary: 'Sign-in methods this vault offers' },
+      },
     )
 }

@@ -230,10 +230,13 @@ function operationOf(route: RouteInfo, converter: SchemaConverter): Json {
   }
   const responses: Json = {}
   const response = hooks.response
-  if (isObject(response)) {
-    const map = Kind in response ? { 200: response } : (response as Record<string, unknown>)
-    for (const status of Object.keys(map).sort()) responses[status] = responseObject(status, map[status], converter)
-  }
+  const map: Record<string, unknown> = isObject(response) ? (Kind in response ? { 200: response } : { ...(response as Record<string, unknown>) }) : {}
+  // What the global body parser answers whatever the route (http/body.ts): any request with a
+  // body can be too large, and a body the route reads can be malformed.
+  const method = route.method.toUpperCase()
+  if (method !== 'GET' && method !== 'HEAD') map['413'] ??= publicErrorResponses(413)[413]
+  if (isObject(hooks.body)) map['400'] ??= publicErrorResponses(400)[400]
+  for (const status of Object.keys(map).sort()) responses[status] = responseObject(status, map[status], converter)
   operation.responses = Object.keys(responses).length ? responses : { 200: { description: 'OK' } }
   return operation
 }

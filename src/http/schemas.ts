@@ -97,6 +97,7 @@ function errorBodyFor(status: number): typeof ErrorBody {
   if (!body) {
     // The same component (one `$ref` to Error), with the status's own description.
     body = { ...ErrorBody, description: ERROR_DESCRIPTIONS[status] ?? 'Error' }
+    if (status === 429) body = withResponseHeaders(body, { 'Retry-After': { description: 'Seconds to wait before trying again', schema: { type: 'integer' } } })
     errorBodies.set(status, body)
   }
   return body

@@ -29,6 +29,7 @@ export function exportRoutes(deps: GuardDeps & { vaults: Vaults }) {
         query: ExportQuery,
         response: { 200: t.String({ description: 'The .env text (text/plain; charset=utf-8)' }), ...errorResponses(400) },
         detail: {
+          operationId: 'exportEnv',
           summary: 'Export your entries as one .env text',
           description:
             'Entries in category name order, then entry name, then environment; each preceded by `# <category> — <entry> (<environment>)`. A simple entry gives `ENV_VAR=value`, a group one line per field in declared order; ssh and json entries are skipped. Values that are not plain are quoted so that dotenv reads them back exactly. Answers carry Cache-Control: no-store.',
