@@ -153,10 +153,18 @@ async function checkedFetch(input: string | URL | Request, init?: RequestInit): 
   return response
 }
 
-globalThis.fetch = Object.assign(checkedFetch, { preconnect: originalFetch.preconnect }) as typeof fetch
+function installUnderTestRunner(): void {
+  try {
+    afterEach(() => {
+      if (violations.length === 0) return
+      const found = violations.splice(0)
+      throw new AnswerMismatch(`Answers that do not match the OpenAPI document:\n${found.join('\n')}`)
+    })
+  } catch {
+    // Imported outside `bun test` (a benchmark starting a test server): fetch stays as it is.
+    return
+  }
+  globalThis.fetch = Object.assign(checkedFetch, { preconnect: originalFetch.preconnect }) as typeof fetch
+}
 
-afterEach(() => {
-  if (violations.length === 0) return
-  const found = violations.splice(0)
-  throw new AnswerMismatch(`Answers that do not match the OpenAPI document:\n${found.join('\n')}`)
-})
+installUnderTestRunner()
