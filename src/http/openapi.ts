@@ -16,7 +16,7 @@
 // vault's session), and the public document allows cross-origin reads for it.
 import { Elysia, t, type AnyElysia } from 'elysia'
 import { Kind } from '@sinclair/typebox'
-import { COMPONENT_NAME, componentSchema, publicErrorResponses, RESPONSE_HEADERS, type ResponseHeader } from './schemas'
+import { COMPONENT_NAME, componentSchema, MEDIA_TYPES, publicErrorResponses, RESPONSE_HEADERS, type ResponseHeader } from './schemas'
 
 export const SPEC_PATH = '/api/openapi'
 export const DOCS_PATH = '/api/docs'
@@ -102,6 +102,10 @@ class SchemaConverter {
     const options = schema.anyOf as unknown[]
     const annotations: Json = {}
     for (const key of ANNOTATIONS) if (schema[key] !== undefined) annotations[key] = structuredClone(schema[key])
+    // Elysia's t.Integer and t.Numeric also take numeric strings (from query strings): a client
+    // sends and gets the number.
+    const numeric = elysiaNumber(options)
+    if (numeric) return { ...this.convert(numeric), ...annotations }
     const canBeNull = options.some(isNull)
     const others = options.filter((option) => !isNull(option))
     // Nested unions of literals (a nullable enum) flatten into one list of values.
@@ -143,6 +147,14 @@ class SchemaConverter {
   }
 }
 
+/** The number branch of Elysia's `string (format integer or numeric) | number` pair. */
+function elysiaNumber(options: unknown[]): Schema | undefined {
+  if (options.length !== 2 || !options.every(isObject)) return undefined
+  const [text, number] = options as Schema[]
+  const numericText = text.type === 'string' && (text.format === 'integer' || text.format === 'numeric')
+  return numericText && (number.type === 'integer' || number.type === 'number') ? number : undefined
+}
+
 /** The literal schemas of a list of options, unions of literals flattened; undefined when any is something else. */
 function flattenLiterals(options: unknown[]): Schema[] | undefined {
   const out: Schema[] = []
@@ -181,9 +193,14 @@ function responseObject(status: string, schema: unknown, converter: SchemaConver
   const description = (schema.description as string | undefined) ?? ((named as Schema | undefined)?.description as string | undefined) ?? STATUS_TEXT[status] ?? `Status ${status}`
   const answer: Json = { description }
   // A redirect has no body; its Location header says where.
-  if (/^3\d\d$/.test(status) && hasNoBody(schema)) headers.Location ??= { description: 'Where the browser goes next', schema: { type: 'string' } }
+  if (['301', '302', '303', '307', '308'].includes(status) && hasNoBody(schema)) headers.Location ??= { description: 'Where the browser goes next', schema: { type: 'string' } }
   if (Object.keys(headers).length) answer.headers = headers
   if (hasNoBody(schema) || status === '204' || status === '304') return answer
+  const mediaTypes = schema[MEDIA_TYPES] as Record<string, unknown> | undefined
+  if (mediaTypes) {
+    answer.content = Object.fromEntries(Object.entries(mediaTypes).map(([type, body]) => [type, { schema: converter.convert(body) }]))
+    return answer
+  }
   const converted = converter.convert(schema)
   const mediaType = converted.type === 'string' ? 'text/plain' : 'application/json'
   // The status's description belongs to the answer, not to its body schema.

@@ -32,6 +32,8 @@ export const IdParams = t.Object({ id: t.String() })
 export const COMPONENT_NAME = Symbol.for('svc-vault.openapi.component')
 /** Response headers a status documents (see withResponseHeaders). */
 export const RESPONSE_HEADERS = Symbol.for('svc-vault.openapi.response-headers')
+/** The media types of an answer that has several (see byMediaType). */
+export const MEDIA_TYPES = Symbol.for('svc-vault.openapi.media-types')
 
 const components = new Map<string, TSchema>()
 
@@ -55,6 +57,16 @@ export interface ResponseHeader {
 /** The same answer schema, documented with these response headers (e.g. Set-Cookie). */
 export function withResponseHeaders<T extends TSchema>(schema: T, headers: Record<string, ResponseHeader>): T {
   return { ...schema, [RESPONSE_HEADERS]: headers }
+}
+
+/**
+ * One status answered in several media types (say `text/plain` and `application/json`): checked
+ * as any of the schemas, documented with one content entry per media type.
+ */
+export function byMediaType(types: Record<string, TSchema>, description?: string): TSchema {
+  const schema = t.Union(Object.values(types), description ? { description } : {})
+  ;(schema as unknown as Record<symbol, unknown>)[MEDIA_TYPES] = types
+  return schema
 }
 
 /**
