@@ -3,7 +3,7 @@
 import { Elysia } from 'elysia'
 import { authGuard } from '../../auth/guard'
 import type { AppDeps } from '../../deps'
-import { errorResponses } from '../../http/schemas'
+import { errorResponses, withResponseHeaders } from '../../http/schemas'
 import { ExtractAnswer, ExtractBody, ImportAnswer, ImportBody } from './model'
 import { createExtractionModel } from './model-client'
 import { AiService } from './service'
@@ -25,7 +25,10 @@ export function aiRoutes(deps: AppDeps) {
       {
         auth: 'ai:extract',
         body: ExtractBody,
-        response: { 200: ExtractAnswer, ...errorResponses(400, 413) },
+        response: {
+          200: withResponseHeaders(ExtractAnswer, { 'X-Extraction-Source': { description: 'Who chose the entries', schema: { type: 'string', enum: ['ai', 'builtin'] } } }),
+          ...errorResponses(400, 413),
+        },
         detail: {
           operationId: 'extractEnv',
           summary: 'Build a project .env from a description',
