@@ -179,7 +179,7 @@ export function fallbackOperationId(method: string, path: string): string {
 
 const STATUS_TEXT: Record<string, string> = { 200: 'OK', 201: 'Created', 202: 'Accepted', 204: 'No content', 302: 'Redirect', 304: 'Not modified' }
 
-/** A TypeBox Void (no body), or a schema that is not one at all. */
+/** A TypeBox Void: the answer has no body. */
 const hasNoBody = (schema: Schema) => schema[Kind] === 'Void' || schema.type === 'void' || schema.type === 'undefined'
 
 function responseObject(status: string, schema: unknown, converter: SchemaConverter): Json {
