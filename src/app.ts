@@ -10,7 +10,7 @@ import { Keyring, keyCheckIsCurrent } from './crypto/keyring'
 import { loadMasterKey } from './crypto/master-key'
 import { jsonBody, MAX_BODY_BYTES } from './http/body'
 import { errorHandler, type Logger } from './http/error-handler'
-import { apiDocs } from './http/openapi'
+import { apiDocs, type Documentation } from './http/openapi'
 import { securityHeaders } from './http/security-headers'
 import { hostCheck } from './http/host-check'
 import { accessKeyRoutes } from './modules/access-keys'
@@ -80,22 +80,7 @@ export function createApp(deps: AppDeps) {
     .use(hostCheck(deps.config))
     .use(errorHandler(deps.log))
     .use(jsonBody)
-    .use(
-      apiDocs(() => root(), {
-        info: {
-          title: 'svc-vault API',
-          version: '1.0.0',
-          description:
-            'A per-user vault for secrets. Authenticate with a session cookie (web interface) or an access key (`Authorization: Bearer svc_…`). A session bypasses scope checks; an access key needs the scope each operation lists (`security` and `x-required-scope`).',
-        },
-        components: {
-          securitySchemes: {
-            bearerAuth: { type: 'http', scheme: 'bearer', description: 'Access key: svc_<token>' },
-            sessionCookie: { type: 'apiKey', in: 'cookie', name: deps.config.sessionCookie, description: 'Session cookie set by /api/auth/login' },
-          },
-        },
-      }),
-    )
+    .use(apiDocs(() => root(), apiDocumentation(deps.config)))
     .use(authRoutes(deps))
     .use(oidcRoutes(deps))
     .use(accessKeyRoutes(deps))
@@ -113,6 +98,40 @@ export function createApp(deps: AppDeps) {
 }
 
 export type App = ReturnType<typeof createApp>
+
+/** What the OpenAPI document says besides its operations. */
+function apiDocumentation(config: AppDeps['config']): Documentation {
+  return {
+    info: {
+      title: 'svc-vault API',
+      version: '1.0.0',
+      description:
+        'A per-user vault for secrets. Authenticate with a session cookie (web interface) or an access key (`Authorization: Bearer svc_…`). A session bypasses scope checks; an access key needs the scope each operation lists (`security` and `x-required-scope`). Every failure answers `{ error, code }`.',
+    },
+    // A client resolves a relative URL against where it fetched the document.
+    servers: config.baseUrlConfigured
+      ? [{ url: config.baseUrl, description: 'This vault (SVC_BASE_URL)' }]
+      : [{ url: '/', description: 'The server that serves this document' }],
+    tags: [
+      { name: 'Authentication', description: 'Accounts, sessions and sign-in methods' },
+      { name: 'Access keys', description: 'Scoped keys for scripts and CI (session only)' },
+      { name: 'Env projects', description: 'Projects holding encrypted .env files' },
+      { name: 'Categories', description: 'Key categories: which service a key is for and its variable name' },
+      { name: 'Entries', description: 'Encrypted key values, each in a category' },
+      { name: 'Two-factor tokens', description: 'TOTP secrets and their current codes' },
+      { name: 'Stats', description: 'Counts over your vault' },
+      { name: 'Export', description: 'Your entries as one .env text' },
+      { name: 'AI', description: 'Building a .env from a description, filing a pasted config' },
+      { name: 'API description', description: 'This document' },
+    ],
+    components: {
+      securitySchemes: {
+        bearerAuth: { type: 'http', scheme: 'bearer', description: 'Access key: svc_<token>' },
+        sessionCookie: { type: 'apiKey', in: 'cookie', name: config.sessionCookie, description: 'Session cookie set by /api/auth/login and /api/auth/register' },
+      },
+    },
+  }
+}
 
 /**
  * Makes every route's response schemas documentation only (Elysia's `noValidate`), on copies:

@@ -38,7 +38,6 @@ export interface Config {
    * type checker holds the handlers to them, since the check cost a third of a list's time.
    */
   checkResponses: boolean
-  // Issue 14 (auth hardening).
   /** Proxies whose X-Forwarded-For / Forwarded headers are believed (SVC_TRUST_PROXY); null: none. */
   trustProxy: BlockList | null
   /** New accounts per client address per hour (SVC_REGISTER_LIMIT); 0 turns the limit off. */
@@ -47,6 +46,8 @@ export interface Config {
   allowedHosts: string[] | null
   /** The session cookie's name: `__Host-svc_session` when SVC_BASE_URL is https. */
   sessionCookie: string
+  /** SVC_BASE_URL was set (the OpenAPI document's `servers` names it; else a relative `/`). */
+  baseUrlConfigured: boolean
 }
 
 export class ConfigError extends Error {}
@@ -183,6 +184,7 @@ export function loadConfig(env: Env = process.env): Config {
     registerLimit: parseRegisterLimit(env.SVC_REGISTER_LIMIT),
     allowedHosts: env.SVC_BASE_URL?.trim() || isLoopbackHost(host) ? [base.host.toLowerCase()] : null,
     sessionCookie: base.protocol === 'https:' ? '__Host-svc_session' : 'svc_session',
+    baseUrlConfigured: Boolean(env.SVC_BASE_URL?.trim()),
   }
 }
 

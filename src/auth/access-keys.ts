@@ -4,7 +4,7 @@ import { constantTimeEqual, randomToken, sha256Hex } from '../crypto/tokens'
 import { NotFound, validationError } from '../http/errors'
 import type { Document } from '../store/document'
 import type { AccessKeyRecord, AccountsDocument } from '../store/records'
-import { isScope } from './scopes'
+import { isScope, type Scope } from './scopes'
 
 export const KEY_PREFIX = 'svc_'
 const PREFIX_LENGTH = KEY_PREFIX.length + 8
@@ -15,7 +15,7 @@ export interface PublicAccessKey {
   id: string
   name: string
   keyPrefix: string
-  scopes: string[]
+  scopes: Scope[]
   expiresAt: string | null
   lastUsedAt: string | null
   createdAt: string
@@ -25,7 +25,8 @@ export const publicAccessKey = (record: AccessKeyRecord): PublicAccessKey => ({
   id: record.id,
   name: record.name,
   keyPrefix: record.keyPrefix,
-  scopes: [...record.scopes],
+  // Only known scopes are ever stored (create checks each).
+  scopes: [...record.scopes] as Scope[],
   expiresAt: record.expiresAt,
   lastUsedAt: record.lastUsedAt,
   createdAt: record.createdAt,

@@ -1,38 +1,51 @@
 import { t } from 'elysia'
-import { strictObject, Timestamp } from '../http/schemas'
+import { component, strictObject, Timestamp } from '../http/schemas'
+import { ScopeSchema } from './scopes-schema'
 
 export const EMAIL_PATTERN = '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$'
 
-export const UserSchema = t.Object({
-  id: t.String(),
-  email: t.String(),
-  name: t.Union([t.String(), t.Null()]),
-  createdAt: Timestamp,
-})
+export const UserSchema = component(
+  'User',
+  t.Object({
+    id: t.String(),
+    email: t.String(),
+    name: t.Union([t.String(), t.Null()]),
+    createdAt: Timestamp,
+  }),
+)
 
 export const Email = t.String({ minLength: 3, maxLength: 200, pattern: EMAIL_PATTERN, error: 'must be a valid e-mail address (at most 200 characters)' })
 
-export const RegisterBody = strictObject({
+export const RegisterBody = component('RegisterBody', strictObject({
   email: Email,
   password: t.String({ minLength: 8, maxLength: 1024, error: 'must be 8 to 1024 characters' }),
   name: t.Optional(t.String({ maxLength: 200 })),
-})
+}))
 
-export const LoginBody = strictObject({
-  email: t.String({ maxLength: 1024 }),
-  password: t.String({ maxLength: 1024 }),
-})
+export const LoginBody = component(
+  'LoginBody',
+  strictObject({
+    email: t.String({ maxLength: 1024 }),
+    password: t.String({ maxLength: 1024 }),
+  }),
+)
 
-export const UserAnswer = t.Object({ user: UserSchema })
+export const UserAnswer = component('SignedIn', t.Object({ user: UserSchema }, { description: 'Signed in: the session cookie is set' }))
 
-export const MeAnswer = t.Object({
-  user: UserSchema,
-  auth: t.Union([t.Literal('session'), t.Literal('access-key')]),
-  scopes: t.Optional(t.Array(t.String())),
-})
+export const MeAnswer = component(
+  'Me',
+  t.Object({
+    user: UserSchema,
+    auth: t.Union([t.Literal('session'), t.Literal('access-key')]),
+    scopes: t.Optional(t.Array(ScopeSchema, { description: 'The access key\'s scopes (absent for a session)' })),
+  }),
+)
 
-export const ProvidersAnswer = t.Object({
-  password: t.Boolean(),
-  signup: t.Union([t.Literal('open'), t.Literal('closed')]),
-  oidc: t.Object({ enabled: t.Boolean(), name: t.Union([t.String(), t.Null()]) }),
-})
+export const ProvidersAnswer = component(
+  'SignInMethods',
+  t.Object({
+    password: t.Boolean(),
+    signup: t.Union([t.Literal('open'), t.Literal('closed')]),
+    oidc: t.Object({ enabled: t.Boolean(), name: t.Union([t.String(), t.Null()]) }),
+  }),
+)

@@ -5,7 +5,7 @@ import { Elysia, t, type Cookie } from 'elysia'
 import type { AppDeps } from '../deps'
 import { clientAddress } from '../http/client-address'
 import { AppError } from '../http/errors'
-import { errorResponses, NoContent } from '../http/schemas'
+import { errorResponses, NoContent, publicErrorResponses, withResponseHeaders } from '../http/schemas'
 import { authGuard, sessionToken } from './guard'
 import { SlidingWindow } from './login-throttle'
 import { OIDC_CALLBACK_PATH, OIDC_TRANSACTION_COOKIE, OIDC_TRANSACTION_TTL_MS, OidcSignIn } from './oidc'
@@ -24,7 +24,8 @@ const LinkStatus = t.Object({
   canUnlink: t.Boolean({ description: 'False while the provider is the only way into the account (no password)' }),
 })
 
-const redirect = (description: string) => t.Void({ description })
+const redirect = (description: string, cookie?: string) =>
+  cookie ? withResponseHeaders(t.Void({ description }), { 'Set-Cookie': { description: cookie } }) : t.Void({ description })
 
 // Providers add their own parameters to the callback (iss, session_state, scope, authuser...).
 const CallbackQuery = t.Object(
@@ -67,8 +68,9 @@ export function oidcRoutes(deps: AppDeps) {
         set.status = 302
       },
       {
-        response: { 302: redirect('To the identity provider (Location header)'), ...errorResponses(400, 404) },
+        response: { 302: redirect('To the identity provider (Location header)', 'The sealed sign-in transaction, for the callback only (10 minutes)'), ...publicErrorResponses(400, 404) },
         detail: {
+          operationId: 'startOidcSignIn',
           summary: 'Sign in with the identity provider (redirect)',
           description:
             'Redirects (302) to the identity provider with state, nonce and PKCE (S256), and sets a short-lived sealed cookie for the callback. 404 OIDC_DISABLED when SVC_OIDC_ISSUER and SVC_OIDC_CLIENT_ID are not set; 400 OIDC_FAILED when the provider cannot be reached.',
@@ -101,8 +103,9 @@ export function oidcRoutes(deps: AppDeps) {
       },
       {
         query: CallbackQuery,
-        response: { 302: redirect('Signed in: to `/` (Location header), with the session cookie'), ...errorResponses(400, 403, 404, 429) },
+        response: { 302: redirect('Signed in: to `/` (Location header), with the session cookie', 'The session cookie; the transaction cookie is cleared'), ...publicErrorResponses(400, 403, 404, 429) },
         detail: {
+          operationId: 'completeOidcSignIn',
           summary: 'Identity provider callback',
           description:
             'Checks state, exchanges the code (PKCE) and verifies the ID token (signature, issuer, audience, expiry, nonce), then signs in and redirects (302) to `/` with the session cookie. An identity is found by issuer and subject; a first sign-in creates an account, and is refused (400 OIDC_FAILED) when the e-mail already belongs to an account: its owner signs in and links the provider in Settings (POST /api/auth/oidc/link), after which this callback links the identity and redirects to `/settings`. 400 OIDC_FAILED on any failure (no session); 403 SIGNUP_DISABLED for a new user when sign-up is closed; 429 TOO_MANY_ATTEMPTS past 60 callbacks per client address per 15 minutes or SVC_REGISTER_LIMIT new accounts an hour.',

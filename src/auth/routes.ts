@@ -3,10 +3,11 @@ import { Elysia, type Cookie } from 'elysia'
 import type { Config } from '../config'
 import { clientAddress } from '../http/client-address'
 import { assertSameSite } from '../http/csrf'
-import { errorResponses, NoContent } from '../http/schemas'
+import { errorResponses, NoContent, publicErrorResponses, withResponseHeaders } from '../http/schemas'
 import type { AccessKeys } from './access-keys'
 import { publicUser, type Accounts, type SignedIn } from './accounts'
 import { authGuard } from './guard'
+import type { Scope } from './scopes'
 import { LoginBody, MeAnswer, ProvidersAnswer, RegisterBody, UserAnswer } from './model'
 
 export interface AuthRouteDeps {
@@ -30,6 +31,13 @@ export function clearSessionCookie(cookie: Record<string, Cookie<unknown>>, conf
   cookie[config.sessionCookie].set({ value: '', httpOnly: true, sameSite: 'lax', path: '/', secure: config.secureCookies, maxAge: 0, expires: new Date(0) })
 }
 
+/** Register and login answers set the session cookie. */
+const SignedInAnswer = withResponseHeaders(UserAnswer, {
+  'Set-Cookie': {
+    description: 'The session: `svc_session=<token>; HttpOnly; SameSite=Lax; Path=/` (and `Secure` behind https), valid for SVC_SESSION_TTL. Send it back as a cookie.',
+  },
+})
+
 export function authRoutes(deps: AuthRouteDeps) {
   const { config, accounts } = deps
   return new Elysia({ prefix: '/api/auth', tags: ['Authentication'] })
@@ -45,11 +53,12 @@ export function authRoutes(deps: AuthRouteDeps) {
       },
       {
         body: RegisterBody,
-        response: { 201: UserAnswer, ...errorResponses(400, 409, 429) },
+        response: { 201: SignedInAnswer, ...publicErrorResponses(400, 403, 409, 413, 429) },
         detail: {
+          operationId: 'register',
           summary: 'Create an account and sign in',
           description:
-            'Answers 403 SIGNUP_DISABLED when sign-up is closed (SVC_SIGNUP=closed, or SVC_SIGNUP=first, the default, once the first account exists); 403 CSRF_REJECTED for a cross-site request; 429 TOO_MANY_ATTEMPTS with Retry-After past SVC_REGISTER_LIMIT (default 10) new accounts per client address per hour.',
+            'Sets the session cookie. 403 SIGNUP_DISABLED when sign-up is closed (SVC_SIGNUP=closed, or SVC_SIGNUP=first, the default, once the first account exists); 403 CSRF_REJECTED for a cross-site request; 409 EMAIL_TAKEN when the e-mail has an account; 429 TOO_MANY_ATTEMPTS with Retry-After past SVC_REGISTER_LIMIT (default 10) new accounts per client address per hour.',
         },
       },
     )
@@ -63,11 +72,12 @@ export function authRoutes(deps: AuthRouteDeps) {
       },
       {
         body: LoginBody,
-        response: { 200: UserAnswer, ...errorResponses(400, 429) },
+        response: { 200: SignedInAnswer, ...publicErrorResponses(400, 401, 403, 413, 429) },
         detail: {
+          operationId: 'login',
           summary: 'Sign in with e-mail and password',
           description:
-            '401 INVALID_CREDENTIALS for an unknown e-mail or a wrong password alike. 429 TOO_MANY_ATTEMPTS with Retry-After past 10 attempts for one e-mail from one client address, 100 for one e-mail from all addresses, or 50 from one address, within 15 minutes (counted before the password check). 403 CSRF_REJECTED for a cross-site request.',
+            'Sets the session cookie. 401 INVALID_CREDENTIALS for an unknown e-mail or a wrong password alike. 429 TOO_MANY_ATTEMPTS with Retry-After past 10 attempts for one e-mail from one client address, 100 for one e-mail from all addresses, or 50 from one address, within 15 minutes (counted before the password check). 403 CSRF_REJECTED for a cross-site request.',
         },
       },
     )
@@ -78,15 +88,19 @@ export function authRoutes(deps: AuthRouteDeps) {
         clearSessionCookie(cookie, config)
         set.status = 204
       },
-      { auth: 'session', response: { 204: NoContent, ...errorResponses() }, detail: { summary: 'Sign out: deletes the session' } },
+      {
+        auth: 'session',
+        response: { 204: NoContent, ...errorResponses(413) },
+        detail: { operationId: 'logout', summary: 'Sign out: deletes the session' },
+      },
     )
     .get(
       '/me',
       ({ auth }) =>
         auth.method === 'session'
           ? { user: publicUser(auth.user), auth: 'session' as const }
-          : { user: publicUser(auth.user), auth: 'access-key' as const, scopes: [...auth.scopes!] },
-      { auth: 'any', response: { 200: MeAnswer, ...errorResponses() }, detail: { summary: 'Who is calling' } },
+          : { user: publicUser(auth.user), auth: 'access-key' as const, scopes: [...auth.scopes!] as Scope[] }, // checked when the key was made
+      { auth: 'any', response: { 200: MeAnswer, ...errorResponses() }, detail: { operationId: 'getCurrentUser', summary: 'Who is calling' } },
     )
     .get(
       '/providers',
@@ -96,6 +110,9 @@ export function authRoutes(deps: AuthRouteDeps) {
         signup: accounts.signupOpen() ? ('open' as const) : ('closed' as const),
         oidc: { enabled: config.oidc !== undefined, name: config.oidc?.name ?? null },
       }),
-      { response: { 200: ProvidersAnswer }, detail: { summary: 'Sign-in methods this vault offers' } },
+      {
+        response: { 200: ProvidersAnswer, ...publicErrorResponses() },
+        detail: { operationId: 'getSignInMethods', summary: 'Sign-in methods this vault offers' },
+      },
     )
 }

@@ -1,6 +1,7 @@
-// Schema pieces shared by every module: strict request objects, the error body, timestamps.
+// Schema pieces shared by every module: strict request objects, the error body, timestamps, and
+// the marks the OpenAPI document reads (component names, response headers).
 import { t } from 'elysia'
-import { FormatRegistry, type TObject, type TProperties } from '@sinclair/typebox'
+import { FormatRegistry, Type, type IntegerOptions, type TObject, type TProperties, type TSchema } from '@sinclair/typebox'
 
 // Every response timestamp is checked against `date-time`; Elysia's check parses each one.
 // Ours come from Date#toISOString, so that exact shape passes at once; anything else gets the
@@ -24,12 +25,68 @@ export const withProperties = <B extends TProperties, P extends TProperties>(bas
 export const Timestamp = t.String({ format: 'date-time', description: 'ISO 8601 timestamp' })
 export const IdParams = t.Object({ id: t.String() })
 
-export const ErrorBody = t.Object(
-  {
-    error: t.String({ description: 'Human-readable message, for display' }),
-    code: t.String({ description: 'Machine-readable code, for programmatic handling' }),
-  },
-  { $id: '#/components/schemas/Error', title: 'Error' },
+/**
+ * The name a schema is documented under in the OpenAPI document (`components.schemas`, used by
+ * `$ref`). A symbol: TypeBox and Elysia ignore it, and copies made with `{ ...schema }` keep it.
+ */
+export const COMPONENT_NAME = Symbol.for('svc-vault.openapi.component')
+/** Response headers a status documents (see withResponseHeaders). */
+export const RESPONSE_HEADERS = Symbol.for('svc-vault.openapi.response-headers')
+/** The media types of an answer that has several (see byMediaType). */
+export const MEDIA_TYPES = Symbol.for('svc-vault.openapi.media-types')
+
+const components = new Map<string, TSchema>()
+
+/** Documents `schema` as the named component `name`; every use becomes a `$ref` to it. */
+export function component<T extends TSchema>(name: string, schema: T): T {
+  const known = components.get(name)
+  if (known && known !== schema) throw new Error(`two schemas are named ${name} in the OpenAPI document`)
+  components.set(name, schema)
+  ;(schema as Record<symbol, unknown>)[COMPONENT_NAME] = name
+  return schema
+}
+
+/** The schema documented under this component name. */
+export const componentSchema = (name: string): TSchema | undefined => components.get(name)
+
+export interface ResponseHeader {
+  description: string
+  schema?: Record<string, unknown>
+}
+
+/** The same answer schema, documented with these response headers (e.g. Set-Cookie). */
+export function withResponseHeaders<T extends TSchema>(schema: T, headers: Record<string, ResponseHeader>): T {
+  return { ...schema, [RESPONSE_HEADERS]: headers }
+}
+
+/**
+ * One status answered in several media types (say `text/plain` and `application/json`): checked
+ * as any of the schemas, documented with one content entry per media type.
+ */
+export function byMediaType(types: Record<string, TSchema>, description?: string): TSchema {
+  const schema = t.Union(Object.values(types), description ? { description } : {})
+  ;(schema as unknown as Record<symbol, unknown>)[MEDIA_TYPES] = types
+  return schema
+}
+
+/**
+ * A JSON integer. Elysia's `t.Integer` also accepts numeric strings (for query strings), which
+ * documents an answer as `string | integer`: answers use this one.
+ */
+export const Integer = (options?: IntegerOptions) => Type.Integer(options)
+
+/** The value or null (documented as nullable). */
+export const nullable = <T extends TSchema>(schema: T) => t.Union([schema, t.Null()])
+
+export const ErrorBody = component(
+  'Error',
+  t.Object(
+    {
+      error: t.String({ description: 'Human-readable message, for display' }),
+      code: t.String({ description: 'Machine-readable code, for programmatic handling (VALIDATION_ERROR, ENTRY_NOT_FOUND, ...)' }),
+    },
+    { description: 'Every failure answers this body, with a 4xx or 5xx status' },
+  ),
 )
 
 const ERROR_DESCRIPTIONS: Record<number, string> = {
@@ -37,7 +94,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   401: 'Missing or invalid credentials (AUTH_REQUIRED, AUTH_INVALID_KEY)',
   403: 'Valid credentials without the needed scope (AUTH_SCOPE_REQUIRED, SESSION_REQUIRED, CSRF_REJECTED)',
   404: 'Not found, or not owned by the caller',
-  409: 'Conflict',
+  409: 'Conflict: the request clashes with what exists (CATEGORY_NOT_EMPTY, EMAIL_TAKEN, a duplicate name, ...)',
   413: 'Request body too large (PAYLOAD_TOO_LARGE)',
   429: 'Too many attempts (TOO_MANY_ATTEMPTS)',
   502: 'The AI model failed (AI_EXTRACTION_FAILED)',
@@ -50,16 +107,31 @@ const errorBodies = new Map<number, typeof ErrorBody>()
 function errorBodyFor(status: number): typeof ErrorBody {
   let body = errorBodies.get(status)
   if (!body) {
-    body = t.Object(ErrorBody.properties, { description: ERROR_DESCRIPTIONS[status] ?? 'Error' })
+    // The same component (one `$ref` to Error), with the status's own description.
+    body = { ...ErrorBody, description: ERROR_DESCRIPTIONS[status] ?? 'Error' }
+    if (status === 429) body = withResponseHeaders(body, { 'Retry-After': { description: 'Seconds to wait before trying again', schema: { type: 'integer' } } })
     errorBodies.set(status, body)
   }
   return body
 }
 
-/** Error answers for the OpenAPI document: `...errorResponses(400, 404)`. 401 and 403 come with every guarded route. */
+/**
+ * The error answers of a guarded route, each the `Error` component: `...errorResponses(400, 404, 409)`.
+ * 401 and 403 (every guarded route can answer them) and 500 come with it. A route with a body
+ * lists 400 and 413 (the body parser's INVALID_JSON and PAYLOAD_TOO_LARGE).
+ */
 export function errorResponses<S extends number>(...statuses: S[]) {
-  const out = {} as Record<S | 401 | 403 | 500, typeof ErrorBody>
-  for (const status of [...statuses, 401, 403, 500] as (S | 401 | 403 | 500)[]) out[status] = errorBodyFor(status)
+  return errorMap([...statuses, 401, 403, 500] as (S | 401 | 403 | 500)[])
+}
+
+/** The error answers of a public route (no 401/403 unless listed): `...publicErrorResponses(400, 413, 429)`. */
+export function publicErrorResponses<S extends number>(...statuses: S[]) {
+  return errorMap([...statuses, 500] as (S | 500)[])
+}
+
+function errorMap<S extends number>(statuses: S[]) {
+  const out = {} as Record<S, typeof ErrorBody>
+  for (const status of statuses) out[status] = errorBodyFor(status)
   return out
 }
 

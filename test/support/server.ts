@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createApp, openVault, type AppDeps } from '../../src/app'
 import { loadConfig } from '../../src/config'
+import { forgetVault, watchVault } from './answer-check'
 
 export const TEST_MASTER_KEY = Buffer.alloc(32, 7).toString('base64')
 
@@ -35,12 +36,14 @@ export async function startTestServer(options: { env?: Record<string, string>; d
   const deps = await openVault(config, (line) => logs.push(line), options.now)
   const app = createApp(deps).listen({ port: options.port ?? 0, hostname: '127.0.0.1' })
   const url = `http://127.0.0.1:${app.server!.port}`
+  await watchVault(url)
   return {
     url,
     dataDir,
     deps,
     logs,
     async stop() {
+      forgetVault(url)
       await app.stop(true)
       await deps.store.close()
     },
@@ -89,16 +92,19 @@ export async function spawnServer(options: { env?: Record<string, string | undef
     else if (Date.now() - started > 15_000) throw new Error(`server did not start: ${output}`)
     else await Bun.sleep(10)
   }
+  await watchVault(url)
   return {
     url,
     dataDir,
     proc,
     output: () => output,
     async stop() {
+      forgetVault(url)
       proc.kill('SIGTERM')
       return await proc.exited
     },
     async kill() {
+      forgetVault(url)
       proc.kill('SIGKILL')
       await proc.exited
     },

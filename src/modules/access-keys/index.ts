@@ -12,7 +12,7 @@ export function accessKeyRoutes(deps: GuardDeps & { accessKeys: AccessKeys }) {
     .get('/', ({ auth }) => accessKeys.list(auth.userId), {
       auth: 'session',
       response: { 200: t.Array(AccessKeySchema), ...errorResponses() },
-      detail: { summary: 'List your access keys (never the key itself)' },
+      detail: { operationId: 'listAccessKeys', summary: 'List your access keys (never the key itself)' },
     })
     .post(
       '/',
@@ -24,8 +24,8 @@ export function accessKeyRoutes(deps: GuardDeps & { accessKeys: AccessKeys }) {
       {
         auth: 'session',
         body: CreateAccessKeyBody,
-        response: { 201: CreatedAccessKeySchema, ...errorResponses(400) },
-        detail: { summary: 'Create an access key; the answer holds the key, shown this once' },
+        response: { 201: CreatedAccessKeySchema, ...errorResponses(400, 413) },
+        detail: { operationId: 'createAccessKey', summary: 'Create an access key; the answer holds the key, shown this once' },
       },
     )
     .delete(
@@ -38,7 +38,7 @@ export function accessKeyRoutes(deps: GuardDeps & { accessKeys: AccessKeys }) {
         auth: 'session',
         params: IdParams,
         response: { 204: NoContent, ...errorResponses(404) },
-        detail: { summary: 'Revoke an access key, at once' },
+        detail: { operationId: 'revokeAccessKey', summary: 'Revoke an access key, at once' },
       },
     )
 }

@@ -3,7 +3,7 @@
 import { Elysia } from 'elysia'
 import { authGuard } from '../../auth/guard'
 import type { AppDeps } from '../../deps'
-import { errorResponses } from '../../http/schemas'
+import { errorResponses, withResponseHeaders } from '../../http/schemas'
 import { ExtractAnswer, ExtractBody, ImportAnswer, ImportBody } from './model'
 import { createExtractionModel } from './model-client'
 import { AiService } from './service'
@@ -25,8 +25,12 @@ export function aiRoutes(deps: AppDeps) {
       {
         auth: 'ai:extract',
         body: ExtractBody,
-        response: { 200: ExtractAnswer, ...errorResponses(400) },
+        response: {
+          200: withResponseHeaders(ExtractAnswer, { 'X-Extraction-Source': { description: 'Who chose the entries', schema: { type: 'string', enum: ['ai', 'builtin'] } } }),
+          ...errorResponses(400, 413),
+        },
         detail: {
+          operationId: 'extractEnv',
           summary: 'Build a project .env from a description',
           description:
             'The model gets the prompt and the names of your entries (entry, category, variable or field names, environment), never a value, and picks the entries the project needs; the server decrypts those and answers their `.env` text in the export format. Without a configured model, or when it fails or times out, a built-in classifier matches prompt words against the names. Header X-Extraction-Source: `ai` or `builtin`.',
@@ -36,8 +40,9 @@ export function aiRoutes(deps: AppDeps) {
     .post('/import', async ({ auth, body }) => ({ data: await ai.import(auth.userId, body) }), {
       auth: 'ai:extract',
       body: ImportBody,
-      response: { 200: ImportAnswer, ...errorResponses(400) },
+      response: { 200: ImportAnswer, ...errorResponses(400, 413) },
       detail: {
+        operationId: 'importConfig',
         summary: 'File a pasted config into categories',
         description:
           'Parses `.env`, shell `export` lines, a JSON object (nested keys joined with `_`, upper-cased) or YAML `key: value` lines on the server. Only the key names reach the model, which groups them into categories; without it a built-in classifier does. With `apply: true` and `name`, also creates the categories (reusing yours with the same envVarName, or the same name for groups) and one entry per category holding the values, in one write. Text without any key: 400 VALIDATION_ERROR naming `text`.',

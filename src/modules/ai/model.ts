@@ -1,25 +1,30 @@
 import { t } from 'elysia'
-import { strictObject } from '../../http/schemas'
+import { component, strictObject } from '../../http/schemas'
 import { EnvironmentSchema } from '../entries/model'
 
 /** CONTRACT.md, "Limits". */
 export const MAX_PROMPT_LENGTH = 4000
 export const MAX_IMPORT_TEXT = 256 * 1024
 
-export const ExtractBody = strictObject({
+export const ExtractBody = component(
+  'ExtractBody',
+  strictObject({
   prompt: t.String({
     minLength: 1,
     maxLength: MAX_PROMPT_LENGTH,
     description: 'The project in plain words, e.g. "a Next.js blog using OpenAI and Resend, production"',
   }),
-})
+  }),
+)
 
 export const ExtractAnswer = t.String({
   description:
     'The `.env` text of the chosen entries, in the export format. Header X-Extraction-Source: `ai` (the model chose) or `builtin` (the built-in classifier chose).',
 })
 
-export const ImportBody = strictObject({
+export const ImportBody = component(
+  'ImportBody',
+  strictObject({
   text: t.String({
     minLength: 1,
     maxLength: MAX_IMPORT_TEXT,
@@ -28,9 +33,12 @@ export const ImportBody = strictObject({
   apply: t.Optional(t.Boolean({ description: 'Also file the keys: create the suggested categories and one entry per category' })),
   name: t.Optional(t.String({ minLength: 1, maxLength: 200, description: 'The entry name (project) for apply; required when apply is true' })),
   environment: t.Optional(t.Union([EnvironmentSchema, t.Null()])),
-})
+  }),
+)
 
-export const ImportKeySchema = t.Object({
+export const ImportKeySchema = component(
+  'ImportKey',
+  t.Object({
   name: t.String({ description: 'The variable name as parsed' }),
   categoryName: t.String(),
   keyType: t.Union([t.Literal('simple'), t.Literal('group')]),
@@ -39,9 +47,12 @@ export const ImportKeySchema = t.Object({
   icon: t.Optional(t.String({ description: 'Simple Icons slug of the service' })),
   reuse: t.Boolean({ description: 'true: the key goes to one of your existing categories (`categoryId`); false: to a new category' }),
   categoryId: t.Optional(t.String({ description: 'With reuse: the id of the existing category' })),
-})
+  }),
+)
 
-export const ImportAnswer = t.Object({
+export const ImportAnswer = component(
+  'ImportResult',
+  t.Object({
   data: t.Object({
     source: t.Union([t.Literal('ai'), t.Literal('builtin')]),
     keys: t.Array(ImportKeySchema),
@@ -61,6 +72,7 @@ export const ImportAnswer = t.Object({
       ),
     ),
   }),
-})
+  }),
+)
 
 export type ImportInput = typeof ImportBody.static

@@ -13,7 +13,7 @@ export function categoryRoutes(deps: GuardDeps & { vaults: Vaults; now: () => nu
     .get('/', ({ auth }) => categories.list(auth.userId), {
       auth: 'categories:read',
       response: { 200: t.Array(CategorySchema), ...errorResponses() },
-      detail: { summary: 'List your key categories' },
+      detail: { operationId: 'listCategories', summary: 'List your key categories' },
     })
     .post(
       '/',
@@ -24,22 +24,22 @@ export function categoryRoutes(deps: GuardDeps & { vaults: Vaults; now: () => nu
       {
         auth: 'categories:write',
         body: CreateCategoryBody,
-        response: { 201: CategorySchema, ...errorResponses(400, 409) },
-        detail: { summary: 'Create a key category', description: 'A simple category needs envVarName (400 CATEGORY_SIMPLE_REQUIRES_ENV_VAR). 409 CATEGORY_EXISTS when a category of this name (case-insensitive) and keyType exists.' },
+        response: { 201: CategorySchema, ...errorResponses(400, 409, 413) },
+        detail: { operationId: 'createCategory', summary: 'Create a key category', description: 'A simple category needs envVarName (400 CATEGORY_SIMPLE_REQUIRES_ENV_VAR). 409 CATEGORY_EXISTS when a category of this name (case-insensitive) and keyType exists.' },
       },
     )
     .get('/:id', ({ auth, params }) => categories.get(auth.userId, params.id), {
       auth: 'categories:read',
       params: IdParams,
       response: { 200: CategorySchema, ...errorResponses(404) },
-      detail: { summary: 'Get a key category' },
+      detail: { operationId: 'getCategory', summary: 'Get a key category' },
     })
     .put('/:id', ({ auth, params, body }) => categories.update(auth.userId, params.id, body), {
       auth: 'categories:write',
       params: IdParams,
       body: UpdateCategoryBody,
-      response: { 200: CategorySchema, ...errorResponses(400, 404, 409) },
-      detail: { summary: 'Update a key category; only the fields sent change', description: 'keyType changes only while the category has no entries (409 CATEGORY_NOT_EMPTY). 409 CATEGORY_EXISTS when another category has the resulting name (case-insensitive) and keyType.' },
+      response: { 200: CategorySchema, ...errorResponses(400, 404, 409, 413) },
+      detail: { operationId: 'updateCategory', summary: 'Update a key category; only the fields sent change', description: 'keyType changes only while the category has no entries (409 CATEGORY_NOT_EMPTY). 409 CATEGORY_EXISTS when another category has the resulting name (case-insensitive) and keyType.' },
     })
     .delete(
       '/:id',
@@ -51,7 +51,7 @@ export function categoryRoutes(deps: GuardDeps & { vaults: Vaults; now: () => nu
         auth: 'categories:write',
         params: IdParams,
         response: { 204: NoContent, ...errorResponses(404) },
-        detail: { summary: 'Delete a key category and all of its entries' },
+        detail: { operationId: 'deleteCategory', summary: 'Delete a key category and all of its entries' },
       },
     )
 }

@@ -1,5 +1,5 @@
 import { t } from 'elysia'
-import { strictObject, Timestamp } from '../../http/schemas'
+import { component, strictObject, Timestamp } from '../../http/schemas'
 
 export const NAME_PATTERN = '^[A-Za-z_][A-Za-z0-9_]*$'
 export const ICON_PATTERN = '^[a-z0-9-]{1,64}$'
@@ -14,38 +14,47 @@ const FieldDefinitions = t.Array(t.String({ maxLength: 200, pattern: NAME_PATTER
 })
 const nullable = <T extends Parameters<typeof t.Union>[0][number]>(schema: T) => t.Union([schema, t.Null()])
 
-export const KeyTypeSchema = t.Union([t.Literal('simple'), t.Literal('group'), t.Literal('ssh'), t.Literal('json')])
+export const KeyTypeSchema = component('KeyType', t.Union([t.Literal('simple'), t.Literal('group'), t.Literal('ssh'), t.Literal('json')]))
 
-export const CategorySchema = t.Object({
-  id: t.String(),
-  userId: t.String(),
-  name: t.String(),
-  keyType: KeyTypeSchema,
-  envVarName: t.Union([t.String(), t.Null()]),
-  icon: t.Union([t.String(), t.Null()]),
-  description: t.Union([t.String(), t.Null()]),
-  fieldDefinitions: t.Union([t.Array(t.String()), t.Null()]),
-  createdAt: Timestamp,
-  updatedAt: Timestamp,
-})
+export const CategorySchema = component(
+  'Category',
+  t.Object({
+    id: t.String(),
+    userId: t.String(),
+    name: t.String(),
+    keyType: KeyTypeSchema,
+    envVarName: t.Union([t.String(), t.Null()]),
+    icon: t.Union([t.String(), t.Null()]),
+    description: t.Union([t.String(), t.Null()]),
+    fieldDefinitions: t.Union([t.Array(t.String()), t.Null()]),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  }),
+)
 
-export const CreateCategoryBody = strictObject({
+export const CreateCategoryBody = component(
+  'CreateCategoryBody',
+  strictObject({
   name: Name,
   keyType: t.Union([t.Literal('simple'), t.Literal('group')], { error: 'must be "simple" or "group"' }),
   envVarName: t.Optional(nullable(EnvVarName)),
   icon: t.Optional(nullable(Icon)),
   description: t.Optional(nullable(Description)),
   fieldDefinitions: t.Optional(nullable(FieldDefinitions)),
-})
+  }),
+)
 
-export const UpdateCategoryBody = strictObject({
+export const UpdateCategoryBody = component(
+  'UpdateCategoryBody',
+  strictObject({
   name: t.Optional(Name),
   keyType: t.Optional(t.Union([t.Literal('simple'), t.Literal('group')], { error: 'must be "simple" or "group"' })),
   envVarName: t.Optional(nullable(EnvVarName)),
   icon: t.Optional(nullable(Icon)),
   description: t.Optional(nullable(Description)),
   fieldDefinitions: t.Optional(nullable(FieldDefinitions)),
-})
+  }),
+)
 
 export type CreateCategoryInput = typeof CreateCategoryBody.static
 export type UpdateCategoryInput = typeof UpdateCategoryBody.static

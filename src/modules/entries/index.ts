@@ -13,7 +13,7 @@ export function entryRoutes(deps: GuardDeps & { vaults: Vaults; now: () => numbe
     .get('/', ({ auth }) => entries.list(auth.userId), {
       auth: 'entries:read',
       response: { 200: t.Array(EntryListItemSchema), ...errorResponses() },
-      detail: { summary: 'List your key entries, each with its category (never a value)' },
+      detail: { operationId: 'listEntries', summary: 'List your key entries, each with its category (never a value)' },
     })
     .post(
       '/',
@@ -25,8 +25,9 @@ export function entryRoutes(deps: GuardDeps & { vaults: Vaults; now: () => numbe
       {
         auth: 'entries:write',
         body: CreateEntryBody,
-        response: { 201: EntrySchema, ...errorResponses(400, 404, 409) },
+        response: { 201: EntrySchema, ...errorResponses(400, 404, 409, 413) },
         detail: {
+          operationId: 'createEntry',
           summary: 'Create a key entry',
           description:
             'The value is encrypted at once. A group value is a string holding a JSON object of string values (400 INVALID_VALUE otherwise; only the declared fieldDefinitions when the category has them). 404 CATEGORY_NOT_FOUND for a missing or foreign category. 409 ENTRY_EXISTS when the category already has an entry of this name and environment.',
@@ -37,14 +38,15 @@ export function entryRoutes(deps: GuardDeps & { vaults: Vaults; now: () => numbe
       auth: 'entries:read',
       params: IdParams,
       response: { 200: EntrySchema, ...errorResponses(404) },
-      detail: { summary: 'Get a key entry (never its value)' },
+      detail: { operationId: 'getEntry', summary: 'Get a key entry (never its value)' },
     })
     .put('/:id', ({ auth, params, body }) => entries.update(auth.userId, params.id, body), {
       auth: 'entries:write',
       params: IdParams,
       body: UpdateEntryBody,
-      response: { 200: EntrySchema, ...errorResponses(400, 404, 409) },
+      response: { 200: EntrySchema, ...errorResponses(400, 404, 409, 413) },
       detail: {
+        operationId: 'updateEntry',
         summary: 'Update a key entry; only the fields sent change',
         description:
           'A new value is re-encrypted. `environment: null` clears it. `categoryId` moves the entry to another category of the same keyType (404 CATEGORY_NOT_FOUND when missing or foreign). 409 ENTRY_EXISTS when another entry has the resulting category, name and environment.',
@@ -60,7 +62,7 @@ export function entryRoutes(deps: GuardDeps & { vaults: Vaults; now: () => numbe
         auth: 'entries:write',
         params: IdParams,
         response: { 204: NoContent, ...errorResponses(404) },
-        detail: { summary: 'Delete a key entry' },
+        detail: { operationId: 'deleteEntry', summary: 'Delete a key entry' },
       },
     )
     .post(
@@ -75,6 +77,7 @@ export function entryRoutes(deps: GuardDeps & { vaults: Vaults; now: () => numbe
         params: IdParams,
         response: { 200: RevealedEntrySchema, ...errorResponses(404) },
         detail: {
+          operationId: 'revealEntry',
           summary: 'Reveal the plaintext value of a key entry',
           description:
             'The only operation that returns an entry value: a string for a simple category, an object of field name to value for a group. 404 ENTRY_NOT_FOUND when missing, not owned or not decryptable. Answers carry Cache-Control: no-store.',

@@ -1,5 +1,5 @@
 import { t } from 'elysia'
-import { strictObject, Timestamp, withProperties } from '../../http/schemas'
+import { component, strictObject, Timestamp, withProperties } from '../../http/schemas'
 import { KeyTypeSchema } from '../categories/model'
 import { MAX_VALUE_BYTES } from './values'
 
@@ -10,54 +10,75 @@ const Value = t.String({
   maxLength: MAX_VALUE_BYTES,
   description: 'Plaintext, encrypted server-side. For a group category: a string holding a JSON object of string values.',
 })
-export const EnvironmentSchema = t.Union([t.Literal('development'), t.Literal('staging'), t.Literal('production')], {
-  error: 'must be one of development, staging, production',
-})
+export const EnvironmentSchema = component(
+  'Environment',
+  t.Union([t.Literal('development'), t.Literal('staging'), t.Literal('production')], {
+    error: 'must be one of development, staging, production',
+  }),
+)
 const nullable = <T extends Parameters<typeof t.Union>[0][number]>(schema: T) => t.Union([schema, t.Null()])
 
-export const EntrySchema = t.Object({
-  id: t.String(),
-  categoryId: t.String(),
-  name: t.String(),
-  environment: t.Union([EnvironmentSchema, t.Null()]),
-  notes: t.Union([t.String(), t.Null()]),
-  createdAt: Timestamp,
-  updatedAt: Timestamp,
-})
+export const EntrySchema = component(
+  'Entry',
+  t.Object({
+    id: t.String(),
+    categoryId: t.String(),
+    name: t.String(),
+    environment: t.Union([EnvironmentSchema, t.Null()]),
+    notes: t.Union([t.String(), t.Null()]),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  }),
+)
 
-export const EntryCategorySchema = t.Object({
-  name: t.String(),
-  keyType: KeyTypeSchema,
-  envVarName: t.Union([t.String(), t.Null()]),
-  icon: t.Union([t.String(), t.Null()]),
-})
+export const EntryCategorySchema = component(
+  'EntryCategory',
+  t.Object(
+    {
+      name: t.String(),
+      keyType: KeyTypeSchema,
+      envVarName: t.Union([t.String(), t.Null()]),
+      icon: t.Union([t.String(), t.Null()]),
+    },
+    { description: 'The category of an entry, as the entry list shows it' },
+  ),
+)
 
-export const EntryListItemSchema = withProperties(EntrySchema, { category: EntryCategorySchema })
+export const EntryListItemSchema = component('EntryListItem', withProperties(EntrySchema, { category: EntryCategorySchema }))
 
-export const RevealedEntrySchema = t.Object({
+export const RevealedEntrySchema = component(
+  'RevealedEntry',
+  t.Object({
   id: t.String(),
   name: t.String(),
   value: t.Union([t.String(), t.Record(t.String(), t.String())], {
     description: 'A string for a simple category; an object of field name to value for a group category',
   }),
   environment: t.Union([EnvironmentSchema, t.Null()]),
-})
+  }),
+)
 
-export const CreateEntryBody = strictObject({
+export const CreateEntryBody = component(
+  'CreateEntryBody',
+  strictObject({
   categoryId: t.String({ minLength: 1, maxLength: 200 }),
   name: Name,
   value: Value,
   environment: t.Optional(nullable(EnvironmentSchema)),
   notes: t.Optional(nullable(Notes)),
-})
+  }),
+)
 
-export const UpdateEntryBody = strictObject({
+export const UpdateEntryBody = component(
+  'UpdateEntryBody',
+  strictObject({
   categoryId: t.Optional(t.String({ minLength: 1, maxLength: 200, description: 'Another category of the same keyType' })),
   name: t.Optional(Name),
   value: t.Optional(Value),
   environment: t.Optional(nullable(EnvironmentSchema)),
   notes: t.Optional(nullable(Notes)),
-})
+  }),
+)
 
 export type CreateEntryInput = typeof CreateEntryBody.static
 export type UpdateEntryInput = typeof UpdateEntryBody.static

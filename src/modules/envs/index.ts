@@ -1,20 +1,19 @@
 // /api/envs: env projects and their files. Every answer sits inside `{ data: … }` (CONTRACT.md).
-import { Elysia, t } from 'elysia'
+import { Elysia } from 'elysia'
 import { authGuard, type GuardDeps } from '../../auth/guard'
 import { errorResponses, IdParams, NoContent } from '../../http/schemas'
 import type { Vaults } from '../vault-access'
 import {
   CreateEnvProjectBody,
-  EnvFileItemSchema,
+  EnvFileAnswer,
   EnvFileParams,
-  EnvProjectDetailSchema,
-  EnvProjectListItemSchema,
-  EnvProjectSchema,
+  EnvProjectAnswer,
+  EnvProjectDetailAnswer,
+  EnvProjectListAnswer,
   ListEnvProjectsQuery,
-  RevealedEnvFileSchema,
+  RevealedEnvFileAnswer,
   UpdateEnvProjectBody,
   UpsertEnvFileBody,
-  wrapped,
 } from './model'
 import { EnvProjectService } from './service'
 
@@ -25,8 +24,8 @@ export function envRoutes(deps: GuardDeps & { vaults: Vaults; now: () => number 
     .get('/', async ({ auth, query }) => ({ data: await projects.list(auth.userId, query.search) }), {
       auth: 'envs:read',
       query: ListEnvProjectsQuery,
-      response: { 200: wrapped(t.Array(EnvProjectListItemSchema)), ...errorResponses(400) },
-      detail: { summary: 'List your env projects', description: '`search` keeps the projects whose name contains it (case-insensitive).' },
+      response: { 200: EnvProjectListAnswer, ...errorResponses(400) },
+      detail: { operationId: 'listEnvProjects', summary: 'List your env projects', description: '`search` keeps the projects whose name contains it (case-insensitive).' },
     })
     .post(
       '/',
@@ -38,22 +37,22 @@ export function envRoutes(deps: GuardDeps & { vaults: Vaults; now: () => number 
       {
         auth: 'envs:write',
         body: CreateEnvProjectBody,
-        response: { 201: wrapped(EnvProjectSchema), ...errorResponses(400, 409) },
-        detail: { summary: 'Create an env project', description: '409 ENV_PROJECT_EXISTS when a project of this name (case-insensitive) exists.' },
+        response: { 201: EnvProjectAnswer, ...errorResponses(400, 409, 413) },
+        detail: { operationId: 'createEnvProject', summary: 'Create an env project', description: '409 ENV_PROJECT_EXISTS when a project of this name (case-insensitive) exists.' },
       },
     )
     .get('/:id', async ({ auth, params }) => ({ data: await projects.get(auth.userId, params.id) }), {
       auth: 'envs:read',
       params: IdParams,
-      response: { 200: wrapped(EnvProjectDetailSchema), ...errorResponses(404) },
-      detail: { summary: 'Get an env project with its files (never their content)' },
+      response: { 200: EnvProjectDetailAnswer, ...errorResponses(404) },
+      detail: { operationId: 'getEnvProject', summary: 'Get an env project with its files (never their content)' },
     })
     .put('/:id', async ({ auth, params, body }) => ({ data: await projects.update(auth.userId, params.id, body) }), {
       auth: 'envs:write',
       params: IdParams,
       body: UpdateEnvProjectBody,
-      response: { 200: wrapped(EnvProjectSchema), ...errorResponses(400, 404, 409) },
-      detail: { summary: 'Update an env project; only the fields sent change', description: '409 ENV_PROJECT_EXISTS when another project has this name (case-insensitive).' },
+      response: { 200: EnvProjectAnswer, ...errorResponses(400, 404, 409, 413) },
+      detail: { operationId: 'updateEnvProject', summary: 'Update an env project; only the fields sent change', description: '409 ENV_PROJECT_EXISTS when another project has this name (case-insensitive).' },
     })
     .delete(
       '/:id',
@@ -65,7 +64,7 @@ export function envRoutes(deps: GuardDeps & { vaults: Vaults; now: () => number 
         auth: 'envs:write',
         params: IdParams,
         response: { 204: NoContent, ...errorResponses(404) },
-        detail: { summary: 'Delete an env project and all of its files' },
+        detail: { operationId: 'deleteEnvProject', summary: 'Delete an env project and all of its files' },
       },
     )
     .post(
@@ -79,8 +78,9 @@ export function envRoutes(deps: GuardDeps & { vaults: Vaults; now: () => number 
         auth: 'envs:write',
         params: IdParams,
         body: UpsertEnvFileBody,
-        response: { 200: wrapped(EnvFileItemSchema), 201: wrapped(EnvFileItemSchema), ...errorResponses(400, 404) },
+        response: { 200: EnvFileAnswer, 201: EnvFileAnswer, ...errorResponses(400, 404, 413) },
         detail: {
+          operationId: 'saveEnvFile',
           summary: 'Store the file of a fileType',
           description: '201 when the file is created; 200 when the project already had a file of that fileType, whose content is replaced (it keeps its id).',
         },
@@ -96,7 +96,7 @@ export function envRoutes(deps: GuardDeps & { vaults: Vaults; now: () => number 
         auth: 'envs:write',
         params: EnvFileParams,
         response: { 204: NoContent, ...errorResponses(404) },
-        detail: { summary: 'Delete an env file' },
+        detail: { operationId: 'deleteEnvFile', summary: 'Delete an env file' },
       },
     )
     .post(
@@ -109,8 +109,8 @@ export function envRoutes(deps: GuardDeps & { vaults: Vaults; now: () => number 
       {
         auth: 'envs:reveal',
         params: EnvFileParams,
-        response: { 200: wrapped(RevealedEnvFileSchema), ...errorResponses(404) },
-        detail: { summary: 'Reveal the plaintext content of an env file', description: 'Answers carry Cache-Control: no-store. 404 when the content cannot be decrypted.' },
+        response: { 200: RevealedEnvFileAnswer, ...errorResponses(404) },
+        detail: { operationId: 'revealEnvFile', summary: 'Reveal the plaintext content of an env file', description: 'Answers carry Cache-Control: no-store. 404 when the content cannot be decrypted.' },
       },
     )
 }

@@ -2,7 +2,7 @@
 import { Elysia, t } from 'elysia'
 import { authGuard, type GuardDeps } from '../../auth/guard'
 import { contentTag, matchesIfNoneMatch } from '../../crypto/content-tag'
-import { errorResponses } from '../../http/schemas'
+import { byMediaType, errorResponses, withResponseHeaders } from '../../http/schemas'
 import { EnvironmentSchema } from '../entries/model'
 import type { Vaults } from '../vault-access'
 import { ExportService } from './service'
@@ -52,16 +52,24 @@ export function exportRoutes(deps: GuardDeps & { vaults: Vaults }) {
         auth: 'export:read',
         query: ExportQuery,
         response: {
-          200: t.Union([t.String({ description: 'format=dotenv or shell: the text (text/plain; charset=utf-8)' }), t.Record(t.String(), t.String(), { description: 'format=json: variable name to value' })], {
-            description: 'The export in the chosen format: text/plain for dotenv and shell, application/json for json.',
-            // Documentation only (the OpenAPI plugin reads `headers`; validation ignores it).
-            headers: { ETag: t.String({ description: 'Changes with the content and reveals nothing of it; send it as If-None-Match for a 304' }) },
+          200: withResponseHeaders(
+            byMediaType(
+              {
+                'text/plain': t.String({ description: 'format=dotenv or shell: the text' }),
+                'application/json': t.Record(t.String(), t.String(), { description: 'format=json: variable name to value' }),
+              },
+              'The export in the chosen format: text/plain for dotenv and shell, application/json for json.',
+            ),
+            { ETag: { description: 'Changes with the content and reveals nothing of it; send it as If-None-Match for a 304' } },
+          ),
+          304: withResponseHeaders(t.Void({ description: 'Not modified: If-None-Match named the current ETag. No body.' }), {
+            ETag: { description: 'The current entity tag' },
           }),
-          304: t.String({ description: 'Not modified: If-None-Match named the current ETag. No body.', maxLength: 0 }),
           ...errorResponses(400),
           409: AmbiguousExportBody,
         },
         detail: {
+          operationId: 'exportEnv',
           summary: 'Export your entries as one .env, shell or JSON text',
           description:
             'Entries in category name order, then entry name, then environment; each preceded by `# <category> — <entry> (<environment>)`. A simple entry gives `ENV_VAR=value`, a group one line per field in declared order; ssh and json entries are skipped. Values that are not plain are quoted so that dotenv reads them back exactly. With `environment`, the entries without an environment are included, an entry of the environment wins over a shared one for the same variable, and each variable appears at most once (else 409 AMBIGUOUS_EXPORT with `variable` and `projects`; `name` narrows). `format=shell` writes `export NAME=\'…\'` lines safe to source; `format=json` one object. Every answer carries an `ETag`; a request whose `If-None-Match` names it gets 304 without a body. Answers carry Cache-Control: no-store.',

@@ -13,6 +13,6 @@ export function statsRoutes(deps: GuardDeps & { vaults: Vaults }) {
     .get('/', ({ auth }) => stats.get(auth.userId), {
       auth: 'stats:read',
       response: { 200: StatsSchema, ...errorResponses() },
-      detail: { summary: 'Counts of your categories, entries and 2FA tokens, by key type and environment' },
+      detail: { operationId: 'getStats', summary: 'Counts of your categories, entries and 2FA tokens, by key type and environment' },
     })
 }

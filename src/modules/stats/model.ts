@@ -1,8 +1,11 @@
 import { t } from 'elysia'
+import { component, Integer } from '../../http/schemas'
 
-const Count = t.Integer({ minimum: 0 })
+const Count = Integer({ minimum: 0 })
 
-export const StatsSchema = t.Object({
+export const StatsSchema = component(
+  'Stats',
+  t.Object({
   totalCategories: Count,
   totalEntries: Count,
   total2fa: Count,
@@ -14,4 +17,5 @@ export const StatsSchema = t.Object({
     { development: Count, staging: Count, production: Count },
     { description: 'Entry count per environment (entries without one are not counted here)' },
   ),
-})
+  }),
+)

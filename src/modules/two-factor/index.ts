@@ -13,7 +13,7 @@ export function twoFactorRoutes(deps: GuardDeps & { vaults: Vaults; now: () => n
     .get('/', ({ auth }) => tokens.list(auth.userId), {
       auth: '2fa:read',
       response: { 200: t.Array(TwoFactorSchema), ...errorResponses() },
-      detail: { summary: 'List your two-factor tokens (never their secrets)' },
+      detail: { operationId: 'listTwoFactorTokens', summary: 'List your two-factor tokens (never their secrets)' },
     })
     .post(
       '/',
@@ -25,22 +25,22 @@ export function twoFactorRoutes(deps: GuardDeps & { vaults: Vaults; now: () => n
       {
         auth: '2fa:write',
         body: CreateTwoFactorBody,
-        response: { 201: TwoFactorSchema, ...errorResponses(400) },
-        detail: { summary: 'Add a two-factor token', description: 'An unusable secret is 400 INVALID_TOTP_SECRET.' },
+        response: { 201: TwoFactorSchema, ...errorResponses(400, 413) },
+        detail: { operationId: 'createTwoFactorToken', summary: 'Add a two-factor token', description: 'An unusable secret is 400 INVALID_TOTP_SECRET.' },
       },
     )
     .get('/:id', ({ auth, params }) => tokens.get(auth.userId, params.id), {
       auth: '2fa:read',
       params: IdParams,
       response: { 200: TwoFactorSchema, ...errorResponses(404) },
-      detail: { summary: 'Get a two-factor token (never its secret)' },
+      detail: { operationId: 'getTwoFactorToken', summary: 'Get a two-factor token (never its secret)' },
     })
     .put('/:id', ({ auth, params, body }) => tokens.update(auth.userId, params.id, body), {
       auth: '2fa:write',
       params: IdParams,
       body: UpdateTwoFactorBody,
-      response: { 200: TwoFactorSchema, ...errorResponses(400, 404) },
-      detail: { summary: 'Update a two-factor token; only the fields sent change', description: 'A new secret is validated and re-encrypted.' },
+      response: { 200: TwoFactorSchema, ...errorResponses(400, 404, 413) },
+      detail: { operationId: 'updateTwoFactorToken', summary: 'Update a two-factor token; only the fields sent change', description: 'A new secret is validated and re-encrypted.' },
     })
     .delete(
       '/:id',
@@ -52,7 +52,7 @@ export function twoFactorRoutes(deps: GuardDeps & { vaults: Vaults; now: () => n
         auth: '2fa:write',
         params: IdParams,
         response: { 204: NoContent, ...errorResponses(404) },
-        detail: { summary: 'Delete a two-factor token' },
+        detail: { operationId: 'deleteTwoFactorToken', summary: 'Delete a two-factor token' },
       },
     )
     .post(
@@ -67,6 +67,7 @@ export function twoFactorRoutes(deps: GuardDeps & { vaults: Vaults; now: () => n
         params: IdParams,
         response: { 200: TwoFactorCodeSchema, ...errorResponses(404) },
         detail: {
+          operationId: 'revealTwoFactorCode',
           summary: 'The current TOTP code of a token',
           description: 'RFC 6238 with the token\'s `algorithm`, `digits` and `period` (SHA-1, 6 digits, 30 seconds unless its otpauth URI said otherwise). Answers carry Cache-Control: no-store. 404 when the secret cannot be decrypted.',
         },
