@@ -5,7 +5,7 @@ import { Elysia, t, type Cookie } from 'elysia'
 import type { AppDeps } from '../deps'
 import { clientAddress } from '../http/client-address'
 import { AppError } from '../http/errors'
-import { errorResponses, NoContent, publicErrorResponses, withResponseHeaders } from '../http/schemas'
+import { component, errorResponses, NoContent, publicErrorResponses, withResponseHeaders } from '../http/schemas'
 import { authGuard, sessionToken } from './guard'
 import { SlidingWindow } from './login-throttle'
 import { OIDC_CALLBACK_PATH, OIDC_TRANSACTION_COOKIE, OIDC_TRANSACTION_TTL_MS, OidcSignIn } from './oidc'
@@ -17,12 +17,15 @@ const CALLBACK_WINDOW_MS = 15 * 60_000
 /** Where the browser lands after linking an identity from Settings. */
 export const AFTER_LINK_PATH = '/settings'
 
-const LinkStatus = t.Object({
+const LinkStatus = component(
+  'OidcLinkStatus',
+  t.Object({
   enabled: t.Boolean({ description: 'Whether single sign-on is configured on this vault' }),
   name: t.Union([t.String(), t.Null()], { description: "The provider's display name (SVC_OIDC_NAME)" }),
   linked: t.Boolean({ description: 'Whether an identity at the provider is linked to this account' }),
   canUnlink: t.Boolean({ description: 'False while the provider is the only way into the account (no password)' }),
-})
+  }),
+)
 
 const redirect = (description: string, cookie?: string) =>
   cookie ? withResponseHeaders(t.Void({ description }), { 'Set-Cookie': { description: cookie } }) : t.Void({ description })

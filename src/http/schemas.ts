@@ -96,6 +96,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   404: 'Not found, or not owned by the caller',
   409: 'Conflict: the request clashes with what exists (CATEGORY_NOT_EMPTY, EMAIL_TAKEN, a duplicate name, ...)',
   413: 'Request body too large (PAYLOAD_TOO_LARGE)',
+  421: 'The Host header names neither this vault nor a loopback name (MISDIRECTED_REQUEST)',
   429: 'Too many attempts (TOO_MANY_ATTEMPTS)',
   502: 'The AI model failed (AI_EXTRACTION_FAILED)',
   503: 'The AI model is unavailable (AI_UNAVAILABLE)',
@@ -117,16 +118,17 @@ function errorBodyFor(status: number): typeof ErrorBody {
 
 /**
  * The error answers of a guarded route, each the `Error` component: `...errorResponses(400, 404, 409)`.
- * 401 and 403 (every guarded route can answer them) and 500 come with it. A route with a body
+ * 401 and 403 (every guarded route can answer them), 421 (the Host check runs before routing) and
+ * 500 come with it. A route with a body
  * lists 400 and 413 (the body parser's INVALID_JSON and PAYLOAD_TOO_LARGE).
  */
 export function errorResponses<S extends number>(...statuses: S[]) {
-  return errorMap([...statuses, 401, 403, 500] as (S | 401 | 403 | 500)[])
+  return errorMap([...statuses, 401, 403, 421, 500] as (S | 401 | 403 | 421 | 500)[])
 }
 
-/** The error answers of a public route (no 401/403 unless listed): `...publicErrorResponses(400, 413, 429)`. */
+/** The error answers of a public route (no 401/403 unless listed; 421 and 500 always): `...publicErrorResponses(400, 413, 429)`. */
 export function publicErrorResponses<S extends number>(...statuses: S[]) {
-  return errorMap([...statuses, 500] as (S | 500)[])
+  return errorMap([...statuses, 421, 500] as (S | 421 | 500)[])
 }
 
 function errorMap<S extends number>(statuses: S[]) {

@@ -114,7 +114,8 @@ describe('per-environment exports (issue 23)', () => {
   test('the 409 is documented in OpenAPI with variable and projects, and the format, ETag and 304 too', async () => {
     const doc = (await fetch(`${server.url}/api/openapi`).then((r) => r.json())) as any
     const operation = doc.paths['/api/export'].get ?? doc.paths['/api/export/'].get
-    const conflict = JSON.stringify(operation.responses['409'])
+    const ref = operation.responses['409'].content['application/json'].schema.$ref.replace('#/components/schemas/', '')
+    const conflict = JSON.stringify(doc.components.schemas[ref])
     expect(conflict).toContain('variable')
     expect(conflict).toContain('projects')
     expect(operation.responses['304'].headers.ETag).toBeDefined()

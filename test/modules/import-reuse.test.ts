@@ -109,6 +109,8 @@ describe('import reuses categories and entries', () => {
 
   test('the suggestion answer documents reuse in OpenAPI', async () => {
     const doc = (await fetch(`${server.url}/api/openapi`).then((r) => r.json())) as any
-    expect(JSON.stringify(doc.paths['/api/ai/import'].post.responses['200'])).toContain('reuse')
+    // The answer is a named component; the key shape it lists carries `reuse`.
+    expect(JSON.stringify(doc.paths['/api/ai/import'].post.responses['200'])).toContain('#/components/schemas/ImportResult')
+    expect(Object.keys(doc.components.schemas.ImportKey.properties)).toContain('reuse')
   })
 })

@@ -2,7 +2,7 @@
 import { Elysia, t } from 'elysia'
 import { authGuard, type GuardDeps } from '../../auth/guard'
 import { contentTag, matchesIfNoneMatch } from '../../crypto/content-tag'
-import { byMediaType, errorResponses, withResponseHeaders } from '../../http/schemas'
+import { byMediaType, component, errorResponses, withResponseHeaders } from '../../http/schemas'
 import { EnvironmentSchema } from '../entries/model'
 import type { Vaults } from '../vault-access'
 import { ExportService } from './service'
@@ -18,7 +18,9 @@ const ExportQuery = t.Object({
   ),
 })
 
-const AmbiguousExportBody = t.Object(
+const AmbiguousExportBody = component(
+  'AmbiguousExportError',
+  t.Object(
   {
     error: t.String({ description: 'Human-readable message, naming the variable and the projects' }),
     code: t.String({ description: 'AMBIGUOUS_EXPORT' }),
@@ -26,7 +28,24 @@ const AmbiguousExportBody = t.Object(
     projects: t.Array(t.String(), { description: 'The names of the entries (projects) that write it; `name` chooses one' }),
   },
   { description: 'A variable would be written by two entries (AMBIGUOUS_EXPORT)' },
+  ),
 )
+
+// Built once: a named component may be declared only once per process.
+const ExportAnswer = withResponseHeaders(
+  byMediaType(
+    {
+      'text/plain': t.String({ description: 'format=dotenv or shell: the text' }),
+      'application/json': component('ExportObject', t.Record(t.String(), t.String(), { description: 'format=json: variable name to value' })),
+    },
+    'The export in the chosen format: text/plain for dotenv and shell, application/json for json.',
+  ),
+  { ETag: { description: 'Changes with the content and reveals nothing of it; send it as If-None-Match for a 304' } },
+)
+
+const NotModified = withResponseHeaders(t.String({ description: 'Not modified: If-None-Match named the current ETag. No body.', maxLength: 0 }), {
+  ETag: { description: 'The current entity tag' },
+})
 
 export function exportRoutes(deps: GuardDeps & { vaults: Vaults }) {
   const exporter = new ExportService(deps.vaults)
@@ -52,19 +71,8 @@ export function exportRoutes(deps: GuardDeps & { vaults: Vaults }) {
         auth: 'export:read',
         query: ExportQuery,
         response: {
-          200: withResponseHeaders(
-            byMediaType(
-              {
-                'text/plain': t.String({ description: 'format=dotenv or shell: the text' }),
-                'application/json': t.Record(t.String(), t.String(), { description: 'format=json: variable name to value' }),
-              },
-              'The export in the chosen format: text/plain for dotenv and shell, application/json for json.',
-            ),
-            { ETag: { description: 'Changes with the content and reveals nothing of it; send it as If-None-Match for a 304' } },
-          ),
-          304: withResponseHeaders(t.Void({ description: 'Not modified: If-None-Match named the current ETag. No body.' }), {
-            ETag: { description: 'The current entity tag' },
-          }),
+          200: ExportAnswer,
+          304: NotModified,
           ...errorResponses(400),
           409: AmbiguousExportBody,
         },
