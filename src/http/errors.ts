@@ -28,6 +28,14 @@ export type ErrorCode =
   | 'AI_EXTRACTION_FAILED'
   | 'AI_UNAVAILABLE'
   | 'INTERNAL_ERROR'
+  // Device login (svc login), RFC 8628's token errors upper-cased.
+  | 'AUTHORIZATION_PENDING'
+  | 'SLOW_DOWN'
+  | 'EXPIRED_TOKEN'
+  | 'ACCESS_DENIED'
+  | 'INVALID_GRANT'
+  | 'DEVICE_CODE_NOT_FOUND'
+  | 'ACCESS_KEY_REQUIRED'
 
 export class AppError extends Error {
   constructor(
