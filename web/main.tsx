@@ -3,6 +3,7 @@ import { render } from 'preact'
 import { useEffect } from 'preact/hooks'
 import { api, currentUser, type User } from './api'
 import { AccessKeysPage } from './pages/access-keys'
+import { CliPage } from './pages/cli'
 import { DashboardPage } from './pages/dashboard'
 import { EnvProjectPage, EnvProjectsPage } from './pages/envs'
 import { ExportPage } from './pages/export'
@@ -34,6 +35,7 @@ function Page(props: { path: string }) {
   if (match('/import', path)) return <ImportPage />
   if (match('/access-keys', path)) return <AccessKeysPage />
   if (match('/export', path)) return <ExportPage />
+  if (match('/cli', path)) return <CliPage />
   return (
     <section>
       <h1>Not found</h1>
