@@ -67,6 +67,14 @@ describe('svc run', () => {
     expect(missing.stderr).toBe('svc: no env project named nope\n')
   })
 
+  test("systemd's LoadCredential: the key in $CREDENTIALS_DIRECTORY/svc-token serves as SVC_TOKEN", async () => {
+    const credentials = tempDir()
+    writeFileSync(join(credentials, 'svc-token'), env.SVC_TOKEN + '\n')
+    const { SVC_TOKEN: _, ...withoutToken } = env
+    const result = await svc(['run', '-n', 'shop', '--', 'printenv', 'OPENAI_API_KEY'], { env: { ...withoutToken, CREDENTIALS_DIRECTORY: credentials } })
+    expect(result).toMatchObject({ code: 0, stdout: 'sk-dev\n' })
+  })
+
   test('standard input, output and error pass through', async () => {
     const result = await svc(['run', '--', 'bun', '-e', 'const text = await Bun.stdin.text(); console.log(text.toUpperCase()); console.error("to stderr")'], { env, stdin: 'piped in' })
     expect(result.stdout).toBe('PIPED IN\n')

@@ -77,10 +77,24 @@ export function normalizeUrl(raw: string): string {
   return url.origin + url.pathname.replace(/\/+$/, '')
 }
 
+/**
+ * systemd's LoadCredential=svc-token:… puts the key in $CREDENTIALS_DIRECTORY/svc-token, readable
+ * by the service alone and never in its environment: read as if it were SVC_TOKEN.
+ */
+function credentialToken(env: NodeJS.ProcessEnv): string | undefined {
+  const dir = env.CREDENTIALS_DIRECTORY?.trim()
+  if (!dir) return undefined
+  try {
+    return readFileSync(join(dir, 'svc-token'), 'utf8').trim() || undefined
+  } catch {
+    return undefined
+  }
+}
+
 /** The URL and key to use: SVC_URL and SVC_TOKEN win over the stored config. */
 export function credentials(env = process.env): Credentials {
   const stored = readConfig(env)
-  const token = env.SVC_TOKEN?.trim()
+  const token = env.SVC_TOKEN?.trim() || credentialToken(env)
   const envUrl = env.SVC_URL?.trim()
   const url = envUrl ? normalizeUrl(envUrl) : stored ? normalizeUrl(stored.url) : undefined
   if (token) {
