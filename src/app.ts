@@ -14,7 +14,7 @@ import { apiDocs } from './http/openapi'
 import { securityHeaders } from './http/security-headers'
 import { accessKeyRoutes } from './modules/access-keys'
 import { Vaults } from './modules/vault-access'
-import { Store } from './store/store'
+import { holdsVaults, Store } from './store/store'
 import type { AppDeps } from './deps'
 import { oidcRoutes } from './auth/oidc-routes'
 import { categoryRoutes } from './modules/categories'
@@ -33,7 +33,7 @@ export type { AppDeps }
 export async function openVault(config: Config, log: Logger = (line) => console.error(line), now = Date.now): Promise<AppDeps> {
   const { mkdirSync } = await import('node:fs')
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 })
-  const keyring = new Keyring(loadMasterKey(config.dataDir, config.masterKey, log))
+  const keyring = new Keyring(loadMasterKey(config.dataDir, config.masterKey, log, () => holdsVaults(config.dataDir)))
   let accounts: Accounts | undefined
   let accessKeys: AccessKeys | undefined
   const store = await Store.open(config.dataDir, {

@@ -1,5 +1,6 @@
 // Environment -> typed, validated configuration. A bad value throws ConfigError
 // naming the variable; index.ts prints that one line and exits 1.
+import { isIP } from 'node:net'
 import { resolve } from 'node:path'
 
 export interface OidcConfig {
@@ -46,9 +47,34 @@ export const DEFAULT_AI_MODEL = 'claude-haiku-5-5'
 
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', '::1', '[::1]', 'localhost'])
 
+/**
+ * The trimmed value of a setting, or undefined when unset. A setting that is present but blank
+ * (PORT=' ', or HOST= from a compose file with an unset variable) is refused (issue 23): it used
+ * to mean the default silently, which hid the mistake.
+ */
+function setting(env: Env, name: string, hint: string): string | undefined {
+  const raw = env[name]
+  if (raw === undefined) return undefined
+  const value = raw.trim()
+  if (value === '') throw new ConfigError(`${name} is set but blank; ${hint}`)
+  return value
+}
+
+/** HOST: an IP address to listen on, or localhost; a name is refused here rather than failing at listen (EINVAL). */
+function parseHost(env: Env): string {
+  const host = setting(env, 'HOST', 'set an address such as 127.0.0.1 or 0.0.0.0, or unset it for 127.0.0.1')
+  if (host === undefined) return '127.0.0.1'
+  const bare = /^\[.*\]$/.test(host) ? host.slice(1, -1) : host
+  if (bare.toLowerCase() === 'localhost') return 'localhost'
+  if (isIP(bare) === 0) {
+    throw new ConfigError(`HOST must be an IP address to listen on (such as 127.0.0.1, 0.0.0.0, ::1 or ::) or localhost, got "${host}"`)
+  }
+  return bare
+}
+
 function parsePort(env: Env): number {
-  const raw = env.PORT?.trim()
-  if (raw === undefined || raw === '') return 3000
+  const raw = setting(env, 'PORT', 'set a whole number from 0 to 65535, or unset it for 3000')
+  if (raw === undefined) return 3000
   const port = Number(raw)
   if (!/^\d+$/.test(raw) || !Number.isInteger(port) || port < 0 || port > 65535) {
     throw new ConfigError(`PORT must be a whole number from 0 to 65535, got "${raw}"`)
@@ -109,13 +135,16 @@ function parseOidc(env: Env): OidcConfig | undefined {
 
 export function loadConfig(env: Env = process.env): Config {
   const port = parsePort(env)
-  const host = env.HOST?.trim() || '127.0.0.1'
+  const host = parseHost(env)
+  // Blank values of the other settings that take a number, a duration or an address.
+  const baseSetting = setting(env, 'SVC_BASE_URL', 'set the public origin such as https://vault.example.com, or unset it')
+  const sessionTtl = setting(env, 'SVC_SESSION_TTL', 'set a duration such as 7d, or unset it for 7d')
   const dataDir = resolve(env.SVC_DATA_DIR?.trim() || './data')
   const masterKey = env.SVC_MASTER_KEY ? parseMasterKey(env.SVC_MASTER_KEY) : undefined
-  const base = parseUrl(env.SVC_BASE_URL?.trim() || `http://localhost:${port}`, 'SVC_BASE_URL')
+  const base = parseUrl(baseSetting ?? `http://localhost:${port}`, 'SVC_BASE_URL')
   const signup = (env.SVC_SIGNUP?.trim() || 'open').toLowerCase()
   if (signup !== 'open' && signup !== 'closed') throw new ConfigError(`SVC_SIGNUP must be "open" or "closed", got "${env.SVC_SIGNUP}"`)
-  const timeoutRaw = env.SVC_AI_TIMEOUT?.trim()
+  const timeoutRaw = setting(env, 'SVC_AI_TIMEOUT', 'set a duration such as 20s, or unset it for 20s')
   const aiTimeoutMs = timeoutRaw
     ? parseDuration(timeoutRaw, 'SVC_AI_TIMEOUT', { min: 1000, max: 600_000, hint: '20s or 1m' })
     : 20_000
@@ -129,7 +158,7 @@ export function loadConfig(env: Env = process.env): Config {
     origin: base.origin,
     secureCookies: base.protocol === 'https:',
     signup,
-    sessionTtlMs: parseDuration(env.SVC_SESSION_TTL?.trim() || '7d', 'SVC_SESSION_TTL'),
+    sessionTtlMs: parseDuration(sessionTtl ?? '7d', 'SVC_SESSION_TTL'),
     oidc: parseOidc(env),
     ai: {
       apiKey: env.ANTHROPIC_API_KEY || undefined,

@@ -2,20 +2,31 @@
 // on first start. The key file is the one file crypto/ reads, since it is a key.
 import { existsSync, readFileSync, renameSync } from 'node:fs'
 import { dirname, join } from 'node:path'
-import { parseMasterKey } from '../config'
+import { ConfigError, parseMasterKey } from '../config'
 import { fsyncDirSync, writeFileAtomicSync } from '../store/atomic-file'
 import { randomBytes } from './tokens'
 
 export const MASTER_KEY_FILE = 'master.key'
 
+/** The data folder holds vaults but no key was supplied: a configuration problem, one line at start. */
+export class MasterKeyMissingError extends ConfigError {}
+
 export function loadMasterKey(
   dataDir: string,
   fromEnv: Uint8Array | undefined,
   warn: (line: string) => void,
+  /** Whether the folder already holds sealed data: then a new key would open nothing, so none is made. */
+  holdsData: () => boolean = () => false,
 ): Uint8Array {
   if (fromEnv) return fromEnv
   const path = join(dataDir, MASTER_KEY_FILE)
   if (existsSync(path)) return parseMasterKey(readFileSync(path, 'utf8'), path)
+  if (holdsData()) {
+    // A restored folder without its key (issue 23): never generate one into it.
+    throw new MasterKeyMissingError(
+      `${dataDir} holds vaults but their master key is missing: SVC_MASTER_KEY is not set and ${path} does not exist; supply the key they were sealed with (SVC_MASTER_KEY=<base64 key>, or copy the key file to ${path} with mode 0600); no key was generated (docs/operations.md, "Restore")`,
+    )
+  }
   const key = randomBytes(32)
   // Durable before any data is sealed with it: losing this file would lose every secret.
   writeFileAtomicSync(path, key.toString('base64') + '\n', 0o600)

@@ -77,7 +77,7 @@ export function errorHandler(log: Logger) {
     if (error instanceof AppError) {
       set.status = error.status
       if (error.headers) Object.assign(set.headers, error.headers)
-      return errorBody(error.message, error.code)
+      return error.details ? { ...error.details, ...errorBody(error.message, error.code) } : errorBody(error.message, error.code)
     }
     if (error instanceof ValidationError && error.type !== 'response') {
       set.status = 400

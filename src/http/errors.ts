@@ -36,6 +36,11 @@ export type ErrorCode =
   | 'INVALID_GRANT'
   | 'DEVICE_CODE_NOT_FOUND'
   | 'ACCESS_KEY_REQUIRED'
+  // Issue 23: ambiguous per-environment exports and duplicates.
+  | 'AMBIGUOUS_EXPORT'
+  | 'CATEGORY_EXISTS'
+  | 'ENTRY_EXISTS'
+  | 'ENV_PROJECT_EXISTS'
 
 export class AppError extends Error {
   constructor(
@@ -44,6 +49,8 @@ export class AppError extends Error {
     message: string,
     /** Extra response headers, such as Retry-After. */
     readonly headers?: Record<string, string>,
+    /** Extra machine-readable members of the error body, beside `error` and `code` (never a secret). */
+    readonly details?: Record<string, unknown>,
   ) {
     super(message)
     this.name = 'AppError'

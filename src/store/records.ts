@@ -77,6 +77,11 @@ export interface TwoFactorRecord {
   accountName: string
   notes: string | null
   encryptedSecret: string
+  /** From the otpauth URI (issue 23); absent on tokens stored before, which read as SHA1, 6, 30. */
+  algorithm?: 'SHA1' | 'SHA256' | 'SHA512'
+  digits?: number
+  /** Seconds. */
+  period?: number
   createdAt: string
   updatedAt: string
 }

@@ -13,6 +13,19 @@ const USER_ID = /^[0-9a-f-]{36}$/
 
 export class UnsupportedFormatError extends Error {}
 
+/** Whether the data folder holds sealed data already: the accounts document or a vault (or their change logs). */
+export function holdsVaults(dataDir: string): boolean {
+  const names = (dir: string) => {
+    try {
+      return readdirSync(dir)
+    } catch {
+      return []
+    }
+  }
+  if (names(dataDir).some((name) => name === ACCOUNTS_FILE || name === `${ACCOUNTS_FILE}.log`)) return true
+  return names(join(dataDir, VAULTS_DIR)).some((name) => /\.json(\.log)?$/.test(name))
+}
+
 function checkVersion<T extends { version: number }>(path: string) {
   return (data: T): T => {
     if (typeof data?.version !== 'number' || data.version > FORMAT_VERSION) {

@@ -68,12 +68,12 @@ describe('import through the model', () => {
     expect(answer.status).toBe(200)
     expect(answer.body.data.source).toBe('ai')
     expect(answer.body.data.keys).toEqual([
-      { name: 'OPENAI_API_KEY', categoryName: 'OpenAI', keyType: 'simple', envVarName: 'OPENAI_API_KEY', icon: 'openai' },
-      { name: 'AWS_ACCESS_KEY_ID', categoryName: 'Amazon Web Services', keyType: 'group', envVarName: 'AWS_ACCESS_KEY_ID', field: 'AWS_ACCESS_KEY_ID', icon: 'amazonaws' },
-      { name: 'AWS_SECRET_ACCESS_KEY', categoryName: 'Amazon Web Services', keyType: 'group', envVarName: 'AWS_SECRET_ACCESS_KEY', field: 'AWS_SECRET_ACCESS_KEY' },
-      { name: 'DATABASE_URL', categoryName: 'Blog database', keyType: 'simple', envVarName: 'DATABASE_URL', icon: 'postgresql' },
+      { name: 'OPENAI_API_KEY', categoryName: 'OpenAI', keyType: 'simple', envVarName: 'OPENAI_API_KEY', icon: 'openai', reuse: false },
+      { name: 'AWS_ACCESS_KEY_ID', categoryName: 'Amazon Web Services', keyType: 'group', envVarName: 'AWS_ACCESS_KEY_ID', field: 'AWS_ACCESS_KEY_ID', icon: 'amazonaws', reuse: false },
+      { name: 'AWS_SECRET_ACCESS_KEY', categoryName: 'Amazon Web Services', keyType: 'group', envVarName: 'AWS_SECRET_ACCESS_KEY', field: 'AWS_SECRET_ACCESS_KEY', reuse: false },
+      { name: 'DATABASE_URL', categoryName: 'Blog database', keyType: 'simple', envVarName: 'DATABASE_URL', icon: 'postgresql', reuse: false },
       // Left out by the model: filed by the built-in classifier.
-      { name: 'SIGNING_KEY', categoryName: 'SIGNING_KEY', keyType: 'simple', envVarName: 'SIGNING_KEY' },
+      { name: 'SIGNING_KEY', categoryName: 'SIGNING_KEY', keyType: 'simple', envVarName: 'SIGNING_KEY', reuse: false },
     ])
 
     expect(fake.requests).toHaveLength(1)
@@ -205,21 +205,23 @@ describe('hostile or broken model answers', () => {
         ],
       },
     })
-    const answer = await alice.post('/api/ai/import', { text: 'OPENAI_API_KEY=sk-LEAKCHECK-a\nRESEND_API_KEY=re_LEAKCHECK_b' })
+    // A user without categories: every key goes to a new one.
+    const fresh = await signUp(server.url)
+    const answer = await fresh.post('/api/ai/import', { text: 'OPENAI_API_KEY=sk-LEAKCHECK-a\nRESEND_API_KEY=re_LEAKCHECK_b' })
     expect(answer.status).toBe(200)
     expect(answer.body.data.source).toBe('ai')
     expect(answer.body.data.keys).toEqual([
-      { name: 'OPENAI_API_KEY', categoryName: 'LLM', keyType: 'simple', envVarName: 'OPENAI_API_KEY' },
-      { name: 'RESEND_API_KEY', categoryName: 'Resend', keyType: 'simple', envVarName: 'RESEND_API_KEY', icon: 'resend' },
+      { name: 'OPENAI_API_KEY', categoryName: 'LLM', keyType: 'simple', envVarName: 'OPENAI_API_KEY', reuse: false },
+      { name: 'RESEND_API_KEY', categoryName: 'Resend', keyType: 'simple', envVarName: 'RESEND_API_KEY', icon: 'resend', reuse: false },
     ])
 
     for (const reply of [{ tool: { keys: [{ name: 'NOT_PASTED', categoryName: 'X', keyType: 'simple' }] } }, { tool: { keys: 'all' } }, { raw: '{' }, { hang: true as const }]) {
       fake.script(reply)
-      const fallback = await alice.post('/api/ai/import', { text: 'OPENAI_API_KEY=sk-LEAKCHECK-a' })
+      const fallback = await fresh.post('/api/ai/import', { text: 'OPENAI_API_KEY=sk-LEAKCHECK-a' })
       expect(fallback.status).toBe(200)
       expect(fallback.body.data).toEqual({
         source: 'builtin',
-        keys: [{ name: 'OPENAI_API_KEY', categoryName: 'OpenAI', keyType: 'simple', envVarName: 'OPENAI_API_KEY', icon: 'openai' }],
+        keys: [{ name: 'OPENAI_API_KEY', categoryName: 'OpenAI', keyType: 'simple', envVarName: 'OPENAI_API_KEY', icon: 'openai', reuse: false }],
       })
     }
     expectNoValueSent([])

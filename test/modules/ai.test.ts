@@ -30,11 +30,11 @@ describe('POST /api/ai/import (built-in)', () => {
     expect(answer.body.data.source).toBe('builtin')
     expect(answer.body.data.created).toBeUndefined()
     expect(answer.body.data.keys).toEqual([
-      { name: 'OPENAI_API_KEY', categoryName: 'OpenAI', keyType: 'simple', envVarName: 'OPENAI_API_KEY', icon: 'openai' },
-      { name: 'AWS_ACCESS_KEY_ID', categoryName: 'AWS', keyType: 'group', envVarName: 'AWS_ACCESS_KEY_ID', field: 'AWS_ACCESS_KEY_ID', icon: 'amazonaws' },
-      { name: 'AWS_SECRET_ACCESS_KEY', categoryName: 'AWS', keyType: 'group', envVarName: 'AWS_SECRET_ACCESS_KEY', field: 'AWS_SECRET_ACCESS_KEY', icon: 'amazonaws' },
-      { name: 'RESEND_API_KEY', categoryName: 'Resend', keyType: 'simple', envVarName: 'RESEND_API_KEY', icon: 'resend' },
-      { name: 'PORT', categoryName: 'PORT', keyType: 'simple', envVarName: 'PORT' },
+      { name: 'OPENAI_API_KEY', categoryName: 'OpenAI', keyType: 'simple', envVarName: 'OPENAI_API_KEY', icon: 'openai', reuse: false },
+      { name: 'AWS_ACCESS_KEY_ID', categoryName: 'AWS', keyType: 'group', envVarName: 'AWS_ACCESS_KEY_ID', field: 'AWS_ACCESS_KEY_ID', icon: 'amazonaws', reuse: false },
+      { name: 'AWS_SECRET_ACCESS_KEY', categoryName: 'AWS', keyType: 'group', envVarName: 'AWS_SECRET_ACCESS_KEY', field: 'AWS_SECRET_ACCESS_KEY', icon: 'amazonaws', reuse: false },
+      { name: 'RESEND_API_KEY', categoryName: 'Resend', keyType: 'simple', envVarName: 'RESEND_API_KEY', icon: 'resend', reuse: false },
+      { name: 'PORT', categoryName: 'PORT', keyType: 'simple', envVarName: 'PORT', reuse: false },
     ])
     // Names only in the answer, never a value.
     for (const value of Object.values(dotenvParse(NEXT_APP))) if (value.length > 4) expect(answer.text).not.toContain(value)

@@ -102,7 +102,7 @@ describe('export', () => {
     )
   })
 
-  test('filters: environment and name, exact match; a bad environment is 400', async () => {
+  test('filters: environment (with shared entries, issue 23) and name, exact match; a bad environment is 400', async () => {
     const bob = await signUp(server.url)
     const github = await category(bob, { name: 'GitHub', keyType: 'simple', envVarName: 'GITHUB_TOKEN' })
     await entry(bob, { categoryId: github.id, name: 'api', value: 'ghp-api-prod', environment: 'production' })
@@ -116,12 +116,18 @@ describe('export', () => {
       return answer.text.split('\n').filter((line) => line.startsWith('GITHUB_TOKEN=')).map((line) => line.slice('GITHUB_TOKEN='.length))
     }
     expect(await values('')).toEqual(['ghp-api-dev', 'ghp-api-prod', 'ghp-api2-prod', 'ghp-web'])
-    expect(await values('?environment=production')).toEqual(['ghp-api-prod', 'ghp-api2-prod'])
+    // Two production entries write GITHUB_TOKEN: a program would get one of them at random.
+    const ambiguous = await bob.get('/api/export?environment=production')
+    expect(ambiguous.status).toBe(409)
+    expect(ambiguous.body).toMatchObject({ code: 'AMBIGUOUS_EXPORT', variable: 'GITHUB_TOKEN', projects: ['api', 'api-2'] })
+    expect(await values('?environment=production&name=api-2')).toEqual(['ghp-api2-prod'])
     expect(await values('?name=api')).toEqual(['ghp-api-dev', 'ghp-api-prod'])
     expect(await values('?name=api&environment=development')).toEqual(['ghp-api-dev'])
     expect(await values('?name=API')).toEqual([])
-    expect(await values('?environment=staging')).toEqual([])
-    expect((await bob.get('/api/export?environment=staging')).text).toBe('')
+    // Staging has no entry of its own: the shared one.
+    expect(await values('?environment=staging')).toEqual(['ghp-web'])
+    expect(await values('?environment=staging&name=api')).toEqual([])
+    expect((await bob.get('/api/export?environment=staging&name=api')).text).toBe('')
 
     const bad = await bob.get('/api/export?environment=prod')
     expect(bad.status).toBe(400)
@@ -192,10 +198,11 @@ describe('export', () => {
   test('categories of the same name sort as one: their entries interleave by entry name', async () => {
     const gina = await signUp(server.url)
     const first = await category(gina, { name: 'AWS', keyType: 'simple', envVarName: 'AWS_A' })
-    const second = await category(gina, { name: 'AWS', keyType: 'simple', envVarName: 'AWS_B' })
+    // Same name, other key type (two of one key type are 409 CATEGORY_EXISTS).
+    const second = await category(gina, { name: 'AWS', keyType: 'group', fieldDefinitions: ['AWS_B'] })
     const earlier = await category(gina, { name: 'Anthropic', keyType: 'simple', envVarName: 'ANTHROPIC_API_KEY' })
     await entry(gina, { categoryId: first.id, name: 'zeta', value: 'z' })
-    await entry(gina, { categoryId: second.id, name: 'beta', value: 'b' })
+    await entry(gina, { categoryId: second.id, name: 'beta', value: JSON.stringify({ AWS_B: 'b' }) })
     await entry(gina, { categoryId: first.id, name: 'alpha', value: 'a' })
     await entry(gina, { categoryId: earlier.id, name: 'main', value: 'm' })
     const comments = (await gina.get('/api/export')).text.split('\n').filter((line) => line.startsWith('#'))

@@ -37,6 +37,8 @@ export const ImportKeySchema = t.Object({
   envVarName: t.String(),
   field: t.Optional(t.String({ description: 'For a group: the field holding this key' })),
   icon: t.Optional(t.String({ description: 'Simple Icons slug of the service' })),
+  reuse: t.Boolean({ description: 'true: the key goes to one of your existing categories (`categoryId`); false: to a new category' }),
+  categoryId: t.Optional(t.String({ description: 'With reuse: the id of the existing category' })),
 })
 
 export const ImportAnswer = t.Object({
@@ -48,6 +50,15 @@ export const ImportAnswer = t.Object({
         categories: t.Array(t.String(), { description: 'Ids of the categories created (reused ones are not listed)' }),
         entries: t.Array(t.String()),
       }),
+    ),
+    updated: t.Optional(
+      t.Object(
+        {
+          categories: t.Array(t.String(), { description: 'Ids of reused categories that gained fields' }),
+          entries: t.Array(t.String(), { description: 'Ids of existing entries (same category, name and environment) given the new values' }),
+        },
+        { description: 'With apply: what existed and was updated rather than duplicated' },
+      ),
     ),
   }),
 })

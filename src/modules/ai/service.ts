@@ -3,6 +3,7 @@
 // checked against the user's own data: unknown entry ids and key names are dropped.
 import { AppError, validationError } from '../../http/errors'
 import { indexById, replaceRecord } from '../../store/by-id'
+import type { VaultCipher } from '../../crypto/keyring'
 import type { CategoryRecord, EntryRecord, Environment, VaultDocument } from '../../store/records'
 import { ICON_PATTERN } from '../categories/model'
 import { MAX_VALUE_BYTES, openEntryValue, sealEntryValue } from '../entries/values'
@@ -19,10 +20,15 @@ const loadParser = () => (parserModule ??= import('./parse-config'))
 
 export type ExtractionSource = 'ai' | 'builtin'
 
+/** A filed key and where it goes: an existing category of the user (`reuse: true`, with its id) or a new one. */
+export type PlacedKey = ImportKey & { reuse: boolean; categoryId?: string }
+
 export interface ImportResult {
   source: ExtractionSource
-  keys: ImportKey[]
+  keys: PlacedKey[]
   created?: { categories: string[]; entries: string[] }
+  /** With apply: existing entries (same category, name and environment) given the new values, and categories given new fields. */
+  updated?: { categories: string[]; entries: string[] }
 }
 
 const ICON = new RegExp(ICON_PATTERN)
@@ -106,6 +112,128 @@ export function validKeyFiling(answer: unknown, parsed: { name: string; valueSch
 
 const sameName = (a: string, b: string) => a.trim().toLowerCase() === b.trim().toLowerCase()
 
+/** One category an import fills: an existing one (reused) or one to create, and the keys it takes. */
+interface CategoryPlan {
+  existing: CategoryRecord | null
+  /** For a new category: its name (unique among the user's categories of its key type). */
+  categoryName: string
+  keyType: 'simple' | 'group'
+  icon: string | null
+  keys: string[]
+}
+
+/**
+ * The field names a group category has: its declared fields, or else the fields its entries
+ * hold (names only; the values are opened here on the server and go nowhere).
+ */
+function groupFieldSets(data: VaultDocument, cipher: VaultCipher): Map<string, Set<string>> {
+  const sets = new Map<string, Set<string>>()
+  const groupList = data.categories.filter((c) => c.keyType === 'group')
+  const groups = indexById(groupList)
+  for (const category of groupList) {
+    if (category.fieldDefinitions?.length) sets.set(category.id, new Set(category.fieldDefinitions))
+  }
+  for (const entry of data.entries) {
+    const category = groups[entry.categoryId]
+    if (!category || category.fieldDefinitions?.length) continue
+    const value = openEntryValue(cipher, category, entry)
+    if (!value || typeof value !== 'object') continue
+    let set = sets.get(category.id)
+    if (!set) sets.set(category.id, (set = new Set()))
+    for (const field of Object.keys(value)) set.add(field)
+  }
+  return sets
+}
+
+/** `name`, or `name (VAR)`, `name (VAR) 2`, ... : the first no category of this key type has. */
+function freeCategoryName(taken: { name: string; keyType: string }[], keyType: string, name: string, variable: string): string {
+  const clash = (candidate: string) => taken.some((c) => c.keyType === keyType && sameName(c.name, candidate))
+  if (!clash(name)) return name
+  const base = `${name} (${variable})`.slice(0, MAX_CATEGORY_NAME)
+  let candidate = base
+  for (let n = 2; clash(candidate); n++) candidate = `${base.slice(0, MAX_CATEGORY_NAME - 1 - String(n).length)} ${n}`
+  return candidate
+}
+
+/**
+ * Where each filed key goes (issue 23, CONTRACT.md "AI extraction"): a key some simple category
+ * of the user already holds goes there; the keys of a suggestion go to a group category that has
+ * all of them as fields (the one of the suggested name first), else, for a suggested group, to
+ * the group of that name (which learns the missing fields), else to a new category. Nothing
+ * here changes the vault.
+ */
+export function placeKeys(keys: ImportKey[], data: VaultDocument, cipher: VaultCipher): { plans: CategoryPlan[]; placed: PlacedKey[] } {
+  const plans: CategoryPlan[] = []
+  const planOf = new Map<string, CategoryPlan>()
+  const simpleByVariable = new Map<string, CategoryRecord>()
+  for (const c of data.categories) if (c.keyType === 'simple' && c.envVarName && !simpleByVariable.has(c.envVarName)) simpleByVariable.set(c.envVarName, c)
+  const remaining: ImportKey[] = []
+  for (const key of keys) {
+    const existing = simpleByVariable.get(key.name)
+    if (!existing) {
+      remaining.push(key)
+      continue
+    }
+    let plan = plans.find((p) => p.existing === existing)
+    if (!plan) plans.push((plan = { existing, categoryName: existing.name, keyType: 'simple', icon: existing.icon, keys: [] }))
+    // Two keys of one variable cannot happen: parsed names are distinct.
+    plan.keys.push(key.name)
+    planOf.set(key.name, plan)
+  }
+  // The suggestion's own grouping of the rest: simple keys one each, group keys by category name.
+  const suggested: { categoryName: string; keyType: 'simple' | 'group'; icon: string | null; keys: string[] }[] = []
+  for (const key of remaining) {
+    const same = key.keyType === 'group' ? suggested.find((p) => p.keyType === 'group' && sameName(p.categoryName, key.categoryName)) : undefined
+    if (same) same.keys.push(key.name)
+    else suggested.push({ categoryName: key.categoryName, keyType: key.keyType, icon: key.icon ?? null, keys: [key.name] })
+  }
+  const groups = data.categories.filter((c) => c.keyType === 'group')
+  const fieldSets = groups.length > 0 ? groupFieldSets(data, cipher) : new Map<string, Set<string>>()
+  const newNames: { name: string; keyType: string }[] = []
+  for (const suggestion of suggested) {
+    // A group holding every key of the suggestion (a lone key suggested as simple included), the
+    // one of the suggested name first; for a suggested group, else the group of that name.
+    const holdsAll = groups.filter((c) => suggestion.keys.every((k) => fieldSets.get(c.id)?.has(k)))
+    let existing: CategoryRecord | undefined = holdsAll.find((c) => sameName(c.name, suggestion.categoryName)) ?? holdsAll[0]
+    if (!existing && suggestion.keyType === 'group') existing = groups.find((c) => sameName(c.name, suggestion.categoryName))
+    const joined = existing && plans.find((p) => p.existing === existing)
+    if (joined) {
+      // Several suggestions land in one existing group: one entry holds them all.
+      joined.keys.push(...suggestion.keys)
+      for (const name of suggestion.keys) planOf.set(name, joined)
+      continue
+    }
+    const plan: CategoryPlan = existing
+      ? { existing, categoryName: existing.name, keyType: 'group', icon: existing.icon, keys: suggestion.keys }
+      : {
+          existing: null,
+          categoryName: freeCategoryName([...data.categories, ...newNames], suggestion.keyType, suggestion.categoryName, suggestion.keys[0]),
+          keyType: suggestion.keyType,
+          icon: suggestion.icon,
+          keys: suggestion.keys,
+        }
+    if (!existing) newNames.push({ name: plan.categoryName, keyType: plan.keyType })
+    plans.push(plan)
+    for (const name of suggestion.keys) planOf.set(name, plan)
+  }
+  const placed = keys.map((key): PlacedKey => {
+    const plan = planOf.get(key.name)!
+    const { field: _field, icon: _icon, ...rest } = key
+    // A reused category answers its own icon; a new one keeps what the suggestion said per key.
+    const icon = plan.existing ? plan.existing.icon : key.icon
+    return {
+      ...rest,
+      categoryName: plan.categoryName,
+      keyType: plan.keyType,
+      ...(plan.keyType === 'group' ? { field: key.name } : {}),
+      ...(icon ? { icon } : {}),
+      reuse: plan.existing !== null,
+      ...(plan.existing ? { categoryId: plan.existing.id } : {}),
+    }
+  })
+  return { plans, placed }
+}
+
 export class AiService {
   constructor(
     private readonly vaults: Vaults,
@@ -146,51 +274,47 @@ export class AiService {
       if (keys) source = 'ai'
     }
     keys ??= classifyKeys(named)
-    if (!input.apply) return { source, keys }
-    const created = await this.apply(userId, keys, parsed, input.name!, input.environment ?? null)
-    return { source, keys, created }
+    if (!input.apply) {
+      const { data, cipher } = await this.vaults.open(userId)
+      return { source, keys: placeKeys(keys, data, cipher).placed }
+    }
+    return { source, ...(await this.apply(userId, keys, parsed, input.name!, input.environment ?? null)) }
   }
 
+  /**
+   * Files the keys in one write: reused or new categories, and per category the entry of this
+   * name and environment, updated when it exists (a group's other fields kept), else created.
+   */
   private async apply(
     userId: string,
     keys: ImportKey[],
     parsed: ParsedKey[],
     entryName: string,
     environment: Environment | null,
-  ): Promise<{ categories: string[]; entries: string[] }> {
+  ): Promise<Omit<ImportResult, 'source'>> {
     const values = new Map(parsed.map((k) => [k.name, k.value]))
-    // One planned category per suggestion: simple keys one each, group keys by category name.
-    const plans: { categoryName: string; keyType: 'simple' | 'group'; icon: string | null; keys: string[] }[] = []
-    for (const key of keys) {
-      const existing = key.keyType === 'group' ? plans.find((p) => p.keyType === 'group' && sameName(p.categoryName, key.categoryName)) : undefined
-      if (existing) existing.keys.push(key.name)
-      else plans.push({ categoryName: key.categoryName, keyType: key.keyType, icon: key.icon ?? null, keys: [key.name] })
-    }
     // Sizes first: nothing is written when one value is too large.
-    const planValues = plans.map((plan) =>
-      plan.keyType === 'simple' ? values.get(plan.keys[0])! : JSON.stringify(Object.fromEntries(plan.keys.map((k) => [k, values.get(k)!]))),
-    )
-    planValues.forEach((value, index) => {
-      if (Buffer.byteLength(value, 'utf8') > MAX_VALUE_BYTES) {
-        throw new AppError(400, 'INVALID_VALUE', `text: the value of ${plans[index].keys.join(', ')} is larger than 64 KiB`)
+    for (const key of keys) {
+      if (Buffer.byteLength(values.get(key.name)!, 'utf8') > MAX_VALUE_BYTES) {
+        throw new AppError(400, 'INVALID_VALUE', `text: the value of ${key.name} is larger than 64 KiB`)
       }
-    })
+    }
 
     const { doc, cipher } = await this.vaults.open(userId)
     const at = new Date(this.now()).toISOString()
     return doc.update((data) => {
-      // Everything is prepared (and sealed) before the vault changes; then applied in one step.
+      // Placed against the vault as it is now; everything is prepared (and sealed) before the
+      // vault changes, then applied in one step.
+      const { plans, placed } = placeKeys(keys, data, cipher)
       const newCategories: CategoryRecord[] = []
       const widened = new Map<CategoryRecord, string[]>()
       const newEntries: EntryRecord[] = []
-      plans.forEach((plan, index) => {
-        let category =
-          plan.keyType === 'simple'
-            ? data.categories.find((c) => c.keyType === 'simple' && c.envVarName === plan.keys[0])
-            : data.categories.find((c) => c.keyType === 'group' && sameName(c.name, plan.categoryName))
+      const updatedEntries = new Map<EntryRecord, EntryRecord>()
+      for (const plan of plans) {
+        let category = plan.existing
         let sealAs = category
-        if (category?.fieldDefinitions?.length) {
-          // A reused group with declared fields learns the new ones, so the value fits it.
+        if (category?.keyType === 'group' && category.fieldDefinitions?.length) {
+          // A group reused by its name learns the fields it lacks, so the value fits it.
           const missing = plan.keys.filter((k) => !category!.fieldDefinitions!.includes(k))
           if (missing.length) {
             const fields = [...category.fieldDefinitions, ...missing]
@@ -214,24 +338,43 @@ export class AiService {
           newCategories.push(category)
           sealAs = category
         }
-        const id = crypto.randomUUID()
-        newEntries.push({
-          id,
-          categoryId: category.id,
-          name: entryName,
-          environment,
-          notes: null,
-          encryptedValue: sealEntryValue(cipher, sealAs!, id, planValues[index]),
-          createdAt: at,
-          updatedAt: at,
-        })
-      })
+        const current = data.entries.find((e) => e.categoryId === category!.id && e.name === entryName && e.environment === environment)
+        // A simple category takes one key; two keys in one simple plan cannot happen (one variable each).
+        let value: string
+        if (category.keyType === 'simple') value = values.get(plan.keys[0])!
+        else {
+          const kept = current ? openEntryValue(cipher, category, current) : null
+          const fields: Record<string, string> = kept && typeof kept === 'object' ? { ...kept } : {}
+          for (const k of plan.keys) Object.defineProperty(fields, k, { value: values.get(k)!, enumerable: true, writable: true, configurable: true })
+          value = JSON.stringify(fields)
+        }
+        if (current) {
+          updatedEntries.set(current, { ...current, encryptedValue: sealEntryValue(cipher, sealAs!, current.id, value), updatedAt: at })
+        } else {
+          const id = crypto.randomUUID()
+          newEntries.push({
+            id,
+            categoryId: category.id,
+            name: entryName,
+            environment,
+            notes: null,
+            encryptedValue: sealEntryValue(cipher, sealAs!, id, value),
+            createdAt: at,
+            updatedAt: at,
+          })
+        }
+      }
       for (const [category, fields] of widened) {
         replaceRecord(data.categories, category, { ...category, fieldDefinitions: fields, updatedAt: at })
       }
+      for (const [entry, next] of updatedEntries) replaceRecord(data.entries, entry, next)
       data.categories.push(...newCategories)
       data.entries.push(...newEntries)
-      return { categories: newCategories.map((c) => c.id), entries: newEntries.map((e) => e.id) }
+      return {
+        keys: placed,
+        created: { categories: newCategories.map((c) => c.id), entries: newEntries.map((e) => e.id) },
+        updated: { categories: [...widened.keys()].map((c) => c.id), entries: [...updatedEntries.values()].map((e) => e.id) },
+      }
     })
   }
 }

@@ -24,8 +24,8 @@ export function categoryRoutes(deps: GuardDeps & { vaults: Vaults; now: () => nu
       {
         auth: 'categories:write',
         body: CreateCategoryBody,
-        response: { 201: CategorySchema, ...errorResponses(400) },
-        detail: { summary: 'Create a key category', description: 'A simple category needs envVarName (400 CATEGORY_SIMPLE_REQUIRES_ENV_VAR).' },
+        response: { 201: CategorySchema, ...errorResponses(400, 409) },
+        detail: { summary: 'Create a key category', description: 'A simple category needs envVarName (400 CATEGORY_SIMPLE_REQUIRES_ENV_VAR). 409 CATEGORY_EXISTS when a category of this name (case-insensitive) and keyType exists.' },
       },
     )
     .get('/:id', ({ auth, params }) => categories.get(auth.userId, params.id), {
@@ -39,7 +39,7 @@ export function categoryRoutes(deps: GuardDeps & { vaults: Vaults; now: () => nu
       params: IdParams,
       body: UpdateCategoryBody,
       response: { 200: CategorySchema, ...errorResponses(400, 404, 409) },
-      detail: { summary: 'Update a key category; only the fields sent change', description: 'keyType changes only while the category has no entries (409 CATEGORY_NOT_EMPTY).' },
+      detail: { summary: 'Update a key category; only the fields sent change', description: 'keyType changes only while the category has no entries (409 CATEGORY_NOT_EMPTY). 409 CATEGORY_EXISTS when another category has the resulting name (case-insensitive) and keyType.' },
     })
     .delete(
       '/:id',

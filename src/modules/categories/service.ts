@@ -36,6 +36,15 @@ function checkFieldDefinitions(fields: string[] | null | undefined): string[] | 
   return [...fields]
 }
 
+/** Category names compare as a person reads them: trimmed, case-insensitive. */
+export const sameCategoryName = (a: string, b: string) => a.trim().toLowerCase() === b.trim().toLowerCase()
+
+/** 409 CATEGORY_EXISTS when another category has this name and key type (issue 23). */
+function assertNoTwin(data: VaultDocument, category: Pick<CategoryRecord, 'id' | 'name' | 'keyType'>): void {
+  const twin = data.categories.find((c) => c.id !== category.id && c.keyType === category.keyType && sameCategoryName(c.name, category.name))
+  if (twin) throw conflict('CATEGORY_EXISTS', `A ${category.keyType} category named "${twin.name}" exists already`)
+}
+
 function checkShape(category: Pick<CategoryRecord, 'keyType' | 'envVarName' | 'fieldDefinitions'>): void {
   if (category.keyType === 'simple' && !category.envVarName) throw simpleNeedsEnvVar()
   if (category.keyType === 'simple' && category.fieldDefinitions) {
@@ -75,7 +84,10 @@ export class CategoryService {
     }
     checkShape(category)
     const { doc } = await this.vaults.open(userId)
-    await doc.update((data) => data.categories.push(category))
+    await doc.update((data) => {
+      assertNoTwin(data, category)
+      data.categories.push(category)
+    })
     return publicCategory(category)
   }
 
@@ -97,6 +109,7 @@ export class CategoryService {
         if (next.keyType === 'simple' && input.fieldDefinitions === undefined) next.fieldDefinitions = null
       }
       checkShape(next)
+      if (!sameCategoryName(next.name, category.name) || next.keyType !== category.keyType) assertNoTwin(data, next)
       next.updatedAt = new Date(this.now()).toISOString()
       // Checked before anything changes; now applied in one step.
       return replaceRecord(data.categories, category, next)

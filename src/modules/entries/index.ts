@@ -25,11 +25,11 @@ export function entryRoutes(deps: GuardDeps & { vaults: Vaults; now: () => numbe
       {
         auth: 'entries:write',
         body: CreateEntryBody,
-        response: { 201: EntrySchema, ...errorResponses(400, 404) },
+        response: { 201: EntrySchema, ...errorResponses(400, 404, 409) },
         detail: {
           summary: 'Create a key entry',
           description:
-            'The value is encrypted at once. A group value is a string holding a JSON object of string values (400 INVALID_VALUE otherwise; only the declared fieldDefinitions when the category has them). 404 CATEGORY_NOT_FOUND for a missing or foreign category.',
+            'The value is encrypted at once. A group value is a string holding a JSON object of string values (400 INVALID_VALUE otherwise; only the declared fieldDefinitions when the category has them). 404 CATEGORY_NOT_FOUND for a missing or foreign category. 409 ENTRY_EXISTS when the category already has an entry of this name and environment.',
         },
       },
     )
@@ -43,11 +43,11 @@ export function entryRoutes(deps: GuardDeps & { vaults: Vaults; now: () => numbe
       auth: 'entries:write',
       params: IdParams,
       body: UpdateEntryBody,
-      response: { 200: EntrySchema, ...errorResponses(400, 404) },
+      response: { 200: EntrySchema, ...errorResponses(400, 404, 409) },
       detail: {
         summary: 'Update a key entry; only the fields sent change',
         description:
-          'A new value is re-encrypted. `environment: null` clears it. `categoryId` moves the entry to another category of the same keyType (404 CATEGORY_NOT_FOUND when missing or foreign).',
+          'A new value is re-encrypted. `environment: null` clears it. `categoryId` moves the entry to another category of the same keyType (404 CATEGORY_NOT_FOUND when missing or foreign). 409 ENTRY_EXISTS when another entry has the resulting category, name and environment.',
       },
     })
     .delete(

@@ -1,6 +1,6 @@
 // Key entries: per-project values of a category, sealed at once; only reveal opens them.
 import { byId, indexById, replaceRecord } from '../../store/by-id'
-import { NotFound, validationError } from '../../http/errors'
+import { conflict, NotFound, validationError } from '../../http/errors'
 import type { CategoryRecord, Environment, EntryRecord, VaultDocument } from '../../store/records'
 import { findCategory } from '../categories/service'
 import type { Vaults } from '../vault-access'
@@ -67,6 +67,20 @@ function listEntries(data: VaultDocument): ListedEntry[] {
   return items
 }
 
+/**
+ * 409 ENTRY_EXISTS when another entry has this category, name and environment (issue 23): the
+ * export could not tell them apart. Names compare exactly, as the export's `name` filter does.
+ */
+export function assertNoTwinEntry(data: VaultDocument, entry: Pick<EntryRecord, 'id' | 'categoryId' | 'name' | 'environment'>): void {
+  const twin = data.entries.some(
+    (e) => e.id !== entry.id && e.categoryId === entry.categoryId && e.name === entry.name && e.environment === entry.environment,
+  )
+  if (twin) {
+    const where = entry.environment ? ` for ${entry.environment}` : ' without an environment'
+    throw conflict('ENTRY_EXISTS', `An entry named "${entry.name}"${where} exists already in this category; update it instead`)
+  }
+}
+
 export class EntryService {
   private readonly lastLists = new WeakMap<VaultDocument, LastList>()
 
@@ -106,6 +120,7 @@ export class EntryService {
         createdAt: at,
         updatedAt: at,
       }
+      assertNoTwinEntry(data, record)
       data.entries.push(record)
       return record
     })
@@ -135,6 +150,7 @@ export class EntryService {
       if (input.name !== undefined) next.name = input.name
       if (input.environment !== undefined) next.environment = input.environment
       if (input.notes !== undefined) next.notes = input.notes
+      if (next.categoryId !== entry.categoryId || next.name !== entry.name || next.environment !== entry.environment) assertNoTwinEntry(data, next)
       if (input.value !== undefined) next.encryptedValue = sealEntryValue(cipher, category, entry.id, input.value)
       next.updatedAt = new Date(this.now()).toISOString()
       // Everything is checked and sealed; now applied in one step.

@@ -38,8 +38,8 @@ export function envRoutes(deps: GuardDeps & { vaults: Vaults; now: () => number 
       {
         auth: 'envs:write',
         body: CreateEnvProjectBody,
-        response: { 201: wrapped(EnvProjectSchema), ...errorResponses(400) },
-        detail: { summary: 'Create an env project' },
+        response: { 201: wrapped(EnvProjectSchema), ...errorResponses(400, 409) },
+        detail: { summary: 'Create an env project', description: '409 ENV_PROJECT_EXISTS when a project of this name (case-insensitive) exists.' },
       },
     )
     .get('/:id', async ({ auth, params }) => ({ data: await projects.get(auth.userId, params.id) }), {
@@ -52,8 +52,8 @@ export function envRoutes(deps: GuardDeps & { vaults: Vaults; now: () => number 
       auth: 'envs:write',
       params: IdParams,
       body: UpdateEnvProjectBody,
-      response: { 200: wrapped(EnvProjectSchema), ...errorResponses(400, 404) },
-      detail: { summary: 'Update an env project; only the fields sent change' },
+      response: { 200: wrapped(EnvProjectSchema), ...errorResponses(400, 404, 409) },
+      detail: { summary: 'Update an env project; only the fields sent change', description: '409 ENV_PROJECT_EXISTS when another project has this name (case-insensitive).' },
     })
     .delete(
       '/:id',

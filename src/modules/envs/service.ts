@@ -1,6 +1,6 @@
 // Env projects: named groups of encrypted `.env`-style files, at most one file per fileType.
 import { byId, replaceRecord } from '../../store/by-id'
-import { NotFound, validationError } from '../../http/errors'
+import { conflict, NotFound, validationError } from '../../http/errors'
 import type { EnvFileRecord, EnvFileType, EnvProjectRecord, VaultDocument } from '../../store/records'
 import type { Vaults } from '../vault-access'
 import { MAX_ENV_FILE_BYTES, type CreateEnvProjectInput, type UpdateEnvProjectInput, type UpsertEnvFileInput } from './model'
@@ -50,6 +50,14 @@ function findFile(data: VaultDocument, projectId: string, fileId: string): EnvFi
   return file
 }
 
+const sameProjectName = (a: string, b: string) => a.trim().toLowerCase() === b.trim().toLowerCase()
+
+/** 409 ENV_PROJECT_EXISTS when another project has this name, trimmed and case-insensitive (issue 23). */
+function assertNoTwinProject(data: VaultDocument, project: Pick<EnvProjectRecord, 'id' | 'name'>): void {
+  const twin = data.envProjects.find((p) => p.id !== project.id && sameProjectName(p.name, project.name))
+  if (twin) throw conflict('ENV_PROJECT_EXISTS', `An env project named "${twin.name}" exists already`)
+}
+
 export class EnvProjectService {
   constructor(
     private readonly vaults: Vaults,
@@ -89,7 +97,10 @@ export class EnvProjectService {
       updatedAt: at,
     }
     const { doc } = await this.vaults.open(userId)
-    await doc.update((data) => data.envProjects.push(project))
+    await doc.update((data) => {
+      assertNoTwinProject(data, project)
+      data.envProjects.push(project)
+    })
     return publicEnvProject(project, 0)
   }
 
@@ -100,6 +111,7 @@ export class EnvProjectService {
       const next: EnvProjectRecord = { ...project, updatedAt: this.timestamp() }
       if (input.name !== undefined) next.name = input.name
       if (input.description !== undefined) next.description = input.description
+      if (!sameProjectName(next.name, project.name)) assertNoTwinProject(data, next)
       return publicEnvProject(replaceRecord(data.envProjects, project, next), filesOf(data, id).length)
     })
   }

@@ -1,6 +1,7 @@
-// /api/export: every entry decrypted into one .env text. One of the three ways plaintext leaves.
+// /api/export: entries decrypted into one .env, shell or JSON text. One of the three ways plaintext leaves.
 import { Elysia, t } from 'elysia'
 import { authGuard, type GuardDeps } from '../../auth/guard'
+import { contentTag, matchesIfNoneMatch } from '../../crypto/content-tag'
 import { errorResponses } from '../../http/schemas'
 import { EnvironmentSchema } from '../entries/model'
 import type { Vaults } from '../vault-access'
@@ -8,8 +9,24 @@ import { ExportService } from './service'
 
 const ExportQuery = t.Object({
   environment: t.Optional(EnvironmentSchema),
-  name: t.Optional(t.String({ maxLength: 200, description: 'Only the entries of exactly this name' })),
+  name: t.Optional(t.String({ maxLength: 200, description: 'Only the entries of exactly this name (project)' })),
+  format: t.Optional(
+    t.Union([t.Literal('dotenv'), t.Literal('shell'), t.Literal('json')], {
+      description:
+        '`dotenv` (default): for dotenv readers (the `dotenv` package, docker `--env-file`-style loaders). `shell`: `export NAME=\'…\'` lines for `. ./file` in sh or bash, never interpreted. `json`: one object, variable name to value (a variable written by two entries is 409 AMBIGUOUS_EXPORT).',
+    }),
+  ),
 })
+
+const AmbiguousExportBody = t.Object(
+  {
+    error: t.String({ description: 'Human-readable message, naming the variable and the projects' }),
+    code: t.String({ description: 'AMBIGUOUS_EXPORT' }),
+    variable: t.String({ description: 'The variable written by several entries' }),
+    projects: t.Array(t.String(), { description: 'The names of the entries (projects) that write it; `name` chooses one' }),
+  },
+  { description: 'A variable would be written by two entries (AMBIGUOUS_EXPORT)' },
+)
 
 export function exportRoutes(deps: GuardDeps & { vaults: Vaults }) {
   const exporter = new ExportService(deps.vaults)
@@ -17,21 +34,35 @@ export function exportRoutes(deps: GuardDeps & { vaults: Vaults }) {
     .use(authGuard(deps))
     .get(
       '/',
-      async ({ auth, query, set }) => {
-        const text = await exporter.envText(auth.userId, query)
-        set.headers['content-type'] = 'text/plain; charset=utf-8'
-        set.headers['content-disposition'] = 'attachment; filename="svc-export.env"'
+      async ({ auth, query, set, headers }) => {
+        const rendered = await exporter.render(auth.userId, query)
+        // The tag covers who asked and what was answered, so it never matches another user's answer.
+        const tag = contentTag(auth.userId, rendered.contentType, rendered.body)
+        set.headers['etag'] = tag
         set.headers['cache-control'] = 'no-store'
-        return text
+        if (matchesIfNoneMatch(headers['if-none-match'], tag)) {
+          set.status = 304
+          return ''
+        }
+        set.headers['content-type'] = rendered.contentType
+        set.headers['content-disposition'] = `attachment; filename="${rendered.filename}"`
+        return rendered.body
       },
       {
         auth: 'export:read',
         query: ExportQuery,
-        response: { 200: t.String({ description: 'The .env text (text/plain; charset=utf-8)' }), ...errorResponses(400) },
+        response: {
+          200: t.Union([t.String({ description: 'format=dotenv or shell: the text (text/plain; charset=utf-8)' }), t.Record(t.String(), t.String(), { description: 'format=json: variable name to value' })], {
+            description: 'The export in the chosen format. ETag: a tag that changes with the content and reveals nothing of it.',
+          }),
+          304: t.String({ description: 'Not modified: the If-None-Match header named the current ETag. No body.', maxLength: 0 }),
+          ...errorResponses(400),
+          409: AmbiguousExportBody,
+        },
         detail: {
-          summary: 'Export your entries as one .env text',
+          summary: 'Export your entries as one .env, shell or JSON text',
           description:
-            'Entries in category name order, then entry name, then environment; each preceded by `# <category> — <entry> (<environment>)`. A simple entry gives `ENV_VAR=value`, a group one line per field in declared order; ssh and json entries are skipped. Values that are not plain are quoted so that dotenv reads them back exactly. Answers carry Cache-Control: no-store.',
+            'Entries in category name order, then entry name, then environment; each preceded by `# <category> — <entry> (<environment>)`. A simple entry gives `ENV_VAR=value`, a group one line per field in declared order; ssh and json entries are skipped. Values that are not plain are quoted so that dotenv reads them back exactly. With `environment`, the entries without an environment are included, an entry of the environment wins over a shared one for the same variable, and each variable appears at most once (else 409 AMBIGUOUS_EXPORT with `variable` and `projects`; `name` narrows). `format=shell` writes `export NAME=\'…\'` lines safe to source; `format=json` one object. Every answer carries an `ETag`; a request whose `If-None-Match` names it gets 304 without a body. Answers carry Cache-Control: no-store.',
         },
       },
     )

@@ -60,6 +60,13 @@ interface Row {
   entry: EntryRecord
 }
 
+/** An entry as the export writes it: its variables, in order, with their values. */
+export interface ExportRow {
+  category: CategoryRecord
+  entry: EntryRecord
+  variables: [name: string, value: string][]
+}
+
 /** Category name, then entry name, then environment (none first, then alphabetical). */
 function compareRows(a: Row, b: Row): number {
   return (
@@ -82,26 +89,24 @@ function categoryRanks(categories: readonly CategoryRecord[]): Map<CategoryRecor
   return ranks
 }
 
-function commentLine({ category, entry }: Row): string {
+function commentLine({ category, entry }: ExportRow): string {
   const where = entry.environment ? ` (${entry.environment})` : ''
   return `# ${oneLine(category.name)} — ${oneLine(entry.name)}${where}`
 }
 
-/** Group fields in the declared order, then any others in their stored order; one line each. */
-function groupLines(category: CategoryRecord, fields: Record<string, string>): string {
+/** Group fields in the declared order, then any others in their stored order. */
+function groupVariables(category: CategoryRecord, fields: Record<string, string>): [string, string][] {
   const declared = (category.fieldDefinitions ?? []).filter((name) => Object.hasOwn(fields, name))
-  let text = ''
-  for (const name of declared) text += envLine(name, fields[name]) + '\n'
-  for (const name of Object.keys(fields)) if (!declared.includes(name)) text += envLine(name, fields[name]) + '\n'
-  return text
+  const variables: [string, string][] = declared.map((name) => [name, fields[name]])
+  for (const name of Object.keys(fields)) if (!declared.includes(name)) variables.push([name, fields[name]])
+  return variables
 }
 
 /**
- * The `.env` text of these entries (of the vault `data`): each one a comment line and its
- * variable lines, a blank line after each. ssh and json entries, and entries whose value does
- * not decrypt, are skipped.
+ * These entries (of the vault `data`) in export order with their variables. ssh and json
+ * entries, and entries whose value does not decrypt, are skipped.
  */
-export function renderEnvExport(data: VaultDocument, cipher: VaultCipher, entries: readonly EntryRecord[]): string {
+export function exportRows(data: VaultDocument, cipher: VaultCipher, entries: readonly EntryRecord[]): ExportRow[] {
   const categories = indexById(data.categories)
   const rows: Row[] = []
   const ranks = categoryRanks(data.categories)
@@ -116,22 +121,73 @@ export function renderEnvExport(data: VaultDocument, cipher: VaultCipher, entrie
     rows.map((row) => row.entry.id),
     rows.map((row) => row.entry.encryptedValue),
   )
+  const out: ExportRow[] = []
+  for (let i = 0; i < rows.length; i++) {
+    const { category, entry } = rows[i]
+    const value = entryValue(category, plaintexts[i])
+    if (value === null) continue
+    if (category.keyType === 'group') {
+      if (typeof value === 'string') continue
+      out.push({ category, entry, variables: groupVariables(category, value) })
+    } else {
+      if (typeof value !== 'string' || !category.envVarName) continue
+      out.push({ category, entry, variables: [[category.envVarName, value]] })
+    }
+  }
+  return out
+}
+
+/** The `.env` text of these rows: each one a comment line and its variable lines, a blank line after each. */
+export function renderDotenv(rows: readonly ExportRow[]): string {
   // One string built by appending (cheap in JavaScriptCore), not an array of lines to join.
   let text = ''
-  for (let i = 0; i < rows.length; i++) {
-    const row = rows[i]
-    const value = entryValue(row.category, plaintexts[i])
-    if (value === null) continue
-    let variables: string
-    if (row.category.keyType === 'group') {
-      if (typeof value === 'string') continue
-      variables = groupLines(row.category, value)
-    } else {
-      if (typeof value !== 'string' || !row.category.envVarName) continue
-      variables = envLine(row.category.envVarName, value) + '\n'
-    }
-    text += commentLine(row) + '\n' + variables + '\n'
+  for (const row of rows) {
+    text += commentLine(row) + '\n'
+    for (const [name, value] of row.variables) text += envLine(name, value) + '\n'
+    text += '\n'
   }
   // Lines are separated, not terminated: the last blank line's break is not sent.
   return text.slice(0, -1)
+}
+
+/** The `.env` text of these entries of the vault `data` (the export without selection rules). */
+export function renderEnvExport(data: VaultDocument, cipher: VaultCipher, entries: readonly EntryRecord[]): string {
+  return renderDotenv(exportRows(data, cipher, entries))
+}
+
+// Shell format (issue 14): `export NAME='value'`, for `set -a; . ./file` or `. ./file` in any
+// POSIX shell. Inside single quotes a shell interprets nothing; a ' in the value ends the quotes,
+// adds an escaped \' and opens them again ('\''). A name is written only when it is a shell
+// identifier (a tampered group field could hold anything), and a value only without NUL, which
+// no shell variable can hold.
+const SHELL_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
+
+/** `value` single-quoted for a POSIX shell: read back exactly, never interpreted. */
+export const shellQuote = (value: string) => `'${value.replaceAll("'", "'\\''")}'`
+
+export function shellLine(name: string, value: string): string {
+  if (!SHELL_NAME.test(name)) return '# a variable left out: its name is not a shell identifier'
+  if (value.includes('\0')) return `# ${name} left out: its value holds a NUL character, which a shell variable cannot hold; reveal the entry to read it`
+  return `export ${name}=${shellQuote(value)}`
+}
+
+/** The shell text of these rows: the .env layout with `export NAME='value'` lines. */
+export function renderShell(rows: readonly ExportRow[]): string {
+  let text = ''
+  for (const row of rows) {
+    text += commentLine(row) + '\n'
+    for (const [name, value] of row.variables) text += shellLine(name, value) + '\n'
+    text += '\n'
+  }
+  return text.slice(0, -1)
+}
+
+/**
+ * The JSON object of these rows, variable name to value, in export order. Written by hand so
+ * that a field named __proto__ stays an ordinary member. The caller makes names unique.
+ */
+export function renderJson(rows: readonly ExportRow[]): string {
+  const members: string[] = []
+  for (const row of rows) for (const [name, value] of row.variables) members.push(`${JSON.stringify(name)}:${JSON.stringify(value)}`)
+  return `{${members.join(',')}}`
 }

@@ -68,7 +68,7 @@ export function twoFactorRoutes(deps: GuardDeps & { vaults: Vaults; now: () => n
         response: { 200: TwoFactorCodeSchema, ...errorResponses(404) },
         detail: {
           summary: 'The current TOTP code of a token',
-          description: 'SHA-1, 6 digits, 30-second period (RFC 6238). Answers carry Cache-Control: no-store. 404 when the secret cannot be decrypted.',
+          description: 'RFC 6238 with the token\'s `algorithm`, `digits` and `period` (SHA-1, 6 digits, 30 seconds unless its otpauth URI said otherwise). Answers carry Cache-Control: no-store. 404 when the secret cannot be decrypted.',
         },
       },
     )

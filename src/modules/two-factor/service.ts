@@ -4,10 +4,18 @@ import { badRequest, NotFound } from '../../http/errors'
 import type { TwoFactorRecord, VaultDocument } from '../../store/records'
 import type { Vaults } from '../vault-access'
 import type { CreateTwoFactorInput, UpdateTwoFactorInput } from './model'
-import { normalizedBase32, totpCode } from './totp-code'
+import type { ParsedTotpSecret } from './totp'
+import { DEFAULT_TOTP_PARAMETERS, normalizedBase32, totpCode, type TotpParameters } from './totp-code'
 // otpauth (about 2.5 MB resident) loads with the first 2FA create or update.
 let totpModule: Promise<typeof import('./totp')> | undefined
 const loadTotp = () => (totpModule ??= import('./totp'))
+
+/** The token's code parameters; a token stored before they were kept is SHA1, 6 digits, 30 s. */
+export const totpParameters = (r: TwoFactorRecord): TotpParameters => ({
+  algorithm: r.algorithm ?? DEFAULT_TOTP_PARAMETERS.algorithm,
+  digits: r.digits ?? DEFAULT_TOTP_PARAMETERS.digits,
+  period: r.period ?? DEFAULT_TOTP_PARAMETERS.period,
+})
 
 export const publicTwoFactor = (r: TwoFactorRecord) => ({
   id: r.id,
@@ -15,6 +23,7 @@ export const publicTwoFactor = (r: TwoFactorRecord) => ({
   service: r.service,
   accountName: r.accountName,
   notes: r.notes,
+  ...totpParameters(r),
   createdAt: r.createdAt,
   updatedAt: r.updatedAt,
 })
@@ -36,12 +45,12 @@ function findToken(data: VaultDocument, id: string): TwoFactorRecord {
   return token
 }
 
-async function checkedSecret(input: string): Promise<string> {
-  const secret = (await loadTotp()).normalizeTotpSecret(input)
+async function checkedSecret(input: string): Promise<ParsedTotpSecret> {
+  const secret = (await loadTotp()).parseTotpSecret(input)
   if (secret === null) {
     throw badRequest(
       'INVALID_TOTP_SECRET',
-      'secret: must be a base32 TOTP secret of at least 10 bytes, or an otpauth://totp/ URI holding one',
+      'secret: must be a base32 TOTP secret of at least 10 bytes, or an otpauth://totp/ URI holding one (algorithm SHA1, SHA256 or SHA512; digits 6 to 8; period 15 to 120 seconds)',
     )
   }
   return secret
@@ -74,7 +83,10 @@ export class TwoFactorService {
       service: input.service,
       accountName: input.accountName,
       notes: input.notes ?? null,
-      encryptedSecret: cipher.seal('totp', id, secret),
+      encryptedSecret: cipher.seal('totp', id, secret.secret),
+      algorithm: secret.algorithm,
+      digits: secret.digits,
+      period: secret.period,
       createdAt: at,
       updatedAt: at,
     }
@@ -91,7 +103,13 @@ export class TwoFactorService {
       if (input.service !== undefined) next.service = input.service
       if (input.accountName !== undefined) next.accountName = input.accountName
       if (input.notes !== undefined) next.notes = input.notes
-      if (secret !== undefined) next.encryptedSecret = cipher.seal('totp', id, secret)
+      if (secret !== undefined) {
+        // A new secret brings its own parameters (a bare one: SHA1, 6, 30).
+        next.encryptedSecret = cipher.seal('totp', id, secret.secret)
+        next.algorithm = secret.algorithm
+        next.digits = secret.digits
+        next.period = secret.period
+      }
       next.updatedAt = new Date(this.now()).toISOString()
       return publicTwoFactor(replaceRecord(data.twoFactor, token, next))
     })
@@ -113,7 +131,7 @@ export class TwoFactorService {
       // Stored secrets are already normalized base32; anything else (tampering) is not revealed.
       const normalized = secret === null ? null : normalizedBase32(secret)
       if (normalized === null) throw NotFound.twoFactor()
-      return { id: token.id, service: token.service, accountName: token.accountName, ...totpCode(normalized, this.now()) }
+      return { id: token.id, service: token.service, accountName: token.accountName, ...totpCode(normalized, this.now(), totpParameters(token)) }
     })
   }
 }

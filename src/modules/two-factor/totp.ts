@@ -1,14 +1,26 @@
 // TOTP secrets as users paste them: base32 (forgiving of case, spaces and `=` padding) or an
-// `otpauth://totp/…` URI; kept in one normalized form: upper-case base32, no padding. Loaded
-// with the first 2FA create or update (otpauth is about 2.5 MB resident).
+// `otpauth://totp/…` URI; kept in one normalized form: upper-case base32, no padding. A URI's
+// `algorithm`, `digits` and `period` are kept with it (issue 23); a bare secret is SHA-1, 6
+// digits, 30 seconds. Loaded with the first 2FA create or update (otpauth is about 2.5 MB resident).
 import * as OTPAuth from 'otpauth'
-import { normalizedBase32 } from './totp-code'
+import { DEFAULT_TOTP_PARAMETERS, normalizedBase32, TOTP_ALGORITHMS, TOTP_LIMITS, type TotpAlgorithm, type TotpParameters } from './totp-code'
 
 /** Generous room for a long otpauth URI; anything longer is not a TOTP secret. */
 export const MAX_SECRET_INPUT_LENGTH = 4096
 
-/** The normalized base32 secret of `input`, or null when it is neither base32 nor a TOTP URI. */
-export function normalizeTotpSecret(input: string): string | null {
+export interface ParsedTotpSecret extends TotpParameters {
+  /** Normalized base32. */
+  secret: string
+}
+
+const inRange = (value: number, { min, max }: { min: number; max: number }) => Number.isInteger(value) && value >= min && value <= max
+
+/**
+ * The normalized secret and code parameters of `input`, or null when it is neither base32 nor a
+ * TOTP URI, or when the URI asks for an algorithm, digit count or period codes are not made with
+ * here (SHA1/SHA256/SHA512, 6 to 8 digits, 15 to 120 seconds).
+ */
+export function parseTotpSecret(input: string): ParsedTotpSecret | null {
   if (input.length > MAX_SECRET_INPUT_LENGTH) return null
   const trimmed = input.trim()
   if (/^otpauth:\/\//i.test(trimmed)) {
@@ -19,8 +31,18 @@ export function normalizeTotpSecret(input: string): string | null {
       return null
     }
     if (!(parsed instanceof OTPAuth.TOTP)) return null
-    return normalizedBase32(parsed.secret.base32)
+    const secret = normalizedBase32(parsed.secret.base32)
+    // otpauth canonicalizes the name ("sha-256" -> "SHA256").
+    const algorithm = parsed.algorithm.toUpperCase() as TotpAlgorithm
+    if (secret === null || !TOTP_ALGORITHMS.includes(algorithm)) return null
+    if (!inRange(parsed.digits, TOTP_LIMITS.digits) || !inRange(parsed.period, TOTP_LIMITS.period)) return null
+    return { secret, algorithm, digits: parsed.digits, period: parsed.period }
   }
-  return normalizedBase32(trimmed)
+  const secret = normalizedBase32(trimmed)
+  return secret === null ? null : { secret, ...DEFAULT_TOTP_PARAMETERS }
 }
 
+/** The normalized base32 secret of `input`, or null when it is neither base32 nor a usable TOTP URI. */
+export function normalizeTotpSecret(input: string): string | null {
+  return parseTotpSecret(input)?.secret ?? null
+}
