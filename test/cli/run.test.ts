@@ -62,7 +62,7 @@ describe('svc run', () => {
     await owner.post(`/api/envs/${project.body.data.id}/files`, { fileType: 'env.production', content: 'OPENAI_API_KEY=from-project\nPORT=8080\n' })
     const result = await svc(['run', '-e', 'production', '--project', 'blog-app', '--file', 'env.production', '--', 'bun', '-e', 'console.log(process.env.OPENAI_API_KEY, process.env.PORT, process.env.PGHOST)'], { env })
     expect(result.stdout).toBe('from-project 8080 db.local\n')
-    const missing = await svc(['run', '--project', 'nope', '--', 'true'], { env })
+    const missing = await svc(['run', '-e', 'production', '--project', 'nope', '--', 'true'], { env })
     expect(missing.code).toBe(1)
     expect(missing.stderr).toBe('svc: no env project named nope\n')
   })
@@ -76,14 +76,14 @@ describe('svc run', () => {
   })
 
   test('standard input, output and error pass through', async () => {
-    const result = await svc(['run', '--', 'bun', '-e', 'const text = await Bun.stdin.text(); console.log(text.toUpperCase()); console.error("to stderr")'], { env, stdin: 'piped in' })
+    const result = await svc(['run', '-e', 'production', '--', 'bun', '-e', 'const text = await Bun.stdin.text(); console.log(text.toUpperCase()); console.error("to stderr")'], { env, stdin: 'piped in' })
     expect(result.stdout).toBe('PIPED IN\n')
     expect(result.stderr).toBe('to stderr\n')
   })
 
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
     test(`${signal} to svc reaches the command, and svc exits as the command did`, async () => {
-      const running = startSvc(['run', '--', 'bun', '-e', SIGNAL_CHILD], { env })
+      const running = startSvc(['run', '-e', 'production', '--', 'bun', '-e', SIGNAL_CHILD], { env })
       await running.waitFor((out) => out.stdout.includes('ready'))
       running.proc.kill(signal)
       const result = await running.end()
@@ -93,12 +93,12 @@ describe('svc run', () => {
   }
 
   test('a command killed by a signal makes svc end by the same signal', async () => {
-    const result = await svc(['run', '--', 'sh', '-c', 'kill -TERM $$'], { env })
+    const result = await svc(['run', '-e', 'production', '--', 'sh', '-c', 'kill -TERM $$'], { env })
     expect(result.signal).toBe('SIGTERM')
   })
 
   test('a missing command: exit 127 and one line', async () => {
-    const result = await svc(['run', '--', 'no-such-command-here'], { env })
+    const result = await svc(['run', '-e', 'production', '--', 'no-such-command-here'], { env })
     expect(result.code).toBe(127)
     expect(result.stderr).toBe('svc: command not found: no-such-command-here\n')
   })
@@ -125,13 +125,13 @@ describe('svc run --mount', () => {
   test('is removed when svc gets SIGTERM, and after a failing command', async () => {
     const dir = tempDir()
     const path = join(dir, 'secrets.env')
-    const running = startSvc(['run', '--mount', path, '--', 'bun', '-e', SIGNAL_CHILD], { env })
+    const running = startSvc(['run', '-e', 'production', '--mount', path, '--', 'bun', '-e', SIGNAL_CHILD], { env })
     await running.waitFor((out) => out.stdout.includes('ready'))
     expect(statSync(path).mode & 0o777).toBe(0o600)
     running.proc.kill('SIGTERM')
     expect((await running.end()).code).toBe(40)
     expect(existsSync(path)).toBe(false)
-    const failing = await svc(['run', '--mount', path, '--', 'sh', '-c', 'exit 3'], { env })
+    const failing = await svc(['run', '-e', 'production', '--mount', path, '--', 'sh', '-c', 'exit 3'], { env })
     expect(failing.code).toBe(3)
     expect(existsSync(path)).toBe(false)
   })
@@ -139,7 +139,7 @@ describe('svc run --mount', () => {
   test('refuses a path that already exists, and runs nothing', async () => {
     const path = join(tempDir(), 'taken.env')
     writeFileSync(path, 'MINE=1\n')
-    const result = await svc(['run', '--mount', path, '--', 'sh', '-c', 'echo ran'], { env })
+    const result = await svc(['run', '-e', 'production', '--mount', path, '--', 'sh', '-c', 'echo ran'], { env })
     expect(result.code).toBe(1)
     expect(result.stdout).toBe('')
     expect(result.stderr).toStartWith('svc: --mount: ')
@@ -168,14 +168,13 @@ describe('svc run --watch', () => {
       // Several polls with nothing changed: the command keeps running.
       await Bun.sleep(700)
       expect(running.output.stdout).not.toContain('stopping')
-      const etag = (await owner.get('/api/export?environment=production')).headers.get('etag')
-      if (etag) {
-        const polls = seen.filter((r) => r.path === '/api/export').slice(1)
-        expect(polls.length).toBeGreaterThan(1)
-        for (const poll of polls) {
-          expect(poll.ifNoneMatch).toBe(etag)
-          expect(poll.status).toBe(304)
-        }
+      const etag = (await owner.get('/api/export?format=json&environment=production')).headers.get('etag')
+      expect(etag).toBeTruthy()
+      const polls = seen.filter((r) => r.path === '/api/export').slice(1)
+      expect(polls.length).toBeGreaterThan(1)
+      for (const poll of polls) {
+        expect(poll.ifNoneMatch).toBe(etag)
+        expect(poll.status).toBe(304)
       }
       expect((await owner.put(`/api/entries/${openaiEntry}`, { value: 'sk-rotated' })).status).toBe(200)
       await running.waitFor((out) => out.stdout.includes('value=sk-rotated'))
@@ -242,6 +241,10 @@ describe('read commands', () => {
     expect(written).toMatchObject({ code: 0, stdout: '' })
     expect(statSync(path).mode & 0o777).toBe(0o600)
     expect(await Bun.file(path).text()).toBe(text.stdout)
+    const shell = await svc(['export', '-e', 'production', '--format', 'shell'], { env })
+    expect(shell.code).toBe(0)
+    const sourced = Bun.spawnSync(['sh', '-c', `${shell.stdout}\nprintf %s "$PGPASSWORD"`], { env: { PATH: process.env.PATH! } })
+    expect(sourced.stdout.toString()).toBe("p'w\"d\nx")
     const bad = await svc(['export', '--format', 'yaml'], { env })
     expect(bad.code).toBe(2)
   })
@@ -293,7 +296,7 @@ describe('read commands', () => {
 
 describe('failures: one line on standard error, a non-zero exit', () => {
   test('an unreachable vault', async () => {
-    const result = await svc(['run', '--', 'echo', 'ran'], { env: { ...env, SVC_URL: 'http://127.0.0.1:9' } })
+    const result = await svc(['run', '-e', 'production', '--', 'echo', 'ran'], { env: { ...env, SVC_URL: 'http://127.0.0.1:9' } })
     expect(result).toMatchObject({ code: 1, stdout: '', stderr: 'svc: cannot reach the vault at http://127.0.0.1:9: connection refused\n' })
   })
 
@@ -302,9 +305,18 @@ describe('failures: one line on standard error, a non-zero exit', () => {
     expect(revoked.code).toBe(1)
     expect(revoked.stderr).toBe('svc: the vault refused the key in SVC_TOKEN (AUTH_INVALID_KEY: unknown, revoked or expired): run svc login\n')
     const narrow = await owner.keyClient(['entries:read'])
-    const forbidden = await svc(['run', '--', 'echo', 'ran'], { env: { ...env, SVC_TOKEN: narrow.credentials.key! } })
+    const forbidden = await svc(['run', '-e', 'production', '--', 'echo', 'ran'], { env: { ...env, SVC_TOKEN: narrow.credentials.key! } })
     expect(forbidden).toMatchObject({ code: 1, stdout: '' })
     expect(forbidden.stderr).toBe('svc: the access key lacks the scope export:read: sign in again with svc login --scopes, or use a key that has it\n')
+  })
+
+  test('a variable that two entries write: the command does not run, and the line says how to choose', async () => {
+    const result = await svc(['run', '--', 'echo', 'ran'], { env })
+    expect(result.code).toBe(1)
+    expect(result.stdout).toBe('')
+    expect(result.stderr).toStartWith('svc: OPENAI_API_KEY is written by 2 entries')
+    expect(result.stderr).toEndWith('(AMBIGUOUS_EXPORT)\n')
+    expect(result.stderr.split('\n').length).toBe(2)
   })
 
   test('nothing matched', async () => {
