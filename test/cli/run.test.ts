@@ -161,9 +161,10 @@ describe('svc run --watch', () => {
         return new Response(answer.body, { status: answer.status, headers: answer.headers })
       },
     })
+    let running: ReturnType<typeof startSvc> | undefined
     try {
       const child = `console.log('value=' + process.env.OPENAI_API_KEY); process.on('SIGTERM', () => { console.log('stopping'); process.exit(0) }); setInterval(() => {}, 1000)`
-      const running = startSvc(['run', '-e', 'production', '--watch', '--interval', '0.2', '--', 'bun', '-e', child], { env: { ...env, SVC_URL: `http://127.0.0.1:${proxy.port}` } })
+      running = startSvc(['run', '-e', 'production', '--watch', '--interval', '0.2', '--', 'bun', '-e', child], { env: { ...env, SVC_URL: `http://127.0.0.1:${proxy.port}` } })
       await running.waitFor((out) => out.stdout.includes('value=sk-one two $HOME'))
       // Several polls with nothing changed: the command keeps running.
       await Bun.sleep(700)
@@ -185,6 +186,8 @@ describe('svc run --watch', () => {
       expect(result.code).toBe(0)
       expect(result.stdout.match(/value=/g)!.length).toBe(2)
     } finally {
+      // A failed expectation must not leave svc and its command running.
+      if (running && running.proc.exitCode === null && running.proc.signalCode === null) running.proc.kill('SIGTERM')
       proxy.stop(true)
       await owner.put(`/api/entries/${openaiEntry}`, { value: 'sk-one two $HOME' })
     }
