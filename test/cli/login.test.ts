@@ -270,3 +270,35 @@ describe('svc login --key and the config file', () => {
     expect(statSync(join(home.home, '.config', 'svc-vault')).mode & 0o777).toBe(0o700)
   })
 })
+
+describe('device sign-in limits', () => {
+  test('at most 10 sign-ins wait per client address (429 with Retry-After); expired ones make room', async () => {
+    let shift = 0
+    const own = await startTestServer({ now: () => Date.now() + shift })
+    try {
+      const anonymous = new Client(own.url)
+      for (let i = 0; i < 10; i++) expect((await anonymous.post('/api/auth/device', { deviceName: `box-${i}` })).status).toBe(200)
+      const refused = await anonymous.post('/api/auth/device', { deviceName: 'one-more' })
+      expect(refused.status).toBe(429)
+      expect(refused.body.code).toBe('TOO_MANY_ATTEMPTS')
+      expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0)
+      shift += 10 * 60_000 + 1000
+      expect((await anonymous.post('/api/auth/device', { deviceName: 'later' })).status).toBe(200)
+    } finally {
+      await own.stop()
+    }
+  })
+
+  test('a signed-in user guessing codes is stopped after 20 unknown ones', async () => {
+    const own = await startTestServer()
+    try {
+      const guesser = await signUp(own.url)
+      for (let i = 0; i < 20; i++) expect((await guesser.get('/api/auth/device/BCDF-GHJK')).status).toBe(404)
+      const stopped = await guesser.get('/api/auth/device/BCDF-GHJK')
+      expect(stopped.status).toBe(429)
+      expect(stopped.body.code).toBe('TOO_MANY_ATTEMPTS')
+    } finally {
+      await own.stop()
+    }
+  })
+})
