@@ -226,7 +226,7 @@ describe('svc login: expiry and the endpoints', () => {
 })
 
 describe('svc login --key and the config file', () => {
-  test('reads the key from standard input only, stores it 0600 in a 0700 folder; logout forgets but does not revoke it', async () => {
+  test('reads the key from standard input only, stores it 0600 in a 0700 folder; logout revokes it (--keep-key only forgets)', async () => {
     const home = svcHome()
     // An XDG folder that exists already with looser modes: svc's own folder is still 0700.
     mkdirSync(home.config, { recursive: true, mode: 0o755 })
@@ -254,11 +254,30 @@ describe('svc login --key and the config file', () => {
     expect(elsewhere.code).toBe(1)
     expect(elsewhere.stderr).toContain('is not the vault svc is signed in to')
 
-    // A key brought with --key may serve elsewhere too: logout forgets it and leaves it valid.
-    expect((await svc(['logout'], { env: home.env })).code).toBe(0)
+    // logout --keep-key forgets the key and leaves it valid (it may serve elsewhere too).
+    expect((await svc(['logout', '--keep-key'], { env: home.env })).code).toBe(0)
     expect(readdirSync(dir)).toEqual([])
     expect((await new Client(server.url, { key }).get('/api/auth/me')).status).toBe(200)
     expect(await svc(['logout'], { env: home.env })).toMatchObject({ code: 0, stderr: 'svc is not signed in; nothing to forget\n' })
+
+    // Plain logout revokes the stored key, however it came, and forgets it.
+    expect((await svc(['login', '--key', server.url], { env: home.env, stdin: key })).code).toBe(0)
+    const out = await svc(['logout'], { env: home.env })
+    expect(out.code).toBe(0)
+    expect(out.stderr).toContain('Revoked the key "laptop"')
+    expect(readdirSync(dir)).toEqual([])
+    expect((await new Client(server.url, { key }).get('/api/auth/me')).status).toBe(401)
+  })
+
+  test('logout with the vault unreachable still forgets the key, and says it stays valid', async () => {
+    const home = svcHome()
+    mkdirSync(join(home.config, 'svc-vault'), { recursive: true })
+    await Bun.write(join(home.config, 'svc-vault', 'config.json'), JSON.stringify({ url: 'http://127.0.0.1:9', key: 'svc_unreachable' }))
+    const result = await svc(['logout'], { env: home.env })
+    expect(result.code).toBe(0)
+    expect(result.stderr).toContain('cannot reach the vault at http://127.0.0.1:9')
+    expect(result.stderr).toContain('stays valid until revoked')
+    expect(existsSync(join(home.config, 'svc-vault', 'config.json'))).toBe(false)
   })
 
   test('without XDG_CONFIG_HOME the config goes to ~/.config/svc-vault', async () => {

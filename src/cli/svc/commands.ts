@@ -123,13 +123,15 @@ export async function login(argv: string[]): Promise<void> {
 }
 
 export async function logout(argv: string[]): Promise<void> {
-  parseArgs(argv, [])
+  const { options } = parseArgs(argv, [{ name: 'keep-key' }])
   const stored = readConfig()
   if (!stored) {
     note('svc is not signed in; nothing to forget\n')
     return
   }
-  if (stored.createdByLogin) {
+  // The stored key is the CLI's own, whether svc login made it or it came through --key;
+  // --keep-key only forgets it (a key that also serves elsewhere).
+  if (!options['keep-key']) {
     try {
       const answer = await new VaultClient(normalizeUrl(stored.url), stored.key).raw('DELETE', '/api/auth/key')
       if (answer.status === 204) note(`Revoked the key "${stored.keyName ?? 'svc'}" on ${stored.url}\n`)

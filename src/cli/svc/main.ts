@@ -11,7 +11,7 @@ const HELP = `svc: the svc-vault command line
 Usage:
   svc login [URL] [--scopes "S1 S2"]   sign in through the web interface (device approval)
   svc login --key [URL]                sign in with an existing access key read from standard input
-  svc logout                           revoke the key svc login made, and forget it
+  svc logout [--keep-key]              revoke the stored key on the server, and forget it
   svc whoami                           URL, account, key name, scopes, expiry
   svc run [-e ENV] [-n NAME] [--project P --file F] [--watch] [--interval S] [--mount PATH] [--override] -- CMD ARGS…
                                        run CMD with the vault's variables in its environment
