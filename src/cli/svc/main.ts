@@ -47,7 +47,9 @@ async function main(argv: string[]): Promise<void> {
   }
   const command = COMMANDS[name]
   if (!command) throw new CliError(`unknown command ${name} (see svc help)`, 2)
-  if (rest.includes('--help') && name !== 'run') return void process.stdout.write(HELP)
+  // After run's `--` (or its command), --help belongs to the command.
+  const ownArgs = name === 'run' ? rest.slice(0, rest.indexOf('--') === -1 ? rest.length : rest.indexOf('--')) : rest
+  if (ownArgs[0] === '--help' || ownArgs[0] === '-h' || (name !== 'run' && rest.includes('--help'))) return void process.stdout.write(HELP)
   await command(rest)
 }
 
