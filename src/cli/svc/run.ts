@@ -100,6 +100,8 @@ export async function run(argv: string[]): Promise<never> {
   let child: ReturnType<typeof Bun.spawn> | undefined
   let stopping: Forwarded | null = null
   let restarting = false
+  // CMD has ended for good: an in-flight poll must not start it again.
+  let finished = false
   for (const signal of FORWARDED) {
     process.on(signal, () => {
       stopping = signal
@@ -140,7 +142,7 @@ export async function run(argv: string[]): Promise<never> {
       // An env project has no ETag: with --project its file is read on every poll.
       const next = answer || selection.project ? await withProject(client, selection, exported) : variables
       lastWarning = ''
-      if (!sameVariables(next, variables) && stopping === null) {
+      if (!sameVariables(next, variables) && stopping === null && !finished) {
         variables = next
         mount()
         process.stderr.write('svc: the variables changed in the vault; restarting the command\n')
@@ -151,7 +153,7 @@ export async function run(argv: string[]): Promise<never> {
       if (message !== lastWarning) process.stderr.write(`svc: watch: ${message}; the command keeps its current values\n`)
       lastWarning = message
     }
-    if (stopping === null) pollTimer = setTimeout(poll, intervalMs)
+    if (stopping === null && !finished) pollTimer = setTimeout(poll, intervalMs)
   }
 
   const restart = async () => {
@@ -162,7 +164,7 @@ export async function run(argv: string[]): Promise<never> {
     await old.exited
     clearTimeout(killer)
     restarting = false
-    if (stopping === null) start()
+    if (stopping === null && !finished) start()
   }
 
   start()
@@ -179,6 +181,7 @@ export async function run(argv: string[]): Promise<never> {
     }
     break
   }
+  finished = true
   clearTimeout(pollTimer)
   unmount()
   const ended = child!
