@@ -233,6 +233,8 @@ interface ImportKey {
   keyType: 'simple' | 'group'
   envVarName: string
   field?: string
+  /** The key goes to one of your existing categories. */
+  reuse?: boolean
 }
 
 export async function importCommand(argv: string[]): Promise<void> {
@@ -250,22 +252,26 @@ export async function importCommand(argv: string[]): Promise<void> {
   }
   const client = VaultClient.signedIn(credentials())
   const body = { text, ...(apply ? { apply: true, name, ...(options.env ? { environment: str(options.env) } : {}) } : {}) }
-  const answer = await client.json<{ data: { source: string; keys: ImportKey[]; created?: { categories: string[]; entries: string[] } } }>(
+  type Ids = { categories: string[]; entries: string[] }
+  const answer = await client.json<{ data: { source: string; keys: ImportKey[]; created?: Ids; updated?: Ids } }>(
     'POST',
     '/api/ai/import',
     body,
   )
-  const { keys, source, created } = answer.data
+  const { keys, source, created, updated } = answer.data
   const byCategory = new Map<string, ImportKey[]>()
   for (const key of keys) byCategory.set(key.categoryName, [...(byCategory.get(key.categoryName) ?? []), key])
-  let text2 = ''
+  let listing = ''
   for (const [category, list] of byCategory) {
-    text2 += `${category} (${list[0].keyType})\n`
-    for (const key of list) text2 += `  ${key.name}${key.keyType === 'group' && key.field ? ` -> field ${key.field}` : ''}\n`
+    listing += `${category} (${list[0].keyType}${list[0].reuse ? ', existing category' : list[0].reuse === false ? ', new category' : ''})\n`
+    for (const key of list) listing += `  ${key.name}${key.keyType === 'group' && key.field ? ` -> field ${key.field}` : ''}\n`
   }
-  out(text2)
+  out(listing)
   note(`${keys.length} variable${keys.length === 1 ? '' : 's'} in ${byCategory.size} categor${byCategory.size === 1 ? 'y' : 'ies'}, suggested by ${source === 'ai' ? 'the AI model (it saw names only)' : 'the built-in classifier'}\n`)
-  if (created) note(`Stored: ${created.categories.length} new categories, ${created.entries.length} entries named ${name}\n`)
+  if (created) {
+    const changed = updated ? `; updated ${updated.entries.length} existing entries` : ''
+    note(`Stored: ${created.categories.length} new categories, ${created.entries.length} new entries named ${name}${changed}\n`)
+  }
   else note('Nothing stored; add --apply --name NAME [-e ENV] to store them\n')
 }
 
