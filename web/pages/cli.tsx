@@ -94,7 +94,16 @@ export function CliPage() {
             </div>
           </form>
         ) : !request ? (
-          <Loading error={loadError} />
+          <>
+            <Loading error={loadError} />
+            {loadError && (
+              <div class="actions actions-start">
+                <button type="button" class="btn" onClick={() => (setTyped(''), setCode(null))}>
+                  Enter another code
+                </button>
+              </div>
+            )}
+          </>
         ) : (
           <>
             <p>
