@@ -6,7 +6,7 @@ import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { signUp, type Client } from '../support/client'
 import { startTestServer, tempDir, type TestServer } from '../support/server'
-import { buildCli, startSvc, svc, svcHome } from './support'
+import { buildCli, startSvc, SVC, svc, svcHome } from './support'
 
 let server: TestServer
 let owner: Client
@@ -49,6 +49,16 @@ describe('svc run', () => {
     const literal = await svc(['run', '-n', 'blog', '--', 'echo', '$HOME', 'a  b', '*'], { env })
     expect(literal.stdout).toBe('$HOME a  b *\n')
     expect(literal.code).toBe(0)
+  })
+
+  test('CI mode (SVC_URL and SVC_TOKEN): nothing is written anywhere, and no stored sign-in is needed', async () => {
+    const home = svcHome({ SVC_URL: env.SVC_URL, SVC_TOKEN: env.SVC_TOKEN })
+    const cwd = tempDir()
+    const proc = Bun.spawn([SVC, 'run', '-e', 'production', '--', 'printenv', 'PGHOST'], { env: home.env, cwd, stdout: 'pipe', stderr: 'pipe' })
+    expect(await new Response(proc.stdout).text()).toBe('db.local\n')
+    expect(await proc.exited).toBe(0)
+    expect(readdirSync(home.home)).toEqual([])
+    expect(readdirSync(cwd)).toEqual([])
   })
 
   test('variables already set win, unless --override', async () => {
