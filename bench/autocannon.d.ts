@@ -17,6 +17,8 @@ declare module 'autocannon' {
     sampleInt?: number
     headers?: Record<string, string>
     requests?: AutocannonRequest[]
+    /** Replace `[<id>]` in request bodies with a fresh id on every request. */
+    idReplacement?: boolean
   }
   interface AutocannonResult {
     duration: number

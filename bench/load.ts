@@ -3,6 +3,9 @@
 // own histogram rounds to whole milliseconds, too coarse for sub-millisecond answers).
 import autocannon from 'autocannon'
 
+/** Replaced in a request body by a fresh id per request (entries must be unique by category, name, environment). */
+export const UNIQUE_ID = '[<id>]'
+
 export interface LoadRequest {
   method: 'GET' | 'POST'
   path: string
@@ -56,6 +59,8 @@ export function runLoad(run: LoadRun): Promise<LoadResult> {
         sampleInt: 100,
         headers: { 'content-type': 'application/json', ...run.headers },
         requests: run.requests.map((request) => ({ method: request.method, path: request.path, body: request.body })),
+        // Only for bodies that ask for it: it makes autocannon rebuild every request.
+        idReplacement: run.requests.some((request) => request.body?.includes(UNIQUE_ID)),
       },
       (error, result) => {
         if (error) return reject(error)

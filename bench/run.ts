@@ -16,7 +16,7 @@ import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } f
 import { cpus, loadavg, tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { FULL_SIZES, SMOKE_SIZES, type SeededVault } from './fixture'
-import { combineRuns, runLoad, type LoadRequest, type LoadResult } from './load'
+import { combineRuns, runLoad, UNIQUE_ID, type LoadRequest, type LoadResult } from './load'
 import { seedMainVault, seedManyUsers, type SeededUsers } from './seed'
 
 const ROOT = resolve(import.meta.dir, '..')
@@ -182,7 +182,7 @@ interface Scenario {
 }
 
 const writeBody = (categoryId: string) =>
-  JSON.stringify({ categoryId, name: 'bench-write', value: `sk_bench_${'x'.repeat(40)}`, environment: 'production' })
+  JSON.stringify({ categoryId, name: `bench-write-${UNIQUE_ID}`, value: `sk_bench_${'x'.repeat(40)}`, environment: 'production' })
 
 const SCENARIOS: Scenario[] = [
   { id: 'entries.list', label: 'GET /api/entries', kind: 'read', needs: 'entries', requests: () => [{ method: 'GET', path: '/api/entries' }] },

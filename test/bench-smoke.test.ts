@@ -23,6 +23,8 @@ test('bun run bench --smoke completes and prints the table', async () => {
       expect(stdout).toContain(label)
     }
     expect(stdout).toContain('idle RSS after start')
+    // Every load answer was 2xx (writes make unique entries: duplicates are 409 ENTRY_EXISTS).
+    expect(stdout).not.toContain('non-2xx')
     expect(existsSync(out)).toBe(true)
     const report = JSON.parse(readFileSync(out, 'utf8'))
     expect(report.mode).toBe('smoke')

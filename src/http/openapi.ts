@@ -45,6 +45,13 @@ function fixDocument(document: OpenApiDocument, routes: RouteInfo[]): OpenApiDoc
       if (operation.responses?.['204']) operation.responses['204'] = { description: 'No content' } as never
       // A redirect (t.Void() too) has no body either; its Location header says where.
       for (const [status, answer] of Object.entries(operation.responses ?? {})) {
+        splitTextAndJson(answer)
+        if (status === '304') {
+          // Not Modified is no redirect: no body, no Location; the tag it answered for.
+          const description = (answer as { description?: string }).description ?? 'Not modified'
+          operation.responses![status] = { description, headers: { ETag: { description: 'The current entity tag', schema: { type: 'string' } } } } as never
+          continue
+        }
         if (!/^3\d\d$/.test(status)) continue
         const description = (answer as { description?: string }).description ?? 'Redirect'
         operation.responses![status] = { description, headers: { Location: { description: 'Where the browser goes next', schema: { type: 'string' } } } } as never
@@ -62,6 +69,21 @@ function fixDocument(document: OpenApiDocument, routes: RouteInfo[]): OpenApiDoc
   }
   document.paths = paths
   return withoutKey(document, 'noValidate')
+}
+
+type JsonSchema = { type?: string; anyOf?: JsonSchema[] }
+
+/**
+ * An answer that is either a text or an object (the export's formats) is written by the plugin as
+ * one JSON union; each goes under its own media type instead.
+ */
+function splitTextAndJson(answer: { content?: unknown }): void {
+  const content = answer.content as Record<string, { schema?: JsonSchema }> | undefined
+  const options = content?.['application/json']?.schema?.anyOf
+  if (!options || options.length !== 2) return
+  const text = options.find((option) => option.type === 'string')
+  const object = options.find((option) => option.type === 'object')
+  if (text && object) answer.content = { 'text/plain': { schema: text }, 'application/json': { schema: object } }
 }
 
 /** The value with every property of this name removed, at any depth (Elysia's own schema flags). */

@@ -27,6 +27,11 @@ function iconColors(): Map<string, string> {
   return colors
 }
 
+/** Whether the installed simple-icons has this slug (suggested icons are kept only then). */
+export function isKnownIconSlug(slug: string): boolean {
+  return ICON_SLUG.test(slug) && iconColors().has(slug)
+}
+
 /** The icon's SVG filled with its brand colour, or undefined for an unknown slug. */
 export function iconSvg(slug: string): string | undefined {
   if (!ICON_SLUG.test(slug)) return undefined

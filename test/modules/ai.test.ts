@@ -30,9 +30,9 @@ describe('POST /api/ai/import (built-in)', () => {
     expect(answer.body.data.source).toBe('builtin')
     expect(answer.body.data.created).toBeUndefined()
     expect(answer.body.data.keys).toEqual([
-      { name: 'OPENAI_API_KEY', categoryName: 'OpenAI', keyType: 'simple', envVarName: 'OPENAI_API_KEY', icon: 'openai', reuse: false },
-      { name: 'AWS_ACCESS_KEY_ID', categoryName: 'AWS', keyType: 'group', envVarName: 'AWS_ACCESS_KEY_ID', field: 'AWS_ACCESS_KEY_ID', icon: 'amazonaws', reuse: false },
-      { name: 'AWS_SECRET_ACCESS_KEY', categoryName: 'AWS', keyType: 'group', envVarName: 'AWS_SECRET_ACCESS_KEY', field: 'AWS_SECRET_ACCESS_KEY', icon: 'amazonaws', reuse: false },
+      { name: 'OPENAI_API_KEY', categoryName: 'OpenAI', keyType: 'simple', envVarName: 'OPENAI_API_KEY', reuse: false },
+      { name: 'AWS_ACCESS_KEY_ID', categoryName: 'AWS', keyType: 'group', envVarName: 'AWS_ACCESS_KEY_ID', field: 'AWS_ACCESS_KEY_ID', reuse: false },
+      { name: 'AWS_SECRET_ACCESS_KEY', categoryName: 'AWS', keyType: 'group', envVarName: 'AWS_SECRET_ACCESS_KEY', field: 'AWS_SECRET_ACCESS_KEY', reuse: false },
       { name: 'RESEND_API_KEY', categoryName: 'Resend', keyType: 'simple', envVarName: 'RESEND_API_KEY', icon: 'resend', reuse: false },
       { name: 'PORT', categoryName: 'PORT', keyType: 'simple', envVarName: 'PORT', reuse: false },
     ])
@@ -70,7 +70,7 @@ describe('POST /api/ai/import (built-in)', () => {
     const categories = (await carol.get('/api/categories')).body as any[]
     expect(categories.map((c) => c.name).sort()).toEqual(['AWS', 'My OpenAI', 'PORT', 'Resend'])
     const aws = categories.find((c) => c.name === 'AWS')
-    expect(aws).toMatchObject({ keyType: 'group', icon: 'amazonaws', envVarName: null, fieldDefinitions: ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY'] })
+    expect(aws).toMatchObject({ keyType: 'group', icon: null, envVarName: null, fieldDefinitions: ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY'] })
     expect(created.categories).toContain(aws.id)
     expect(created.categories).not.toContain(existing.body.id)
 

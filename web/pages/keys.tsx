@@ -254,7 +254,7 @@ function CategoryForm(props: { category: Category | null; hasEntries: boolean; o
     if (keyType === 'simple' && !NAME.test(envVarName.trim())) return setError('The variable name must be letters, digits and _, not starting with a digit.')
     const badField = fieldList.find((field) => !NAME.test(field))
     if (keyType === 'group' && badField) return setError(`“${badField}” is not a valid field name.`)
-    if (slug && !/^[a-z0-9-]{1,64}$/.test(slug)) return setError('The icon is a slug such as “openai” or “github”.')
+    if (slug && !/^[a-z0-9-]{1,64}$/.test(slug)) return setError('The icon is a slug such as “anthropic” or “github”.')
     const body: Record<string, unknown> = {
       name: name.trim(),
       icon: slug || null,
@@ -295,10 +295,10 @@ function CategoryForm(props: { category: Category | null; hasEntries: boolean; o
             <input name="fieldDefinitions" value={fields} onInput={(event) => setFields(inputValue(event))} class="mono" />
           </Field>
         )}
-        <Field label="Icon (optional)" hint="A Simple Icons slug: openai, github, stripe, postgresql…">
+        <Field label="Icon (optional)" hint="A Simple Icons slug: anthropic, github, stripe, postgresql…">
           <div class="icon-input">
             <Icon slug={slug || null} name={name || '?'} size="sm" />
-            <input name="icon" list="icon-slugs" value={icon} onInput={(event) => setIcon(inputValue(event))} placeholder="openai" />
+            <input name="icon" list="icon-slugs" value={icon} onInput={(event) => setIcon(inputValue(event))} placeholder="github" />
             <datalist id="icon-slugs">
               {slug.length >= 2 &&
                 [...(knownIcons.value ?? [])]

@@ -66,7 +66,7 @@ const FILE_SYSTEM = [
   'You get key names only, never values. Call the file_keys tool with one item per name.',
   'Keys of one service that belong together (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY) share a "group" category named after the service ("AWS");',
   'a lone key is a "simple" category named after its service, or after the key itself when the service is unknown.',
-  'Give the Simple Icons slug of known services (openai, anthropic, stripe, github, supabase, resend, postgresql, redis, ...).',
+  'Give the Simple Icons slug of known services (anthropic, stripe, github, supabase, resend, postgresql, redis, ...).',
 ].join(' ')
 
 /** The questions the service asks the model. Each answers null when the model cannot be used. */

@@ -8,6 +8,7 @@ import type { CategoryRecord, EntryRecord, Environment, VaultDocument } from '..
 import { ICON_PATTERN } from '../categories/model'
 import { MAX_VALUE_BYTES, openEntryValue, sealEntryValue } from '../entries/values'
 import { renderEnvExport } from '../export/render'
+import { isKnownIconSlug } from '../../web/icons'
 import type { Vaults } from '../vault-access'
 import { classifyKeys, pickEntries, urlScheme, type EntryMetadata, type ImportKey } from './classifier'
 import type { ImportInput } from './model'
@@ -88,7 +89,7 @@ export function validKeyFiling(answer: unknown, parsed: { name: string; valueSch
     const cleanName = categoryName.replace(/[\u0000-\u001f\u007f\u2028\u2029]/g, ' ').trim()
     if (!cleanName || cleanName.length > MAX_CATEGORY_NAME) continue
     if (keyType !== 'simple' && keyType !== 'group') continue
-    filed.set(name, { categoryName: cleanName, keyType, ...(typeof icon === 'string' && ICON.test(icon) ? { icon } : {}) })
+    filed.set(name, { categoryName: cleanName, keyType, ...(typeof icon === 'string' && ICON.test(icon) && isKnownIconSlug(icon) ? { icon } : {}) })
   }
   if (filed.size === 0) return null
   const fallback = new Map(classifyKeys(parsed.filter((k) => !filed.has(k.name))).map((k) => [k.name, k]))

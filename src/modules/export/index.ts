@@ -11,9 +11,9 @@ const ExportQuery = t.Object({
   environment: t.Optional(EnvironmentSchema),
   name: t.Optional(t.String({ maxLength: 200, description: 'Only the entries of exactly this name (project)' })),
   format: t.Optional(
-    t.Union([t.Literal('dotenv'), t.Literal('shell'), t.Literal('json')], {
+    t.Union([t.Literal('dotenv'), t.Literal('env'), t.Literal('shell'), t.Literal('json')], {
       description:
-        '`dotenv` (default): for dotenv readers (the `dotenv` package, docker `--env-file`-style loaders). `shell`: `export NAME=\'…\'` lines for `. ./file` in sh or bash, never interpreted. `json`: one object, variable name to value (a variable written by two entries is 409 AMBIGUOUS_EXPORT).',
+        '`dotenv` (default; `env` is the same): for dotenv readers (the `dotenv` package, docker `--env-file`-style loaders). `shell`: `export NAME=\'…\'` lines for `. ./file` in sh or bash, never interpreted. `json`: one object, variable name to value (a variable written by two entries is 409 AMBIGUOUS_EXPORT).',
     }),
   ),
 })
@@ -53,9 +53,11 @@ export function exportRoutes(deps: GuardDeps & { vaults: Vaults }) {
         query: ExportQuery,
         response: {
           200: t.Union([t.String({ description: 'format=dotenv or shell: the text (text/plain; charset=utf-8)' }), t.Record(t.String(), t.String(), { description: 'format=json: variable name to value' })], {
-            description: 'The export in the chosen format. ETag: a tag that changes with the content and reveals nothing of it.',
+            description: 'The export in the chosen format: text/plain for dotenv and shell, application/json for json.',
+            // Documentation only (the OpenAPI plugin reads `headers`; validation ignores it).
+            headers: { ETag: t.String({ description: 'Changes with the content and reveals nothing of it; send it as If-None-Match for a 304' }) },
           }),
-          304: t.String({ description: 'Not modified: the If-None-Match header named the current ETag. No body.', maxLength: 0 }),
+          304: t.String({ description: 'Not modified: If-None-Match named the current ETag. No body.', maxLength: 0 }),
           ...errorResponses(400),
           409: AmbiguousExportBody,
         },

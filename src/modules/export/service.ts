@@ -5,7 +5,7 @@ import type { Environment, EntryRecord } from '../../store/records'
 import type { Vaults } from '../vault-access'
 import { exportRows, renderDotenv, renderJson, renderShell, type ExportRow } from './render'
 
-export type ExportFormat = 'dotenv' | 'shell' | 'json'
+export type ExportFormat = 'dotenv' | 'env' | 'shell' | 'json'
 
 export interface ExportFilter {
   /**
@@ -16,7 +16,7 @@ export interface ExportFilter {
   environment?: Environment
   /** Only entries of exactly this name. */
   name?: string
-  /** dotenv (default), shell or json. */
+  /** dotenv (default; env is the same), shell or json. */
   format?: ExportFormat
 }
 
@@ -29,6 +29,7 @@ export interface RenderedExport {
 const FORMATS: Record<ExportFormat, { render: (rows: readonly ExportRow[]) => string; contentType: string; filename: string }> = {
   dotenv: { render: renderDotenv, contentType: 'text/plain; charset=utf-8', filename: 'svc-export.env' },
   shell: { render: renderShell, contentType: 'text/plain; charset=utf-8', filename: 'svc-export.sh' },
+  env: { render: renderDotenv, contentType: 'text/plain; charset=utf-8', filename: 'svc-export.env' },
   json: { render: renderJson, contentType: 'application/json; charset=utf-8', filename: 'svc-export.json' },
 }
 
