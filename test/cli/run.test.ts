@@ -14,7 +14,7 @@ let env: Record<string, string>
 let openaiEntry: string
 
 // A child that says which signal reached it and exits 40.
-const SIGNAL_CHILD = `for (const s of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(s, () => { console.log('got ' + s); process.exit(40) }); console.log('ready'); setInterval(() => {}, 1000)`
+const SIGNAL_CHILD = `for (const s of ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT']) process.on(s, () => { console.log('got ' + s); process.exit(40) }); console.log('ready'); setInterval(() => {}, 1000)`
 
 beforeAll(async () => {
   await buildCli()
@@ -91,7 +91,7 @@ describe('svc run', () => {
     expect(result.stderr).toBe('to stderr\n')
   })
 
-  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'] as const) {
     test(`${signal} to svc reaches the command, and svc exits as the command did`, async () => {
       const running = startSvc(['run', '-e', 'production', '--', 'bun', '-e', SIGNAL_CHILD], { env })
       await running.waitFor((out) => out.stdout.includes('ready'))
@@ -101,6 +101,18 @@ describe('svc run', () => {
       expect(result.code).toBe(40)
     })
   }
+
+  test('SIGUSR1 and SIGUSR2 are passed on without ending anything', async () => {
+    const child = `for (const s of ['SIGUSR1', 'SIGUSR2']) process.on(s, () => console.log('got ' + s)); process.on('SIGTERM', () => process.exit(0)); console.log('ready'); setInterval(() => {}, 1000)`
+    const running = startSvc(['run', '-e', 'production', '--', 'bun', '-e', child], { env })
+    await running.waitFor((out) => out.stdout.includes('ready'))
+    running.proc.kill('SIGUSR1')
+    await running.waitFor((out) => out.stdout.includes('got SIGUSR1'))
+    running.proc.kill('SIGUSR2')
+    await running.waitFor((out) => out.stdout.includes('got SIGUSR2'))
+    running.proc.kill('SIGTERM')
+    expect((await running.end()).code).toBe(0)
+  })
 
   test('a command killed by a signal makes svc end by the same signal', async () => {
     const result = await svc(['run', '-e', 'production', '--', 'sh', '-c', 'kill -TERM $$'], { env })

@@ -1,5 +1,5 @@
 // svc run: CMD with the vault's variables added to its environment. No shell: CMD and its
-// arguments go to exec as given. Standard streams are inherited; SIGINT, SIGTERM and SIGHUP are
+// arguments go to exec as given. Standard streams are inherited; SIGINT, SIGTERM, SIGHUP, SIGQUIT (and SIGUSR1/2) are
 // passed on; svc ends the way CMD ended (its exit code, or the same signal). --watch polls the
 // export with a conditional request and restarts CMD when the variables change; --mount also
 // writes them as a dotenv file (0600, atomic) that is removed when CMD exits.
@@ -16,8 +16,11 @@ import { describeSelection, fetchExport, withProject, type Selection, type Varia
 const DEFAULT_INTERVAL_S = 10
 /** After SIGTERM on a restart, CMD has this long to stop before SIGKILL. */
 const RESTART_GRACE_MS = 5_000
-const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const
+/** Signals that usually end a program: passed on, and svc then ends as CMD does. */
+const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'] as const
 type Forwarded = (typeof FORWARDED)[number]
+/** Signals programs use for their own purposes (reload, rotate logs): passed on only. */
+const PASSED_ON = ['SIGUSR1', 'SIGUSR2'] as const
 
 export const RUN_OPTIONS = [
   { name: 'env', short: 'e', value: true },
@@ -61,7 +64,7 @@ const sameVariables = (a: Variables, b: Variables) => {
   return keys.length === Object.keys(b).length && keys.every((key) => Object.hasOwn(b, key) && a[key] === b[key])
 }
 
-const SIGNAL_NUMBERS: Record<string, number> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGKILL: 9, SIGTERM: 15 }
+const SIGNAL_NUMBERS: Record<string, number> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGABRT: 6, SIGKILL: 9, SIGUSR1: 10, SIGSEGV: 11, SIGUSR2: 12, SIGPIPE: 13, SIGTERM: 15 }
 
 export async function run(argv: string[]): Promise<never> {
   const { options, positionals, rest } = parseArgs(argv, RUN_OPTIONS, { stopAtPositional: true })
@@ -108,6 +111,8 @@ export async function run(argv: string[]): Promise<never> {
       child?.kill(signal)
     })
   }
+  // Handled too, so that they never end svc itself before it removes a --mount file.
+  for (const signal of PASSED_ON) process.on(signal, () => child?.kill(signal))
   // The last resort: whatever path ends this process (short of SIGKILL) removes the file.
   process.on('exit', unmount)
   try {
