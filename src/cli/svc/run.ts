@@ -1,8 +1,9 @@
 // svc run: CMD with the vault's variables added to its environment. No shell: CMD and its
-// arguments go to exec as given. Standard streams are inherited; SIGINT, SIGTERM, SIGHUP, SIGQUIT (and SIGUSR1/2) are
-// passed on; svc ends the way CMD ended (its exit code, or the same signal). --watch polls the
-// export with a conditional request and restarts CMD when the variables change; --mount also
-// writes them as a dotenv file (0600, atomic) that is removed when CMD exits.
+// arguments go to exec as given. Standard streams are inherited; SIGINT, SIGTERM, SIGHUP and
+// SIGQUIT (and SIGUSR1/2) are passed on; svc ends the way CMD ended (its exit code, or the same
+// signal). --watch polls the export with a conditional request and restarts CMD when the
+// variables change; --mount also writes them as a dotenv file (0600, atomic) that is removed
+// when CMD exits.
 import { existsSync, rmSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { envLine } from '../../modules/export/render'
