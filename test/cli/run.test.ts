@@ -102,6 +102,28 @@ describe('svc run', () => {
     })
   }
 
+  test('Ctrl-C at a terminal reaches the command once, not twice', async () => {
+    // `script` gives svc a terminal; ^C written to it makes the terminal signal the foreground
+    // process group. perl counts every SIGINT delivered (Bun's own handler would merge two).
+    const tools = ['script', 'perl'].filter((tool) => Bun.spawnSync(['which', tool]).exitCode !== 0)
+    if (tools.length) {
+      if (process.env.CI === 'true') throw new Error(`CI=true: this test needs ${tools.join(' and ')}`)
+      return
+    }
+    const perl = `$|=1; $n=0; $SIG{INT}=sub{$n++}; print "ready\\n"; select(undef,undef,undef,0.1) for 1..10; print "SIGINTs: $n\\n"; exit 5`
+    const proc = Bun.spawn(['script', '-qefc', `exec ${SVC} run -e production -- perl -e '${perl}'`, '/dev/null'], { env, stdin: 'pipe', stdout: 'pipe' })
+    let out = ''
+    const reading = (async () => {
+      for await (const chunk of proc.stdout as ReadableStream<Uint8Array>) out += new TextDecoder().decode(chunk)
+    })()
+    for (let i = 0; !out.includes('ready') && i < 500; i++) await Bun.sleep(20)
+    proc.stdin.write('\x03')
+    proc.stdin.flush()
+    expect(await proc.exited).toBe(5)
+    await reading
+    expect(out).toContain('SIGINTs: 1\r\n')
+  })
+
   test('SIGUSR1 and SIGUSR2 are passed on without ending anything', async () => {
     const child = `for (const s of ['SIGUSR1', 'SIGUSR2']) process.on(s, () => console.log('got ' + s)); process.on('SIGTERM', () => process.exit(0)); console.log('ready'); setInterval(() => {}, 1000)`
     const running = startSvc(['run', '-e', 'production', '--', 'bun', '-e', child], { env })

@@ -106,9 +106,13 @@ export async function run(argv: string[]): Promise<never> {
   let restarting = false
   // CMD has ended for good: an in-flight poll must not start it again.
   let finished = false
+  // Ctrl-C at a terminal sends SIGINT to the whole foreground process group, CMD included: passing
+  // it on as well would make it two, which many programs read as "force quit".
+  const terminalDeliversSigint = process.stdin.isTTY === true
   for (const signal of FORWARDED) {
     process.on(signal, () => {
       stopping = signal
+      if (signal === 'SIGINT' && terminalDeliversSigint) return
       child?.kill(signal)
     })
   }
