@@ -211,7 +211,8 @@ describe('svc run --watch', () => {
       running = startSvc(['run', '-e', 'production', '--watch', '--interval', '0.2', '--', 'bun', '-e', child], { env: { ...env, SVC_URL: `http://127.0.0.1:${proxy.port}` } })
       await running.waitFor((out) => out.stdout.includes('value=sk-one two $HOME'))
       // Several polls with nothing changed: the command keeps running.
-      await Bun.sleep(700)
+      const exports = () => seen.filter((r) => r.path === '/api/export').length
+      for (let i = 0; exports() < 4 && i < 500; i++) await Bun.sleep(20)
       expect(running.output.stdout).not.toContain('stopping')
       const etag = (await owner.get('/api/export?format=json&environment=production')).headers.get('etag')
       expect(etag).toBeTruthy()
