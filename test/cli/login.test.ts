@@ -205,11 +205,22 @@ describe('svc login: expiry and the endpoints', () => {
     expect((await own.get('/api/auth/me')).status).toBe(401)
   })
 
+  test('the body may be left out: a device of unknown name asks for the default scopes', async () => {
+    for (const body of [undefined, {}]) {
+      const started = await new Client(server.url).post('/api/auth/device', body)
+      expect(started.status).toBe(200)
+      const described = await owner.get(`/api/auth/device/${started.body.userCode}`)
+      expect(described.body).toMatchObject({ deviceName: 'unknown device', keyName: 'svc on unknown device', scopes: DEFAULT_SCOPES })
+      await owner.post(`/api/auth/device/${started.body.userCode}/deny`)
+    }
+  })
+
   test('bad requests: unknown scopes, control characters, unknown codes', async () => {
     const anonymous = new Client(server.url)
     expect((await anonymous.post('/api/auth/device', { deviceName: 'x', scopes: ['everything'] })).body.code).toBe('VALIDATION_ERROR')
     expect((await anonymous.post('/api/auth/device', { deviceName: 'a\nb' })).body.code).toBe('VALIDATION_ERROR')
-    expect((await anonymous.post('/api/auth/device', {})).body.code).toBe('VALIDATION_ERROR')
+    expect((await anonymous.post('/api/auth/device', { deviceName: ' ' })).body.code).toBe('VALIDATION_ERROR')
+    expect((await anonymous.post('/api/auth/device', { deviceName: 'x', extra: 1 })).body.code).toBe('VALIDATION_ERROR')
     expect((await anonymous.post('/api/auth/device/token', { deviceCode: 'nope' })).body.code).toBe('INVALID_GRANT')
     expect((await owner.get('/api/auth/device/BCDF-GHJK')).status).toBe(404)
     expect((await owner.get('/api/auth/device/not-a-code')).status).toBe(404)

@@ -3,14 +3,14 @@ import { SCOPES } from '../../auth/scopes'
 import { strictObject, Timestamp } from '../../http/schemas'
 import { DEFAULT_CLI_SCOPES } from './service'
 
-export const StartDeviceLoginBody = strictObject({
-  deviceName: t.String({
+const StartFields = strictObject({
+  deviceName: t.Optional(t.String({
     minLength: 1,
     maxLength: 100,
     // No control characters: the name is shown on the approval page and in key lists.
     pattern: '^[^\\u0000-\\u001f\\u007f]+$',
-    description: 'The machine asking, usually its hostname; the key is named "svc on <deviceName>"',
-  }),
+    description: 'The machine asking, usually its hostname; the key is named "svc on <deviceName>" (default: "unknown device")',
+  })),
   scopes: t.Optional(
     t.Array(t.String({ maxLength: 64, description: SCOPES.join(', ') }), {
       minItems: 1,
@@ -19,6 +19,9 @@ export const StartDeviceLoginBody = strictObject({
     }),
   ),
 })
+
+/** Both fields are optional, so the body may be left out. */
+export const StartDeviceLoginBody = t.Union([StartFields, t.Null()])
 
 export const DeviceAuthorizationSchema = t.Object({
   deviceCode: t.String({ description: 'Secret; the CLI polls with it. Never shown to the person.' }),

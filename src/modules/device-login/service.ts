@@ -113,11 +113,11 @@ export class DeviceLogins {
     private readonly now: () => number = Date.now,
   ) {}
 
-  start(input: { deviceName: string; scopes?: string[] }, client: string): DeviceAuthorization {
+  start(input: { deviceName?: string; scopes?: string[] } | null, client: string): DeviceAuthorization {
     this.sweep()
-    const deviceName = input.deviceName.trim()
+    const deviceName = input?.deviceName === undefined ? 'unknown device' : input.deviceName.trim()
     if (deviceName === '') throw validationError('deviceName', 'must not be blank')
-    const scopes = [...new Set(input.scopes ?? DEFAULT_CLI_SCOPES)]
+    const scopes = [...new Set(input?.scopes ?? DEFAULT_CLI_SCOPES)]
     if (scopes.length === 0) throw validationError('scopes', 'at least one scope is required')
     const unknown = scopes.find((scope) => !isScope(scope))
     if (unknown !== undefined) throw validationError('scopes', `unknown scope "${unknown}"`)
