@@ -8,7 +8,7 @@ import { errorBody, VaultClient } from './client'
 import { credentials, normalizeUrl, readConfig, removeConfig, writeConfig, type StoredConfig } from './config'
 import { CliError, usageError } from './errors'
 import { writeSecretFile } from './files'
-import { dotenvText, selectionFrom } from './run'
+import { selectionFrom } from './run'
 import { describeSelection, exportQuery, fetchExport, fetchExportText, withProject, type Selection } from './variables'
 
 const out = (text: string) => process.stdout.write(text)
@@ -324,5 +324,3 @@ export async function ls(argv: string[]): Promise<void> {
   }
   out(text)
 }
-
-export { dotenvText }
