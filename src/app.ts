@@ -26,6 +26,7 @@ import { statsRoutes } from './modules/stats'
 import { exportRoutes } from './modules/export'
 import { aiRoutes } from './modules/ai'
 import { webRoutes } from './web'
+import { deviceLoginRoutes } from './modules/device-login'
 
 export type { AppDeps }
 
@@ -91,6 +92,7 @@ export function createApp(deps: AppDeps) {
     .use(statsRoutes(deps))
     .use(exportRoutes(deps))
     .use(aiRoutes(deps))
+    .use(deviceLoginRoutes(deps))
     .use(webRoutes(deps))
   root = () => app
   if (!deps.config.checkResponses) skipResponseChecks(app)

@@ -3,6 +3,7 @@ import { render } from 'preact'
 import { useEffect } from 'preact/hooks'
 import { api, currentUser, sessionLost, type User } from './api'
 import { AccessKeysPage } from './pages/access-keys'
+import { CliPage } from './pages/cli'
 import { DashboardPage } from './pages/dashboard'
 import { EnvProjectPage, EnvProjectsPage } from './pages/envs'
 import { ExportPage } from './pages/export'
@@ -37,6 +38,7 @@ function Page(props: { path: string }) {
   if (match('/access-keys', path)) return <AccessKeysPage />
   if (match('/export', path)) return <ExportPage />
   if (match('/settings', path)) return <SettingsPage />
+  if (match('/cli', path)) return <CliPage />
   return (
     <section>
       <h1>Not found</h1>

@@ -30,6 +30,14 @@ export type ErrorCode =
   | 'INTERNAL_ERROR'
   | 'LAST_SIGN_IN_METHOD'
   | 'MISDIRECTED_REQUEST'
+  // Device login (svc login), RFC 8628's token errors upper-cased.
+  | 'AUTHORIZATION_PENDING'
+  | 'SLOW_DOWN'
+  | 'EXPIRED_TOKEN'
+  | 'ACCESS_DENIED'
+  | 'INVALID_GRANT'
+  | 'DEVICE_CODE_NOT_FOUND'
+  | 'ACCESS_KEY_REQUIRED'
   // Ambiguous per-environment exports and duplicates.
   | 'AMBIGUOUS_EXPORT'
   | 'CATEGORY_EXISTS'

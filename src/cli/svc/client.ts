@@ -1,0 +1,88 @@
+// HTTP to the vault: every failure becomes one clear line (CliError), never a stack trace.
+import { CliError } from './errors'
+import type { Credentials } from './config'
+
+export interface ApiAnswer {
+  status: number
+  headers: Headers
+  text: string
+}
+
+export class VaultClient {
+  constructor(
+    readonly url: string,
+    private readonly key: string | null,
+    private readonly keySource: Credentials['keySource'] | null = null,
+  ) {}
+
+  static signedIn(creds: Credentials): VaultClient {
+    return new VaultClient(creds.url, creds.key, creds.keySource)
+  }
+
+  /** Any answer, errors included (the caller decides); only an unreachable vault throws. */
+  async raw(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<ApiAnswer> {
+    const all: Record<string, string> = { accept: 'application/json', ...headers }
+    if (this.key) all.authorization = `Bearer ${this.key}`
+    if (body !== undefined) all['content-type'] = 'application/json'
+    let response: Response
+    try {
+      response = await fetch(this.url + path, { method, headers: all, body: body === undefined ? undefined : JSON.stringify(body), redirect: 'manual' })
+    } catch (error) {
+      throw new CliError(`cannot reach the vault at ${this.url}: ${reason(error)}`)
+    }
+    return { status: response.status, headers: response.headers, text: await response.text() }
+  }
+
+  /** A 2xx answer, or a CliError that says what went wrong and what to do. */
+  async send(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<ApiAnswer> {
+    const answer = await this.raw(method, path, body, headers)
+    if ((answer.status >= 200 && answer.status < 300) || answer.status === 304) return answer
+    throw this.failure(answer)
+  }
+
+  async json<T>(method: string, path: string, body?: unknown): Promise<T> {
+    const answer = await this.send(method, path, body)
+    if (answer.status === 204 || answer.text === '') return undefined as T
+    try {
+      return JSON.parse(answer.text) as T
+    } catch {
+      throw new CliError(`the vault at ${this.url} answered ${path} with something that is not JSON (is this an svc-vault server?)`)
+    }
+  }
+
+  failure(answer: ApiAnswer): CliError {
+    const { code, error } = errorBody(answer.text)
+    if (answer.status === 401) {
+      const what = this.keySource === 'SVC_TOKEN' ? 'the key in SVC_TOKEN' : 'the stored access key'
+      return new CliError(`the vault refused ${what} (${code ?? 401}: unknown, revoked or expired): run svc login`)
+    }
+    if (answer.status === 403 && code === 'AUTH_SCOPE_REQUIRED') {
+      const scope = /scope (\S+)/.exec(error ?? '')?.[1]
+      return new CliError(
+        `the access key lacks the scope ${scope ?? '(unnamed)'}: sign in again with svc login --scopes, or use a key that has it`,
+      )
+    }
+    if (code && error) return new CliError(`${error.replace(/\.$/, '')} (${code})`)
+    if (answer.status >= 300 && answer.status < 400) {
+      return new CliError(`the vault at ${this.url} redirected to ${answer.headers.get('location') ?? '?'}: use that address with svc login`)
+    }
+    return new CliError(`the vault at ${this.url} answered HTTP ${answer.status} (is this an svc-vault server?)`)
+  }
+}
+
+export function errorBody(text: string): { code?: string; error?: string } {
+  try {
+    const parsed = JSON.parse(text) as { code?: unknown; error?: unknown }
+    return { code: typeof parsed.code === 'string' ? parsed.code : undefined, error: typeof parsed.error === 'string' ? parsed.error : undefined }
+  } catch {
+    return {}
+  }
+}
+
+function reason(error: unknown): string {
+  const code = (error as { code?: string })?.code
+  if (code === 'ConnectionRefused' || code === 'ECONNREFUSED') return 'connection refused'
+  if (code === 'FailedToOpenSocket' || code === 'ENOTFOUND') return 'host not found or unreachable'
+  const message = (error as Error)?.message ?? String(error)
+  return message.split('\n')[0]
+}

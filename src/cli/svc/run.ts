@@ -1,0 +1,207 @@
+// svc run: CMD with the vault's variables added to its environment. No shell: CMD and its
+// arguments go to exec as given. Standard streams are inherited; SIGINT, SIGTERM, SIGHUP and
+// SIGQUIT (and SIGUSR1/2) are passed on; svc ends the way CMD ended (its exit code, or the same
+// signal). --watch polls the export with a conditional request and restarts CMD when the
+// variables change; --mount also writes them as a dotenv file (0600, atomic) that is removed
+// when CMD exits.
+import { existsSync, rmSync } from 'node:fs'
+import { resolve } from 'node:path'
+import { envLine } from '../../modules/export/render'
+import { parseArgs, str } from './args'
+import { VaultClient } from './client'
+import { credentials } from './config'
+import { CliError, usageError } from './errors'
+import { writeSecretFile } from './files'
+import { describeSelection, fetchExport, withProject, type Selection, type Variables } from './variables'
+
+const DEFAULT_INTERVAL_S = 10
+/** After SIGTERM on a restart, CMD has this long to stop before SIGKILL. */
+const RESTART_GRACE_MS = 5_000
+/** Signals that usually end a program: passed on, and svc then ends as CMD does. */
+const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'] as const
+type Forwarded = (typeof FORWARDED)[number]
+/** Signals programs use for their own purposes (reload, rotate logs): passed on only. */
+const PASSED_ON = ['SIGUSR1', 'SIGUSR2'] as const
+
+export const RUN_OPTIONS = [
+  { name: 'env', short: 'e', value: true },
+  { name: 'name', short: 'n', value: true },
+  { name: 'project', value: true },
+  { name: 'file', value: true },
+  { name: 'watch' },
+  { name: 'interval', value: true },
+  { name: 'mount', value: true },
+  { name: 'override' },
+]
+
+export function selectionFrom(options: Record<string, string | boolean | undefined>): Selection {
+  if (options.file !== undefined && options.project === undefined) throw usageError('--file needs --project')
+  return { environment: str(options.env), name: str(options.name), project: str(options.project), file: str(options.file) }
+}
+
+function parseInterval(raw: string | undefined): number {
+  if (raw === undefined) return DEFAULT_INTERVAL_S * 1000
+  const match = /^(\d+(?:\.\d+)?)(ms|s|m)?$/.exec(raw.trim())
+  const ms = match ? Number(match[1]) * (match[2] === 'ms' ? 1 : match[2] === 'm' ? 60_000 : 1000) : NaN
+  if (!Number.isFinite(ms) || ms < 100 || ms > 86_400_000) throw usageError(`--interval must be seconds (e.g. 10, 2.5, 500ms, 1m), got ${raw}`)
+  return ms
+}
+
+/** The child's environment: the vault's variables added; ones already set win unless `override`. */
+export function childEnvironment(variables: Variables, override: boolean, base: NodeJS.ProcessEnv = process.env): Record<string, string> {
+  const env: Record<string, string> = {}
+  for (const [name, value] of Object.entries(base)) if (value !== undefined) env[name] = value
+  for (const [name, value] of Object.entries(variables)) if (override || env[name] === undefined) env[name] = value
+  return env
+}
+
+export const dotenvText = (variables: Variables) =>
+  Object.entries(variables)
+    .map(([name, value]) => envLine(name, value) + '\n')
+    .join('')
+
+const sameVariables = (a: Variables, b: Variables) => {
+  const keys = Object.keys(a)
+  return keys.length === Object.keys(b).length && keys.every((key) => Object.hasOwn(b, key) && a[key] === b[key])
+}
+
+const SIGNAL_NUMBERS: Record<string, number> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGABRT: 6, SIGKILL: 9, SIGUSR1: 10, SIGSEGV: 11, SIGUSR2: 12, SIGPIPE: 13, SIGTERM: 15 }
+
+export async function run(argv: string[]): Promise<never> {
+  const { options, positionals, rest } = parseArgs(argv, RUN_OPTIONS, { stopAtPositional: true })
+  const command = [...positionals, ...rest]
+  if (command.length === 0) throw usageError('svc run needs a command: svc run [options] -- CMD ARGS')
+  const selection = selectionFrom(options)
+  const override = options.override === true
+  const watch = options.watch === true
+  const intervalMs = parseInterval(str(options.interval))
+  if (options.interval !== undefined && !watch) throw usageError('--interval needs --watch')
+  const mountPath = str(options.mount) === undefined ? undefined : resolve(str(options.mount)!)
+  if (mountPath !== undefined && existsSync(mountPath)) {
+    throw new CliError(`--mount: ${mountPath} already exists; remove it or choose another path (svc removes the file it writes)`)
+  }
+
+  const client = VaultClient.signedIn(credentials())
+  const first = (await fetchExport(client, selection))!
+  let exported = first.variables
+  let etag = first.etag
+  let variables = await withProject(client, selection, exported)
+  if ((selection.name || selection.environment) && Object.keys(exported).length === 0) {
+    throw new CliError(`nothing matched: the export of ${describeSelection(selection)} holds no variable`)
+  }
+
+  let mounted = false
+  const unmount = () => {
+    if (!mounted) return
+    mounted = false
+    rmSync(mountPath!, { force: true })
+  }
+  const mount = () => {
+    if (mountPath === undefined) return
+    writeSecretFile(mountPath, dotenvText(variables))
+    mounted = true
+  }
+  let child: ReturnType<typeof Bun.spawn> | undefined
+  let stopping: Forwarded | null = null
+  let restarting = false
+  // CMD has ended for good: an in-flight poll must not start it again.
+  let finished = false
+  // Ctrl-C at a terminal sends SIGINT to the whole foreground process group, CMD included: passing
+  // it on as well would make it two, which many programs read as "force quit".
+  const terminalDeliversSigint = process.stdin.isTTY === true
+  for (const signal of FORWARDED) {
+    process.on(signal, () => {
+      stopping = signal
+      if (signal === 'SIGINT' && terminalDeliversSigint) return
+      child?.kill(signal)
+    })
+  }
+  // Handled too, so that they never end svc itself before it removes a --mount file.
+  for (const signal of PASSED_ON) process.on(signal, () => child?.kill(signal))
+  // The last resort: whatever path ends this process (short of SIGKILL) removes the file.
+  process.on('exit', unmount)
+  try {
+    mount()
+  } catch (error) {
+    throw new CliError(`--mount: cannot write ${mountPath}: ${(error as Error).message}`)
+  }
+
+  const start = () => {
+    try {
+      child = Bun.spawn(command, { stdio: ['inherit', 'inherit', 'inherit'], env: childEnvironment(variables, override) })
+      // A signal that came while svc was still fetching goes to CMD at once.
+      if (stopping !== null) child.kill(stopping)
+    } catch (error) {
+      unmount()
+      const message = (error as Error).message ?? String(error)
+      if (/not found|ENOENT/i.test(message)) throw new CliError(`command not found: ${command[0]}`, 127)
+      throw new CliError(`cannot run ${command[0]}: ${message.split('\n')[0]}`, 126)
+    }
+    return child
+  }
+
+  let pollTimer: ReturnType<typeof setTimeout> | undefined
+  let lastWarning = ''
+  const poll = async () => {
+    try {
+      const answer = await fetchExport(client, selection, etag)
+      if (answer) {
+        exported = answer.variables
+        etag = answer.etag
+      }
+      // An env project has no ETag: with --project its file is read on every poll.
+      const next = answer || selection.project ? await withProject(client, selection, exported) : variables
+      lastWarning = ''
+      if (!sameVariables(next, variables) && stopping === null && !finished) {
+        variables = next
+        mount()
+        process.stderr.write('svc: the variables changed in the vault; restarting the command\n')
+        await restart()
+      }
+    } catch (error) {
+      const message = error instanceof CliError ? error.message : String((error as Error)?.message ?? error)
+      if (message !== lastWarning) process.stderr.write(`svc: watch: ${message}; the command keeps its current values\n`)
+      lastWarning = message
+    }
+    if (stopping === null && !finished) pollTimer = setTimeout(poll, intervalMs)
+  }
+
+  const restart = async () => {
+    restarting = true
+    const old = child!
+    old.kill('SIGTERM')
+    const killer = setTimeout(() => old.kill('SIGKILL'), RESTART_GRACE_MS)
+    await old.exited
+    clearTimeout(killer)
+    restarting = false
+    if (stopping === null && !finished) start()
+  }
+
+  start()
+  if (watch) pollTimer = setTimeout(poll, intervalMs)
+
+  // Wait for a child exit that is not a restart's.
+  for (;;) {
+    const current = child!
+    await current.exited
+    if (restarting || current !== child!) {
+      // A restart is under way or done: wait for the new child.
+      while (restarting) await Bun.sleep(10)
+      if (stopping === null) continue
+    }
+    break
+  }
+  finished = true
+  clearTimeout(pollTimer)
+  unmount()
+  const ended = child!
+  const signal = ended.signalCode === null ? null : String(ended.signalCode)
+  if (signal) {
+    // End the same way, so whoever waits on svc sees what CMD did.
+    process.removeAllListeners(signal)
+    process.kill(process.pid, signal as NodeJS.Signals)
+    await Bun.sleep(100)
+    process.exit(128 + (SIGNAL_NUMBERS[signal] ?? 0))
+  }
+  process.exit(ended.exitCode ?? 1)
+}

@@ -1,0 +1,118 @@
+// Device login for `svc login` (RFC 8628-like) and the calling key's own record:
+//   POST /api/auth/device                       public: device code, user code, link
+//   POST /api/auth/device/token                 public: the CLI polls; the key once approved
+//   GET  /api/auth/device/{userCode}            session: what the approval page shows
+//   POST /api/auth/device/{userCode}/approve    session
+//   POST /api/auth/device/{userCode}/deny       session
+//   GET  /api/auth/key, DELETE /api/auth/key    the access key the request is made with
+// Token errors are 400 with RFC 8628's codes upper-cased: AUTHORIZATION_PENDING, SLOW_DOWN,
+// EXPIRED_TOKEN, ACCESS_DENIED, INVALID_GRANT.
+import { Elysia } from 'elysia'
+import { publicAccessKey } from '../../auth/access-keys'
+import { authGuard, type AuthContext } from '../../auth/guard'
+import { clientAddress } from '../../http/client-address'
+import type { AppDeps } from '../../deps'
+import { AppError } from '../../http/errors'
+import { errorResponses, NoContent, publicErrorResponses } from '../../http/schemas'
+import { AccessKeySchema, CreatedAccessKeySchema } from '../access-keys/model'
+import {
+  DeviceAuthorizationSchema,
+  DeviceDecisionSchema,
+  DeviceRequestSchema,
+  PollDeviceLoginBody,
+  StartDeviceLoginBody,
+  UserCodeParams,
+} from './model'
+import { DeviceLogins } from './service'
+
+const TOKEN_ERRORS =
+  '400 AUTHORIZATION_PENDING (not yet approved: poll again after `interval` seconds), SLOW_DOWN (polled too soon: the interval grows by 5 seconds), EXPIRED_TOKEN (10 minutes passed), ACCESS_DENIED (denied on the page), INVALID_GRANT (unknown or already used device code), VALIDATION_ERROR.'
+
+function ownKey(auth: AuthContext) {
+  if (!auth.accessKey) throw new AppError(403, 'ACCESS_KEY_REQUIRED', 'Send the access key itself (Authorization: Bearer svc_…); a session has no key')
+  return auth.accessKey
+}
+
+export function deviceLoginRoutes(deps: AppDeps) {
+  const logins = new DeviceLogins(deps.accessKeys, deps.config.baseUrl, deps.now)
+  return new Elysia({ name: 'deviceLoginRoutes', prefix: '/api/auth', tags: ['Authentication'] })
+    .use(authGuard(deps))
+    .post('/device', ({ body, request, server }) => logins.start(body, clientAddress(request, server, deps.config)), {
+      body: StartDeviceLoginBody,
+      response: { 200: DeviceAuthorizationSchema, ...publicErrorResponses(400, 413, 429) },
+      detail: {
+        operationId: 'startDeviceLogin',
+        summary: 'Start a device sign-in (svc login)',
+        description:
+          'RFC 8628-like. Answers a secret `deviceCode` for the CLI and a `userCode` with the link `<SVC_BASE_URL>/cli?code=ABCD-EFGH`, where a signed-in person approves or denies. Codes last 10 minutes and are single-use. The key, once approved, is named `svc on <deviceName>`, expires after 90 days and holds `scopes` (default: entries:read entries:reveal export:read envs:read envs:reveal 2fa:read 2fa:reveal categories:read). 429 TOO_MANY_ATTEMPTS when too many sign-ins from one address are waiting.',
+        security: [],
+      },
+    })
+    .post(
+      '/device/token',
+      async ({ body, set }) => {
+        set.headers['cache-control'] = 'no-store'
+        return await logins.poll(body.deviceCode)
+      },
+      {
+        body: PollDeviceLoginBody,
+        response: { 200: CreatedAccessKeySchema, ...publicErrorResponses(400, 413) },
+        detail: {
+          operationId: 'pollDeviceLogin',
+          summary: 'Poll a device sign-in; answers the new access key once approved',
+          description: `The answer holds the key, this once. ${TOKEN_ERRORS}`,
+          security: [],
+        },
+      },
+    )
+    .get('/device/:userCode', ({ auth, params }) => logins.describe(auth.userId, params.userCode), {
+      auth: 'session',
+      params: UserCodeParams,
+      response: { 200: DeviceRequestSchema, ...errorResponses(404, 429) },
+      detail: {
+        operationId: 'getDeviceLogin',
+        summary: 'A pending device sign-in: the device name and the scopes asked for',
+        description: '404 DEVICE_CODE_NOT_FOUND when the code is unknown, expired or already decided. 429 after 20 unknown codes in 15 minutes.',
+      },
+    })
+    .post('/device/:userCode/approve', ({ auth, params }) => ({ status: logins.decide(auth.userId, params.userCode, true) }), {
+      auth: 'session',
+      params: UserCodeParams,
+      response: { 200: DeviceDecisionSchema, ...errorResponses(404, 413, 429) },
+      detail: {
+        operationId: 'approveDeviceLogin',
+        summary: 'Approve a device sign-in: the CLI receives a new access key of yours on its next poll',
+      },
+    })
+    .post('/device/:userCode/deny', ({ auth, params }) => ({ status: logins.decide(auth.userId, params.userCode, false) }), {
+      auth: 'session',
+      params: UserCodeParams,
+      response: { 200: DeviceDecisionSchema, ...errorResponses(404, 413, 429) },
+      detail: { operationId: 'denyDeviceLogin', summary: 'Deny a device sign-in: the CLI is told so and gets no key' },
+    })
+    .get('/key', ({ auth }) => publicAccessKey(ownKey(auth)), {
+      auth: 'any',
+      response: { 200: AccessKeySchema, ...errorResponses() },
+      detail: {
+        operationId: 'getCurrentAccessKey',
+        summary: 'The access key this request is made with (never the key itself)',
+        description: '403 ACCESS_KEY_REQUIRED with a session.',
+      },
+    })
+    .delete(
+      '/key',
+      async ({ auth, set }) => {
+        await deps.accessKeys.revoke(auth.userId, ownKey(auth).id)
+        set.status = 204
+      },
+      {
+        auth: 'any',
+        response: { 204: NoContent, ...errorResponses(413) },
+        detail: {
+          operationId: 'revokeCurrentAccessKey',
+          summary: 'Revoke the access key this request is made with (svc logout)',
+          description: 'From this answer on, the key gets 401. 403 ACCESS_KEY_REQUIRED with a session.',
+        },
+      },
+    )
+}

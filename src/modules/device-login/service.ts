@@ -1,0 +1,258 @@
+// Device login for the `svc` command (RFC 8628's device authorization grant, in our API's shape).
+// The CLI asks for a device code and a short user code; the person opens
+// <SVC_BASE_URL>/cli?code=ABCD-EFGH while signed in, sees the device name and the scopes, and
+// approves or denies; the CLI, polling with the device code, then receives a new access key.
+//
+// Requests live in memory only: they last ten minutes, and a restart simply makes the CLI start
+// again. The device code is kept as its SHA-256 (it is the bearer of the future key); the user
+// code alone gets nothing without a signed-in session approving it.
+import type { AccessKeys, PublicAccessKey } from '../../auth/access-keys'
+import { isScope, type Scope } from '../../auth/scopes'
+import { constantTimeEqual, randomToken, sha256Hex } from '../../crypto/tokens'
+import { AppError, validationError } from '../../http/errors'
+
+export const DEVICE_CODE_TTL_MS = 10 * 60_000
+export const POLL_INTERVAL_MS = 5_000
+/** RFC 8628 3.5: each slow_down adds five seconds to the interval. */
+export const SLOW_DOWN_STEP_MS = 5_000
+/** Timers and networks are not exact: a poll this much early still counts as on time. */
+const POLL_SLACK_MS = 250
+export const KEY_TTL_MS = 90 * 86_400_000
+export const DEFAULT_CLI_SCOPES: readonly Scope[] = [
+  'entries:read',
+  'entries:reveal',
+  'export:read',
+  'envs:read',
+  'envs:reveal',
+  '2fa:read',
+  '2fa:reveal',
+  'categories:read',
+]
+// Memory stays bounded on a public endpoint: pending requests per client address and in all.
+const MAX_PENDING_PER_CLIENT = 10
+const MAX_PENDING = 1000
+// A signed-in user guessing user codes: this many unknown codes per 15 minutes.
+const LOOKUP_WINDOW_MS = 15 * 60_000
+const MAX_FAILED_LOOKUPS = 20
+
+// RFC 8628 6.1: consonants only (no vowels, so no words), no look-alikes.
+const USER_CODE_ALPHABET = 'BCDFGHJKLMNPQRSTVWXZ'
+const USER_CODE_LENGTH = 8
+
+export type DeviceRequestStatus = 'pending' | 'approved' | 'denied'
+
+interface DeviceRequest {
+  deviceCodeHash: string
+  /** Eight letters, without the hyphen. */
+  userCode: string
+  deviceName: string
+  scopes: Scope[]
+  client: string
+  createdAt: number
+  expiresAt: number
+  intervalMs: number
+  lastPollAt: number | null
+  status: DeviceRequestStatus
+  approvedBy: string | null
+}
+
+export interface DeviceAuthorization {
+  deviceCode: string
+  userCode: string
+  verificationUri: string
+  expiresIn: number
+  interval: number
+}
+
+export interface DeviceRequestView {
+  userCode: string
+  deviceName: string
+  keyName: string
+  scopes: Scope[]
+  keyExpiresInDays: number
+  expiresAt: string
+}
+
+/** "ABCDEFGH" -> "ABCD-EFGH". */
+export const formatUserCode = (code: string) => `${code.slice(0, 4)}-${code.slice(4)}`
+
+/** What a person types or a link carries: case, spaces and hyphens do not matter. */
+export function normalizeUserCode(input: string): string | null {
+  const code = input.toUpperCase().replace(/[\s-]/g, '')
+  if (code.length !== USER_CODE_LENGTH) return null
+  for (const letter of code) if (!USER_CODE_ALPHABET.includes(letter)) return null
+  return code
+}
+
+function randomUserCode(): string {
+  let code = ''
+  // Rejection sampling: 240 is the largest multiple of 20 below 256, so every letter is as likely.
+  while (code.length < USER_CODE_LENGTH) {
+    for (const byte of crypto.getRandomValues(new Uint8Array(16))) {
+      if (byte < 240 && code.length < USER_CODE_LENGTH) code += USER_CODE_ALPHABET[byte % 20]
+    }
+  }
+  return code
+}
+
+export const keyNameFor = (deviceName: string) => `svc on ${deviceName}`
+
+const tooMany = (retryAfterSeconds: number, message: string) =>
+  new AppError(429, 'TOO_MANY_ATTEMPTS', message, { 'retry-after': String(Math.max(1, retryAfterSeconds)) })
+const deviceCodeNotFound = () =>
+  new AppError(404, 'DEVICE_CODE_NOT_FOUND', 'No pending sign-in has this code: it may have expired (codes last 10 minutes) or been used')
+
+export class DeviceLogins {
+  private readonly byDeviceCode = new Map<string, DeviceRequest>()
+  private readonly byUserCode = new Map<string, DeviceRequest>()
+  private readonly failedLookups = new Map<string, number[]>()
+
+  constructor(
+    private readonly accessKeys: AccessKeys,
+    private readonly baseUrl: string,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  start(input: { deviceName?: string; scopes?: string[] } | null, client: string): DeviceAuthorization {
+    this.sweep()
+    const deviceName = input?.deviceName === undefined ? 'unknown device' : input.deviceName.trim()
+    if (deviceName === '') throw validationError('deviceName', 'must not be blank')
+    const scopes = [...new Set(input?.scopes ?? DEFAULT_CLI_SCOPES)]
+    if (scopes.length === 0) throw validationError('scopes', 'at least one scope is required')
+    const unknown = scopes.find((scope) => !isScope(scope))
+    if (unknown !== undefined) throw validationError('scopes', `unknown scope "${unknown}"`)
+    let fromClient = 0
+    for (const request of this.byDeviceCode.values()) if (request.client === client) fromClient++
+    if (fromClient >= MAX_PENDING_PER_CLIENT || this.byDeviceCode.size >= MAX_PENDING) {
+      throw tooMany(60, 'Too many sign-ins are waiting for approval; try again in a minute')
+    }
+    const deviceCode = randomToken(32)
+    let userCode = randomUserCode()
+    while (this.byUserCode.has(userCode)) userCode = randomUserCode()
+    const now = this.now()
+    const request: DeviceRequest = {
+      deviceCodeHash: sha256Hex(deviceCode),
+      userCode,
+      deviceName,
+      scopes: scopes as Scope[],
+      client,
+      createdAt: now,
+      expiresAt: now + DEVICE_CODE_TTL_MS,
+      intervalMs: POLL_INTERVAL_MS,
+      lastPollAt: null,
+      status: 'pending',
+      approvedBy: null,
+    }
+    this.byDeviceCode.set(request.deviceCodeHash, request)
+    this.byUserCode.set(userCode, request)
+    return {
+      deviceCode,
+      userCode: formatUserCode(userCode),
+      verificationUri: `${this.baseUrl}/cli?code=${formatUserCode(userCode)}`,
+      expiresIn: DEVICE_CODE_TTL_MS / 1000,
+      interval: POLL_INTERVAL_MS / 1000,
+    }
+  }
+
+  /**
+   * The CLI's poll. Pending, too fast, denied and expired answer errors (RFC 8628 3.5); once
+   * approved, the key is created for the approving user and handed over this once.
+   */
+  async poll(deviceCode: string): Promise<PublicAccessKey & { key: string }> {
+    const hash = sha256Hex(deviceCode)
+    const request = this.byDeviceCode.get(hash)
+    if (!request || !constantTimeEqual(request.deviceCodeHash, hash)) {
+      throw new AppError(400, 'INVALID_GRANT', 'Unknown or already used device code: run svc login again')
+    }
+    const now = this.now()
+    if (now >= request.expiresAt) {
+      this.remove(request)
+      throw new AppError(400, 'EXPIRED_TOKEN', 'The sign-in code expired before it was approved: run svc login again')
+    }
+    if (request.status === 'denied') {
+      this.remove(request)
+      throw new AppError(400, 'ACCESS_DENIED', 'The sign-in was denied in the web interface')
+    }
+    const early = request.lastPollAt !== null && now - request.lastPollAt < request.intervalMs - POLL_SLACK_MS
+    request.lastPollAt = now
+    if (early) {
+      request.intervalMs += SLOW_DOWN_STEP_MS
+      const seconds = request.intervalMs / 1000
+      throw new AppError(400, 'SLOW_DOWN', `Polling too fast: wait ${seconds} seconds between polls`, { 'retry-after': String(seconds) })
+    }
+    if (request.status === 'pending') {
+      throw new AppError(400, 'AUTHORIZATION_PENDING', 'Waiting for the sign-in to be approved in the web interface', {
+        'retry-after': String(request.intervalMs / 1000),
+      })
+    }
+    // Approved: single use, so the request goes before the key is written.
+    this.remove(request)
+    return await this.accessKeys.create(request.approvedBy!, {
+      name: keyNameFor(request.deviceName),
+      scopes: request.scopes,
+      expiresAt: new Date(now + KEY_TTL_MS).toISOString(),
+    })
+  }
+
+  /** What the approval page shows: only a pending, unexpired request. */
+  describe(userId: string, userCode: string): DeviceRequestView {
+    const request = this.pending(userId, userCode)
+    return {
+      userCode: formatUserCode(request.userCode),
+      deviceName: request.deviceName,
+      keyName: keyNameFor(request.deviceName),
+      scopes: [...request.scopes],
+      keyExpiresInDays: KEY_TTL_MS / 86_400_000,
+      expiresAt: new Date(request.expiresAt).toISOString(),
+    }
+  }
+
+  decide(userId: string, userCode: string, approve: boolean): 'approved' | 'denied' {
+    const request = this.pending(userId, userCode)
+    const status = approve ? 'approved' : 'denied'
+    request.status = status
+    request.approvedBy = approve ? userId : null
+    return status
+  }
+
+  private pending(userId: string, userCode: string): DeviceRequest {
+    const retry = this.lookupWait(userId)
+    if (retry > 0) throw tooMany(retry, 'Too many unknown codes; try again later')
+    const code = normalizeUserCode(userCode)
+    const request = code === null ? undefined : this.byUserCode.get(code)
+    if (!request || request.status !== 'pending' || this.now() >= request.expiresAt) {
+      if (request && this.now() >= request.expiresAt) this.remove(request)
+      this.recordFailedLookup(userId)
+      throw deviceCodeNotFound()
+    }
+    return request
+  }
+
+  private lookupWait(userId: string): number {
+    const since = this.now() - LOOKUP_WINDOW_MS
+    const recent = (this.failedLookups.get(userId) ?? []).filter((at) => at > since)
+    if (recent.length < MAX_FAILED_LOOKUPS) return 0
+    return Math.ceil((recent[recent.length - MAX_FAILED_LOOKUPS] + LOOKUP_WINDOW_MS - this.now()) / 1000)
+  }
+
+  private recordFailedLookup(userId: string): void {
+    const since = this.now() - LOOKUP_WINDOW_MS
+    const recent = (this.failedLookups.get(userId) ?? []).filter((at) => at > since)
+    recent.push(this.now())
+    this.failedLookups.set(userId, recent)
+  }
+
+  private remove(request: DeviceRequest): void {
+    this.byDeviceCode.delete(request.deviceCodeHash)
+    this.byUserCode.delete(request.userCode)
+  }
+
+  /** Drops expired requests (at most MAX_PENDING to look at) and stale lookup counts. */
+  private sweep(): void {
+    const now = this.now()
+    for (const request of this.byDeviceCode.values()) if (now >= request.expiresAt) this.remove(request)
+    if (this.failedLookups.size > 1000) {
+      for (const [userId, times] of this.failedLookups) if (times.every((at) => at <= now - LOOKUP_WINDOW_MS)) this.failedLookups.delete(userId)
+    }
+  }
+}

@@ -1,0 +1,335 @@
+// Signing the CLI in: the device approval end to end (the built svc, the real server, Chromium
+// approving on /cli), its expiry on the server's clock, slow_down and single use at the API,
+// `svc login --key`, `svc logout`, and the config file's modes.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs'
+import { hostname } from 'node:os'
+import { join } from 'node:path'
+import { hasChromium, openBrowser, type BrowserSession } from '../support/browser'
+import { Client, PASSWORD, signUp } from '../support/client'
+import { startTestServer, type TestServer } from '../support/server'
+import { buildCli, freePort, startSvc, svc, svcHome } from './support'
+
+const DEFAULT_SCOPES = ['entries:read', 'entries:reveal', 'export:read', 'envs:read', 'envs:reveal', '2fa:read', '2fa:reveal', 'categories:read']
+const DAY = 86_400_000
+
+let server: TestServer
+let owner: Client & { email: string }
+// The server's clock: real time plus what a test adds.
+let offset = 0
+const now = () => Date.now() + offset
+
+beforeAll(async () => {
+  await buildCli()
+  const port = freePort()
+  server = await startTestServer({ port, env: { SVC_BASE_URL: `http://127.0.0.1:${port}` }, now })
+  owner = await signUp(server.url)
+}, 60_000)
+
+afterAll(async () => {
+  await server?.stop()
+})
+
+/** Starts `svc login` and waits for the link it prints. */
+async function startLogin(env: Record<string, string>, extra: string[] = []) {
+  const running = startSvc(['login', server.url, ...extra], { env })
+  await running.waitFor((out) => /\/cli\?code=[A-Z]{4}-[A-Z]{4}/.test(out.stderr))
+  const link = /(http:\/\/\S+\/cli\?code=([A-Z]{4}-[A-Z]{4}))/.exec(running.output.stderr)!
+  return { running, link: link[1], userCode: link[2] }
+}
+
+const requireChromium = !hasChromium() && process.env.CI === 'true'
+if (requireChromium) throw new Error('CI=true: Chromium (/usr/bin/chromium) is required for the device approval test')
+
+describe.skipIf(!hasChromium())('svc login: device approval in Chromium', () => {
+  let browser: BrowserSession
+
+  beforeAll(async () => {
+    browser = await openBrowser(server.url)
+    await browser.context.addCookies([{ name: 'svc_session', value: owner.credentials.cookie!, url: server.url }])
+  }, 20_000)
+
+  afterAll(async () => {
+    await browser?.close()
+  })
+
+  test('the page shows the device and scopes; approving gives svc a 90-day key it stores 0600; logout revokes it', async () => {
+    const home = svcHome()
+    const { running, link, userCode } = await startLogin(home.env)
+    expect(link).toBe(`${server.url}/cli?code=${userCode}`)
+    expect(running.output.stderr).toContain(userCode)
+    const page = browser.page
+    await page.goto(link)
+    await page.getByRole('heading', { name: 'Sign in the svc command' }).waitFor()
+    await page.locator('.cli-device').waitFor()
+    expect(await page.locator('.cli-device').textContent()).toBe(hostname())
+    expect(await page.locator('.cli-code').textContent()).toBe(userCode)
+    const scopes = await page.locator('.cli-scopes code').allTextContents()
+    expect(scopes).toEqual(DEFAULT_SCOPES)
+    expect(await page.locator('.cli-approval').textContent()).toContain(`svc on ${hostname()}`)
+    await page.getByRole('button', { name: 'Approve' }).click()
+    await page.getByText('Approved.').waitFor()
+
+    const result = await running.end()
+    expect(result.code).toBe(0)
+    expect(result.stderr).toContain(`Signed in to ${server.url} as ${owner.email}`)
+
+    // The stored sign-in: folder 0700, file 0600, nothing else left in the folder.
+    const dir = join(home.config, 'svc-vault')
+    expect(statSync(dir).mode & 0o777).toBe(0o700)
+    expect(statSync(join(dir, 'config.json')).mode & 0o777).toBe(0o600)
+    expect(readdirSync(dir)).toEqual(['config.json'])
+    const stored = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8'))
+    expect(stored.url).toBe(server.url)
+    expect(stored.key).toStartWith('svc_')
+
+    // The key, as the web interface lists it: its name, the default scopes, 90 days.
+    const keys = (await owner.get('/api/access-keys')).body as { name: string; scopes: string[]; expiresAt: string; keyPrefix: string }[]
+    const made = keys.find((k) => stored.key.startsWith(k.keyPrefix))!
+    expect(made.name).toBe(`svc on ${hostname()}`)
+    expect(made.scopes).toEqual(DEFAULT_SCOPES)
+    expect(Math.abs(Date.parse(made.expiresAt) - (now() + 90 * DAY))).toBeLessThan(60_000)
+
+    const whoami = await svc(['whoami'], { env: home.env })
+    expect(whoami.code).toBe(0)
+    expect(whoami.stdout).toContain(`URL:     ${server.url}\n`)
+    expect(whoami.stdout).toContain(`Account: ${owner.email}\n`)
+    expect(whoami.stdout).toContain(`Key:     svc on ${hostname()} (`)
+    expect(whoami.stdout).toContain(`Scopes:  ${DEFAULT_SCOPES.join(' ')}\n`)
+    expect(whoami.stdout).toContain(`Expires: ${made.expiresAt}\n`)
+
+    // The code was single-use: the page now says so.
+    await page.goto(link)
+    await page.getByText('No sign-in is waiting for the code').waitFor()
+
+    const logout = await svc(['logout'], { env: home.env })
+    expect(logout.code).toBe(0)
+    expect((await new Client(server.url, { key: stored.key }).get('/api/auth/me')).status).toBe(401)
+    expect(readdirSync(dir)).toEqual([])
+    expect(browser.errors.filter((e) => !e.includes('404'))).toEqual([])
+  }, 40_000)
+
+  test('denying on the page: svc gets no key and says so', async () => {
+    const home = svcHome()
+    const { running, link } = await startLogin(home.env)
+    await browser.page.goto(link)
+    await browser.page.getByRole('button', { name: 'Deny' }).click()
+    await browser.page.getByText('Denied.').waitFor()
+    const result = await running.end()
+    expect(result).toMatchObject({ code: 1, stderr: expect.stringContaining('svc: the sign-in was denied in the web interface\n') })
+    expect(existsSync(join(home.config, 'svc-vault', 'config.json'))).toBe(false)
+  }, 30_000)
+
+  test('a signed-out visit signs in first, then comes back to the approval', async () => {
+    const fresh = await openBrowser(server.url)
+    try {
+      const home = svcHome()
+      const { running, link, userCode } = await startLogin(home.env, ['--scopes', 'export:read'])
+      await fresh.page.goto(link)
+      await fresh.page.getByRole('button', { name: 'Sign in' }).waitFor()
+      await fresh.page.getByLabel('E-mail').fill(owner.email)
+      await fresh.page.getByLabel('Password').fill(PASSWORD)
+      await fresh.page.getByRole('button', { name: 'Sign in' }).click()
+      await fresh.page.locator('.cli-code').waitFor()
+      expect(await fresh.page.locator('.cli-code').textContent()).toBe(userCode)
+      expect(await fresh.page.locator('.cli-scopes code').allTextContents()).toEqual(['export:read'])
+      await fresh.page.getByRole('button', { name: 'Approve' }).click()
+      expect((await running.end()).code).toBe(0)
+      const whoami = await svc(['whoami'], { env: home.env })
+      expect(whoami.stdout).toContain('Scopes:  export:read\n')
+    } finally {
+      await fresh.close()
+    }
+  }, 40_000)
+})
+
+describe('svc login: expiry and the endpoints', () => {
+  test('a code not approved within 10 minutes (server clock) expires: svc stops with one line', async () => {
+    const home = svcHome()
+    const { running, userCode } = await startLogin(home.env)
+    offset += 10 * 60_000 + 1000
+    try {
+      const result = await running.end()
+      expect(result.code).toBe(1)
+      expect(result.stderr).toEndWith('svc: the sign-in code expired before it was approved: run svc login again\n')
+      expect((await owner.get(`/api/auth/device/${userCode}`)).body.code).toBe('DEVICE_CODE_NOT_FOUND')
+    } finally {
+      offset -= 10 * 60_000 + 1000
+    }
+  }, 30_000)
+
+  test('polling: pending, slow_down (the interval grows by 5 s), approval, then single use', async () => {
+    const anonymous = new Client(server.url)
+    const started = await anonymous.post('/api/auth/device', { deviceName: 'build-box' })
+    expect(started.status).toBe(200)
+    const { deviceCode, userCode, verificationUri, expiresIn, interval } = started.body
+    expect(userCode).toMatch(/^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$/)
+    expect(verificationUri).toBe(`${server.url}/cli?code=${userCode}`)
+    expect(expiresIn).toBe(600)
+    expect(interval).toBe(5)
+    const poll = () => anonymous.post('/api/auth/device/token', { deviceCode })
+    expect((await poll()).body.code).toBe('AUTHORIZATION_PENDING')
+    const tooSoon = await poll()
+    expect(tooSoon.status).toBe(400)
+    expect(tooSoon.body.code).toBe('SLOW_DOWN')
+    expect(tooSoon.headers.get('retry-after')).toBe('10')
+    // 6 s later is still too soon for the 10 s interval; 10 s later is fine.
+    offset += 6000
+    expect((await poll()).body.code).toBe('SLOW_DOWN')
+    offset += 15_000
+    expect((await poll()).body.code).toBe('AUTHORIZATION_PENDING')
+
+    // The page's endpoints take a session only; the code may be typed in any case, without the hyphen.
+    const described = await owner.get(`/api/auth/device/${userCode.replace('-', '').toLowerCase()}`)
+    expect(described.body).toMatchObject({ userCode, deviceName: 'build-box', keyName: 'svc on build-box', scopes: DEFAULT_SCOPES, keyExpiresInDays: 90 })
+    const key = await owner.keyClient(['export:read'])
+    expect((await key.post(`/api/auth/device/${userCode}/approve`)).body.code).toBe('SESSION_REQUIRED')
+    expect((await anonymous.post(`/api/auth/device/${userCode}/approve`)).status).toBe(401)
+    expect((await owner.post(`/api/auth/device/${userCode}/approve`)).body).toEqual({ status: 'approved' })
+    expect((await owner.post(`/api/auth/device/${userCode}/deny`)).body.code).toBe('DEVICE_CODE_NOT_FOUND')
+
+    offset += 20_000
+    const granted = await poll()
+    expect(granted.status).toBe(200)
+    expect(granted.headers.get('cache-control')).toBe('no-store')
+    expect(granted.body).toMatchObject({ name: 'svc on build-box', scopes: DEFAULT_SCOPES })
+    // 90 days from the grant (createdAt is read from the clock a moment later).
+    expect(Math.abs(Date.parse(granted.body.expiresAt) - (Date.parse(granted.body.createdAt) + 90 * DAY))).toBeLessThan(1000)
+    expect((await poll()).body.code).toBe('INVALID_GRANT')
+
+    // The key knows itself, and can revoke itself (svc logout).
+    const own = new Client(server.url, { key: granted.body.key })
+    expect((await own.get('/api/auth/key')).body).toMatchObject({ id: granted.body.id, name: 'svc on build-box' })
+    expect((await owner.get('/api/auth/key')).body.code).toBe('ACCESS_KEY_REQUIRED')
+    expect((await own.delete('/api/auth/key')).status).toBe(204)
+    expect((await own.get('/api/auth/me')).status).toBe(401)
+  })
+
+  test('the body may be left out: a device of unknown name asks for the default scopes', async () => {
+    for (const body of [undefined, {}]) {
+      const started = await new Client(server.url).post('/api/auth/device', body)
+      expect(started.status).toBe(200)
+      const described = await owner.get(`/api/auth/device/${started.body.userCode}`)
+      expect(described.body).toMatchObject({ deviceName: 'unknown device', keyName: 'svc on unknown device', scopes: DEFAULT_SCOPES })
+      await owner.post(`/api/auth/device/${started.body.userCode}/deny`)
+    }
+  })
+
+  test('bad requests: unknown scopes, control characters, unknown codes', async () => {
+    const anonymous = new Client(server.url)
+    expect((await anonymous.post('/api/auth/device', { deviceName: 'x', scopes: ['everything'] })).body.code).toBe('VALIDATION_ERROR')
+    expect((await anonymous.post('/api/auth/device', { deviceName: 'a\nb' })).body.code).toBe('VALIDATION_ERROR')
+    expect((await anonymous.post('/api/auth/device', { deviceName: ' ' })).body.code).toBe('VALIDATION_ERROR')
+    expect((await anonymous.post('/api/auth/device', { deviceName: 'x', extra: 1 })).body.code).toBe('VALIDATION_ERROR')
+    expect((await anonymous.post('/api/auth/device/token', { deviceCode: 'nope' })).body.code).toBe('INVALID_GRANT')
+    expect((await owner.get('/api/auth/device/BCDF-GHJK')).status).toBe(404)
+    expect((await owner.get('/api/auth/device/not-a-code')).status).toBe(404)
+  })
+
+  test('the new endpoints are in the OpenAPI document', async () => {
+    const doc = (await new Client(server.url).get('/api/openapi')).body
+    const ids = Object.values(doc.paths as Record<string, Record<string, { operationId?: string }>>).flatMap((ops) => Object.values(ops).map((op) => op.operationId))
+    for (const id of ['startDeviceLogin', 'pollDeviceLogin', 'getDeviceLogin', 'approveDeviceLogin', 'denyDeviceLogin', 'getCurrentAccessKey', 'revokeCurrentAccessKey']) {
+      expect(ids).toContain(id)
+    }
+    expect(doc.paths['/api/auth/device'].post.security).toEqual([])
+    expect(doc.paths['/api/auth/device/token'].post.security).toEqual([])
+  })
+})
+
+describe('svc login --key and the config file', () => {
+  test('reads the key from standard input only, stores it 0600 in a 0700 folder; logout revokes it (--keep-key only forgets)', async () => {
+    const home = svcHome()
+    // An XDG folder that exists already with looser modes: svc's own folder is still 0700.
+    mkdirSync(home.config, { recursive: true, mode: 0o755 })
+    const created = await owner.post('/api/access-keys', { name: 'laptop', scopes: ['export:read'] })
+    const key = created.body.key as string
+    const asArgument = await svc(['login', '--key', key], { env: home.env })
+    expect(asArgument.code).toBe(2)
+    expect(asArgument.stderr).toContain('never pass a key as an argument')
+    const noUrl = await svc(['login', '--key'], { env: home.env, stdin: key })
+    expect(noUrl.code).toBe(2)
+    const bad = await svc(['login', '--key', server.url], { env: home.env, stdin: 'svc_wrongwrongwrongwrongwrongwrongwrongwrong\n' })
+    expect(bad).toMatchObject({ code: 1, stderr: `svc: the vault at ${server.url} does not accept this key (unknown, revoked or expired)\n` })
+
+    const ok = await svc(['login', '--key', server.url], { env: home.env, stdin: `${key}\n` })
+    expect(ok.code).toBe(0)
+    expect(ok.stdout).toBe('')
+    expect(ok.stderr).not.toContain(key)
+    const dir = join(home.config, 'svc-vault')
+    expect(statSync(dir).mode & 0o777).toBe(0o700)
+    expect(statSync(join(dir, 'config.json')).mode & 0o777).toBe(0o600)
+    expect((await svc(['whoami'], { env: home.env })).stdout).toContain('Key:     laptop (')
+
+    // SVC_URL naming another vault does not receive the stored key.
+    const elsewhere = await svc(['ls'], { env: { ...home.env, SVC_URL: 'http://127.0.0.1:9' } })
+    expect(elsewhere.code).toBe(1)
+    expect(elsewhere.stderr).toContain('is not the vault svc is signed in to')
+
+    // logout --keep-key forgets the key and leaves it valid (it may serve elsewhere too).
+    expect((await svc(['logout', '--keep-key'], { env: home.env })).code).toBe(0)
+    expect(readdirSync(dir)).toEqual([])
+    expect((await new Client(server.url, { key }).get('/api/auth/me')).status).toBe(200)
+    expect(await svc(['logout'], { env: home.env })).toMatchObject({ code: 0, stderr: 'svc is not signed in; nothing to forget\n' })
+
+    // Plain logout revokes the stored key, however it came, and forgets it.
+    expect((await svc(['login', '--key', server.url], { env: home.env, stdin: key })).code).toBe(0)
+    const out = await svc(['logout'], { env: home.env })
+    expect(out.code).toBe(0)
+    expect(out.stderr).toContain('Revoked the key "laptop"')
+    expect(readdirSync(dir)).toEqual([])
+    expect((await new Client(server.url, { key }).get('/api/auth/me')).status).toBe(401)
+  })
+
+  test('logout with the vault unreachable still forgets the key, and says it stays valid', async () => {
+    const home = svcHome()
+    mkdirSync(join(home.config, 'svc-vault'), { recursive: true })
+    await Bun.write(join(home.config, 'svc-vault', 'config.json'), JSON.stringify({ url: 'http://127.0.0.1:9', key: 'svc_unreachable' }))
+    const result = await svc(['logout'], { env: home.env })
+    expect(result.code).toBe(0)
+    expect(result.stderr).toContain('cannot reach the vault at http://127.0.0.1:9')
+    expect(result.stderr).toContain('stays valid until revoked')
+    expect(existsSync(join(home.config, 'svc-vault', 'config.json'))).toBe(false)
+  })
+
+  test('without XDG_CONFIG_HOME the config goes to ~/.config/svc-vault', async () => {
+    const home = svcHome()
+    const { XDG_CONFIG_HOME: _, ...env } = home.env
+    const created = await owner.post('/api/access-keys', { name: 'home', scopes: ['export:read'] })
+    expect((await svc(['login', '--key', server.url], { env, stdin: created.body.key })).code).toBe(0)
+    expect(statSync(join(home.home, '.config', 'svc-vault', 'config.json')).mode & 0o777).toBe(0o600)
+    expect(statSync(join(home.home, '.config', 'svc-vault')).mode & 0o777).toBe(0o700)
+  })
+})
+
+describe('device sign-in limits', () => {
+  test('at most 10 sign-ins wait per client address (429 with Retry-After); expired ones make room', async () => {
+    let shift = 0
+    const own = await startTestServer({ now: () => Date.now() + shift })
+    try {
+      const anonymous = new Client(own.url)
+      for (let i = 0; i < 10; i++) expect((await anonymous.post('/api/auth/device', { deviceName: `box-${i}` })).status).toBe(200)
+      const refused = await anonymous.post('/api/auth/device', { deviceName: 'one-more' })
+      expect(refused.status).toBe(429)
+      expect(refused.body.code).toBe('TOO_MANY_ATTEMPTS')
+      expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0)
+      shift += 10 * 60_000 + 1000
+      expect((await anonymous.post('/api/auth/device', { deviceName: 'later' })).status).toBe(200)
+    } finally {
+      await own.stop()
+    }
+  })
+
+  test('a signed-in user guessing codes is stopped after 20 unknown ones', async () => {
+    const own = await startTestServer()
+    try {
+      const guesser = await signUp(own.url)
+      for (let i = 0; i < 20; i++) expect((await guesser.get('/api/auth/device/BCDF-GHJK')).status).toBe(404)
+      const stopped = await guesser.get('/api/auth/device/BCDF-GHJK')
+      expect(stopped.status).toBe(429)
+      expect(stopped.body.code).toBe('TOO_MANY_ATTEMPTS')
+    } finally {
+      await own.stop()
+    }
+  })
+})
