@@ -252,7 +252,8 @@ function operationOf(route: RouteInfo, converter: SchemaConverter): Json {
   // body can be too large, and a body the route reads can be malformed.
   const method = route.method.toUpperCase()
   if (method !== 'GET' && method !== 'HEAD') map['413'] ??= publicErrorResponses(413)[413]
-  if (isObject(hooks.body)) map['400'] ??= publicErrorResponses(400)[400]
+  // Path parameters, a query or a body the route validates can each be refused with 400.
+  if (isObject(hooks.body) || isObject(hooks.params) || isObject(hooks.query)) map['400'] ??= publicErrorResponses(400)[400]
   for (const status of Object.keys(map).sort()) responses[status] = responseObject(status, map[status], converter)
   operation.responses = Object.keys(responses).length ? responses : { 200: { description: 'OK' } }
   return operation
