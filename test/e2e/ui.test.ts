@@ -7,7 +7,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import * as OTPAuth from 'otpauth'
 import type { Page } from 'playwright-core'
-import { hasChromium, openBrowser, type BrowserSession } from '../support/browser'
+import { CHROMIUM, hasChromium, openBrowser, type BrowserSession } from '../support/browser'
+import { describeNeeding } from '../support/requirements'
 import { Client, PASSWORD, uniqueEmail } from '../support/client'
 import { ROOT, startTestServer, type TestServer } from '../support/server'
 
@@ -44,7 +45,7 @@ async function confirm(action = 'Delete') {
   await dialog.waitFor({ state: 'detached' })
 }
 
-describe.skipIf(!hasChromium())('web interface in Chromium', () => {
+describeNeeding(hasChromium() ? null : `Chromium is not installed at ${CHROMIUM}`)('web interface in Chromium', () => {
   beforeAll(async () => {
     server = await startTestServer()
     browser = await openBrowser(server.url)
