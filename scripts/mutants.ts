@@ -106,6 +106,14 @@ export const MUTANTS: Mutant[] = [
     replace: 'const onDisk = null as T | null',
     test: 'test/robustness/failing-disk.test.ts',
   },
+  {
+    name: 'shutdown-drops-requests',
+    guarantee: 'clean shutdown: requests in flight are answered before the server exits',
+    file: 'src/index.ts',
+    search: 'app.server?.stop(false)',
+    replace: 'app.server?.stop(true)',
+    test: 'test/robustness/shutdown.test.ts',
+  },
 ]
 
 const ROOT = join(import.meta.dir, '..')
