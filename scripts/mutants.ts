@@ -128,7 +128,8 @@ function scratchCopy(): string {
   const dir = mkdtempSync(join(tmpdir(), 'svc-vault-mutants-'))
   const listed = run(['git', 'ls-files', '-z', '--cached', '--others', '--exclude-standard'], ROOT)
   if (listed.code !== 0) throw new Error(`git ls-files failed: ${listed.output}`)
-  for (const file of listed.output.split('\0').filter(Boolean)) {
+  // node_modules is linked below (a symlink to it is not matched by a `node_modules/` ignore rule).
+  for (const file of listed.output.split('\0').filter((name) => name && name !== 'node_modules' && !name.startsWith('node_modules/'))) {
     mkdirSync(dirname(join(dir, file)), { recursive: true })
     try {
       cpSync(join(ROOT, file), join(dir, file))
