@@ -83,6 +83,14 @@ export const MUTANTS: Mutant[] = [
     test: 'test/robustness/backup.test.ts',
   },
   {
+    name: 'backup-without-vaults',
+    guarantee: 'backups: every vault of the data folder is in the bundle',
+    file: 'src/store/backup.ts',
+    search: 'for (const name of names.sort())',
+    replace: 'for (const name of names.slice(0, 0))',
+    test: 'test/robustness/backup.test.ts',
+  },
+  {
     name: 'aad-without-record-id',
     guarantee: 'tampering: a ciphertext is bound to its user, kind and record id',
     file: 'src/crypto/keyring.ts',
