@@ -9,7 +9,7 @@ import * as OTPAuth from 'otpauth'
 import type { Page } from 'playwright-core'
 import { CHROMIUM, hasChromium, openBrowser, type BrowserSession } from '../support/browser'
 import { describeNeeding } from '../support/requirements'
-import { Client, PASSWORD, uniqueEmail } from '../support/client'
+import { Client, PASSWORD, sessionCookie, uniqueEmail } from '../support/client'
 import { ROOT, startTestServer, type TestServer } from '../support/server'
 
 // The README's screenshots are rewritten when asked (SVC_SCREENSHOTS=1) or missing; otherwise they
@@ -37,6 +37,44 @@ async function go(label: string, title: string) {
 }
 
 const noToasts = () => page.waitForFunction(() => !document.querySelector('.toast'))
+
+// The steps below walk the interface in order, each building on the last. Run alone
+// (`bun test -t NAME`), a step first makes what the earlier ones would have, through the API.
+
+/** Signed in as `email` in the browser, on a page of the vault. */
+async function ensureSignedIn() {
+  if (!cookie) {
+    const registered = await new Client(server.url).post('/api/auth/register', { email, password: PASSWORD })
+    expect(registered.status).toBe(201)
+    cookie = sessionCookie(registered.headers)
+    await browser.context.addCookies([{ name: 'svc_session', value: cookie!, url: server.url }])
+  }
+  if (!page.url().startsWith(server.url)) {
+    await page.goto(server.url + '/')
+    await heading('Dashboard').waitFor()
+  }
+}
+
+/** What the keys step makes: GitHub (production) and Database (development) entries of my-blog. */
+async function ensureKeys() {
+  await ensureSignedIn()
+  if (((await api().get('/api/categories')).body as { name: string }[]).some((c) => c.name === 'GitHub')) return
+  const github = await api().post('/api/categories', { name: 'GitHub', keyType: 'simple', envVarName: 'GITHUB_TOKEN', icon: 'github' })
+  expect((await api().post('/api/entries', { categoryId: github.body.id, name: 'my-blog', value: 'ghp_test1234567890', environment: 'production' })).status).toBe(201)
+  const database = await api().post('/api/categories', { name: 'Database', keyType: 'group', fieldDefinitions: ['DB_HOST', 'DB_PASSWORD'], icon: 'postgresql' })
+  const value = JSON.stringify({ DB_HOST: 'db.internal', DB_PASSWORD: 'hunter2-very-secret' })
+  expect((await api().post('/api/entries', { categoryId: database.body.id, name: 'my-blog', value, environment: 'development', notes: 'primary database' })).status).toBe(201)
+  // The page shows what it loaded: load it again.
+  await page.reload()
+}
+
+/** What the 2FA step makes: one GitHub token. */
+async function ensureToken() {
+  await ensureSignedIn()
+  if (((await api().get('/api/2fa')).body as unknown[]).length > 0) return
+  expect((await api().post('/api/2fa', { service: 'GitHub', accountName: 'alice@example.com', secret: TOTP_SECRET })).status).toBe(201)
+  await page.reload()
+}
 
 async function confirm(action = 'Delete') {
   const dialog = page.getByRole('dialog', { name: 'Are you sure?' })
@@ -83,6 +121,7 @@ describeNeeding(hasChromium() ? null : `Chromium is not installed at ${CHROMIUM}
   test(
     'creates categories and entries, reveals and copies, edits and deletes',
     async () => {
+      await ensureSignedIn()
       await go('Keys', 'Keys')
       // A simple category with a brand icon.
       await page.getByRole('button', { name: 'New category' }).first().click()
@@ -170,6 +209,7 @@ describeNeeding(hasChromium() ? null : `Chromium is not installed at ${CHROMIUM}
   test(
     'a revealed value hides itself after 30 seconds',
     async () => {
+      await ensureKeys()
       const timed = await browser.context.newPage()
       await timed.clock.install()
       await timed.goto(server.url + '/keys')
@@ -190,6 +230,7 @@ describeNeeding(hasChromium() ? null : `Chromium is not installed at ${CHROMIUM}
   test(
     'adds a 2FA token from an otpauth:// URI and shows its live code',
     async () => {
+      await ensureSignedIn()
       await go('2FA', 'Two-factor codes')
       await page.getByRole('button', { name: 'Add token' }).click()
       const dialog = page.getByRole('dialog', { name: 'Add a 2FA token' })
@@ -219,6 +260,7 @@ describeNeeding(hasChromium() ? null : `Chromium is not installed at ${CHROMIUM}
   test(
     'creates an env project, edits, uploads and downloads files',
     async () => {
+      await ensureSignedIn()
       await go('Env projects', 'Env projects')
       await page.getByRole('button', { name: 'New project' }).click()
       const dialog = page.getByRole('dialog', { name: 'New env project' })
@@ -265,6 +307,7 @@ describeNeeding(hasChromium() ? null : `Chromium is not installed at ${CHROMIUM}
   test(
     'creates an access key (shown once), sees its use, revokes it',
     async () => {
+      await ensureSignedIn()
       await go('Access keys', 'Access keys')
       await page.getByLabel('Name').fill('CI deploy')
       await page.getByLabel('Expires').selectOption('30')
@@ -300,6 +343,7 @@ describeNeeding(hasChromium() ? null : `Chromium is not installed at ${CHROMIUM}
   test(
     'imports a pasted config: suggestions, leave one out, apply',
     async () => {
+      await ensureSignedIn()
       await go('Import', 'Import a config')
       await page.getByLabel('Config to import').fill('STRIPE_SECRET_KEY=sk_live_abc\nRESEND_API_KEY=re_123\nSENTRY_DSN=https://k@sentry.example/1\n')
       await page.getByRole('button', { name: 'Suggest categories' }).click()
@@ -325,6 +369,8 @@ describeNeeding(hasChromium() ? null : `Chromium is not installed at ${CHROMIUM}
   test(
     'dashboard, keys and 2FA pages; screenshots for the README',
     async () => {
+      await ensureKeys()
+      await ensureToken()
       await go('Dashboard', 'Dashboard')
       const cards = page.locator('.stat')
       await page.getByText('Recent entries').waitFor()
@@ -373,6 +419,7 @@ describeNeeding(hasChromium() ? null : `Chromium is not installed at ${CHROMIUM}
   test(
     'exports the .env of one environment',
     async () => {
+      await ensureKeys()
       await go('Export', 'Export')
       await page.getByLabel('Environment').selectOption('production')
       const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download .env' }).click()])
@@ -387,6 +434,7 @@ describeNeeding(hasChromium() ? null : `Chromium is not installed at ${CHROMIUM}
   test(
     'signs out',
     async () => {
+      await ensureSignedIn()
       await page.getByRole('button', { name: 'Sign out' }).click()
       await page.getByRole('button', { name: 'Sign in' }).waitFor()
       expect(new URL(page.url()).pathname).toBe('/login')
@@ -401,7 +449,8 @@ describeNeeding(hasChromium() ? null : `Chromium is not installed at ${CHROMIUM}
     STEP,
   )
 
-  test('no console errors, no request to another host, no CSP violation', () => {
+  test('no console errors, no request to another host, no CSP violation', async () => {
+    await ensureSignedIn()
     const origin = new URL(server.url).origin
     const foreign = browser.requests.filter((url) => !url.startsWith('data:') && !url.startsWith('blob:') && new URL(url).origin !== origin)
     expect(foreign).toEqual([])
