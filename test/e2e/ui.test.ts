@@ -25,7 +25,8 @@ let server: TestServer
 let browser: BrowserSession
 let page: Page
 let cookie: string | undefined
-const email = uniqueEmail('ui')
+/** The account of the step under way (each step has its own). */
+let email = uniqueEmail('ui')
 
 const api = () => new Client(server.url, { cookie })
 const clipboard = () => page.evaluate(() => navigator.clipboard.readText())
@@ -38,27 +39,31 @@ async function go(label: string, title: string) {
 
 const noToasts = () => page.waitForFunction(() => !document.querySelector('.toast'))
 
-// The steps below walk the interface in order, each building on the last. Run alone
-// (`bun test -t NAME`), a step first makes what the earlier ones would have, through the API.
+// Each step below is one walk through a part of the interface, as its own new user (registered
+// through the API, the session cookie put in the browser) and with the records it needs made
+// through the API: every step passes alone (`bun test -t NAME`) and in any order.
 
-/** Signed in as `email` in the browser, on a page of the vault. */
-async function ensureSignedIn() {
-  if (!cookie) {
-    const registered = await new Client(server.url).post('/api/auth/register', { email, password: PASSWORD })
-    expect(registered.status).toBe(201)
-    cookie = sessionCookie(registered.headers)
-    await browser.context.addCookies([{ name: 'svc_session', value: cookie!, url: server.url }])
-  }
-  if (!page.url().startsWith(server.url)) {
-    await page.goto(server.url + '/')
-    await heading('Dashboard').waitFor()
-  }
+async function confirm(action = 'Delete') {
+  const dialog = page.getByRole('dialog', { name: 'Are you sure?' })
+  await dialog.waitFor()
+  await dialog.getByRole('button', { name: action }).click()
+  await dialog.waitFor({ state: 'detached' })
 }
 
-/** What the keys step makes: GitHub (production) and Database (development) entries of my-blog. */
-async function ensureKeys() {
-  await ensureSignedIn()
-  if (((await api().get('/api/categories')).body as { name: string }[]).some((c) => c.name === 'GitHub')) return
+/** A new account, signed in in the browser, on the dashboard. */
+async function signInAsNewUser() {
+  email = uniqueEmail('ui')
+  const registered = await new Client(server.url).post('/api/auth/register', { email, password: PASSWORD })
+  expect(registered.status).toBe(201)
+  cookie = sessionCookie(registered.headers)
+  await browser.context.clearCookies()
+  await browser.context.addCookies([{ name: 'svc_session', value: cookie!, url: server.url }])
+  await page.goto(server.url + '/')
+  await heading('Dashboard').waitFor()
+}
+
+/** The keys of the keys step: GitHub (production) and Database (development) entries of my-blog. */
+async function addKeys() {
   const github = await api().post('/api/categories', { name: 'GitHub', keyType: 'simple', envVarName: 'GITHUB_TOKEN', icon: 'github' })
   expect((await api().post('/api/entries', { categoryId: github.body.id, name: 'my-blog', value: 'ghp_test1234567890', environment: 'production' })).status).toBe(201)
   const database = await api().post('/api/categories', { name: 'Database', keyType: 'group', fieldDefinitions: ['DB_HOST', 'DB_PASSWORD'], icon: 'postgresql' })
@@ -68,19 +73,10 @@ async function ensureKeys() {
   await page.reload()
 }
 
-/** What the 2FA step makes: one GitHub token. */
-async function ensureToken() {
-  await ensureSignedIn()
-  if (((await api().get('/api/2fa')).body as unknown[]).length > 0) return
+/** The token of the 2FA step. */
+async function addToken() {
   expect((await api().post('/api/2fa', { service: 'GitHub', accountName: 'alice@example.com', secret: TOTP_SECRET })).status).toBe(201)
   await page.reload()
-}
-
-async function confirm(action = 'Delete') {
-  const dialog = page.getByRole('dialog', { name: 'Are you sure?' })
-  await dialog.waitFor()
-  await dialog.getByRole('button', { name: action }).click()
-  await dialog.waitFor({ state: 'detached' })
 }
 
 describeNeeding(hasChromium() ? null : `Chromium is not installed at ${CHROMIUM}`)('web interface in Chromium', () => {
@@ -98,6 +94,8 @@ describeNeeding(hasChromium() ? null : `Chromium is not installed at ${CHROMIUM}
   test(
     'serves the page with a strict CSP, and registers a new account',
     async () => {
+      await browser.context.clearCookies()
+      email = uniqueEmail('ui')
       const response = await page.goto(server.url + '/')
       expect(response!.status()).toBe(200)
       const csp = response!.headers()['content-security-policy']
@@ -121,7 +119,7 @@ describeNeeding(hasChromium() ? null : `Chromium is not installed at ${CHROMIUM}
   test(
     'creates categories and entries, reveals and copies, edits and deletes',
     async () => {
-      await ensureSignedIn()
+      await signInAsNewUser()
       await go('Keys', 'Keys')
       // A simple category with a brand icon.
       await page.getByRole('button', { name: 'New category' }).first().click()
@@ -209,7 +207,8 @@ describeNeeding(hasChromium() ? null : `Chromium is not installed at ${CHROMIUM}
   test(
     'a revealed value hides itself after 30 seconds',
     async () => {
-      await ensureKeys()
+      await signInAsNewUser()
+      await addKeys()
       const timed = await browser.context.newPage()
       await timed.clock.install()
       await timed.goto(server.url + '/keys')
@@ -230,7 +229,7 @@ describeNeeding(hasChromium() ? null : `Chromium is not installed at ${CHROMIUM}
   test(
     'adds a 2FA token from an otpauth:// URI and shows its live code',
     async () => {
-      await ensureSignedIn()
+      await signInAsNewUser()
       await go('2FA', 'Two-factor codes')
       await page.getByRole('button', { name: 'Add token' }).click()
       const dialog = page.getByRole('dialog', { name: 'Add a 2FA token' })
@@ -260,7 +259,7 @@ describeNeeding(hasChromium() ? null : `Chromium is not installed at ${CHROMIUM}
   test(
     'creates an env project, edits, uploads and downloads files',
     async () => {
-      await ensureSignedIn()
+      await signInAsNewUser()
       await go('Env projects', 'Env projects')
       await page.getByRole('button', { name: 'New project' }).click()
       const dialog = page.getByRole('dialog', { name: 'New env project' })
@@ -307,7 +306,7 @@ describeNeeding(hasChromium() ? null : `Chromium is not installed at ${CHROMIUM}
   test(
     'creates an access key (shown once), sees its use, revokes it',
     async () => {
-      await ensureSignedIn()
+      await signInAsNewUser()
       await go('Access keys', 'Access keys')
       await page.getByLabel('Name').fill('CI deploy')
       await page.getByLabel('Expires').selectOption('30')
@@ -343,7 +342,7 @@ describeNeeding(hasChromium() ? null : `Chromium is not installed at ${CHROMIUM}
   test(
     'imports a pasted config: suggestions, leave one out, apply',
     async () => {
-      await ensureSignedIn()
+      await signInAsNewUser()
       await go('Import', 'Import a config')
       await page.getByLabel('Config to import').fill('STRIPE_SECRET_KEY=sk_live_abc\nRESEND_API_KEY=re_123\nSENTRY_DSN=https://k@sentry.example/1\n')
       await page.getByRole('button', { name: 'Suggest categories' }).click()
@@ -369,8 +368,9 @@ describeNeeding(hasChromium() ? null : `Chromium is not installed at ${CHROMIUM}
   test(
     'dashboard, keys and 2FA pages; screenshots for the README',
     async () => {
-      await ensureKeys()
-      await ensureToken()
+      await signInAsNewUser()
+      await addKeys()
+      await addToken()
       await go('Dashboard', 'Dashboard')
       const cards = page.locator('.stat')
       await page.getByText('Recent entries').waitFor()
@@ -419,7 +419,8 @@ describeNeeding(hasChromium() ? null : `Chromium is not installed at ${CHROMIUM}
   test(
     'exports the .env of one environment',
     async () => {
-      await ensureKeys()
+      await signInAsNewUser()
+      await addKeys()
       await go('Export', 'Export')
       await page.getByLabel('Environment').selectOption('production')
       const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download .env' }).click()])
@@ -434,7 +435,7 @@ describeNeeding(hasChromium() ? null : `Chromium is not installed at ${CHROMIUM}
   test(
     'signs out',
     async () => {
-      await ensureSignedIn()
+      await signInAsNewUser()
       await page.getByRole('button', { name: 'Sign out' }).click()
       await page.getByRole('button', { name: 'Sign in' }).waitFor()
       expect(new URL(page.url()).pathname).toBe('/login')
@@ -450,7 +451,7 @@ describeNeeding(hasChromium() ? null : `Chromium is not installed at ${CHROMIUM}
   )
 
   test('no console errors, no request to another host, no CSP violation', async () => {
-    await ensureSignedIn()
+    await signInAsNewUser()
     const origin = new URL(server.url).origin
     const foreign = browser.requests.filter((url) => !url.startsWith('data:') && !url.startsWith('blob:') && new URL(url).origin !== origin)
     expect(foreign).toEqual([])
