@@ -11,6 +11,7 @@
 // Requests and answers are matched by a unique header in each request (seen in `recvfrom`) and
 // the first send on the same socket after it; files by the paths strace's `-yy` shows for fds.
 import { afterAll, expect } from 'bun:test'
+import { spawnSync } from 'node:child_process'
 import { readFileSync, rmSync } from 'node:fs'
 import { basename, dirname, join } from 'node:path'
 import { signUp, uniqueEmail, PASSWORD, Client, type Answer } from '../support/client'
@@ -187,7 +188,15 @@ async function spawnTraced(dataDir: string, traceFile: string) {
   return { url, stop, output: () => output }
 }
 
-testNeeding(missingCommand('strace'))(
+/** Why strace cannot trace here (not installed, or ptrace not permitted, as in some containers), or null. */
+function straceMissing(): string | null {
+  const missing = missingCommand('strace')
+  if (missing) return missing
+  const probe = spawnSync('strace', ['-f', '--seccomp-bpf', '-o', '/dev/null', '-e', 'trace=fsync', 'true'], { encoding: 'utf8' })
+  return probe.status === 0 ? null : `strace cannot trace processes here: ${(probe.stderr ?? '').trim().split('\n')[0]}`
+}
+
+testNeeding(straceMissing())(
   'every acknowledged write is written and fsynced before its answer leaves (strace)',
   async () => {
     const dataDir = tempDir('svc-vault-strace-')
