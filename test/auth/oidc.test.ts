@@ -86,11 +86,18 @@ function expectLoggedReason(reason: RegExp) {
   expect(last).toMatch(reason)
 }
 
-async function expectFailed(response: Response, status = 400, code = 'OIDC_FAILED') {
+/** The reasons the vault itself gives (the library's reasons go to the log: expectLoggedReason). */
+const USED_UP = /missing, expired or already used/
+const BAD_STATE = /state does not match/
+const UNVERIFIABLE = /could not be verified/
+
+/** 400 OIDC_FAILED (or the given status and code) with no session; `reason`: what the answer says. */
+async function expectFailed(response: Response, status = 400, code = 'OIDC_FAILED', reason?: RegExp) {
   expect(response.status).toBe(status)
   const body = (await response.json()) as { error: string; code: string }
   expect(body.code).toBe(code)
   expect(typeof body.error).toBe('string')
+  if (reason) expect(body.error).toMatch(reason)
   expect(sessionCookie(response.headers)).toBeUndefined()
   return body
 }
@@ -194,9 +201,9 @@ describe('OIDC sign-in', () => {
     expect((await browser.request(callbackUrl)).status).toBe(302)
 
     // The browser's cookie is gone: no transaction.
-    await expectFailed(await browser.request(callbackUrl))
+    await expectFailed(await browser.request(callbackUrl), 400, 'OIDC_FAILED', USED_UP)
     // An attacker who kept the cookie: the transaction was used already.
-    await expectFailed(await fetch(callbackUrl, { headers: { cookie: `svc_oidc=${sealed}` }, redirect: 'manual' }))
+    await expectFailed(await fetch(callbackUrl, { headers: { cookie: `svc_oidc=${sealed}` }, redirect: 'manual' }), 400, 'OIDC_FAILED', USED_UP)
   })
 
   test('a tampered state, a tampered cookie or a missing cookie answer 400 OIDC_FAILED and no session', async () => {
@@ -205,9 +212,9 @@ describe('OIDC sign-in', () => {
       const { browser, callbackUrl } = await toCallback(sub)
       const tampered = new URL(callbackUrl)
       tampered.searchParams.set('state', `${callbackUrl.searchParams.get('state')!.slice(0, -2)}xx`)
-      await expectFailed(await browser.request(tampered))
+      await expectFailed(await browser.request(tampered), 400, 'OIDC_FAILED', BAD_STATE)
       // The attempt used the transaction up: the genuine callback fails as well.
-      await expectFailed(await browser.request(callbackUrl))
+      await expectFailed(await browser.request(callbackUrl), 400, 'OIDC_FAILED', USED_UP)
       expect((await me(browser)).status).toBe(401)
     }
     {
@@ -216,8 +223,8 @@ describe('OIDC sign-in', () => {
       const callbackUrl = await passProvider(browser, authorizationUrl, sub)
       const sealed = browser.cookie(base, 'svc_oidc')!
       const flipped = sealed.slice(0, -3) + (sealed.at(-3) === 'A' ? 'B' : 'A') + sealed.slice(-2)
-      await expectFailed(await fetch(callbackUrl, { headers: { cookie: `svc_oidc=${flipped}` }, redirect: 'manual' }))
-      await expectFailed(await fetch(callbackUrl, { redirect: 'manual' }))
+      await expectFailed(await fetch(callbackUrl, { headers: { cookie: `svc_oidc=${flipped}` }, redirect: 'manual' }), 400, 'OIDC_FAILED', USED_UP)
+      await expectFailed(await fetch(callbackUrl, { redirect: 'manual' }), 400, 'OIDC_FAILED', USED_UP)
       // The genuine cookie still completes (the failed attempts did not carry it).
       expect((await browser.request(callbackUrl)).status).toBe(302)
     }
@@ -227,7 +234,7 @@ describe('OIDC sign-in', () => {
     const callbackUrl = await passProvider(browser, authorizationUrl, sub)
     const noState = new URL(callbackUrl)
     noState.searchParams.delete('state')
-    await expectFailed(await browser.request(noState))
+    await expectFailed(await browser.request(noState), 400, 'OIDC_FAILED', BAD_STATE)
   })
 
   test('two concurrent callbacks with one transaction: exactly one signs in', async () => {
@@ -237,6 +244,7 @@ describe('OIDC sign-in', () => {
     const answers = await Promise.all([1, 2, 3].map(() => fetch(callbackUrl, { headers: { cookie }, redirect: 'manual' })))
     expect(answers.map((a) => a.status).sort()).toEqual([302, 400, 400])
     expect(answers.filter((a) => sessionCookie(a.headers)).length).toBe(1)
+    for (const answer of answers.filter((a) => a.status === 400)) await expectFailed(answer, 400, 'OIDC_FAILED', USED_UP)
   })
 
   test('a transaction older than 10 minutes answers 400 OIDC_FAILED', async () => {
@@ -245,7 +253,7 @@ describe('OIDC sign-in', () => {
     try {
       const { browser, callbackUrl } = await toCallback(account(), closedBase)
       offset = 10 * 60_000 + 1000
-      await expectFailed(await browser.request(callbackUrl))
+      await expectFailed(await browser.request(callbackUrl), 400, 'OIDC_FAILED', USED_UP)
     } finally {
       await clocked.stop()
     }
@@ -258,7 +266,7 @@ describe('OIDC sign-in', () => {
     // The provider is asked for a token bound to a nonce the vault never issued.
     authorizationUrl.searchParams.set('nonce', 'a-nonce-the-vault-never-issued-0123456789')
     const callbackUrl = await passProvider(browser, authorizationUrl, sub)
-    await expectFailed(await browser.request(callbackUrl))
+    await expectFailed(await browser.request(callbackUrl), 400, 'OIDC_FAILED', UNVERIFIABLE)
     expect((await me(browser)).status).toBe(401)
     expectLoggedReason(/code exchange failed.*"nonce"/)
   })
@@ -311,18 +319,18 @@ describe('OIDC sign-in', () => {
 
     test('an ID token for another audience answers 400 OIDC_FAILED and no session', async () => {
       const { browser, response } = await withTokenAnswer((nonce) => ({ ...valid(nonce), aud: 'another-client' }))
-      await expectFailed(response)
-      expectLoggedReason(/"aud"/)
+      await expectFailed(response, 400, 'OIDC_FAILED', UNVERIFIABLE)
+      expectLoggedReason(/code exchange failed.*"aud"/)
       expect((await me(browser)).status).toBe(401)
     })
 
     test('an expired ID token, another issuer, or a signature by a key the provider does not publish: 400 OIDC_FAILED', async () => {
       await expectFailed((await withTokenAnswer((nonce) => ({ ...valid(nonce), iat: now() - 3600, exp: now() - 1800 }))).response)
-      expectLoggedReason(/"exp"/)
+      expectLoggedReason(/code exchange failed.*"exp"/)
       await expectFailed((await withTokenAnswer((nonce) => ({ ...valid(nonce), iss: 'http://127.0.0.1:1' }))).response)
-      expectLoggedReason(/"iss"/)
+      expectLoggedReason(/code exchange failed.*"iss"/)
       await expectFailed((await withTokenAnswer(valid, provider.signWithForeignKey)).response)
-      expectLoggedReason(/signature verification failed/)
+      expectLoggedReason(/code exchange failed.*signature verification failed/)
       // The log lines name reasons, never tokens or the client secret.
       const logs = vault.logs.join('\n')
       expect(logs).not.toContain(provider.clientSecret)
@@ -355,7 +363,7 @@ describe('OIDC accounts', () => {
     const sub = `no-email-${Date.now()}`
     provider.accounts.set(sub, { name: 'Nobody' })
     const { browser, callbackUrl } = await toCallback(sub)
-    await expectFailed(await browser.request(callbackUrl))
+    await expectFailed(await browser.request(callbackUrl), 400, 'OIDC_FAILED', /usable e-mail address/)
   })
 
   test('SVC_SIGNUP=closed stops new OIDC users (403 SIGNUP_DISABLED) but lets existing accounts in', async () => {
@@ -406,6 +414,8 @@ describe('OIDC accounts', () => {
       const response = await fetch(`${unreachable.url}/api/auth/oidc`, { redirect: 'manual' })
       const body = await expectFailed(response)
       expect(body.error).toMatch(/could not be reached/)
+      // The log says why: the discovery request failed (nothing listens on that port).
+      expect(unreachable.logs.filter((line) => line.startsWith('oidc: ')).at(-1)).toMatch(/^oidc: discovery failed: /)
     } finally {
       await unreachable.stop()
     }

@@ -7,8 +7,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import * as OTPAuth from 'otpauth'
 import type { Page } from 'playwright-core'
-import { hasChromium, openBrowser, type BrowserSession } from '../support/browser'
-import { Client, PASSWORD, uniqueEmail } from '../support/client'
+import { CHROMIUM, hasChromium, openBrowser, type BrowserSession } from '../support/browser'
+import { describeNeeding } from '../support/requirements'
+import { Client, PASSWORD, sessionCookie, uniqueEmail } from '../support/client'
 import { ROOT, startTestServer, type TestServer } from '../support/server'
 
 // The README's screenshots are rewritten when asked (SVC_SCREENSHOTS=1) or missing; otherwise they
@@ -24,7 +25,8 @@ let server: TestServer
 let browser: BrowserSession
 let page: Page
 let cookie: string | undefined
-const email = uniqueEmail('ui')
+/** The account of the step under way (each step has its own). */
+let email = uniqueEmail('ui')
 
 const api = () => new Client(server.url, { cookie })
 const clipboard = () => page.evaluate(() => navigator.clipboard.readText())
@@ -37,6 +39,10 @@ async function go(label: string, title: string) {
 
 const noToasts = () => page.waitForFunction(() => !document.querySelector('.toast'))
 
+// Each step below is one walk through a part of the interface, as its own new user (registered
+// through the API, the session cookie put in the browser) and with the records it needs made
+// through the API: every step passes alone (`bun test -t NAME`) and in any order.
+
 async function confirm(action = 'Delete') {
   const dialog = page.getByRole('dialog', { name: 'Are you sure?' })
   await dialog.waitFor()
@@ -44,7 +50,36 @@ async function confirm(action = 'Delete') {
   await dialog.waitFor({ state: 'detached' })
 }
 
-describe.skipIf(!hasChromium())('web interface in Chromium', () => {
+/** A new account, signed in in the browser, on the dashboard. */
+async function signInAsNewUser() {
+  email = uniqueEmail('ui')
+  const registered = await new Client(server.url).post('/api/auth/register', { email, password: PASSWORD })
+  expect(registered.status).toBe(201)
+  cookie = sessionCookie(registered.headers)
+  await browser.context.clearCookies()
+  await browser.context.addCookies([{ name: 'svc_session', value: cookie!, url: server.url }])
+  await page.goto(server.url + '/')
+  await heading('Dashboard').waitFor()
+}
+
+/** The keys of the keys step: GitHub (production) and Database (development) entries of my-blog. */
+async function addKeys() {
+  const github = await api().post('/api/categories', { name: 'GitHub', keyType: 'simple', envVarName: 'GITHUB_TOKEN', icon: 'github' })
+  expect((await api().post('/api/entries', { categoryId: github.body.id, name: 'my-blog', value: 'ghp_test1234567890', environment: 'production' })).status).toBe(201)
+  const database = await api().post('/api/categories', { name: 'Database', keyType: 'group', fieldDefinitions: ['DB_HOST', 'DB_PASSWORD'], icon: 'postgresql' })
+  const value = JSON.stringify({ DB_HOST: 'db.internal', DB_PASSWORD: 'hunter2-very-secret' })
+  expect((await api().post('/api/entries', { categoryId: database.body.id, name: 'my-blog', value, environment: 'development', notes: 'primary database' })).status).toBe(201)
+  // The page shows what it loaded: load it again.
+  await page.reload()
+}
+
+/** The token of the 2FA step. */
+async function addToken() {
+  expect((await api().post('/api/2fa', { service: 'GitHub', accountName: 'alice@example.com', secret: TOTP_SECRET })).status).toBe(201)
+  await page.reload()
+}
+
+describeNeeding(hasChromium() ? null : `Chromium is not installed at ${CHROMIUM}`)('web interface in Chromium', () => {
   beforeAll(async () => {
     server = await startTestServer()
     browser = await openBrowser(server.url)
@@ -59,6 +94,8 @@ describe.skipIf(!hasChromium())('web interface in Chromium', () => {
   test(
     'serves the page with a strict CSP, and registers a new account',
     async () => {
+      await browser.context.clearCookies()
+      email = uniqueEmail('ui')
       const response = await page.goto(server.url + '/')
       expect(response!.status()).toBe(200)
       const csp = response!.headers()['content-security-policy']
@@ -82,6 +119,7 @@ describe.skipIf(!hasChromium())('web interface in Chromium', () => {
   test(
     'creates categories and entries, reveals and copies, edits and deletes',
     async () => {
+      await signInAsNewUser()
       await go('Keys', 'Keys')
       // A simple category with a brand icon.
       await page.getByRole('button', { name: 'New category' }).first().click()
@@ -169,6 +207,8 @@ describe.skipIf(!hasChromium())('web interface in Chromium', () => {
   test(
     'a revealed value hides itself after 30 seconds',
     async () => {
+      await signInAsNewUser()
+      await addKeys()
       const timed = await browser.context.newPage()
       await timed.clock.install()
       await timed.goto(server.url + '/keys')
@@ -189,6 +229,7 @@ describe.skipIf(!hasChromium())('web interface in Chromium', () => {
   test(
     'adds a 2FA token from an otpauth:// URI and shows its live code',
     async () => {
+      await signInAsNewUser()
       await go('2FA', 'Two-factor codes')
       await page.getByRole('button', { name: 'Add token' }).click()
       const dialog = page.getByRole('dialog', { name: 'Add a 2FA token' })
@@ -218,6 +259,7 @@ describe.skipIf(!hasChromium())('web interface in Chromium', () => {
   test(
     'creates an env project, edits, uploads and downloads files',
     async () => {
+      await signInAsNewUser()
       await go('Env projects', 'Env projects')
       await page.getByRole('button', { name: 'New project' }).click()
       const dialog = page.getByRole('dialog', { name: 'New env project' })
@@ -264,6 +306,7 @@ describe.skipIf(!hasChromium())('web interface in Chromium', () => {
   test(
     'creates an access key (shown once), sees its use, revokes it',
     async () => {
+      await signInAsNewUser()
       await go('Access keys', 'Access keys')
       await page.getByLabel('Name').fill('CI deploy')
       await page.getByLabel('Expires').selectOption('30')
@@ -299,6 +342,7 @@ describe.skipIf(!hasChromium())('web interface in Chromium', () => {
   test(
     'imports a pasted config: suggestions, leave one out, apply',
     async () => {
+      await signInAsNewUser()
       await go('Import', 'Import a config')
       await page.getByLabel('Config to import').fill('STRIPE_SECRET_KEY=sk_live_abc\nRESEND_API_KEY=re_123\nSENTRY_DSN=https://k@sentry.example/1\n')
       await page.getByRole('button', { name: 'Suggest categories' }).click()
@@ -324,6 +368,9 @@ describe.skipIf(!hasChromium())('web interface in Chromium', () => {
   test(
     'dashboard, keys and 2FA pages; screenshots for the README',
     async () => {
+      await signInAsNewUser()
+      await addKeys()
+      await addToken()
       await go('Dashboard', 'Dashboard')
       const cards = page.locator('.stat')
       await page.getByText('Recent entries').waitFor()
@@ -372,6 +419,8 @@ describe.skipIf(!hasChromium())('web interface in Chromium', () => {
   test(
     'exports the .env of one environment',
     async () => {
+      await signInAsNewUser()
+      await addKeys()
       await go('Export', 'Export')
       await page.getByLabel('Environment').selectOption('production')
       const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download .env' }).click()])
@@ -386,6 +435,7 @@ describe.skipIf(!hasChromium())('web interface in Chromium', () => {
   test(
     'signs out',
     async () => {
+      await signInAsNewUser()
       await page.getByRole('button', { name: 'Sign out' }).click()
       await page.getByRole('button', { name: 'Sign in' }).waitFor()
       expect(new URL(page.url()).pathname).toBe('/login')
@@ -400,7 +450,8 @@ describe.skipIf(!hasChromium())('web interface in Chromium', () => {
     STEP,
   )
 
-  test('no console errors, no request to another host, no CSP violation', () => {
+  test('no console errors, no request to another host, no CSP violation', async () => {
+    await signInAsNewUser()
     const origin = new URL(server.url).origin
     const foreign = browser.requests.filter((url) => !url.startsWith('data:') && !url.startsWith('blob:') && new URL(url).origin !== origin)
     expect(foreign).toEqual([])

@@ -25,6 +25,8 @@ PORT=3000
 
 describe('POST /api/ai/import (built-in)', () => {
   test('suggests categories without storing anything; source is builtin', async () => {
+    // A user of its own: an empty vault whatever the other tests (in any order) stored.
+    const alice = await signUp(server.url)
     const answer = await alice.post('/api/ai/import', { text: NEXT_APP })
     expect(answer.status).toBe(200)
     expect(answer.body.data.source).toBe('builtin')

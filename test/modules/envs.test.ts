@@ -9,8 +9,10 @@ let server: TestServer
 let alice: Client & { user: any }
 let bob: Client & { user: any }
 
+// The server's clock: real time plus what a test moves it on (timestamps that differ, without waiting).
+let clockOffset = 0
 beforeAll(async () => {
-  server = await startTestServer()
+  server = await startTestServer({ now: () => Date.now() + clockOffset })
   alice = await signUp(server.url)
   bob = await signUp(server.url)
 })
@@ -100,7 +102,7 @@ describe('env projects', () => {
     const local = await alice.post(`/api/envs/${id}/files`, { fileType: 'env.local', content: '' })
     expect(local.status).toBe(201)
 
-    await Bun.sleep(5)
+    clockOffset += 1000
     const replaced = await alice.post(`/api/envs/${id}/files`, { fileType: 'env', content: `API_KEY=${CANARY}-2\n` })
     expect(replaced.status).toBe(200)
     expect(replaced.body.data.id).toBe(file.id)

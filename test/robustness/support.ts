@@ -225,8 +225,9 @@ export interface Workload {
 /**
  * Starts `count` lanes spread over the actors and every available kind. Steps of one lane go
  * one after another, each through a randomly chosen client of its user (session or key).
+ * `keep`: lanes end at their last update instead of deleting their record.
  */
-export function startWorkload(actors: Actor[], mods: Modules, count: number, tagPrefix: string, stopAt?: () => boolean): Workload {
+export function startWorkload(actors: Actor[], mods: Modules, count: number, tagPrefix: string, stopAt?: () => boolean, options: { keep?: boolean } = {}): Workload {
   const kinds = KINDS.filter((k) => k.available(mods))
   const lanes: Lane[] = []
   const runs: Promise<void>[] = []
@@ -234,7 +235,9 @@ export function startWorkload(actors: Actor[], mods: Modules, count: number, tag
     const kind = kinds[n % kinds.length]
     const lane: Lane = { kind: kind.name, actor: actors[n % actors.length], sent: [], acked: 0, broken: false, extra: {} }
     lanes.push(lane)
-    const steps = kind.steps(`${tagPrefix}-${n}`)
+    const all = kind.steps(`${tagPrefix}-${n}`)
+    // The last step of every kind deletes the record.
+    const steps = options.keep ? all.slice(0, -1) : all
     runs.push(
       (async () => {
         for (let i = 0; i < steps.length; i++) {

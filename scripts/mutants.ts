@@ -1,0 +1,220 @@
+// `bun run mutants`: breaks each guarantee on purpose, one line at a time, and checks that the
+// test which names that guarantee fails. Each break is applied to a scratch copy of the working
+// tree (its tracked and new files, node_modules linked), the test file is run there, and the
+// break is undone before the next one. A break whose test still passes "survived": exit 1.
+//
+// Each search string must occur exactly once in its file: a refactor that moves the code makes
+// this script fail loudly instead of silently testing nothing. The list is documented in
+// docs/security.md ("Guarantees and the tests that prove them").
+//
+//   bun run mutants                 every mutant
+//   bun run mutants datasync fsync  only those whose name contains one of the words
+import { spawnSync } from 'node:child_process'
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+
+export interface Mutant {
+  name: string
+  /** The guarantee it breaks (docs/security.md). */
+  guarantee: string
+  file: string
+  search: string
+  replace: string
+  /** The test file that names the guarantee. */
+  test: string
+}
+
+export const MUTANTS: Mutant[] = [
+  {
+    name: 'log-datasync',
+    guarantee: 'crash safety: a vault write is answered only once its change log line is fsynced',
+    file: 'src/store/change-log.ts',
+    search: 'await handle.datasync()',
+    replace: '',
+    test: 'test/robustness/durability-order.test.ts',
+  },
+  {
+    name: 'new-log-dir-fsync',
+    guarantee: 'crash safety: a new change log is durable only once its folder entry is fsynced',
+    file: 'src/store/change-log.ts',
+    search: 'if (!this.exists) await fsyncDir(dirname(this.path))',
+    replace: '',
+    test: 'test/robustness/durability-order.test.ts',
+  },
+  {
+    name: 'temp-file-fsync',
+    guarantee: 'crash safety: a rewritten file is fsynced before it is renamed into place',
+    file: 'src/store/atomic-file.ts',
+    search: '      await handle.sync()',
+    replace: '',
+    test: 'test/robustness/durability-order.test.ts',
+  },
+  {
+    name: 'rename-dir-fsync',
+    guarantee: 'crash safety: the rename of a rewritten file is fsynced (its folder) before the answer',
+    file: 'src/store/atomic-file.ts',
+    search: '  await fsyncDir(dirname(path))',
+    replace: '',
+    test: 'test/robustness/durability-order.test.ts',
+  },
+  {
+    name: 'reply-before-durable',
+    guarantee: 'crash safety: a write is answered only once it is on disk',
+    file: 'src/store/document.ts',
+    search: 'return batch.promise',
+    replace: 'return Promise.resolve()',
+    test: 'test/robustness/durability-order.test.ts',
+  },
+  {
+    name: 'overlapping-flushes',
+    guarantee: 'no lost updates: one write of a document at a time (group commit)',
+    file: 'src/store/document.ts',
+    search: 'if (!this.flushing) this.flush()',
+    replace: 'this.flush()',
+    test: 'test/robustness/concurrency.test.ts',
+  },
+  {
+    name: 'backup-ignores-logs',
+    guarantee: 'backups: a vault in the bundle includes the commits still in its change log',
+    file: 'src/store/backup.ts',
+    search: 'readLoggedDocumentSync(join(dataDir, path), VAULT_LISTS)',
+    replace: "readFileSync(join(dataDir, path), 'utf8')",
+    test: 'test/robustness/backup.test.ts',
+  },
+  {
+    name: 'backup-without-vaults',
+    guarantee: 'backups: every vault of the data folder is in the bundle',
+    file: 'src/store/backup.ts',
+    search: 'for (const name of names.sort())',
+    replace: 'for (const name of names.slice(0, 0))',
+    test: 'test/robustness/backup.test.ts',
+  },
+  {
+    name: 'aad-without-record-id',
+    guarantee: 'tampering: a ciphertext is bound to its user, kind and record id',
+    file: 'src/crypto/keyring.ts',
+    search: ':${kind}:${recordId}`',
+    replace: ':${kind}`',
+    test: 'test/robustness/tampering.test.ts',
+  },
+  {
+    name: 'body-depth-check',
+    guarantee: 'hostile input: a deeply nested body is a 400, never a 500',
+    file: 'src/http/body.ts',
+    search: 'nestedDeeperThan(value, MAX_BODY_DEPTH) ? INVALID_JSON_BODY : value',
+    replace: 'value',
+    test: 'test/robustness/hostile-input.test.ts',
+  },
+  {
+    name: 'failed-write-kept-in-memory',
+    guarantee: 'failing disk: after a failed write the server shows only what is on disk',
+    file: 'src/store/document.ts',
+    search: 'const onDisk = this.adapter.readSync()',
+    replace: 'const onDisk = null as T | null',
+    test: 'test/robustness/failing-disk.test.ts',
+  },
+  {
+    name: 'shutdown-drops-requests',
+    guarantee: 'clean shutdown: requests in flight are answered before the server exits',
+    file: 'src/index.ts',
+    search: 'app.server?.stop(false)',
+    replace: 'app.server?.stop(true)',
+    test: 'test/robustness/shutdown.test.ts',
+  },
+]
+
+const ROOT = join(import.meta.dir, '..')
+
+function run(command: string[], cwd: string, env: Record<string, string> = {}): { code: number; output: string } {
+  const result = spawnSync(command[0], command.slice(1), { cwd, env: { ...process.env, ...env }, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 })
+  return { code: result.status ?? 1, output: `${result.stdout ?? ''}${result.stderr ?? ''}` }
+}
+
+/** Tracked and new (not ignored) files of the working tree, as they are now. */
+function scratchCopy(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-vault-mutants-'))
+  const listed = run(['git', 'ls-files', '-z', '--cached', '--others', '--exclude-standard'], ROOT)
+  if (listed.code !== 0) throw new Error(`git ls-files failed: ${listed.output}`)
+  // node_modules is linked below (a symlink to it is not matched by a `node_modules/` ignore rule).
+  for (const file of listed.output.split('\0').filter((name) => name && name !== 'node_modules' && !name.startsWith('node_modules/'))) {
+    mkdirSync(dirname(join(dir, file)), { recursive: true })
+    try {
+      cpSync(join(ROOT, file), join(dir, file))
+    } catch (error) {
+      // A file deleted in the working tree but still tracked: not part of it.
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error
+    }
+  }
+  symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'))
+  return dir
+}
+
+function occurrences(text: string, search: string): number {
+  let count = 0
+  for (let at = text.indexOf(search); at >= 0; at = text.indexOf(search, at + 1)) count++
+  return count
+}
+
+function runTest(dir: string, test: string) {
+  // CI=true: a test that cannot run here fails instead of skipping, so a skip never counts as a kill
+  // (the unbroken run below must pass first).
+  return run(['bun', 'test', '--timeout', '60000', test], dir, { CI: 'true' })
+}
+
+const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`
+
+function main(): number {
+  const words = process.argv.slice(2)
+  const chosen = words.length ? MUTANTS.filter((m) => words.some((w) => m.name.includes(w))) : MUTANTS
+  if (chosen.length === 0) {
+    console.error(`no mutant matches ${words.join(' ')}; known: ${MUTANTS.map((m) => m.name).join(', ')}`)
+    return 1
+  }
+  const started = Date.now()
+  // Every search string first, so a stale one fails at once rather than after minutes.
+  const stale = chosen.filter((m) => occurrences(readFileSync(join(ROOT, m.file), 'utf8'), m.search) !== 1)
+  for (const m of stale) {
+    const count = occurrences(readFileSync(join(ROOT, m.file), 'utf8'), m.search)
+    console.error(`mutant ${m.name}: ${JSON.stringify(m.search)} occurs ${count} times in ${m.file} (must be exactly once): update scripts/mutants.ts`)
+  }
+  if (stale.length) return 1
+
+  const dir = scratchCopy()
+  try {
+    // The unbroken code must pass each test file, or a failure would prove nothing.
+    for (const test of [...new Set(chosen.map((m) => m.test))]) {
+      const t0 = Date.now()
+      const clean = runTest(dir, test)
+      if (clean.code !== 0) {
+        console.error(`${test} fails on the unbroken code (${seconds(Date.now() - t0)}):\n${clean.output.slice(-4000)}`)
+        return 1
+      }
+      console.log(`unbroken: ${test} passes (${seconds(Date.now() - t0)})`)
+    }
+    const survivors: Mutant[] = []
+    for (const m of chosen) {
+      const path = join(dir, m.file)
+      const original = readFileSync(path, 'utf8')
+      writeFileSync(path, original.replace(m.search, m.replace))
+      const t0 = Date.now()
+      const result = runTest(dir, m.test)
+      writeFileSync(path, original)
+      const killed = result.code !== 0
+      console.log(`${killed ? 'caught  ' : 'SURVIVED'} ${m.name.padEnd(28)} ${m.test} (${seconds(Date.now() - t0)})`)
+      if (!killed) survivors.push(m)
+      // MUTANTS_VERBOSE=1: why each break was caught (the failing expectations).
+      else if (process.env.MUTANTS_VERBOSE) console.log(result.output.split('\n').filter((line) => /error|expect|fail|\+ |- /i.test(line)).slice(0, 30).join('\n'))
+    }
+    console.log(`${chosen.length - survivors.length} of ${chosen.length} breaks caught in ${seconds(Date.now() - started)}`)
+    if (survivors.length) {
+      console.error(`survived (the test passes with the guarantee broken): ${survivors.map((m) => `${m.name} in ${m.file}`).join(', ')}`)
+      return 1
+    }
+    return 0
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+if (import.meta.main) process.exit(main())

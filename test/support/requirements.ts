@@ -1,0 +1,35 @@
+// Tests that need something of the machine (a program, root, Chromium). Where it is missing they
+// are skipped, saying why; under CI=true they fail instead, so a CI run never passes by skipping.
+import { describe, test } from 'bun:test'
+
+export const IN_CI = process.env.CI === 'true' || process.env.CI === '1'
+
+/** Why `command` cannot run here (not on PATH), or null. */
+export function missingCommand(command: string): string | null {
+  return Bun.which(command) ? null : `${command} is not installed (scripts/test.sh installs it from Debian's packages)`
+}
+
+/** Why a root-only test cannot run here, or null. */
+export function missingRoot(what: string): string | null {
+  return process.getuid?.() === 0 ? null : `${what} needs root`
+}
+
+function failing(name: string, missing: string) {
+  test(name, () => {
+    throw new Error(`cannot run under CI=true: ${missing}`)
+  })
+}
+
+/** `test` when nothing is missing; else skipped with the reason, or failing under CI=true. */
+export function testNeeding(missing: string | null): (name: string, fn: () => Promise<void> | void, timeout?: number) => void {
+  if (!missing) return (name, fn, timeout) => test(name, fn, timeout)
+  if (IN_CI) return (name) => failing(name, missing)
+  return (name, fn, timeout) => test.skip(`${name} (skipped: ${missing})`, fn, timeout)
+}
+
+/** `describe` when nothing is missing; else skipped with the reason, or one failing test under CI=true. */
+export function describeNeeding(missing: string | null): (name: string, body: () => void) => void {
+  if (!missing) return (name, body) => describe(name, body)
+  if (IN_CI) return (name) => describe(name, () => failing('can run here', missing))
+  return (name, body) => describe.skip(`${name} (skipped: ${missing})`, body)
+}
