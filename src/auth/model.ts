@@ -35,4 +35,7 @@ export const ProvidersAnswer = t.Object({
   password: t.Boolean(),
   signup: t.Union([t.Literal('open'), t.Literal('closed')]),
   oidc: t.Object({ enabled: t.Boolean(), name: t.Union([t.String(), t.Null()]) }),
+  // Issue 22 (first run): the policy as configured, and whether no account exists yet.
+  signupPolicy: t.Union([t.Literal('first'), t.Literal('open'), t.Literal('closed')]),
+  firstAccount: t.Boolean({ description: 'No account exists yet: the next sign-up creates the first one' }),
 })

@@ -48,6 +48,26 @@ export function DashboardPage() {
   return (
     <section>
       <h1>Dashboard</h1>
+      {s && s.totalEntries === 0 && s.totalCategories === 0 && (
+        <div class="card welcome stack">
+          <h2 class="empty-title">Your vault is empty</h2>
+          <p>
+            The quickest start: paste a project's <code>.env</code> file (or JSON, YAML) into Import. The vault files each key under a category and keeps the
+            values encrypted; only the key names are used to suggest categories.
+          </p>
+          <div class="actions actions-start">
+            <Link href="/import" class="btn btn-primary">
+              Import a config
+            </Link>
+            <Link href="/keys" class="btn">
+              Add keys by hand
+            </Link>
+            <Link href="/2fa" class="btn">
+              Add a 2FA token
+            </Link>
+          </div>
+        </div>
+      )}
       {!s ? (
         <Loading error={stats.error} />
       ) : (

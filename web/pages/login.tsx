@@ -1,5 +1,5 @@
 // Sign in with e-mail and password, register when sign-up is open, or use the identity provider.
-import { useState } from 'preact/hooks'
+import { useEffect, useState } from 'preact/hooks'
 import { api, currentUser, sessionLost, type Providers, type User } from '../api'
 import { navigate } from '../router'
 import { Field, FormError, inputValue, useLoad, useSubmission } from '../ui'
@@ -15,6 +15,11 @@ export function LoginPage(props: { again?: User }) {
   const { busy, error, setError, run } = useSubmission()
   const signupOpen = providers.data?.signup === 'open'
   const oidc = providers.data?.oidc
+  // First run: no account yet, so the page opens on creating it (not on signing in).
+  const firstRun = !again && signupOpen && providers.data?.firstAccount === true
+  useEffect(() => {
+    if (firstRun) setMode('register')
+  }, [firstRun])
 
   const submit = async (event: Event) => {
     event.preventDefault()
@@ -46,6 +51,14 @@ export function LoginPage(props: { again?: User }) {
         </h1>
         {again ? (
           <p role="alert">Your session has ended. Sign in again to go back to the page you were on; what you typed there is kept.</p>
+        ) : firstRun && mode === 'register' ? (
+          <>
+            <h2 class="login-heading">Create the first account</h2>
+            <p class="muted">
+              This vault has no account yet. The account you create here owns it
+              {providers.data?.signupPolicy === 'first' ? <>; sign-up closes after it, so no one else can register.</> : '.'}
+            </p>
+          </>
         ) : (
           <p class="muted">{mode === 'login' ? 'Sign in to your vault.' : 'Create your account.'}</p>
         )}
@@ -72,7 +85,7 @@ export function LoginPage(props: { again?: User }) {
           </Field>
           <FormError error={error} />
           <button type="submit" class="btn btn-primary btn-block" disabled={busy}>
-            {mode === 'login' ? 'Sign in' : 'Create account'}
+            {mode === 'login' ? 'Sign in' : firstRun ? 'Create the first account' : 'Create account'}
           </button>
         </form>
         {oidc?.enabled && (
@@ -80,7 +93,7 @@ export function LoginPage(props: { again?: User }) {
             Sign in with {oidc.name ?? 'single sign-on'}
           </a>
         )}
-        {signupOpen && !again && (
+        {signupOpen && !again && !firstRun && (
           <p class="login-switch">
             {mode === 'login' ? 'No account yet? ' : 'Already registered? '}
             <button
