@@ -281,10 +281,10 @@ function EnvironmentCard(props: { project: string; slot: Slot; entries: Entry[];
           </button>
           {exportable && (
             <>
-              <button type="button" class="btn btn-small" onClick={copyEnv} aria-label={`Copy the .env of ${project} (${label})`}>
+              <button type="button" class="btn btn-small" onClick={copyEnv} aria-label={`Copy as .env: ${project} (${label})`}>
                 Copy as .env
               </button>
-              <button type="button" class="btn btn-small" onClick={downloadEnv} aria-label={`Download the .env of ${project} (${label})`}>
+              <button type="button" class="btn btn-small" onClick={downloadEnv} aria-label={`Download .env: ${project} (${label})`}>
                 Download .env
               </button>
             </>
