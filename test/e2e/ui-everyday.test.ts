@@ -366,7 +366,7 @@ describe.skipIf(!hasChromium())('web page: everyday use loses nothing (issue 23)
         // Every section's link is on screen: none hidden past the edge of a scrolling strip.
         await page.goto(server.url + '/keys')
         await page.locator('main h1').first().waitFor()
-        for (const label of ['Dashboard', 'Keys', '2FA', 'Env projects', 'Import', 'Access keys', 'Export']) {
+        for (const label of ['Dashboard', 'Projects', 'Keys', '2FA', 'Env projects', 'Import', 'Access keys', 'Export']) {
           const box = (await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: label, exact: true }).boundingBox())!
           expect({ label, inside: box.x >= 0 && box.x + box.width <= viewport.width }).toEqual({ label, inside: true })
         }

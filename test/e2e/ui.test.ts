@@ -66,10 +66,11 @@ describe.skipIf(!hasChromium())('web interface in Chromium', () => {
       expect(csp).toContain("style-src 'self'")
       expect(csp).not.toContain('unsafe-inline')
       await page.waitForURL(/\/login$/)
-      await page.getByRole('button', { name: 'Create one' }).click()
+      // An empty vault opens on creating its first account (issue 22).
+      await page.getByRole('heading', { name: 'Create the first account' }).waitFor()
       await page.getByLabel('E-mail').fill(email)
       await page.getByLabel('Password').fill(PASSWORD)
-      await page.getByRole('button', { name: 'Create account' }).click()
+      await page.getByRole('button', { name: 'Create the first account' }).click()
       await heading('Dashboard').waitFor()
       expect(new URL(page.url()).pathname).toBe('/')
       cookie = (await browser.context.cookies()).find((c) => c.name === 'svc_session')?.value
@@ -209,7 +210,7 @@ describe.skipIf(!hasChromium())('web interface in Chromium', () => {
       expect(seconds).toBeGreaterThanOrEqual(1)
       expect(seconds).toBeLessThanOrEqual(30)
       await code.click()
-      await page.getByText('Code copied to the clipboard').first().waitFor()
+      await card.getByRole('status').getByText('Code for GitHub copied').waitFor()
       expect(await clipboard()).toMatch(/^\d{6}$/)
     },
     STEP,
@@ -308,7 +309,10 @@ describe.skipIf(!hasChromium())('web interface in Chromium', () => {
       await page.getByLabel('Project name (entry name)').fill('shop')
       await page.getByLabel('Environment').selectOption('staging')
       await page.getByRole('button', { name: 'Import 2 keys' }).click()
-      await page.getByText(/Imported 2 entries/).first().waitFor()
+      await page.getByText(/Imported into shop: 2 new/).first().waitFor()
+      // After the import, the project's page (issue 22).
+      await heading('shop').waitFor()
+      expect(new URL(page.url()).pathname).toBe('/projects/shop')
 
       const entries = (await api().get('/api/entries')).body as { id: string; name: string; environment: string; category: { envVarName: string | null } }[]
       const imported = entries.filter((entry) => entry.name === 'shop')

@@ -241,7 +241,7 @@ export function ImportPage() {
               </ul>
             </div>
           ))}
-          <div class="import-apply">
+          <div class="form-row import-apply">
             <Field label="Project name (entry name)">
               <input name="importName" required list="import-projects" value={name} onInput={(event) => setName(inputValue(event))} placeholder="my-blog" />
               <datalist id="import-projects">
