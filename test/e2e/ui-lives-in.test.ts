@@ -5,15 +5,24 @@
 // 2FA search and announced copy; axe-core on every page (light, dark, desktop, phone); a
 // keyboard-only walk; and the first load's size and the Keys page with 1,000 entries, recorded.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { readFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import type { Page } from 'playwright-core'
 import { hasChromium, openBrowser, type BrowserSession } from '../support/browser'
 import { Client, PASSWORD, sessionCookie, signUp, uniqueEmail } from '../support/client'
-import { startTestServer, type TestServer } from '../support/server'
+import { ROOT, startTestServer, type TestServer } from '../support/server'
 
 const STEP = 60_000
 const PHONE = { width: 390, height: 844 }
 const DESKTOP = { width: 1280, height: 860 }
+// Screenshots of the new pages go to docs/screenshots when asked (SVC_SCREENSHOTS=1) or missing;
+// otherwise to a temporary folder, so a test run does not rewrite the repository.
+const SCREENSHOTS =
+  process.env.SVC_SCREENSHOTS === '1' || !existsSync(join(ROOT, 'docs', 'screenshots', 'projects.png'))
+    ? join(ROOT, 'docs', 'screenshots')
+    : mkdtempSync(join(tmpdir(), 'svc-vault-screenshots-'))
+const SHOT = { width: 1100, height: 720 }
 const AXE_SOURCE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8')
 
 async function created(answer: Promise<{ status: number; body: any; text: string }>): Promise<any> {
@@ -81,6 +90,8 @@ describe.skipIf(!hasChromium())('web page: first run (issue 22)', () => {
       // No "Sign in" form with a small link: the form is the sign-up form.
       expect(await page.getByRole('button', { name: 'Sign in' }).count()).toBe(0)
       expect(await page.getByRole('button', { name: 'Create one' }).count()).toBe(0)
+      await page.setViewportSize({ width: 900, height: 640 })
+      await page.screenshot({ path: join(SCREENSHOTS, 'first-run.png') })
       expect(await axeEveryWay(page, 'first run', () => page.getByRole('heading', { name: 'Create the first account' }).waitFor())).toEqual([])
 
       const email = uniqueEmail('owner')
@@ -212,6 +223,8 @@ describe.skipIf(!hasChromium())('web page: projects, import, keys, 2FA, everyone
       expect(text).toContain('production: 1')
       expect(text).toContain('any environment: 1')
       expect(await page.locator('[data-project="shop"]').innerText()).toContain('1 key')
+      await page.setViewportSize(SHOT)
+      await page.screenshot({ path: join(SCREENSHOTS, 'projects.png') })
       await row.getByRole('link', { name: 'my-blog' }).click()
       await page.getByRole('heading', { level: 1, name: 'my-blog' }).waitFor()
       expect(new URL(page.url()).pathname).toBe('/projects/my-blog')
@@ -231,6 +244,13 @@ describe.skipIf(!hasChromium())('web page: projects, import, keys, 2FA, everyone
       const production = page.locator('[data-environment="production"]')
       await production.getByRole('button', { name: 'Reveal all keys of my-blog (production)' }).click()
       await production.getByText('sk-blog', { exact: true }).waitFor()
+      await page.setViewportSize({ width: 1100, height: 1000 })
+      await page.screenshot({ path: join(SCREENSHOTS, 'project.png') })
+      await page.emulateMedia({ colorScheme: 'dark' })
+      await page.setViewportSize({ width: 390, height: 780 })
+      await page.screenshot({ path: join(SCREENSHOTS, 'project-phone-dark.png') })
+      await page.emulateMedia({ colorScheme: 'light' })
+      await page.setViewportSize(DESKTOP)
       await production.getByRole('button', { name: 'Copy OPENAI_API_KEY of my-blog (production)' }).click()
       await page.getByText('OPENAI_API_KEY copied to the clipboard').first().waitFor()
       expect(await clipboard(page)).toBe('sk-blog')
@@ -314,6 +334,9 @@ describe.skipIf(!hasChromium())('web page: projects, import, keys, 2FA, everyone
       const button = await page.getByRole('button', { name: /^Import \d+ keys?$/ }).boundingBox()
       expect(Math.abs(button!.y + button!.height - (select!.y + select!.height))).toBeLessThan(4)
 
+      await page.setViewportSize(SHOT)
+      await page.locator('.import-suggestion').scrollIntoViewIfNeeded()
+      await page.screenshot({ path: join(SCREENSHOTS, 'import-update-skip.png') })
       await choice.selectOption('skip')
       await page.getByRole('button', { name: 'Import 1 key' }).click()
       await page.getByRole('heading', { level: 1, name: 'my-blog' }).waitFor()

@@ -174,7 +174,7 @@ export function ProjectPage(props: { name: string }) {
         <>
           <p class="muted">
             {keysWord(mine.length)} in {slots.length} {slots.length === 1 ? 'environment' : 'environments'}.
-            {shared.length > 0 && slots.length > 1 && ' Keys of “any environment” are shared: each environment’s .env holds them too, unless it has its own.'}
+            {shared.length > 0 && slots.length > 1 && ' Keys of “any env” are shared: each environment’s .env holds them too, unless it has its own.'}
           </p>
           <div class="environments">
             {slots.map((slot) => (
