@@ -1,6 +1,6 @@
 // Sign in with e-mail and password, register when sign-up is open, or use the identity provider.
 import { useEffect, useState } from 'preact/hooks'
-import { api, currentUser, sessionLost, type Providers, type User } from '../api'
+import { api, ApiError, currentUser, sessionLost, type Providers, type User } from '../api'
 import { navigate } from '../router'
 import { Field, FormError, inputValue, useLoad, useSubmission } from '../ui'
 
@@ -26,7 +26,18 @@ export function LoginPage(props: { again?: User }) {
     setError(null)
     await run(async () => {
       const body = mode === 'register' ? { email, password, ...(name.trim() ? { name: name.trim() } : {}) } : { email, password }
-      const answer = await api<{ user: User }>('POST', mode === 'register' ? '/api/auth/register' : '/api/auth/login', body)
+      let answer: { user: User }
+      try {
+        answer = await api<{ user: User }>('POST', mode === 'register' ? '/api/auth/register' : '/api/auth/login', body)
+      } catch (failure) {
+        // Someone else made the first account meanwhile: sign-up is closed now, so offer sign-in.
+        if (failure instanceof ApiError && failure.code === 'SIGNUP_DISABLED') {
+          providers.reload()
+          setMode('login')
+          throw new Error('Sign-up is closed on this vault: an account exists now. Sign in with it.')
+        }
+        throw failure
+      }
       setPassword('')
       if (again && answer.user.id === again.id) {
         // Back to the same page, with whatever was typed there.
