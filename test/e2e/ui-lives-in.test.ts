@@ -83,6 +83,8 @@ describe.skipIf(!hasChromium())('web page: first run (issue 22)', () => {
   test(
     'an empty vault opens on "Create the first account"; after it, sign-up is gone and empty pages teach',
     async () => {
+      const providers = async () => (await (await fetch(server.url + '/api/auth/providers')).json()) as Record<string, unknown>
+      expect(await providers()).toMatchObject({ signup: 'open', signupPolicy: 'first', firstAccount: true })
       const page = browser.page
       await page.goto(server.url + '/')
       await page.getByRole('heading', { name: 'Create the first account' }).waitFor()
@@ -114,6 +116,7 @@ describe.skipIf(!hasChromium())('web page: first run (issue 22)', () => {
       await late.getByRole('button', { name: 'Sign in' }).waitFor()
       expect(await late.getByRole('button', { name: /create/i }).count()).toBe(0)
       await late.close()
+      expect(await providers()).toMatchObject({ signup: 'closed', signupPolicy: 'first', firstAccount: false })
       const welcome = page.locator('.welcome')
       await welcome.getByRole('heading', { name: 'Your vault is empty' }).waitFor()
       expect(await welcome.getByRole('link', { name: 'Import a config' }).getAttribute('href')).toBe('/import')
