@@ -355,7 +355,7 @@ describe.skipIf(!hasChromium())('web page: everyday use loses nothing (issue 23)
       async () => {
         const viewport = { width, height: 740 }
         const page = await open('/', viewport)
-        const pages = ['/', '/keys', '/2fa', '/envs', `/envs/${ids.project}`, '/import', '/access-keys', '/export']
+        const pages = ['/', '/projects', '/projects/my-blog', `/projects/${encodeURIComponent(LONG_NAME)}`, '/keys', '/2fa', '/envs', `/envs/${ids.project}`, '/import', '/access-keys', '/export']
         for (const path of pages) {
           await page.goto(server.url + path)
           await page.locator('main h1').first().waitFor()

@@ -231,7 +231,13 @@ describe.skipIf(!hasChromium())('web page: projects, import, keys, 2FA, everyone
   test(
     'Projects lists every entry name with its keys by environment and counts',
     async () => {
-      const page = await open('/projects')
+      // The dashboard's recent entries lead to their project.
+      const page = await open('/')
+      await page.locator('main .list-row').getByRole('link', { name: 'shop', exact: true }).first().click()
+      await page.getByRole('heading', { level: 1, name: 'shop' }).waitFor()
+      expect(new URL(page.url()).pathname).toBe('/projects/shop')
+      await page.getByRole('link', { name: 'Projects', exact: true }).first().click()
+      await page.getByRole('heading', { level: 1, name: 'Projects' }).waitFor()
       const row = page.locator('[data-project="my-blog"]')
       const text = await row.innerText()
       expect(text).toContain('4 keys')

@@ -1,6 +1,7 @@
 // Dashboard: totals as cards, two hand-drawn SVG bar charts, the most recently changed entries.
 import { api, ENVIRONMENTS, type Entry, type Stats } from '../api'
 import { EnvBadge, Icon, Link, Loading, relativeTime, useLoad } from '../ui'
+import { projectPath } from './projects'
 
 interface Bar {
   label: string
@@ -115,7 +116,10 @@ export function DashboardPage() {
             <li key={entry.id} class="list-row">
               <Icon slug={entry.category?.icon} name={entry.category?.name ?? entry.name} size="sm" />
               <span class="grow">
-                <strong>{entry.name}</strong> <span class="muted">· {entry.category?.name}</span>
+                <Link href={projectPath(entry.name)} class="project-link">
+                  <strong>{entry.name}</strong>
+                </Link>{' '}
+                <span class="muted">· {entry.category?.name}</span>
               </span>
               <EnvBadge environment={entry.environment} />
               <span class="muted small">{relativeTime(entry.updatedAt)}</span>
