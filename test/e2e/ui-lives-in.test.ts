@@ -387,6 +387,43 @@ describe.skipIf(!hasChromium())('web page: projects, import, keys, 2FA, everyone
   )
 
   test(
+    'import against the newer server answer: the category the server names (categoryId) decides; "updated" is reported',
+    async () => {
+      const page = await open('/import')
+      let applied: { text: string; name: string; environment?: string } | null = null
+      await page.route('**/api/ai/import', async (route) => {
+        const body = JSON.parse(route.request().postData() ?? '{}')
+        if (body.apply) {
+          applied = body
+          return route.fulfill({
+            status: 200,
+            json: { data: { source: 'builtin', keys: [], created: { categories: [], entries: [] }, updated: { categories: [], entries: [ids.blogProd] } } },
+          })
+        }
+        // The newer server files the key into the user's category by id, under a name the page cannot match.
+        return route.fulfill({
+          status: 200,
+          json: { data: { source: 'builtin', keys: [{ name: 'OPENAI_API_KEY', categoryName: 'Renamed by the server', keyType: 'simple', envVarName: 'OPENAI_API_KEY', reuse: true, categoryId: ids.openai }] } },
+        })
+      })
+      await page.getByLabel('Config to import').fill('OPENAI_API_KEY=sk-newer-server\n')
+      await page.getByRole('button', { name: 'Suggest categories' }).click()
+      await page.getByLabel('Project name (entry name)').fill('my-blog')
+      await page.locator('select[name="importEnvironment"]').selectOption('production')
+      const choice = page.getByLabel('OPENAI_API_KEY is already in my-blog (production): update or skip')
+      await choice.waitFor()
+      expect(await choice.inputValue()).toBe('update')
+      await page.getByRole('button', { name: 'Import 1 key' }).click()
+      await page.getByText('Imported into my-blog: 0 new, 1 updated').first().waitFor()
+      await page.getByRole('heading', { level: 1, name: 'my-blog' }).waitFor()
+      expect(applied!).toMatchObject({ name: 'my-blog', environment: 'production' })
+      expect(applied!.text).toContain('OPENAI_API_KEY=sk-newer-server')
+      await page.close()
+    },
+    STEP,
+  )
+
+  test(
     'Keys: a count per category, categories fold, sort by name or last change, / focuses the search',
     async () => {
       await created(client.put(`/api/entries/${ids.blogSentry}`, { notes: 'touched' }))
