@@ -120,6 +120,9 @@ describe.skipIf(!hasChromium())('web page: first run (issue 22)', () => {
       const welcome = page.locator('.welcome')
       await welcome.getByRole('heading', { name: 'Your vault is empty' }).waitFor()
       expect(await welcome.getByRole('link', { name: 'Import a config' }).getAttribute('href')).toBe('/import')
+      await page.setViewportSize(SHOT)
+      await page.screenshot({ path: join(SCREENSHOTS, 'empty-dashboard.png') })
+      await page.setViewportSize(DESKTOP)
 
       // The empty Keys page offers import and a new category.
       await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Keys', exact: true }).click()
