@@ -70,6 +70,8 @@ export interface ImportKey {
   icon?: string | null
   /** true: the key goes into a category that already exists; false: a new one. Absent on older servers. */
   reuse?: boolean
+  /** The existing category the key goes into (with reuse: true). */
+  categoryId?: string
 }
 export interface ImportCategorySuggestion {
   name: string
@@ -80,11 +82,16 @@ export interface ImportAnswer {
   keys: ImportKey[]
   categories?: ImportCategorySuggestion[]
   created?: { categories: string[]; entries: string[] }
+  /** Entries given new values (servers that update an existing entry on import). */
+  updated?: { categories: string[]; entries: string[] }
 }
 export interface Providers {
   password: boolean
   signup: 'open' | 'closed'
   oidc: { enabled: boolean; name: string | null }
+  /** The configured policy and whether no account exists yet (absent on older servers). */
+  signupPolicy?: 'first' | 'open' | 'closed'
+  firstAccount?: boolean
 }
 
 // One list of scopes for the server and the page.

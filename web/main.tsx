@@ -10,6 +10,7 @@ import { ExportPage } from './pages/export'
 import { ImportPage } from './pages/import'
 import { KeysPage } from './pages/keys'
 import { LoginPage } from './pages/login'
+import { ProjectPage, ProjectsPage } from './pages/projects'
 import { TwoFactorPage } from './pages/two-factor'
 import { SettingsPage } from './pages/settings'
 import { currentPath, match, navigate } from './router'
@@ -17,6 +18,7 @@ import { ConfirmHost, forgetUnsavedWork, Link, okToLeave, toastError, Toasts } f
 
 const NAV = [
   { href: '/', label: 'Dashboard' },
+  { href: '/projects', label: 'Projects' },
   { href: '/keys', label: 'Keys' },
   { href: '/2fa', label: '2FA' },
   { href: '/envs', label: 'Env projects' },
@@ -31,6 +33,8 @@ function Page(props: { path: string }) {
   let params: Record<string, string> | null
   if (path === '/' || path === '') return <DashboardPage />
   if (match('/keys', path)) return <KeysPage />
+  if (match('/projects', path)) return <ProjectsPage />
+  if ((params = match('/projects/:name', path))) return <ProjectPage name={params.name} />
   if (match('/2fa', path)) return <TwoFactorPage />
   if (match('/envs', path)) return <EnvProjectsPage />
   if ((params = match('/envs/:id', path))) return <EnvProjectPage id={params.id} />

@@ -467,3 +467,21 @@ export function downloadText(text: string, filename: string): void {
   link.remove()
   setTimeout(() => URL.revokeObjectURL(url), 1000)
 }
+
+/** `/` anywhere but in a field focuses this search box, as on many sites. */
+export function useSlashFocus(field: { current: HTMLInputElement | null }): void {
+  useEffect(() => {
+    const onKey = (event: KeyboardEvent) => {
+      if (event.key !== '/' || event.ctrlKey || event.metaKey || event.altKey) return
+      const target = event.target as HTMLElement | null
+      if (target && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName))) return
+      if (document.querySelector('[role="dialog"]')) return
+      const input = field.current
+      if (!input) return
+      event.preventDefault()
+      input.focus()
+    }
+    addEventListener('keydown', onKey)
+    return () => removeEventListener('keydown', onKey)
+  }, [])
+}

@@ -47,5 +47,8 @@ export const ProvidersAnswer = component(
     password: t.Boolean(),
     signup: t.Union([t.Literal('open'), t.Literal('closed')]),
     oidc: t.Object({ enabled: t.Boolean(), name: t.Union([t.String(), t.Null()]) }),
+    // For the first-run page: the policy as configured, and whether no account exists yet.
+    signupPolicy: t.Union([t.Literal('first'), t.Literal('open'), t.Literal('closed')], { description: 'SVC_SIGNUP as configured' }),
+    firstAccount: t.Boolean({ description: 'No account exists yet: the next sign-up creates the first one' }),
   }),
 )

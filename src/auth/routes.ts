@@ -109,6 +109,8 @@ export function authRoutes(deps: AuthRouteDeps) {
         // SVC_SIGNUP=first reads as open until the first account exists, then as closed.
         signup: accounts.signupOpen() ? ('open' as const) : ('closed' as const),
         oidc: { enabled: config.oidc !== undefined, name: config.oidc?.name ?? null },
+        signupPolicy: config.signup,
+        firstAccount: accounts.users().length === 0,
       }),
       {
         response: { 200: ProvidersAnswer, ...publicErrorResponses() },

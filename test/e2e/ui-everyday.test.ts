@@ -355,7 +355,7 @@ describe.skipIf(!hasChromium())('web page: everyday use loses nothing (issue 23)
       async () => {
         const viewport = { width, height: 740 }
         const page = await open('/', viewport)
-        const pages = ['/', '/keys', '/2fa', '/envs', `/envs/${ids.project}`, '/import', '/access-keys', '/export']
+        const pages = ['/', '/projects', '/projects/my-blog', `/projects/${encodeURIComponent(LONG_NAME)}`, '/keys', '/2fa', '/envs', `/envs/${ids.project}`, '/import', '/access-keys', '/export']
         for (const path of pages) {
           await page.goto(server.url + path)
           await page.locator('main h1').first().waitFor()
@@ -366,7 +366,7 @@ describe.skipIf(!hasChromium())('web page: everyday use loses nothing (issue 23)
         // Every section's link is on screen: none hidden past the edge of a scrolling strip.
         await page.goto(server.url + '/keys')
         await page.locator('main h1').first().waitFor()
-        for (const label of ['Dashboard', 'Keys', '2FA', 'Env projects', 'Import', 'Access keys', 'Export']) {
+        for (const label of ['Dashboard', 'Projects', 'Keys', '2FA', 'Env projects', 'Import', 'Access keys', 'Export']) {
           const box = (await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: label, exact: true }).boundingBox())!
           expect({ label, inside: box.x >= 0 && box.x + box.width <= viewport.width }).toEqual({ label, inside: true })
         }

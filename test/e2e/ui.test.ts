@@ -103,10 +103,11 @@ describeNeeding(hasChromium() ? null : `Chromium is not installed at ${CHROMIUM}
       expect(csp).toContain("style-src 'self'")
       expect(csp).not.toContain('unsafe-inline')
       await page.waitForURL(/\/login$/)
-      await page.getByRole('button', { name: 'Create one' }).click()
+      // An empty vault opens on creating its first account (issue 22).
+      await page.getByRole('heading', { name: 'Create the first account' }).waitFor()
       await page.getByLabel('E-mail').fill(email)
       await page.getByLabel('Password').fill(PASSWORD)
-      await page.getByRole('button', { name: 'Create account' }).click()
+      await page.getByRole('button', { name: 'Create the first account' }).click()
       await heading('Dashboard').waitFor()
       expect(new URL(page.url()).pathname).toBe('/')
       cookie = (await browser.context.cookies()).find((c) => c.name === 'svc_session')?.value
@@ -250,7 +251,7 @@ describeNeeding(hasChromium() ? null : `Chromium is not installed at ${CHROMIUM}
       expect(seconds).toBeGreaterThanOrEqual(1)
       expect(seconds).toBeLessThanOrEqual(30)
       await code.click()
-      await page.getByText('Code copied to the clipboard').first().waitFor()
+      await card.getByRole('status').getByText('Code for GitHub copied').waitFor()
       expect(await clipboard()).toMatch(/^\d{6}$/)
     },
     STEP,
@@ -352,7 +353,10 @@ describeNeeding(hasChromium() ? null : `Chromium is not installed at ${CHROMIUM}
       await page.getByLabel('Project name (entry name)').fill('shop')
       await page.getByLabel('Environment').selectOption('staging')
       await page.getByRole('button', { name: 'Import 2 keys' }).click()
-      await page.getByText(/Imported 2 entries/).first().waitFor()
+      await page.getByText(/Imported into shop: 2 new/).first().waitFor()
+      // After the import, the project's page (issue 22).
+      await heading('shop').waitFor()
+      expect(new URL(page.url()).pathname).toBe('/projects/shop')
 
       const entries = (await api().get('/api/entries')).body as { id: string; name: string; environment: string; category: { envVarName: string | null } }[]
       const imported = entries.filter((entry) => entry.name === 'shop')

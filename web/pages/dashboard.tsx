@@ -1,6 +1,7 @@
 // Dashboard: totals as cards, two hand-drawn SVG bar charts, the most recently changed entries.
 import { api, ENVIRONMENTS, type Entry, type Stats } from '../api'
 import { EnvBadge, Icon, Link, Loading, relativeTime, useLoad } from '../ui'
+import { projectPath } from './projects'
 
 interface Bar {
   label: string
@@ -48,6 +49,26 @@ export function DashboardPage() {
   return (
     <section>
       <h1>Dashboard</h1>
+      {s && s.totalEntries === 0 && s.totalCategories === 0 && (
+        <div class="card welcome stack">
+          <h2 class="empty-title">Your vault is empty</h2>
+          <p>
+            The quickest start: paste a project's <code>.env</code> file (or JSON, YAML) into Import. The vault files each key under a category and keeps the
+            values encrypted; only the key names are used to suggest categories.
+          </p>
+          <div class="actions actions-start">
+            <Link href="/import" class="btn btn-primary">
+              Import a config
+            </Link>
+            <Link href="/keys" class="btn">
+              Add keys by hand
+            </Link>
+            <Link href="/2fa" class="btn">
+              Add a 2FA token
+            </Link>
+          </div>
+        </div>
+      )}
       {!s ? (
         <Loading error={stats.error} />
       ) : (
@@ -95,7 +116,10 @@ export function DashboardPage() {
             <li key={entry.id} class="list-row">
               <Icon slug={entry.category?.icon} name={entry.category?.name ?? entry.name} size="sm" />
               <span class="grow">
-                <strong>{entry.name}</strong> <span class="muted">· {entry.category?.name}</span>
+                <Link href={projectPath(entry.name)} class="project-link">
+                  <strong>{entry.name}</strong>
+                </Link>{' '}
+                <span class="muted">· {entry.category?.name}</span>
               </span>
               <EnvBadge environment={entry.environment} />
               <span class="muted small">{relativeTime(entry.updatedAt)}</span>

@@ -1,8 +1,10 @@
 // Import: paste a config, see how the vault would file its keys (POST /api/ai/import, which sees
 // only the names), leave out keys, pick the project name and environment, apply.
 import { useState } from 'preact/hooks'
-import { api, type Environment, type ImportAnswer, type ImportKey } from '../api'
-import { EnvironmentSelect, Field, FormError, Icon, inputValue, LengthNote, Link, overLimit, toast, useSubmission, useUnsavedWork } from '../ui'
+import { api, type Category, type Entry, type Environment, type ImportAnswer, type ImportKey } from '../api'
+import { navigate } from '../router'
+import { EnvironmentSelect, Field, forgetUnsavedWork, FormError, Icon, inputValue, LengthNote, Link, overLimit, toast, useLoad, useSubmission, useUnsavedWork } from '../ui'
+import { projectPath } from './projects'
 
 /** The pasted text without the keys the person left out (.env, export lines, JSON, YAML lines). */
 export function withoutKeys(text: string, excluded: Set<string>): string {
@@ -83,8 +85,13 @@ export function ImportPage() {
   const [suggestion, setSuggestion] = useState<ImportAnswer | null>(null)
   const [excluded, setExcluded] = useState<Set<string>>(new Set())
   const [result, setResult] = useState<ImportAnswer | null>(null)
+  /** Keys that the project already has, which the person chose to leave as they are. */
+  const [skipped, setSkipped] = useState<Set<string>>(new Set())
   const { busy, error, setError, run } = useSubmission()
   useUnsavedWork(text.trim() !== '')
+  // What the vault already holds, to tell which keys of the paste the project has already.
+  const categories = useLoad(() => api<Category[]>('GET', '/api/categories'))
+  const entries = useLoad(() => api<Entry[]>('GET', '/api/entries'))
 
   const analyse = async (event: Event) => {
     event.preventDefault()
@@ -94,6 +101,9 @@ export function ImportPage() {
       const answer = await api<{ data: ImportAnswer }>('POST', '/api/ai/import', { text })
       setSuggestion(answer.data)
       setExcluded(new Set())
+      setSkipped(new Set())
+      categories.reload()
+      entries.reload()
       if (answer.data.keys.length === 0) setError('No keys were recognised in that text.')
     })
   }
@@ -103,12 +113,19 @@ export function ImportPage() {
     const tooLong = overLimit([['The project name', name, 200]])
     if (tooLong) return setError(tooLong)
     await run(async () => {
-      const body = { text: withoutKeys(text, excluded), apply: true, name: name.trim(), ...(environment ? { environment } : {}) }
+      const leftOut = new Set([...excluded, ...[...skipped].filter((key) => existingEntry(keyByName.get(key)) !== undefined)])
+      const project = name.trim()
+      const body = { text: withoutKeys(text, leftOut), apply: true, name: project, ...(environment ? { environment } : {}) }
       const answer = await api<{ data: ImportAnswer }>('POST', '/api/ai/import', body)
       setResult(answer.data)
       setSuggestion(null)
       setText('')
-      toast(`Imported ${answer.data.created?.entries.length ?? 0} entries`)
+      const created = answer.data.created?.entries.length ?? 0
+      const updated = answer.data.updated?.entries.length ?? 0
+      toast(`Imported into ${project}: ${created} new${updated ? `, ${updated} updated` : ''}`)
+      // Nothing typed is left (the text is cleared above), so going to the project asks nothing.
+      forgetUnsavedWork()
+      navigate(projectPath(project))
     })
   }
   const toggle = (key: string) => {
@@ -125,9 +142,29 @@ export function ImportPage() {
     const marked = keys.find((key) => typeof key.reuse === 'boolean')
     return marked?.reuse
   }
+  // The category a key goes into: the server names it (categoryId), else the one of that name and type.
+  const targetCategory = (key: ImportKey): Category | undefined =>
+    (key.categoryId ? categories.data?.find((category) => category.id === key.categoryId) : undefined) ??
+    (key.reuse === false ? undefined : categories.data?.find((category) => category.name === key.categoryName && category.keyType === key.keyType))
+  // The entry of this project, environment and category that the import would update.
+  const project = name.trim()
+  const existingEntry = (key: ImportKey | undefined): Entry | undefined => {
+    if (!key || !project) return undefined
+    const category = targetCategory(key)
+    if (!category) return undefined
+    return entries.data?.find((entry) => entry.categoryId === category.id && entry.name === project && entry.environment === (environment || null))
+  }
+  const keyByName = new Map((suggestion?.keys ?? []).map((key) => [key.name, key]))
+  const setSkip = (key: string, skip: boolean) => {
+    const next = new Set(skipped)
+    if (skip) next.add(key)
+    else next.delete(key)
+    setSkipped(next)
+  }
   const groups = new Map<string, ImportKey[]>()
   for (const key of suggestion?.keys ?? []) groups.set(key.categoryName, [...(groups.get(key.categoryName) ?? []), key])
-  const included = (suggestion?.keys ?? []).filter((key) => !excluded.has(key.name)).length
+  const included = (suggestion?.keys ?? []).filter((key) => !excluded.has(key.name) && !(skipped.has(key.name) && existingEntry(key))).length
+  const existingCount = (suggestion?.keys ?? []).filter((key) => !excluded.has(key.name) && existingEntry(key)).length
 
   return (
     <section>
@@ -176,38 +213,64 @@ export function ImportPage() {
                 )}
               </h3>
               <ul class="import-keys">
-                {keys.map((key) => (
-                  <li key={key.name}>
-                    <label>
-                      <input type="checkbox" checked={!excluded.has(key.name)} onChange={() => toggle(key.name)} /> <code>{key.name}</code>
-                      {key.field && key.field !== key.name && <span class="muted small"> as {key.field}</span>}
-                    </label>
-                  </li>
-                ))}
+                {keys.map((key) => {
+                  const existing = !excluded.has(key.name) && existingEntry(key)
+                  return (
+                    <li key={key.name} class="import-key" data-key={key.name}>
+                      <label>
+                        <input type="checkbox" checked={!excluded.has(key.name)} onChange={() => toggle(key.name)} /> <code>{key.name}</code>
+                        {key.field && key.field !== key.name && <span class="muted small"> as {key.field}</span>}
+                      </label>
+                      {existing && (
+                        <span class="import-existing">
+                          <span class="badge badge-stg">already in {project}</span>
+                          <select
+                            name={`choice-${key.name}`}
+                            aria-label={`${key.name} is already in ${project} (${environment || 'any environment'}): update or skip`}
+                            value={skipped.has(key.name) ? 'skip' : 'update'}
+                            onChange={(event) => setSkip(key.name, inputValue(event) === 'skip')}
+                          >
+                            <option value="update">Update it</option>
+                            <option value="skip">Skip it</option>
+                          </select>
+                        </span>
+                      )}
+                    </li>
+                  )
+                })}
               </ul>
             </div>
           ))}
-          <div class="form-row">
+          <div class="form-row import-apply">
             <Field label="Project name (entry name)">
-              <input name="importName" required value={name} onInput={(event) => setName(inputValue(event))} placeholder="my-blog" />
+              <input name="importName" required list="import-projects" value={name} onInput={(event) => setName(inputValue(event))} placeholder="my-blog" />
+              <datalist id="import-projects">
+                {[...new Set((entries.data ?? []).map((entry) => entry.name))].sort().map((known) => (
+                  <option key={known} value={known} />
+                ))}
+              </datalist>
               <LengthNote value={name} max={200} what="The project name" />
             </Field>
             <Field label="Environment">
               <EnvironmentSelect name="importEnvironment" value={environment} noneLabel="Any environment" onChange={setEnvironment} />
             </Field>
-          </div>
-          <div class="actions actions-start">
-            <button type="button" class="btn btn-primary" disabled={busy || included === 0} onClick={apply}>
+            <button type="button" class="btn btn-primary import-button" disabled={busy || included === 0} onClick={apply}>
               Import {included} {included === 1 ? 'key' : 'keys'}
             </button>
           </div>
+          {existingCount > 0 && (
+            <p class="muted small" role="status">
+              {existingCount} of these {existingCount === 1 ? 'key is' : 'keys are'} already in {project} ({environment || 'any environment'}): choose “Update it” to
+              replace the value or “Skip it” to keep the one you have.
+            </p>
+          )}
         </div>
       )}
       {result && (
         <div class="card import-result" role="status">
           <p>
             Imported {result.created?.entries.length ?? 0} {result.created?.entries.length === 1 ? 'entry' : 'entries'}
-            {result.created?.categories.length ? ` in ${result.created.categories.length} new categories` : ''}. <Link href="/keys">See them in Keys</Link>.
+            {result.created?.categories.length ? ` in ${result.created.categories.length} new categories` : ''}. <Link href="/projects">See them in Projects</Link>.
           </p>
         </div>
       )}

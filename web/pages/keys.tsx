@@ -1,6 +1,6 @@
 // Keys: categories (with icons) and their entries. Create, edit and delete with confirmation;
 // reveal on click, copy, and the value hides itself again after 30 seconds.
-import { useEffect, useState } from 'preact/hooks'
+import { useEffect, useRef, useState } from 'preact/hooks'
 import { api, errorMessage, type Category, type Entry, type Environment, type RevealedEntry } from '../api'
 import {
   confirmAction,
@@ -12,6 +12,7 @@ import {
   Icon,
   inputValue,
   knownIcons,
+  Link,
   LengthNote,
   Loading,
   Modal,
@@ -21,6 +22,7 @@ import {
   toastError,
   useLoad,
   useRevealTimer,
+  useSlashFocus,
   useSubmission,
 } from '../ui'
 
@@ -28,30 +30,61 @@ const ENV_ORDER: Record<string, number> = { development: 0, staging: 1, producti
 const byNameThenEnv = (a: Entry, b: Entry) => a.name.localeCompare(b.name) || (ENV_ORDER[a.environment ?? ''] ?? -1) - (ENV_ORDER[b.environment ?? ''] ?? -1)
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
 
+
+type KeySort = 'name' | 'changed'
+/** Collapsed categories, by id: kept while the page is open, so coming back keeps the view. */
+const collapsedCategories = new Set<string>()
+
 export function KeysPage() {
   const categories = useLoad(() => api<Category[]>('GET', '/api/categories'))
   const entries = useLoad(() => api<Entry[]>('GET', '/api/entries'))
   const [search, setSearch] = useState('')
+  const [sort, setSort] = useState<KeySort>('name')
+  const [collapsed, setCollapsed] = useState<Set<string>>(() => new Set(collapsedCategories))
   const [editingCategory, setEditingCategory] = useState<Category | 'new' | null>(null)
   const [editingEntry, setEditingEntry] = useState<{ category: Category; entry: Entry | null } | null>(null)
+  const searchField = useRef<HTMLInputElement>(null)
+  useSlashFocus(searchField)
   const reload = () => {
     categories.reload()
     entries.reload()
   }
   const needle = search.trim().toLowerCase()
-  const list = [...(categories.data ?? [])].sort((a, b) => a.name.localeCompare(b.name))
+  // Entries by category, once per render (not one scan of every entry per category).
+  const byCategory = new Map<string, Entry[]>()
+  for (const entry of entries.data ?? []) {
+    const list = byCategory.get(entry.categoryId)
+    if (list) list.push(entry)
+    else byCategory.set(entry.categoryId, [entry])
+  }
+  const lastChange = (category: Category) => (byCategory.get(category.id) ?? []).reduce((latest, entry) => (entry.updatedAt > latest ? entry.updatedAt : latest), category.updatedAt ?? '')
+  const list = [...(categories.data ?? [])].sort(sort === 'name' ? (a, b) => a.name.localeCompare(b.name) : (a, b) => lastChange(b).localeCompare(lastChange(a)) || a.name.localeCompare(b.name))
   // The search looks at the category (name, variable, field names) and the entry (project, environment).
   const has = (text: string | null | undefined) => (text ?? '').toLowerCase().includes(needle)
   const categoryMatches = (category: Category) => has(category.name) || has(category.envVarName) || (category.fieldDefinitions ?? []).some(has)
-  const entriesOf = (category: Category) =>
-    (entries.data ?? [])
-      .filter((entry) => entry.categoryId === category.id)
-      .filter((entry) => !needle || categoryMatches(category) || has(entry.name) || has(entry.environment ?? 'any env'))
-      .sort(byNameThenEnv)
+  const entriesOf = (category: Category) => {
+    const all = byCategory.get(category.id) ?? []
+    const shown = !needle || categoryMatches(category) ? [...all] : all.filter((entry) => has(entry.name) || has(entry.environment ?? 'any env'))
+    return shown.sort(sort === 'name' ? byNameThenEnv : (a, b) => b.updatedAt.localeCompare(a.updatedAt) || byNameThenEnv(a, b))
+  }
   const visible = list.filter((category) => !needle || categoryMatches(category) || entriesOf(category).length > 0)
+  const toggle = (category: Category) => {
+    const next = new Set(collapsed)
+    if (next.has(category.id)) next.delete(category.id)
+    else next.add(category.id)
+    collapsedCategories.clear()
+    for (const id of next) collapsedCategories.add(id)
+    setCollapsed(next)
+  }
+  const setAll = (fold: boolean) => {
+    const next = fold ? new Set(list.map((category) => category.id)) : new Set<string>()
+    collapsedCategories.clear()
+    for (const id of next) collapsedCategories.add(id)
+    setCollapsed(next)
+  }
 
   const removeCategory = async (category: Category) => {
-    const count = entriesOf(category).length
+    const count = (byCategory.get(category.id) ?? []).length
     const ok = await confirmAction(`Delete the category “${category.name}”${count ? ` and its ${count} ${count === 1 ? 'entry' : 'entries'}` : ''}? This cannot be undone.`)
     if (!ok) return
     try {
@@ -71,15 +104,47 @@ export function KeysPage() {
           New category
         </button>
       </div>
-      <input type="search" class="search" placeholder="Search keys…" aria-label="Search keys" value={search} onInput={(event) => setSearch(inputValue(event))} />
+      {list.length > 0 && (
+        <div class="toolbar">
+          <input
+            type="search"
+            class="search"
+            placeholder="Search keys… (press /)"
+            aria-label="Search keys"
+            aria-keyshortcuts="/"
+            ref={searchField}
+            value={search}
+            onInput={(event) => setSearch(inputValue(event))}
+          />
+          <label class="inline-field">
+            <span>Sort by</span>
+            <select name="sort" value={sort} onChange={(event) => setSort(inputValue(event) as KeySort)}>
+              <option value="name">Name</option>
+              <option value="changed">Last change</option>
+            </select>
+          </label>
+          <button type="button" class="btn btn-small" onClick={() => setAll(collapsed.size < list.length)}>
+            {collapsed.size < list.length ? 'Collapse all' : 'Expand all'}
+          </button>
+        </div>
+      )}
       {!categories.data || !entries.data ? (
         <Loading error={categories.error ?? entries.error} />
       ) : list.length === 0 ? (
-        <div class="card empty">
-          <p>No categories yet. A category is a kind of key, such as “OpenAI API key” (one variable) or “Database” (several fields).</p>
-          <button type="button" class="btn btn-primary" onClick={() => setEditingCategory('new')}>
-            Create your first category
-          </button>
+        <div class="card empty stack">
+          <h2 class="empty-title">No keys yet</h2>
+          <p>
+            Bring in the keys of a project by pasting its <code>.env</code> (or JSON, YAML) file, or start with a category: a kind of key, such as “OpenAI API
+            key” (one variable) or “Database” (several fields).
+          </p>
+          <div class="actions actions-center">
+            <Link href="/import" class="btn btn-primary">
+              Import a config
+            </Link>
+            <button type="button" class="btn" onClick={() => setEditingCategory('new')}>
+              New category
+            </button>
+          </div>
         </div>
       ) : (
         <div class="categories">
@@ -88,6 +153,9 @@ export function KeysPage() {
               key={category.id}
               category={category}
               entries={entriesOf(category)}
+              total={(byCategory.get(category.id) ?? []).length}
+              collapsed={collapsed.has(category.id) && !needle}
+              onToggle={() => toggle(category)}
               onEdit={() => setEditingCategory(category)}
               onDelete={() => removeCategory(category)}
               onAddEntry={() => setEditingEntry({ category, entry: null })}
@@ -127,6 +195,9 @@ export function KeysPage() {
 function CategoryCard(props: {
   category: Category
   entries: Entry[]
+  total: number
+  collapsed: boolean
+  onToggle(): void
   onEdit(): void
   onDelete(): void
   onAddEntry(): void
@@ -134,12 +205,26 @@ function CategoryCard(props: {
   onChanged(): void
 }) {
   const { category } = props
+  const listId = `entries-${category.id}`
+  const count = props.entries.length === props.total ? `${props.total} ${props.total === 1 ? 'key' : 'keys'}` : `${props.entries.length} of ${props.total} keys`
   return (
     <article class="card category" data-category={category.name}>
       <header class="category-head">
+        <button
+          type="button"
+          class="btn-icon fold"
+          aria-expanded={!props.collapsed}
+          aria-controls={listId}
+          aria-label={`${props.collapsed ? 'Expand' : 'Collapse'} ${category.name}`}
+          onClick={props.onToggle}
+        >
+          <span aria-hidden="true">{props.collapsed ? '▸' : '▾'}</span>
+        </button>
         <Icon slug={category.icon} name={category.name} />
         <div class="grow">
-          <h2 class="category-name">{category.name}</h2>
+          <h2 class="category-name">
+            {category.name} <span class="badge badge-none category-count">{count}</span>
+          </h2>
           <p class="muted small">
             {category.keyType === 'simple' ? (
               <code>{category.envVarName}</code>
@@ -173,10 +258,10 @@ function CategoryCard(props: {
           </button>
         </div>
       </header>
-      {props.entries.length === 0 ? (
+      {props.collapsed ? null : props.entries.length === 0 ? (
         <p class="muted small entry-empty">No entries yet.</p>
       ) : (
-        <ul class="entries">
+        <ul class="entries" id={listId}>
           {props.entries.map((entry) => (
             <EntryRow key={entry.id} entry={entry} category={category} onEdit={() => props.onEditEntry(entry)} onChanged={props.onChanged} />
           ))}
@@ -363,12 +448,25 @@ interface FieldRow {
   current: boolean
 }
 
-function EntryForm(props: { category: Category; entry: Entry | null; onClose(): void; onSaved(): void }) {
-  const { category, entry } = props
+/**
+ * A new entry, or edits one. From a project page: `categories` offers the choice of category, and
+ * `initialName` / `initialEnvironment` prefill the project and its environment.
+ */
+export function EntryForm(props: {
+  category: Category
+  entry: Entry | null
+  onClose(): void
+  onSaved(entry: { name: string }): void
+  categories?: Category[]
+  initialName?: string
+  initialEnvironment?: Environment | ''
+}) {
+  const { entry } = props
+  const [category, setCategory] = useState(props.category)
   const isGroup = category.keyType === 'group'
   const declared = category.fieldDefinitions ?? []
-  const [name, setName] = useState(entry?.name ?? '')
-  const [environment, setEnvironment] = useState<Environment | ''>(entry?.environment ?? '')
+  const [name, setName] = useState(entry?.name ?? props.initialName ?? '')
+  const [environment, setEnvironment] = useState<Environment | ''>(entry?.environment ?? props.initialEnvironment ?? '')
   const [notes, setNotes] = useState(entry?.notes ?? '')
   const [value, setValue] = useState('')
   const [rows, setRows] = useState<FieldRow[]>(declared.length ? declared.map((field) => ({ name: field, value: '', current: false })) : entry ? [] : [{ name: '', value: '', current: false }])
@@ -406,9 +504,17 @@ function EntryForm(props: { category: Category; entry: Entry | null; onClose(): 
     }
   }, [])
 
+  const chooseCategory = (id: string) => {
+    const next = props.categories?.find((item) => item.id === id)
+    if (!next) return
+    setCategory(next)
+    setValue('')
+    setRows(next.fieldDefinitions?.length ? next.fieldDefinitions.map((field) => ({ name: field, value: '', current: false })) : [{ name: '', value: '', current: false }])
+  }
+
   const dirty =
-    name !== (entry?.name ?? '') ||
-    environment !== (entry?.environment ?? '') ||
+    name !== (entry?.name ?? props.initialName ?? '') ||
+    environment !== (entry?.environment ?? props.initialEnvironment ?? '') ||
     notes !== (entry?.notes ?? '') ||
     value !== '' ||
     removed.size > 0 ||
@@ -454,13 +560,24 @@ function EntryForm(props: { category: Category; entry: Entry | null; onClose(): 
       setRows([])
       setCurrent(null)
       toast(entry ? `Saved ${body.name}` : `Added ${body.name}`)
-      props.onSaved()
+      props.onSaved({ name: body.name as string })
     })
   }
 
   return (
-    <Modal title={entry ? `Edit ${entry.name}` : `New ${category.name} entry`} onClose={props.onClose} dirty={dirty}>
+    <Modal title={entry ? `Edit ${entry.name}` : props.categories ? 'Add a key' : `New ${category.name} entry`} onClose={props.onClose} dirty={dirty}>
       <form class="stack" onSubmit={submit} autoComplete="off">
+        {props.categories && !entry && (
+          <Field label="Category">
+            <select name="categoryId" value={category.id} onChange={(event) => chooseCategory(inputValue(event))}>
+              {props.categories.map((item) => (
+                <option key={item.id} value={item.id}>
+                  {item.name} ({item.keyType === 'simple' ? item.envVarName : 'group'})
+                </option>
+              ))}
+            </select>
+          </Field>
+        )}
         <Field label="Project name" hint="The project this key is for, e.g. my-blog.">
           <input name="entryName" required value={name} onInput={(event) => setName(inputValue(event))} />
           <LengthNote value={name} max={200} what="The project name" />

@@ -1,6 +1,6 @@
 // Sign in with e-mail and password, register when sign-up is open, or use the identity provider.
-import { useState } from 'preact/hooks'
-import { api, currentUser, sessionLost, type Providers, type User } from '../api'
+import { useEffect, useState } from 'preact/hooks'
+import { api, ApiError, currentUser, sessionLost, type Providers, type User } from '../api'
 import { navigate } from '../router'
 import { Field, FormError, inputValue, useLoad, useSubmission } from '../ui'
 
@@ -15,13 +15,29 @@ export function LoginPage(props: { again?: User }) {
   const { busy, error, setError, run } = useSubmission()
   const signupOpen = providers.data?.signup === 'open'
   const oidc = providers.data?.oidc
+  // First run: no account yet, so the page opens on creating it (not on signing in).
+  const firstRun = !again && signupOpen && providers.data?.firstAccount === true
+  useEffect(() => {
+    if (firstRun) setMode('register')
+  }, [firstRun])
 
   const submit = async (event: Event) => {
     event.preventDefault()
     setError(null)
     await run(async () => {
       const body = mode === 'register' ? { email, password, ...(name.trim() ? { name: name.trim() } : {}) } : { email, password }
-      const answer = await api<{ user: User }>('POST', mode === 'register' ? '/api/auth/register' : '/api/auth/login', body)
+      let answer: { user: User }
+      try {
+        answer = await api<{ user: User }>('POST', mode === 'register' ? '/api/auth/register' : '/api/auth/login', body)
+      } catch (failure) {
+        // Someone else made the first account meanwhile: sign-up is closed now, so offer sign-in.
+        if (failure instanceof ApiError && failure.code === 'SIGNUP_DISABLED') {
+          providers.reload()
+          setMode('login')
+          throw new Error('Sign-up is closed on this vault: an account exists now. Sign in with it.')
+        }
+        throw failure
+      }
       setPassword('')
       if (again && answer.user.id === again.id) {
         // Back to the same page, with whatever was typed there.
@@ -46,6 +62,14 @@ export function LoginPage(props: { again?: User }) {
         </h1>
         {again ? (
           <p role="alert">Your session has ended. Sign in again to go back to the page you were on; what you typed there is kept.</p>
+        ) : firstRun && mode === 'register' ? (
+          <>
+            <h2 class="login-heading">Create the first account</h2>
+            <p class="muted">
+              This vault has no account yet. The account you create here owns it
+              {providers.data?.signupPolicy === 'first' ? <>; sign-up closes after it, so no one else can register.</> : '.'}
+            </p>
+          </>
         ) : (
           <p class="muted">{mode === 'login' ? 'Sign in to your vault.' : 'Create your account.'}</p>
         )}
@@ -72,7 +96,7 @@ export function LoginPage(props: { again?: User }) {
           </Field>
           <FormError error={error} />
           <button type="submit" class="btn btn-primary btn-block" disabled={busy}>
-            {mode === 'login' ? 'Sign in' : 'Create account'}
+            {mode === 'login' ? 'Sign in' : firstRun ? 'Create the first account' : 'Create account'}
           </button>
         </form>
         {oidc?.enabled && (
@@ -80,7 +104,7 @@ export function LoginPage(props: { again?: User }) {
             Sign in with {oidc.name ?? 'single sign-on'}
           </a>
         )}
-        {signupOpen && !again && (
+        {signupOpen && !again && !firstRun && (
           <p class="login-switch">
             {mode === 'login' ? 'No account yet? ' : 'Already registered? '}
             <button

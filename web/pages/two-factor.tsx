@@ -2,7 +2,7 @@
 // copy on click, add by base32 secret or otpauth:// URI, delete with confirmation.
 import { useEffect, useRef, useState } from 'preact/hooks'
 import { api, errorMessage, type TotpCode, type TwoFactorToken } from '../api'
-import { confirmAction, copyText, DialogActions, Field, Icon, inputValue, LengthNote, Loading, Modal, overLimit, toast, toastError, useLoad, useSubmission } from '../ui'
+import { confirmAction, DialogActions, Field, Icon, inputValue, LengthNote, Loading, Modal, overLimit, toast, toastError, useLoad, useSubmission, useSlashFocus } from '../ui'
 
 /** A plain base32 secret's settings; a token from an otpauth:// link may carry others. */
 const DEFAULT_PERIOD = 30
@@ -18,10 +18,12 @@ export function TwoFactorPage() {
   const tokens = useLoad(() => api<TwoFactorToken[]>('GET', '/api/2fa'))
   const [adding, setAdding] = useState(false)
   const [search, setSearch] = useState('')
+  const searchField = useRef<HTMLInputElement>(null)
+  useSlashFocus(searchField)
   const needle = search.trim().toLowerCase()
   const list = [...(tokens.data ?? [])]
     .sort((a, b) => a.service.localeCompare(b.service) || a.accountName.localeCompare(b.accountName))
-    .filter((token) => !needle || token.service.toLowerCase().includes(needle) || token.accountName.toLowerCase().includes(needle))
+    .filter((token) => !needle || token.service.toLowerCase().includes(needle) || token.accountName.toLowerCase().includes(needle) || (token.notes ?? '').toLowerCase().includes(needle))
   return (
     <section>
       <div class="page-head">
@@ -30,20 +32,46 @@ export function TwoFactorPage() {
           Add token
         </button>
       </div>
-      {(tokens.data?.length ?? 0) > 4 && (
-        <input type="search" class="search" placeholder="Search tokens…" aria-label="Search tokens" value={search} onInput={(event) => setSearch(inputValue(event))} />
+      {(tokens.data?.length ?? 0) > 0 && (
+        <input
+          type="search"
+          class="search"
+          placeholder="Search tokens… (press /)"
+          aria-label="Search tokens"
+          aria-keyshortcuts="/"
+          ref={searchField}
+          value={search}
+          onInput={(event) => setSearch(inputValue(event))}
+        />
       )}
       {!tokens.data ? (
         <Loading error={tokens.error} />
       ) : tokens.data.length === 0 ? (
-        <div class="card empty">
-          <p>No tokens yet. Add one with the secret or the otpauth:// link a service shows when you turn on two-factor sign-in.</p>
+        <div class="card empty stack">
+          <h2 class="empty-title">No 2FA tokens yet</h2>
+          <p>Keep the codes of the sites where you turned on two-factor sign-in. When a site shows its QR code, look for “can't scan it?” and paste either:</p>
+          <ul class="paste-kinds">
+            <li>
+              the <strong>secret key</strong>, letters A–Z and digits 2–7, such as <code>JBSW Y3DP EHPK 3PXP</code> (spaces are fine), or
+            </li>
+            <li>
+              the whole <strong>otpauth:// link</strong>, such as <code>otpauth://totp/GitHub:you@example.com?secret=…</code>, which fills in the service and
+              account for you.
+            </li>
+          </ul>
+          <p class="muted small">The secret stays encrypted on your vault; the page only ever receives the current code.</p>
+          <div class="actions actions-center">
+            <button type="button" class="btn btn-primary" onClick={() => setAdding(true)}>
+              Add your first token
+            </button>
+          </div>
         </div>
       ) : (
         <div class="tokens">
           {list.map((token) => (
             <TokenCard key={token.id} token={token} onDeleted={tokens.reload} />
           ))}
+          {list.length === 0 && <p class="muted">Nothing matches “{search}”.</p>}
         </div>
       )}
       {adding && (
@@ -64,7 +92,21 @@ function TokenCard(props: { token: TwoFactorToken; onDeleted(): void }) {
   const [code, setCode] = useState<TotpCode | null>(null)
   const [left, setLeft] = useState(0)
   const [error, setError] = useState<string | null>(null)
+  const [copied, setCopied] = useState<string>('')
+  const copiedTimer = useRef<ReturnType<typeof setTimeout> | undefined>(undefined)
   const expiresAt = useRef(0)
+  // The card's own live region says what happened, so a screen reader announces it where the person is.
+  const copyCode = async (value: string) => {
+    try {
+      await navigator.clipboard.writeText(value)
+      setCopied(`Code for ${token.service} copied`)
+    } catch {
+      setCopied('The clipboard is not available here')
+    }
+    clearTimeout(copiedTimer.current)
+    copiedTimer.current = setTimeout(() => setCopied(''), 4000)
+  }
+  useEffect(() => () => clearTimeout(copiedTimer.current), [])
 
   useEffect(() => {
     let live = true
@@ -142,7 +184,7 @@ function TokenCard(props: { token: TwoFactorToken; onDeleted(): void }) {
           title="Copy the code"
           aria-label={code ? `Code for ${token.service}: ${formatted}, copy` : `Code for ${token.service}, loading`}
           disabled={!code}
-          onClick={() => code && copyText(code.code, 'Code copied')}
+          onClick={() => code && copyCode(code.code)}
         >
           <span class="token-digits">{formatted}</span>
         </button>
@@ -162,6 +204,9 @@ function TokenCard(props: { token: TwoFactorToken; onDeleted(): void }) {
           </text>
         </svg>
       </div>
+      <p class="small token-copied" role="status" aria-live="polite" aria-atomic="true">
+        {copied}
+      </p>
       {settings.length > 0 && <p class="muted small token-settings">{settings.join(' · ')}</p>}
       {error && <p class="error-text small">{error}</p>}
       {token.notes && <p class="muted small">{token.notes}</p>}
