@@ -1,4 +1,4 @@
-// Failed-login counting (CONTRACT.md): 10 failures for one e-mail or 50 from one client address
+// Failed-login counting (docs/api.md): 10 failures for one e-mail or 50 from one client address
 // within 15 minutes lock further attempts until the oldest failure leaves the window.
 export const WINDOW_MS = 15 * 60_000
 export const MAX_PER_EMAIL = 10

@@ -51,7 +51,7 @@ function fixDocument(document: OpenApiDocument, routes: RouteInfo[]): OpenApiDoc
       }
     }
   }
-  // The document describes itself too (the interface document lists it as an endpoint).
+  // The document describes itself too (docs/api.md lists it as an endpoint).
   paths[SPEC_PATH] ??= {
     get: {
       summary: 'This OpenAPI 3.1.0 document',

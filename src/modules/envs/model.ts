@@ -1,7 +1,7 @@
 import { t } from 'elysia'
 import { strictObject, Timestamp, withProperties } from '../../http/schemas'
 
-/** The largest env file content, in UTF-8 bytes (CONTRACT.md, "Limits"). */
+/** The largest env file content, in UTF-8 bytes (docs/api.md, "Limits"). */
 export const MAX_ENV_FILE_BYTES = 1024 * 1024
 
 const Name = t.String({ minLength: 1, maxLength: 200 })
@@ -47,7 +47,7 @@ export const RevealedEnvFileSchema = t.Object({
   content: t.String({ description: 'The plaintext of the file' }),
 })
 
-/** Every env project answer sits inside `{ data: … }` (CONTRACT.md). */
+/** Every env project answer sits inside `{ data: … }` (docs/api.md). */
 export const wrapped = <S extends Parameters<typeof t.Object>[0][string]>(schema: S) => t.Object({ data: schema })
 
 // Unknown query parameters (cache busters and the like) are ignored, unlike unknown body fields.
