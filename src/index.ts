@@ -5,6 +5,7 @@ import { MasterKeyMismatchError } from './crypto/keyring'
 import { CorruptDocumentError } from './store/document'
 import { DataDirLockedError } from './store/lock'
 import { UnsupportedFormatError } from './store/store'
+import { VERSION } from './version'
 
 const log = (line: string) => console.error(line)
 
@@ -53,11 +54,32 @@ async function main() {
   console.log(`svc-vault listening on ${address} (data: ${config.dataDir})`)
 }
 
-main().catch((error) => {
-  if (EXPECTED.some((type) => error instanceof type)) {
-    console.error(`svc-vault: ${error.message}`)
-  } else {
-    console.error(`svc-vault: failed to start: ${error?.message ?? error}`)
-  }
-  process.exit(1)
-})
+const USAGE = `usage: svc-vault              start the server (configured by environment variables)
+       svc-vault --version    print the version
+       svc-vault healthcheck  exit 0 when the server on this machine is ready (GET /readyz)`
+
+const command = process.argv.slice(2)
+if (command.length === 0) {
+  startServer()
+} else if (command[0] === '--version' && command.length === 1) {
+  console.log(`svc-vault ${VERSION}`)
+} else if (command[0] === 'healthcheck' && command.length === 1) {
+  const { healthcheck } = await import('./healthcheck')
+  process.exit(await healthcheck())
+} else if ((command[0] === '--help' || command[0] === '-h') && command.length === 1) {
+  console.log(USAGE)
+} else {
+  console.error(`svc-vault: unknown arguments: ${command.join(' ')}\n${USAGE}`)
+  process.exit(2)
+}
+
+function startServer() {
+  main().catch((error) => {
+    if (EXPECTED.some((type) => error instanceof type)) {
+      console.error(`svc-vault: ${error.message}`)
+    } else {
+      console.error(`svc-vault: failed to start: ${error?.message ?? error}`)
+    }
+    process.exit(1)
+  })
+}
