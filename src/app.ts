@@ -25,11 +25,21 @@ import { statsRoutes } from './modules/stats'
 import { exportRoutes } from './modules/export'
 import { aiRoutes } from './modules/ai'
 import { webRoutes } from './web'
+import { Metrics } from './http/metrics'
+import { observeRequests } from './http/observe'
+import { healthRoutes } from './modules/health'
+import type { RequestRecord } from './log'
 
 export type { AppDeps }
 
 /** Opens the data folder (lock, master key check) and builds the services. */
-export async function openVault(config: Config, log: Logger = (line) => console.error(line), now = Date.now): Promise<AppDeps> {
+export async function openVault(
+  config: Config,
+  log: Logger = (line) => console.error(line),
+  now = Date.now,
+  logRequest?: (record: RequestRecord) => void,
+): Promise<AppDeps> {
+  const metrics = new Metrics()
   const { mkdirSync } = await import('node:fs')
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 })
   const keyring = new Keyring(loadMasterKey(config.dataDir, config.masterKey, log))
@@ -37,7 +47,11 @@ export async function openVault(config: Config, log: Logger = (line) => console.
   let accessKeys: AccessKeys | undefined
   const store = await Store.open(config.dataDir, {
     createKeyCheck: () => keyring.createKeyCheck(),
-    onWriteError: (path, error) => log(`error: could not write ${path}: ${(error as Error)?.message ?? error}`),
+    onWriteError: (path, error) => {
+      metrics.writeFailures++
+      log(`error: could not write ${path}: ${(error as Error)?.message ?? error}`)
+    },
+    onFsync: (seconds) => metrics.fsync.observe(seconds),
     onAccountsReload: (data) => {
       accounts?.reindex(data)
       accessKeys?.reindex(data)
@@ -56,7 +70,7 @@ export async function openVault(config: Config, log: Logger = (line) => console.
   }
   accounts = new Accounts(store.accounts, config, now)
   accessKeys = new AccessKeys(store.accounts, now)
-  return { config, store, keyring, accounts, accessKeys, vaults: new Vaults(store, keyring), log, now }
+  return { config, store, keyring, accounts, accessKeys, vaults: new Vaults(store, keyring), log, now, metrics, logRequest }
 }
 
 export function createApp(deps: AppDeps) {
@@ -70,6 +84,7 @@ export function createApp(deps: AppDeps) {
     serve: { maxRequestBodySize: MAX_BODY_BYTES * 4 },
   })
     .use(securityHeaders)
+    .use(observeRequests(deps.metrics, deps.logRequest))
     .use(errorHandler(deps.log))
     .use(jsonBody)
     .use(
@@ -84,6 +99,7 @@ export function createApp(deps: AppDeps) {
           securitySchemes: {
             bearerAuth: { type: 'http', scheme: 'bearer', description: 'Access key: svc_<token>' },
             sessionCookie: { type: 'apiKey', in: 'cookie', name: 'svc_session', description: 'Session cookie set by /api/auth/login' },
+            metricsToken: { type: 'http', scheme: 'bearer', description: 'SVC_METRICS_TOKEN, for GET /metrics only' },
           },
         },
       }),
@@ -98,6 +114,7 @@ export function createApp(deps: AppDeps) {
     .use(statsRoutes(deps))
     .use(exportRoutes(deps))
     .use(aiRoutes(deps))
+    .use(healthRoutes(deps))
     .use(webRoutes(deps))
   root = () => app
   if (!deps.config.checkResponses) skipResponseChecks(app)

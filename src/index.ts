@@ -6,8 +6,11 @@ import { CorruptDocumentError } from './store/document'
 import { DataDirLockedError } from './store/lock'
 import { UnsupportedFormatError } from './store/store'
 import { VERSION } from './version'
+import { createServerLog } from './log'
 
-const log = (line: string) => console.error(line)
+// The format is read before the configuration, so that a configuration error is logged in it too
+// (an invalid SVC_LOG_FORMAT itself is reported as text).
+const serverLog = createServerLog(process.env.SVC_LOG_FORMAT?.trim().toLowerCase() === 'json' ? 'json' : 'text')
 
 /**
  * A second after listening, start-up is over: its compiled code (schema building, route
@@ -28,14 +31,14 @@ async function main() {
     if (stopping) return
     stopping = true
     await stop()
-    console.log(`svc-vault stopped (${signal})`)
+    serverLog.info(`svc-vault stopped (${signal})`)
     process.exit(0)
   }
   // Installed before anything is opened, so a signal at any moment still releases the lock.
   process.on('SIGTERM', () => void shutdown('SIGTERM'))
   process.on('SIGINT', () => void shutdown('SIGINT'))
 
-  const deps = await openVault(config, log)
+  const deps = await openVault(config, serverLog.log, Date.now, serverLog.request)
   stop = () => deps.store.close()
   const app = createApp(deps)
   app.listen({ port: config.port, hostname: config.host })
@@ -51,7 +54,7 @@ async function main() {
     await deps.store.close()
   }
   const address = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${app.server!.port}`
-  console.log(`svc-vault listening on ${address} (data: ${config.dataDir})`)
+  serverLog.info(`svc-vault ${VERSION} listening on ${address} (data: ${config.dataDir})`)
 }
 
 const USAGE = `usage: svc-vault              start the server (configured by environment variables)
@@ -76,9 +79,9 @@ if (command.length === 0) {
 function startServer() {
   main().catch((error) => {
     if (EXPECTED.some((type) => error instanceof type)) {
-      console.error(`svc-vault: ${error.message}`)
+      serverLog.fatal(`svc-vault: ${error.message}`)
     } else {
-      console.error(`svc-vault: failed to start: ${error?.message ?? error}`)
+      serverLog.fatal(`svc-vault: failed to start: ${error?.message ?? error}`)
     }
     process.exit(1)
   })

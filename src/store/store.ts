@@ -2,7 +2,7 @@
 // once per process. Only this folder touches the data files.
 import { mkdirSync, readdirSync, unlinkSync } from 'node:fs'
 import { join } from 'node:path'
-import { isTempFile } from './atomic-file'
+import { isTempFile, onFsync, probeWritable } from './atomic-file'
 import { Document } from './document'
 import { acquireLock } from './lock'
 import { FORMAT_VERSION, VAULT_LISTS, type AccountsDocument, type VaultDocument } from './records'
@@ -30,18 +30,24 @@ export interface StoreOptions {
   onAccountsReload?: (data: AccountsDocument) => void
   /** Skip the lock (read-only tools that run beside a live server, such as backup). */
   lock?: boolean
+  /** Told the seconds each file sync of a write takes (every store of the process: syncs are the disk's). */
+  onFsync?: (seconds: number) => void
 }
 
 export class Store {
   /** Each user's vault: the promise while it opens, the document once open. */
   private readonly vaults = new Map<string, Document<VaultDocument> | Promise<Document<VaultDocument>>>()
+  private closed = false
+  private readonly stopObservingFsync: () => void
 
   private constructor(
     readonly dataDir: string,
     readonly accounts: Document<AccountsDocument>,
     private readonly options: StoreOptions,
     private readonly releaseLock: () => void,
-  ) {}
+  ) {
+    this.stopObservingFsync = options.onFsync ? onFsync(options.onFsync) : () => {}
+  }
 
   static async open(dataDir: string, options: StoreOptions): Promise<Store> {
     mkdirSync(join(dataDir, VAULTS_DIR), { recursive: true, mode: 0o700 })
@@ -95,6 +101,18 @@ export class Store {
     return opening
   }
 
+  /** How many user vaults are loaded (GET /metrics). */
+  openVaultCount(): number {
+    return this.vaults.size
+  }
+
+  /** Throws unless the store is open and its data folder takes a durable write (GET /readyz). */
+  async checkWritable(): Promise<void> {
+    if (this.closed) throw new Error('the store is closed')
+    await probeWritable(this.dataDir)
+    await probeWritable(join(this.dataDir, VAULTS_DIR))
+  }
+
   /** Ids of every vault on disk. */
   vaultIds(): string[] {
     return readdirSync(join(this.dataDir, VAULTS_DIR))
@@ -105,6 +123,8 @@ export class Store {
 
   /** Waits for every write and folds each vault's change log into its file, then releases the lock. */
   async close(): Promise<void> {
+    this.closed = true
+    this.stopObservingFsync()
     await this.accounts.settle()
     for (const known of this.vaults.values()) {
       const vault = await Promise.resolve(known).catch(() => null)
