@@ -6,6 +6,7 @@ import { isTempFile, onFsync, probeWritable } from './atomic-file'
 import { Document } from './document'
 import { acquireLock } from './lock'
 import { FORMAT_VERSION, VAULT_LISTS, type AccountsDocument, type VaultDocument } from './records'
+import { VERSION } from '../version'
 
 export const ACCOUNTS_FILE = 'accounts.json'
 export const VAULTS_DIR = 'vaults'
@@ -13,12 +14,32 @@ const USER_ID = /^[0-9a-f-]{36}$/
 
 export class UnsupportedFormatError extends Error {}
 
+/**
+ * Upgrades of the stored format, by the version they upgrade from: MIGRATIONS[n] turns a document
+ * of version n into version n + 1 (the accounts document and vault documents alike; each tells
+ * them apart by their fields). Version 1 is the first format: none yet. A migrated document is
+ * written back at once (Document.open), so the data folder is upgraded in place on first start;
+ * test/platform/upgrade.test.ts starts the current code on folders kept from older releases.
+ */
+const MIGRATIONS: Record<number, (data: Record<string, unknown>) => void> = {}
+
 function checkVersion<T extends { version: number }>(path: string) {
   return (data: T): T => {
-    if (typeof data?.version !== 'number' || data.version > FORMAT_VERSION) {
-      throw new UnsupportedFormatError(`${path} has format version ${data?.version}; this svc-vault reads up to ${FORMAT_VERSION}`)
+    const version = data?.version
+    if (typeof version !== 'number' || !Number.isInteger(version) || version < 1) {
+      throw new UnsupportedFormatError(`${path} has no valid format version (${JSON.stringify(version)}): it is not an svc-vault data file`)
     }
-    // Version 1 is the first format: nothing to migrate yet.
+    if (version > FORMAT_VERSION) {
+      throw new UnsupportedFormatError(
+        `${path} was written by a newer svc-vault (data format ${version}; svc-vault ${VERSION} reads formats up to ${FORMAT_VERSION}): run the newer svc-vault, or restore a backup taken before the upgrade`,
+      )
+    }
+    for (let from = version; from < FORMAT_VERSION; from++) {
+      const migrate = MIGRATIONS[from]
+      if (!migrate) throw new UnsupportedFormatError(`${path} has data format ${from}, which this svc-vault cannot upgrade`)
+      migrate(data as unknown as Record<string, unknown>)
+      data.version = from + 1
+    }
     return data
   }
 }
@@ -59,6 +80,7 @@ export class Store {
       const accounts = await Document.open<AccountsDocument>(path, {
         create: () => ({ version: FORMAT_VERSION, keyCheck: options.createKeyCheck(), users: [], sessions: [], accessKeys: [] }),
         migrate: checkVersion(path),
+        persistMigration: options.lock !== false,
         onWriteError: options.onWriteError,
         onReload: options.onAccountsReload,
       })
@@ -90,6 +112,7 @@ export class Store {
     const opening = Document.open<VaultDocument>(path, {
       create,
       migrate: checkVersion(path),
+      persistMigration: this.options.lock !== false,
       onWriteError: this.options.onWriteError,
       loggedLists: VAULT_LISTS,
     })
