@@ -15,7 +15,8 @@ import type { BunPlugin } from 'bun'
 import { buildIconPack, buildWeb } from '../src/web/build'
 
 const root = join(import.meta.dir, '..')
-const outdir = join(root, 'dist')
+// --outdir=<folder>: somewhere else than dist/ (bench/footprint.ts measures a fresh build).
+const outdir = process.argv.find((arg) => arg.startsWith('--outdir='))?.slice('--outdir='.length) || join(root, 'dist')
 const compile = process.argv.includes('--compile')
 
 const web = await buildWeb()
@@ -59,6 +60,8 @@ try {
       target: 'bun',
       plugins: [embedWeb],
       compile: { outfile: temp },
+      // Lazy libraries stay lazy inside the executable too: about 3.5 MB less idle memory.
+      splitting: true,
     })
     if (!result.success) fail(result.logs)
     renameSync(temp, join(outdir, 'svc-vault'))

@@ -84,7 +84,8 @@ export function createApp(deps: AppDeps) {
     serve: { maxRequestBodySize: MAX_BODY_BYTES * 4 },
   })
     .use(securityHeaders)
-    .use(observeRequests(deps.metrics, deps.logRequest))
+    // Per-request work (ids, counters, log lines) only when something reads it: /metrics or request logs.
+    .use(deps.config.metricsToken || deps.logRequest ? observeRequests(deps.config.metricsToken ? deps.metrics : undefined, deps.logRequest) : new Elysia())
     .use(errorHandler(deps.log))
     .use(jsonBody)
     .use(

@@ -38,7 +38,8 @@ async function main() {
   process.on('SIGTERM', () => void shutdown('SIGTERM'))
   process.on('SIGINT', () => void shutdown('SIGINT'))
 
-  const deps = await openVault(config, serverLog.log, Date.now, serverLog.request)
+  // Text logs stay as they were, without a line per request; JSON logs get one.
+  const deps = await openVault(config, serverLog.log, Date.now, config.logFormat === 'json' ? serverLog.request : undefined)
   stop = () => deps.store.close()
   const app = createApp(deps)
   app.listen({ port: config.port, hostname: config.host })

@@ -21,7 +21,7 @@ interface Observed {
   observedId?: string
 }
 
-export function observeRequests(metrics: Metrics, logRequest: ((record: RequestRecord) => void) | undefined) {
+export function observeRequests(metrics: Metrics | undefined, logRequest: ((record: RequestRecord) => void) | undefined) {
   return new Elysia({ name: 'http.observe' })
     .onRequest((context) => {
       const observed = context as typeof context & Observed
@@ -40,9 +40,11 @@ export function observeRequests(metrics: Metrics, logRequest: ((record: RequestR
       const template = (context as { route?: string }).route
       // Written as the API documents it: /api/entries, not the prefix's /api/entries/.
       const route = !template ? 'unmatched' : template.length > 1 && template.endsWith('/') ? template.slice(0, -1) : template
-      metrics.observeRequest(context.request.method, route, status, seconds)
-      const failure = loginFailure(route, status)
-      if (failure) metrics.loginFailed(failure)
+      if (metrics) {
+        metrics.observeRequest(context.request.method, route, status, seconds)
+        const failure = loginFailure(route, status)
+        if (failure) metrics.loginFailed(failure)
+      }
       logRequest?.({ method: context.request.method, route, status, durationMs: seconds * 1000, requestId: observed.observedId! })
     })
 }

@@ -131,7 +131,7 @@ describe('metrics', () => {
   })
 })
 
-test('every answer carries a request id; a plain one sent by a proxy is kept, anything else replaced', async () => {
+test('with metrics or JSON logs on, every answer carries a request id; a plain one sent by a proxy is kept, anything else replaced', async () => {
   const own = await fetch(`${server.url}/healthz`)
   expect(own.headers.get('x-request-id')).toMatch(/^[0-9a-f]{8}-[0-9a-z]+$/)
   const kept = await fetch(`${server.url}/api/entries`, { headers: { 'x-request-id': 'caddy-4f2a.91' } })
