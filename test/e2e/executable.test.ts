@@ -79,6 +79,28 @@ describe('the executable (bun run build:server)', () => {
     expect(run.exitCode).toBe(0)
   })
 
+  test("the bundle `bun run start` runs (dist/ without the executable) needs no node_modules either", async () => {
+    const dir = tempDir('svc-vault-bundle-')
+    const bundle = join(dir, 'dist')
+    try {
+      const build = Bun.spawnSync(['bun', 'scripts/build.ts', `--outdir=${bundle}`], { cwd: ROOT, stdout: 'pipe', stderr: 'pipe' })
+      expect(build.exitCode).toBe(0)
+      const started = await spawnServer({ command: ['bun', join(bundle, 'index.js')], cwd: dir, dataDir: join(dir, 'data'), env: { SVC_SIGNUP: 'open' } })
+      try {
+        const user = await signUp(started.url)
+        expect((await user.get('/api/stats')).status).toBe(200)
+        const page = await (await fetch(started.url + '/')).text()
+        const script = /src="(\/assets\/app\.[0-9a-f]+\.js)"/.exec(page)![1]
+        expect((await fetch(started.url + script)).status).toBe(200)
+        expect(await (await fetch(started.url + '/icons/github.svg')).text()).toStartWith('<svg')
+      } finally {
+        await started.stop()
+      }
+    } finally {
+      removeDir(dir)
+    }
+  })
+
   const browserMissing = !hasChromium()
   test.skipIf(browserMissing && process.env.CI !== 'true')(
     'the page loads in Chromium with no console error',

@@ -1,10 +1,9 @@
 // /healthz (alive), /readyz (ready to serve), /metrics (Prometheus, behind SVC_METRICS_TOKEN).
 // None of them needs an account, and none answers anything about a user.
 import { timingSafeEqual } from 'node:crypto'
-import { Elysia } from 'elysia'
+import { Elysia, NotFoundError } from 'elysia'
 import type { AppDeps } from '../../deps'
-import { NotFoundError } from 'elysia'
-import { ErrorBody } from '../../http/schemas'
+import { errorResponses } from '../../http/schemas'
 import { VERSION } from '../../version'
 import { HealthSchema, MetricsText, NotReadySchema, ReadySchema } from './model'
 import { HealthService } from './service'
@@ -16,6 +15,7 @@ export function healthRoutes(deps: AppDeps) {
   const health = new HealthService(deps)
   const token = deps.config.metricsToken
   const tokenHash = token === undefined ? undefined : sha256(token)
+  const errors = errorResponses(401, 404)
   return new Elysia({ name: 'healthRoutes', tags: ['Operations'] })
     .get(
       '/healthz',
@@ -60,7 +60,7 @@ export function healthRoutes(deps: AppDeps) {
         })
       },
       {
-        response: { 200: MetricsText, 401: ErrorBody, 404: ErrorBody },
+        response: { 200: MetricsText, 401: errors[401], 404: errors[404] },
         detail: {
           operationId: 'getMetrics',
           summary: 'Prometheus metrics; only when SVC_METRICS_TOKEN is set (404 otherwise), with that token as a bearer token',
