@@ -120,7 +120,7 @@ describe('reverse proxy snippets', () => {
     const port = 20000 + Math.floor(Math.random() * 20000)
     // The public origin is Caddy's, as SVC_BASE_URL says.
     const origin = `http://127.0.0.1:${port}`
-    const behind = await spawnServer({ command: [executable], cwd: dir, dataDir: join(dir, 'data'), env: { SVC_SIGNUP: 'open', SVC_TRUST_PROXY: 'loopback', SVC_BASE_URL: origin } })
+    const behind = await spawnServer({ command: [executable], cwd: dir, dataDir: join(dir, 'data'), env: { SVC_SIGNUP: 'open', SVC_TRUST_PROXY: 'loopback', SVC_BASE_URL: origin, SVC_LOG_FORMAT: 'json' } })
     const adapted = Bun.spawnSync([caddy, 'adapt', '--config', join(ROOT, 'deploy', 'Caddyfile'), '--adapter', 'caddyfile'], {
       env: { ...process.env, VAULT_DOMAIN: origin, VAULT_UPSTREAM: new URL(behind.url).host },
       stdout: 'pipe',
@@ -143,7 +143,7 @@ describe('reverse proxy snippets', () => {
       expect(category.status).toBe(201)
       const entry = await user.post('/api/entries', { categoryId: category.body.id, name: 'shop', value: 'sk_behind_caddy' }, { origin })
       expect((await user.post(`/api/entries/${entry.body.id}/reveal`, undefined, { origin })).body.value).toBe('sk_behind_caddy')
-      // Caddy's request id reaches the vault, which answers with it.
+      // Caddy's request id reaches the vault, which answers with it (JSON logs on, as in production).
       const answer = await new Client(origin).get('/healthz')
       expect(answer.headers.get('x-request-id')).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-/)
     } finally {
