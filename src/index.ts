@@ -44,8 +44,8 @@ async function main() {
   const app = createApp(deps)
   app.listen({ port: config.port, hostname: config.host })
   setTimeout(() => {
-    // A collection still under way makes the shrink keep all compiled code (about 3 MB more, in
-    // 3 of 8 starts measured); a synchronous full collection first finishes it.
+    // A collection still under way makes the shrink keep all compiled code (docs/performance.md);
+    // a synchronous full collection first finishes it.
     Bun.gc(true)
     Bun.shrink?.()
   }, SETTLE_MS).unref()

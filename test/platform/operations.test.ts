@@ -110,9 +110,10 @@ describe('metrics', () => {
     await new Client(server.url).post('/api/auth/login', { email, password: 'wrong password here' })
     await user.post('/api/entries', { categoryId: category.body.id, name: 'blog', value: 'sk_metrics_second' })
     await fetch(`${server.url}/no/such/route`, { method: 'POST' })
-    await Bun.sleep(20) // the counters are updated once each answer has gone out
+    // Counters are updated once each answer has gone out: wait until the last one is counted.
+    let after = await metricsText()
+    for (let i = 0; i < 100 && !after.includes('route="unmatched"'); i++) after = await metricsText()
 
-    const after = await metricsText()
     expect(sample(after, reveals)! - (sample(before, reveals) ?? 0)).toBe(2)
     expect(sample(after, missing)! - (sample(before, missing) ?? 0)).toBe(1)
     expect(sample(after, failures)! - sample(before, failures)!).toBe(1)
@@ -160,7 +161,8 @@ describe('SVC_LOG_FORMAT=json', () => {
       const entry = await user.post('/api/entries', { categoryId: category.body.id, name: 'shop', value: 'sk_jsonlog_secret' })
       await user.post(`/api/entries/${entry.body.id}/reveal?x=query_text_marker`)
       await new Client(spawned.url).post('/api/auth/login', { email, password: 'wrong_password_marker' })
-      await Bun.sleep(100)
+      // Request lines go out once the answer has: wait for the last one.
+      for (let i = 0; i < 200 && !spawned.output().includes('"route":"/api/auth/login"'); i++) await (await fetch(`${spawned.url}/healthz`)).text()
       expect(await spawned.stop()).toBe(0)
       const lines = spawned.output().trim().split('\n')
       const records = lines.map((line) => JSON.parse(line))
