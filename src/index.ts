@@ -58,9 +58,12 @@ async function main() {
   serverLog.info(`svc-vault ${VERSION} listening on ${address} (data: ${config.dataDir})`)
 }
 
-const USAGE = `usage: svc-vault              start the server (configured by environment variables)
-       svc-vault --version    print the version
-       svc-vault healthcheck  exit 0 when the server on this machine is ready (GET /readyz)`
+const USAGE = `usage: svc-vault                    start the server (configured by environment variables)
+       svc-vault --version          print the version
+       svc-vault healthcheck        exit 0 when the server on this machine is ready (GET /readyz)
+       svc-vault backup <file> ...  the operator commands, as bun run backup, restore and
+       svc-vault restore <file> ...   rotate-master-key run them from the sources (--help for each)
+       svc-vault rotate-master-key`
 
 const command = process.argv.slice(2)
 if (command.length === 0) {
@@ -70,6 +73,17 @@ if (command.length === 0) {
 } else if (command[0] === 'healthcheck' && command.length === 1) {
   const { healthcheck } = await import('./healthcheck')
   process.exit(await healthcheck())
+} else if (command[0] === 'backup' || command[0] === 'restore') {
+  // The executable carries the operator commands too; each reads its arguments after its name.
+  process.argv.splice(2, 1)
+  if (command[0] === 'backup') await import('./cli/backup')
+  else await import('./cli/restore')
+} else if (command[0] === 'rotate-master-key' && command.length === 1) {
+  const { rotateMasterKey } = await import('./cli/rotate-master-key')
+  await rotateMasterKey().catch((error) => {
+    console.error(`svc-vault rotate-master-key: ${error?.message ?? error}`)
+    process.exit(1)
+  })
 } else if ((command[0] === '--help' || command[0] === '-h') && command.length === 1) {
   console.log(USAGE)
 } else {

@@ -73,6 +73,24 @@ describe('the executable (bun run build:server)', () => {
     expect((await fetch(server.url + '/icons/no-such-brand-x.svg')).status).toBe(404)
   })
 
+  test('carries the operator commands: a backup taken beside the running server restores into a folder another server starts on', async () => {
+    const backup = join(folder, 'backup.json')
+    const env = { SVC_DATA_DIR: join(folder, 'data'), PATH: '/usr/bin:/bin' }
+    const taken = Bun.spawnSync([executable, 'backup', backup], { cwd: folder, env, stdout: 'pipe', stderr: 'pipe' })
+    expect({ code: taken.exitCode, err: taken.stderr.toString() }).toEqual({ code: 0, err: '' })
+    const restoredDir = join(folder, 'restored')
+    const restored = Bun.spawnSync([executable, 'restore', backup, '--data-dir', restoredDir], { cwd: folder, env, stdout: 'pipe', stderr: 'pipe' })
+    expect({ code: restored.exitCode, err: restored.stderr.toString() }).toEqual({ code: 0, err: '' })
+    const second = await spawnServer({ command: [executable], cwd: folder, dataDir: restoredDir, env: { SVC_MASTER_KEY: '', SVC_MASTER_KEY_FILE: join(folder, 'master-key') } })
+    try {
+      expect(await (await fetch(`${second.url}/readyz`)).json()).toMatchObject({ status: 'ready' })
+    } finally {
+      await second.stop()
+      removeDir(restoredDir)
+      removeDir(backup)
+    }
+  })
+
   test('healthcheck answers 0 while the server is ready', () => {
     const port = new URL(server.url).port
     const run = Bun.spawnSync([executable, 'healthcheck'], { cwd: folder, env: { PORT: port } })
