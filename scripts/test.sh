@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # The whole test suite. Some tests need programs of the machine: Chromium (the web interface),
-# strace (durability order), chattr and mount (the failing disk, as root). Missing ones are
-# installed from Debian's packages when this runs as root with apt-get; whatever could not be
-# installed is named here. Those tests are then skipped, saying why, or fail under CI=true.
+# strace (durability order), chattr and mount (the failing disk, as root), systemd-analyze, Caddy
+# and nginx (the deploy recipes). Missing ones are installed from Debian's packages when this runs
+# as root with apt-get; whatever could not be installed is named here. Those tests are then
+# skipped, saying why, or fail under CI=true.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # command -> Debian package
-declare -A PACKAGE=([chromium]=chromium [strace]=strace [chattr]=e2fsprogs)
+declare -A PACKAGE=([chromium]=chromium [strace]=strace [chattr]=e2fsprogs [systemd-analyze]=systemd [caddy]=caddy [nginx]=nginx-light)
+present() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ]; }
 missing=()
 for command in "${!PACKAGE[@]}"; do
-  command -v "$command" >/dev/null 2>&1 || missing+=("$command")
+  present "$command" || missing+=("$command")
 done
 
 if [ ${#missing[@]} -gt 0 ]; then
@@ -26,12 +28,13 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
   still=()
   for command in "${missing[@]}"; do
-    command -v "$command" >/dev/null 2>&1 || still+=("$command (package ${PACKAGE[$command]})")
+    present "$command" || still+=("$command (package ${PACKAGE[$command]})")
   done
   if [ ${#still[@]} -gt 0 ]; then
     echo "NOT INSTALLED: ${still[*]}; the tests that need them are skipped, or fail under CI=true" >&2
   fi
 fi
+
 if [ "$(id -u)" != "0" ]; then
   echo "note: not root: the full-disk test (a tmpfs mount) is skipped, or fails under CI=true" >&2
 fi

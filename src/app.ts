@@ -27,11 +27,21 @@ import { exportRoutes } from './modules/export'
 import { aiRoutes } from './modules/ai'
 import { webRoutes } from './web'
 import { deviceLoginRoutes } from './modules/device-login'
+import { Metrics } from './http/metrics'
+import { observeRequests } from './http/observe'
+import { healthRoutes } from './modules/health'
+import type { RequestRecord } from './log'
 
 export type { AppDeps }
 
 /** Opens the data folder (lock, master key check) and builds the services. */
-export async function openVault(config: Config, log: Logger = (line) => console.error(line), now = Date.now): Promise<AppDeps> {
+export async function openVault(
+  config: Config,
+  log: Logger = (line) => console.error(line),
+  now = Date.now,
+  logRequest?: (record: RequestRecord) => void,
+): Promise<AppDeps> {
+  const metrics = new Metrics()
   const { chmodSync, mkdirSync } = await import('node:fs')
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 })
   // An existing folder keeps its mode through mkdir (a git checkout's data/ is 0755): owner only.
@@ -45,7 +55,11 @@ export async function openVault(config: Config, log: Logger = (line) => console.
   let accessKeys: AccessKeys | undefined
   const store = await Store.open(config.dataDir, {
     createKeyCheck: () => keyring.createKeyCheck(),
-    onWriteError: (path, error) => log(`error: could not write ${path}: ${(error as Error)?.message ?? error}`),
+    onWriteError: (path, error) => {
+      metrics.writeFailures++
+      log(`error: could not write ${path}: ${(error as Error)?.message ?? error}`)
+    },
+    onFsync: (seconds) => metrics.fsync.observe(seconds),
     onAccountsReload: (data) => {
       accounts?.reindex(data)
       accessKeys?.reindex(data)
@@ -64,7 +78,7 @@ export async function openVault(config: Config, log: Logger = (line) => console.
   }
   accounts = new Accounts(store.accounts, config, now)
   accessKeys = new AccessKeys(store.accounts, now)
-  return { config, store, keyring, accounts, accessKeys, vaults: new Vaults(store, keyring), log, now }
+  return { config, store, keyring, accounts, accessKeys, vaults: new Vaults(store, keyring), log, now, metrics, logRequest }
 }
 
 export function createApp(deps: AppDeps) {
@@ -79,6 +93,8 @@ export function createApp(deps: AppDeps) {
   })
     .use(securityHeaders)
     .use(hostCheck(deps.config))
+    // Per-request work (ids, counters, log lines) only when something reads it: /metrics or request logs.
+    .use(deps.config.metricsToken || deps.logRequest ? observeRequests(deps.config.metricsToken ? deps.metrics : undefined, deps.logRequest) : new Elysia())
     .use(errorHandler(deps.log))
     .use(jsonBody)
     .use(apiDocs(() => root(), apiDocumentation(deps.config)))
@@ -93,6 +109,7 @@ export function createApp(deps: AppDeps) {
     .use(exportRoutes(deps))
     .use(aiRoutes(deps))
     .use(deviceLoginRoutes(deps))
+    .use(healthRoutes(deps))
     .use(webRoutes(deps))
   root = () => app
   if (!deps.config.checkResponses) skipResponseChecks(app)
@@ -130,6 +147,7 @@ function apiDocumentation(config: AppDeps['config']): Documentation {
       securitySchemes: {
         bearerAuth: { type: 'http', scheme: 'bearer', description: 'Access key: svc_<token>' },
         sessionCookie: { type: 'apiKey', in: 'cookie', name: config.sessionCookie, description: 'Session cookie set by /api/auth/login and /api/auth/register' },
+        metricsToken: { type: 'http', scheme: 'bearer', description: 'SVC_METRICS_TOKEN, for GET /metrics only' },
       },
     },
   }

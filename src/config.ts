@@ -1,5 +1,6 @@
 // Environment -> typed, validated configuration. A bad value throws ConfigError
 // naming the variable; index.ts prints that one line and exits 1.
+import { readFileSync } from 'node:fs'
 import { BlockList, isIP } from 'node:net'
 import { resolve } from 'node:path'
 
@@ -21,7 +22,7 @@ export interface Config {
   port: number
   host: string
   dataDir: string
-  /** Raw 32-byte master key from SVC_MASTER_KEY; undefined means "use or create <data>/master.key". */
+  /** Raw 32-byte master key from SVC_MASTER_KEY or SVC_MASTER_KEY_FILE; undefined means "use or create <data>/master.key". */
   masterKey: Uint8Array | undefined
   baseUrl: string
   /** Origin of baseUrl, for the CSRF check. */
@@ -48,6 +49,11 @@ export interface Config {
   sessionCookie: string
   /** SVC_BASE_URL was set (the OpenAPI document's `servers` names it; else a relative `/`). */
   baseUrlConfigured: boolean
+  // Operations (health, metrics, logs).
+  /** SVC_LOG_FORMAT: one readable line per event (`text`, the default), or one JSON object per line. */
+  logFormat: 'text' | 'json'
+  /** SVC_METRICS_TOKEN: the bearer token GET /metrics asks for; undefined: no /metrics (404). */
+  metricsToken: string | undefined
 }
 
 export class ConfigError extends Error {}
@@ -151,7 +157,7 @@ export function loadConfig(env: Env = process.env): Config {
   const baseSetting = setting(env, 'SVC_BASE_URL', 'set the public origin such as https://vault.example.com, or unset it')
   const sessionTtl = setting(env, 'SVC_SESSION_TTL', 'set a duration such as 7d, or unset it for 7d')
   const dataDir = resolve(env.SVC_DATA_DIR?.trim() || './data')
-  const masterKey = env.SVC_MASTER_KEY ? parseMasterKey(env.SVC_MASTER_KEY) : undefined
+  const masterKey = masterKeyFromEnv(env)
   const base = parseUrl(baseSetting ?? `http://localhost:${port}`, 'SVC_BASE_URL')
   const signup = (env.SVC_SIGNUP?.trim() || 'first').toLowerCase()
   if (signup !== 'first' && signup !== 'open' && signup !== 'closed') {
@@ -185,6 +191,8 @@ export function loadConfig(env: Env = process.env): Config {
     allowedHosts: env.SVC_BASE_URL?.trim() || isLoopbackHost(host) ? [base.host.toLowerCase()] : null,
     sessionCookie: base.protocol === 'https:' ? '__Host-svc_session' : 'svc_session',
     baseUrlConfigured: Boolean(env.SVC_BASE_URL?.trim()),
+    logFormat: parseLogFormat(env.SVC_LOG_FORMAT),
+    metricsToken: parseMetricsToken(env.SVC_METRICS_TOKEN),
   }
 }
 
@@ -219,4 +227,37 @@ function parseRegisterLimit(raw: string | undefined): number {
   if (!text) return 10
   if (!/^\d{1,9}$/.test(text)) throw new ConfigError(`SVC_REGISTER_LIMIT must be a whole number (0 turns the limit off), got "${raw}"`)
   return Number(text)
+}
+
+/**
+ * SVC_MASTER_KEY (the key itself) or SVC_MASTER_KEY_FILE (a file holding it, such as a systemd
+ * credential or a Docker secret), not both. An error names the file, never its content.
+ */
+function masterKeyFromEnv(env: Env): Uint8Array | undefined {
+  const file = env.SVC_MASTER_KEY_FILE?.trim()
+  if (!file) return env.SVC_MASTER_KEY ? parseMasterKey(env.SVC_MASTER_KEY) : undefined
+  if (env.SVC_MASTER_KEY) throw new ConfigError('SVC_MASTER_KEY and SVC_MASTER_KEY_FILE are both set: set only one')
+  let text: string
+  try {
+    text = readFileSync(file, 'utf8')
+  } catch (error) {
+    throw new ConfigError(`SVC_MASTER_KEY_FILE: cannot read ${file} (${(error as NodeJS.ErrnoException).code ?? 'error'})`)
+  }
+  return parseMasterKey(text, `SVC_MASTER_KEY_FILE (${file})`)
+}
+
+function parseLogFormat(raw: string | undefined): 'text' | 'json' {
+  const format = (raw?.trim() || 'text').toLowerCase()
+  if (format !== 'text' && format !== 'json') throw new ConfigError(`SVC_LOG_FORMAT must be "text" or "json", got "${raw}"`)
+  return format
+}
+
+function parseMetricsToken(raw: string | undefined): string | undefined {
+  const token = raw?.trim()
+  if (!token) return undefined
+  // Compared with every scrape's header: a short token would be guessable.
+  if (token.length < 16 || !/^[\x21-\x7e]+$/.test(token)) {
+    throw new ConfigError('SVC_METRICS_TOKEN must be at least 16 printable characters without spaces (openssl rand -hex 32)')
+  }
+  return token
 }

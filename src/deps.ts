@@ -4,6 +4,8 @@ import type { Accounts } from './auth/accounts'
 import type { Config } from './config'
 import type { Keyring } from './crypto/keyring'
 import type { Logger } from './http/error-handler'
+import type { Metrics } from './http/metrics'
+import type { RequestRecord } from './log'
 import type { Vaults } from './modules/vault-access'
 import type { Store } from './store/store'
 
@@ -16,4 +18,7 @@ export interface AppDeps {
   vaults: Vaults
   log: Logger
   now: () => number
+  // Operations: counters for GET /metrics, and where answered requests are logged (none: not logged).
+  metrics: Metrics
+  logRequest?: (record: RequestRecord) => void
 }

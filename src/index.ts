@@ -5,8 +5,12 @@ import { MasterKeyMismatchError } from './crypto/keyring'
 import { CorruptDocumentError } from './store/document'
 import { DataDirLockedError } from './store/lock'
 import { UnsupportedFormatError } from './store/store'
+import { VERSION } from './version'
+import { createServerLog } from './log'
 
-const log = (line: string) => console.error(line)
+// The format is read before the configuration, so that a configuration error is logged in it too
+// (an invalid SVC_LOG_FORMAT itself is reported as text).
+const serverLog = createServerLog(process.env.SVC_LOG_FORMAT?.trim().toLowerCase() === 'json' ? 'json' : 'text')
 
 /**
  * A second after listening, start-up is over: its compiled code (schema building, route
@@ -27,20 +31,21 @@ async function main() {
     if (stopping) return
     stopping = true
     await stop()
-    console.log(`svc-vault stopped (${signal})`)
+    serverLog.info(`svc-vault stopped (${signal})`)
     process.exit(0)
   }
   // Installed before anything is opened, so a signal at any moment still releases the lock.
   process.on('SIGTERM', () => void shutdown('SIGTERM'))
   process.on('SIGINT', () => void shutdown('SIGINT'))
 
-  const deps = await openVault(config, log)
+  // Text logs stay as they were, without a line per request; JSON logs get one.
+  const deps = await openVault(config, serverLog.log, Date.now, config.logFormat === 'json' ? serverLog.request : undefined)
   stop = () => deps.store.close()
   const app = createApp(deps)
   app.listen({ port: config.port, hostname: config.host })
   setTimeout(() => {
-    // A collection still under way makes the shrink keep all compiled code (about 3 MB more, in
-    // 3 of 8 starts measured); a synchronous full collection first finishes it.
+    // A collection still under way makes the shrink keep all compiled code (docs/performance.md);
+    // a synchronous full collection first finishes it.
     Bun.gc(true)
     Bun.shrink?.()
   }, SETTLE_MS).unref()
@@ -50,14 +55,49 @@ async function main() {
     await deps.store.close()
   }
   const address = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${app.server!.port}`
-  console.log(`svc-vault listening on ${address} (data: ${config.dataDir})`)
+  serverLog.info(`svc-vault ${VERSION} listening on ${address} (data: ${config.dataDir})`)
 }
 
-main().catch((error) => {
-  if (EXPECTED.some((type) => error instanceof type)) {
-    console.error(`svc-vault: ${error.message}`)
-  } else {
-    console.error(`svc-vault: failed to start: ${error?.message ?? error}`)
-  }
-  process.exit(1)
-})
+const USAGE = `usage: svc-vault                    start the server (configured by environment variables)
+       svc-vault --version          print the version
+       svc-vault healthcheck        exit 0 when the server on this machine is ready (GET /readyz)
+       svc-vault backup <file> ...  the operator commands, as bun run backup, restore and
+       svc-vault restore <file> ...   rotate-master-key run them from the sources (--help for each)
+       svc-vault rotate-master-key`
+
+const command = process.argv.slice(2)
+if (command.length === 0) {
+  startServer()
+} else if (command[0] === '--version' && command.length === 1) {
+  console.log(`svc-vault ${VERSION}`)
+} else if (command[0] === 'healthcheck' && command.length === 1) {
+  const { healthcheck } = await import('./healthcheck')
+  process.exit(await healthcheck())
+} else if (command[0] === 'backup' || command[0] === 'restore') {
+  // The executable carries the operator commands too; each reads its arguments after its name.
+  process.argv.splice(2, 1)
+  if (command[0] === 'backup') await import('./cli/backup')
+  else await import('./cli/restore')
+} else if (command[0] === 'rotate-master-key' && command.length === 1) {
+  const { rotateMasterKey } = await import('./cli/rotate-master-key')
+  await rotateMasterKey().catch((error) => {
+    console.error(`svc-vault rotate-master-key: ${error?.message ?? error}`)
+    process.exit(1)
+  })
+} else if ((command[0] === '--help' || command[0] === '-h') && command.length === 1) {
+  console.log(USAGE)
+} else {
+  console.error(`svc-vault: unknown arguments: ${command.join(' ')}\n${USAGE}`)
+  process.exit(2)
+}
+
+function startServer() {
+  main().catch((error) => {
+    if (EXPECTED.some((type) => error instanceof type)) {
+      serverLog.fatal(`svc-vault: ${error.message}`)
+    } else {
+      serverLog.fatal(`svc-vault: failed to start: ${error?.message ?? error}`)
+    }
+    process.exit(1)
+  })
+}

@@ -1,4 +1,4 @@
-// Sign-in throttling (CONTRACT.md, issue 14). Each attempt is counted BEFORE its password check,
+// Sign-in throttling (docs/api.md). Each attempt is counted BEFORE its password check,
 // synchronously, so parallel requests cannot all slip in under the limit; an attempt that turns
 // out to be a success is taken back. Within 15 minutes:
 // - 10 attempts for one e-mail from one client address (the strict limit: a stranger elsewhere

@@ -1,4 +1,4 @@
-// The scopes an access key can hold (interface document, "Scopes", and CONTRACT.md).
+// The scopes an access key can hold (docs/api.md, "Scopes").
 export const SCOPES = [
   'categories:read',
   'categories:write',

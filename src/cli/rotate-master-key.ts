@@ -74,6 +74,9 @@ export async function rotateMasterKey(env: Record<string, string | undefined> = 
   })
   try {
     const keyInFile = config.masterKey === undefined
+    // Where the operator keeps the key when it is not <data>/master.key.
+    const keyFile = env.SVC_MASTER_KEY_FILE?.trim()
+    const keyHome = keyFile ? `the file SVC_MASTER_KEY_FILE names (${keyFile})` : 'SVC_MASTER_KEY'
     const oldKey = config.masterKey ?? readMasterKeyFile(keyPath)
     if (!oldKey) throw new RotationError(`SVC_MASTER_KEY is not set and ${keyPath} does not exist: no current master key`)
     if (!keyInFile && existsSync(stagedPath)) {
@@ -152,9 +155,9 @@ export async function rotateMasterKey(env: Record<string, string | undefined> = 
     if (keyInFile) {
       say(`The new key is in ${keyPath} (mode 0600). Back it up apart from the data: backups made before now need the old key.`)
     } else if (generated) {
-      say('Set SVC_MASTER_KEY to the new key printed above before starting the server; the old key no longer opens this data.')
+      say(`Put the new key printed above in ${keyHome} before starting the server; the old key no longer opens this data.`)
     } else {
-      say('Set SVC_MASTER_KEY to the value of SVC_NEW_MASTER_KEY before starting the server; the old key no longer opens this data.')
+      say(`Put the value of SVC_NEW_MASTER_KEY in ${keyHome} before starting the server; the old key no longer opens this data.`)
     }
   } finally {
     await store.close()

@@ -25,10 +25,9 @@ export function seal(key: Uint8Array, plaintext: Uint8Array | string, aad: strin
 }
 
 // Opening decodes into this scratch space rather than into new arrays: a fresh array's buffer is
-// made on first use (subarray, .buffer), and with two of them per value that measured about a
-// fifth of opening a value. It only ever holds IVs, ciphertexts and tags, never
-// plaintext, and open() is synchronous, so one space serves every call. Longer ciphertexts take
-// the allocating path.
+// made on first use (subarray, .buffer), a fifth of opening a value. It only ever holds IVs,
+// ciphertexts and tags, never plaintext, and open() is synchronous, so one space serves every
+// call. Longer ciphertexts take the allocating path.
 const SCRATCH_BYTES = 4096
 const scratch = new ArrayBuffer(SCRATCH_BYTES)
 const ivScratch = new Uint8Array(scratch, 0, IV_BYTES)
@@ -129,10 +128,9 @@ const FILL = ['', '', 'AA', 'A']
 
 /**
  * open() for many values under one key, with the base64 of all of them decoded in one call:
- * decoding costs mostly per call, not per character (1,000 export values: two decodes each took
- * 0.2-0.3 of the 1.7-2.0 ms of opening them). Each IV and body is appended to one text, a partial last chunk
- * filled to a whole one (its extra bytes are skipped), so every part starts on a chunk boundary.
- * Gives what open() gives for each: values of another shape, and all of them when the joined text
+ * decoding costs mostly per call, not per character (docs/performance.md, export). Each IV and
+ * body is appended to one text, a partial last chunk filled to a whole one (its extra bytes are
+ * skipped), so every part starts on a chunk boundary. Gives what open() gives for each: values of another shape, and all of them when the joined text
  * does not decode to exactly the expected bytes (stray padding, whitespace, bad characters), are
  * opened one by one instead.
  */

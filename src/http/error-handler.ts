@@ -1,4 +1,4 @@
-// Every failure ends as { error, code } with the status of CONTRACT.md. Validation is 400 (not
+// Every failure ends as { error, code } with the status of docs/api.md ("Errors"). Validation is 400 (not
 // Elysia's 422) and names the field; a 500 carries no stack and no detail.
 import { Elysia, ValidationError } from 'elysia'
 import { INVALID_JSON_BODY } from './body'

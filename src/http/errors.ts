@@ -1,4 +1,4 @@
-// The one error type: an HTTP status and a machine-readable code (CONTRACT.md, "Errors").
+// The one error type: an HTTP status and a machine-readable code (docs/api.md, "Errors").
 export type ErrorCode =
   | 'VALIDATION_ERROR'
   | 'INVALID_JSON'

@@ -7,6 +7,39 @@ import { basename, dirname, join } from 'node:path'
 let sequence = 0
 const tempPath = (path: string) => join(dirname(path), `.${basename(path)}.${process.pid}.${++sequence}.tmp`)
 
+/** Listeners told how long each file sync of a write took, in seconds (GET /metrics). */
+const fsyncListeners = new Set<(seconds: number) => void>()
+
+export function onFsync(listener: (seconds: number) => void): () => void {
+  fsyncListeners.add(listener)
+  return () => void fsyncListeners.delete(listener)
+}
+
+/** Runs a sync and tells the listeners how long it took. */
+export async function timedSync(sync: () => Promise<void>): Promise<void> {
+  if (fsyncListeners.size === 0) return sync()
+  const started = performance.now()
+  await sync()
+  const seconds = (performance.now() - started) / 1000
+  for (const listener of fsyncListeners) listener(seconds)
+}
+
+/** Writes, syncs and removes a temporary file in `dir`: throws when the folder takes no writes. */
+export async function probeWritable(dir: string): Promise<void> {
+  const temp = join(dir, `.ready-probe.${process.pid}.${++sequence}.tmp`)
+  try {
+    const handle = await open(temp, 'w', 0o600)
+    try {
+      await handle.writeFile('ready\n')
+      await handle.sync()
+    } finally {
+      await handle.close()
+    }
+  } finally {
+    await unlink(temp).catch(() => {})
+  }
+}
+
 export function isTempFile(name: string): boolean {
   return name.startsWith('.') && name.endsWith('.tmp')
 }
@@ -35,7 +68,7 @@ export async function writeFileAtomic(path: string, data: string | Uint8Array, m
   try {
     try {
       await handle.writeFile(data)
-      await handle.sync()
+      await timedSync(() => handle.sync())
     } finally {
       await handle.close()
     }

@@ -7,7 +7,7 @@
 import { closeSync, existsSync, fsyncSync, ftruncateSync, openSync, readFileSync } from 'node:fs'
 import { constants, open, unlink } from 'node:fs/promises'
 import { dirname } from 'node:path'
-import { fsyncDir } from './atomic-file'
+import { fsyncDir, timedSync } from './atomic-file'
 import type { Change } from './changes'
 import { CorruptDocumentError } from './errors'
 
@@ -123,7 +123,7 @@ export class ChangeLog {
       while (written < line.length) {
         written += (await handle.write(line, written, line.length - written, this.bytes + written)).bytesWritten
       }
-      await handle.datasync()
+      await timedSync(() => handle.datasync())
     } finally {
       await handle.close()
     }

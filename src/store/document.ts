@@ -106,6 +106,8 @@ export interface DocumentOptions<T> {
   create: () => T
   /** Brings data of an older format up to the current one. */
   migrate?: (data: T) => T
+  /** Writes a document that `migrate` brought to a new version back at once (not for read-only tools). */
+  persistMigration?: boolean
   onWriteError?: (path: string, error: unknown) => void
   /** Called after a failed write put the in-memory data back to what is on disk. */
   onReload?: (data: T) => void
@@ -150,10 +152,20 @@ export class Document<T> {
       document.log = log
       if (document.fileExists) applyLog(path, document.low.data, lists, batches)
     }
+    let migrated = false
     if (!document.fileExists) document.low.data = options.create()
-    else if (options.migrate) document.low.data = options.migrate(document.low.data)
+    else if (options.migrate) {
+      const before = document.untyped().version
+      document.low.data = options.migrate(document.low.data)
+      migrated = document.untyped().version !== before
+    }
     if (lists) document.committed = commitState(document.untyped(), lists)
     if (!document.fileExists) await document.commit()
+    else if (migrated && options.persistMigration) {
+      // The whole document in its new format (with a change log: folded into it).
+      document.foldWanted = true
+      await document.commit()
+    }
     return document
   }
 

@@ -2,10 +2,11 @@
 // once per process. Only this folder touches the data files.
 import { mkdirSync, readdirSync, unlinkSync } from 'node:fs'
 import { join } from 'node:path'
-import { isTempFile } from './atomic-file'
+import { isTempFile, onFsync, probeWritable } from './atomic-file'
 import { Document } from './document'
 import { acquireLock } from './lock'
 import { FORMAT_VERSION, VAULT_LISTS, type AccountsDocument, type VaultDocument } from './records'
+import { VERSION } from '../version'
 
 export const ACCOUNTS_FILE = 'accounts.json'
 export const VAULTS_DIR = 'vaults'
@@ -26,12 +27,32 @@ export function holdsVaults(dataDir: string): boolean {
   return names(join(dataDir, VAULTS_DIR)).some((name) => /\.json(\.log)?$/.test(name))
 }
 
+/**
+ * Upgrades of the stored format, by the version they upgrade from: MIGRATIONS[n] turns a document
+ * of version n into version n + 1 (the accounts document and vault documents alike; each tells
+ * them apart by their fields). Version 1 is the first format: none yet. A migrated document is
+ * written back at once (Document.open), so the data folder is upgraded in place on first start;
+ * test/platform/upgrade.test.ts starts the current code on folders kept from older releases.
+ */
+const MIGRATIONS: Record<number, (data: Record<string, unknown>) => void> = {}
+
 function checkVersion<T extends { version: number }>(path: string) {
   return (data: T): T => {
-    if (typeof data?.version !== 'number' || data.version > FORMAT_VERSION) {
-      throw new UnsupportedFormatError(`${path} has format version ${data?.version}; this svc-vault reads up to ${FORMAT_VERSION}`)
+    const version = data?.version
+    if (typeof version !== 'number' || !Number.isInteger(version) || version < 1) {
+      throw new UnsupportedFormatError(`${path} has no valid format version (${JSON.stringify(version)}): it is not an svc-vault data file`)
     }
-    // Version 1 is the first format: nothing to migrate yet.
+    if (version > FORMAT_VERSION) {
+      throw new UnsupportedFormatError(
+        `${path} was written by a newer svc-vault (data format ${version}; svc-vault ${VERSION} reads formats up to ${FORMAT_VERSION}): run the newer svc-vault, or restore a backup taken before the upgrade`,
+      )
+    }
+    for (let from = version; from < FORMAT_VERSION; from++) {
+      const migrate = MIGRATIONS[from]
+      if (!migrate) throw new UnsupportedFormatError(`${path} has data format ${from}, which this svc-vault cannot upgrade`)
+      migrate(data as unknown as Record<string, unknown>)
+      data.version = from + 1
+    }
     return data
   }
 }
@@ -43,18 +64,24 @@ export interface StoreOptions {
   onAccountsReload?: (data: AccountsDocument) => void
   /** Skip the lock (read-only tools that run beside a live server, such as backup). */
   lock?: boolean
+  /** Told the seconds each file sync of a write takes (every store of the process: syncs are the disk's). */
+  onFsync?: (seconds: number) => void
 }
 
 export class Store {
   /** Each user's vault: the promise while it opens, the document once open. */
   private readonly vaults = new Map<string, Document<VaultDocument> | Promise<Document<VaultDocument>>>()
+  private closed = false
+  private readonly stopObservingFsync: () => void
 
   private constructor(
     readonly dataDir: string,
     readonly accounts: Document<AccountsDocument>,
     private readonly options: StoreOptions,
     private readonly releaseLock: () => void,
-  ) {}
+  ) {
+    this.stopObservingFsync = options.onFsync ? onFsync(options.onFsync) : () => {}
+  }
 
   static async open(dataDir: string, options: StoreOptions): Promise<Store> {
     mkdirSync(join(dataDir, VAULTS_DIR), { recursive: true, mode: 0o700 })
@@ -66,6 +93,7 @@ export class Store {
       const accounts = await Document.open<AccountsDocument>(path, {
         create: () => ({ version: FORMAT_VERSION, keyCheck: options.createKeyCheck(), users: [], sessions: [], accessKeys: [] }),
         migrate: checkVersion(path),
+        persistMigration: options.lock !== false,
         onWriteError: options.onWriteError,
         onReload: options.onAccountsReload,
       })
@@ -97,6 +125,7 @@ export class Store {
     const opening = Document.open<VaultDocument>(path, {
       create,
       migrate: checkVersion(path),
+      persistMigration: this.options.lock !== false,
       onWriteError: this.options.onWriteError,
       loggedLists: VAULT_LISTS,
     })
@@ -106,6 +135,18 @@ export class Store {
       () => this.vaults.delete(userId),
     )
     return opening
+  }
+
+  /** How many user vaults are loaded (GET /metrics). */
+  openVaultCount(): number {
+    return this.vaults.size
+  }
+
+  /** Throws unless the store is open and its data folder takes a durable write (GET /readyz). */
+  async checkWritable(): Promise<void> {
+    if (this.closed) throw new Error('the store is closed')
+    await probeWritable(this.dataDir)
+    await probeWritable(join(this.dataDir, VAULTS_DIR))
   }
 
   /** Ids of every vault on disk. */
@@ -118,6 +159,8 @@ export class Store {
 
   /** Waits for every write and folds each vault's change log into its file, then releases the lock. */
   async close(): Promise<void> {
+    this.closed = true
+    this.stopObservingFsync()
     await this.accounts.settle()
     for (const known of this.vaults.values()) {
       const vault = await Promise.resolve(known).catch(() => null)

@@ -1,11 +1,8 @@
-// The browser bundle: built from web/ with Bun's bundler on first use and kept in memory, so users
-// need no build step and start-up is not held up by it. Asset names carry a content hash, so
-// they can be cached for good while index.html is always fetched fresh.
-import { readFileSync } from 'node:fs'
-import { join } from 'node:path'
-import { PROJECT_DIR } from '../paths'
-
-export const WEB_DIR = join(PROJECT_DIR, 'web')
+// The web interface's files: the ones embedded at build time (prebuilt.ts), or, run from the
+// sources, the same builder's output made once on first use. Asset names carry a content hash,
+// so they can be cached for good while index.html is always fetched fresh.
+import { IconPack } from './icons'
+import { prebuiltWeb } from './prebuilt'
 
 export interface Asset {
   body: Uint8Array<ArrayBuffer>
@@ -14,46 +11,54 @@ export interface Asset {
 
 export interface WebBundle {
   html: string
-  /** Keyed by path, e.g. /assets/app.1a2b3c4d.js */
-  assets: Map<string, Asset>
+  /** The asset served at this path (e.g. /assets/app.1a2b3c4d5e6f.js), or undefined. */
+  asset(path: string): Promise<Asset | undefined>
+  icons: IconPack
 }
 
-const shortHash = (bytes: Uint8Array) => new Bun.CryptoHasher('sha256').update(bytes).digest('hex').slice(0, 12)
-
-async function build(): Promise<WebBundle> {
-  const result = await Bun.build({
-    entrypoints: [join(WEB_DIR, 'main.tsx')],
-    target: 'browser',
-    format: 'esm',
-    minify: true,
-    define: { 'process.env.NODE_ENV': '"production"' },
-  })
-  if (!result.success) throw new Error(`web bundle failed: ${result.logs.map(String).join('\n')}`)
-  const script = result.outputs.find((output) => output.kind === 'entry-point')
-  if (!script) throw new Error('web bundle failed: no entry point output')
-  const js = new Uint8Array(await script.arrayBuffer())
-  const css = new Uint8Array(readFileSync(join(WEB_DIR, 'styles.css')))
-  const jsPath = `/assets/app.${shortHash(js)}.js`
-  const cssPath = `/assets/app.${shortHash(css)}.css`
-  const template = readFileSync(join(WEB_DIR, 'index.html'), 'utf8')
-  const html = template.replace('%APP_JS%', jsPath).replace('%APP_CSS%', cssPath)
+function fromPrebuilt(prebuilt: NonNullable<typeof prebuiltWeb>): WebBundle {
+  const files = new Map(prebuilt.files.map((file) => [file.path, file]))
+  const read = new Map<string, Promise<Asset>>()
   return {
-    html,
-    assets: new Map([
-      [jsPath, { body: js, type: 'text/javascript; charset=utf-8' }],
-      [cssPath, { body: css, type: 'text/css; charset=utf-8' }],
-    ]),
+    html: prebuilt.html,
+    asset(path) {
+      const file = files.get(path)
+      if (!file) return Promise.resolve(undefined)
+      let asset = read.get(path)
+      if (!asset) {
+        asset = Bun.file(file.file)
+          .bytes()
+          .then((body) => ({ body, type: file.type }))
+        read.set(path, asset)
+        asset.catch(() => read.delete(path))
+      }
+      return asset
+    },
+    icons: new IconPack((start, end) => Bun.file(prebuilt.icons).slice(start, end).bytes()),
+  }
+}
+
+async function fromSources(): Promise<WebBundle> {
+  const { buildIconPack, buildWeb } = await import('./build')
+  const built = await buildWeb()
+  const assets = new Map(built.files.map((file) => [file.path, { body: file.bytes, type: file.type }]))
+  let pack: Uint8Array<ArrayBuffer> | undefined
+  return {
+    html: built.html,
+    asset: (path) => Promise.resolve(assets.get(path)),
+    // Packed on the first icon asked for: most test servers never show one.
+    icons: new IconPack(async (start, end) => (pack ??= buildIconPack()).subarray(start, end)),
   }
 }
 
 let pending: Promise<WebBundle> | undefined
 
-/** The bundle, built once per process; a failed build is retried on the next request. */
+/** The bundle, once per process; a failed build from the sources is retried on the next request. */
 export function webBundle(): Promise<WebBundle> {
   if (!pending) {
-    pending = build().catch((error) => {
+    pending = prebuiltWeb ? Promise.resolve(fromPrebuilt(prebuiltWeb)) : fromSources()
+    pending.catch(() => {
       pending = undefined
-      throw error
     })
   }
   return pending

@@ -1,54 +1,86 @@
 // Brand icons from the simple-icons package (CC0), served by the vault itself so the page never
-// fetches anything from the internet. Only slugs the package knows are read; the slug is checked
-// against that list, never joined into a path unchecked.
-import { readFileSync } from 'node:fs'
-import { createRequire } from 'node:module'
-import { dirname, join } from 'node:path'
-
+// fetches anything from the internet. They travel in one pack made at build time (build.ts): the
+// sorted slugs, then the SVGs (already filled with their brand colour) gzipped in small chunks,
+// so answering an icon reads and inflates one chunk, not the 5 MB of all of them. A slug is
+// looked up in the pack's list, never joined into a path.
 export const ICON_SLUG = /^[a-z0-9-]{1,64}$/
 
-interface IconData {
-  slug: string
-  hex: string
-  title: string
+/** Icons per chunk: about 80 KB of SVG each, inflated in well under a millisecond. */
+const CHUNK_ICONS = 64
+
+interface PackHeader {
+  slugs: string[]
+  /** [offset, length] of each chunk after the header; chunk i holds slugs[i * CHUNK_ICONS ...]. */
+  chunks: [number, number][]
 }
 
-let packageDir: string | undefined
-let colors: Map<string, string> | undefined
-const cache = new Map<string, string>()
-
-function iconColors(): Map<string, string> {
-  if (!colors) {
-    packageDir = dirname(createRequire(import.meta.url).resolve('simple-icons/package.json'))
-    const data = JSON.parse(readFileSync(join(packageDir, 'data', 'simple-icons.json'), 'utf8')) as IconData[]
-    // A few slugs hold `_`, which a category's icon field cannot: those are left out.
-    colors = new Map(data.filter((icon) => ICON_SLUG.test(icon.slug) && /^[0-9A-Fa-f]{6}$/.test(icon.hex)).map((icon) => [icon.slug, icon.hex]))
+/** Pack layout: header length (4 bytes, little-endian), header JSON, gzipped JSON chunks. */
+export function packIcons(icons: { slug: string; svg: string }[], gzip: (bytes: Uint8Array<ArrayBuffer>) => Uint8Array): Uint8Array<ArrayBuffer> {
+  const sorted = [...icons].sort((a, b) => (a.slug < b.slug ? -1 : a.slug > b.slug ? 1 : 0))
+  const bodies: Uint8Array[] = []
+  const chunks: [number, number][] = []
+  let offset = 0
+  for (let start = 0; start < sorted.length; start += CHUNK_ICONS) {
+    const body = gzip(new TextEncoder().encode(JSON.stringify(sorted.slice(start, start + CHUNK_ICONS).map((icon) => icon.svg))))
+    chunks.push([offset, body.length])
+    bodies.push(body)
+    offset += body.length
   }
-  return colors
+  const header = new TextEncoder().encode(JSON.stringify({ slugs: sorted.map((icon) => icon.slug), chunks } satisfies PackHeader))
+  const pack = new Uint8Array(4 + header.length + offset)
+  new DataView(pack.buffer).setUint32(0, header.length, true)
+  pack.set(header, 4)
+  let at = 4 + header.length
+  for (const body of bodies) {
+    pack.set(body, at)
+    at += body.length
+  }
+  return pack
 }
 
-/** Whether the installed simple-icons has this slug (suggested icons are kept only then). */
-export function isKnownIconSlug(slug: string): boolean {
-  return ICON_SLUG.test(slug) && iconColors().has(slug)
-}
+/** Reads bytes [start, end) of the pack, from memory or from a file. */
+export type PackReader = (start: number, end: number) => Promise<Uint8Array<ArrayBuffer>>
 
-/** The icon's SVG filled with its brand colour, or undefined for an unknown slug. */
-export function iconSvg(slug: string): string | undefined {
-  if (!ICON_SLUG.test(slug)) return undefined
-  const hit = cache.get(slug)
-  if (hit) return hit
-  const hex = iconColors().get(slug)
-  if (!hex) return undefined
-  const raw = readFileSync(join(packageDir!, 'icons', `${slug}.svg`), 'utf8')
-  const svg = raw.replace('<svg ', `<svg fill="#${hex}" `)
-  cache.set(slug, svg)
-  return svg
-}
+export class IconPack {
+  private header: Promise<{ data: PackHeader; index: Map<string, number>; base: number }> | undefined
+  private slugsText: string | undefined
+  private readonly svgs = new Map<string, string>()
 
-let slugsJson: string | undefined
+  constructor(private readonly read: PackReader) {}
 
-/** Every known slug as a JSON array: the page shows an icon only for these, and suggests them. */
-export function iconSlugsJson(): string {
-  slugsJson ??= JSON.stringify([...iconColors().keys()].sort())
-  return slugsJson
+  private open() {
+    this.header ??= (async () => {
+      const length = new DataView((await this.read(0, 4)).slice().buffer).getUint32(0, true)
+      const data = JSON.parse(new TextDecoder().decode(await this.read(4, 4 + length))) as PackHeader
+      return { data, index: new Map(data.slugs.map((slug, i) => [slug, i])), base: 4 + length }
+    })()
+    return this.header
+  }
+
+  /** Every known slug as a JSON array: the page shows an icon only for these, and suggests them. */
+  async slugsJson(): Promise<string> {
+    this.slugsText ??= JSON.stringify((await this.open()).data.slugs)
+    return this.slugsText
+  }
+
+  /** The set of known slugs: a suggested icon is kept only when the pack has it. */
+  async slugs(): Promise<ReadonlySet<string>> {
+    return new Set((await this.open()).index.keys())
+  }
+
+  /** The icon's SVG, or undefined for an unknown slug. */
+  async svg(slug: string): Promise<string | undefined> {
+    if (!ICON_SLUG.test(slug)) return undefined
+    const known = this.svgs.get(slug)
+    if (known) return known
+    const { data, index, base } = await this.open()
+    const position = index.get(slug)
+    if (position === undefined) return undefined
+    const chunk = Math.floor(position / CHUNK_ICONS)
+    const [offset, length] = data.chunks[chunk]
+    const svgs = JSON.parse(new TextDecoder().decode(Bun.gunzipSync(await this.read(base + offset, base + offset + length)))) as string[]
+    const svg = svgs[position - chunk * CHUNK_ICONS]
+    this.svgs.set(slug, svg)
+    return svg
+  }
 }

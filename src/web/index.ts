@@ -5,7 +5,6 @@ import { Elysia, NotFoundError } from 'elysia'
 import type { AppDeps } from '../deps'
 import { STRICT_CSP } from '../http/security-headers'
 import { webBundle } from './bundle'
-import { iconSlugsJson, iconSvg } from './icons'
 
 const HTML_HEADERS = {
   'content-type': 'text/html; charset=utf-8',
@@ -38,7 +37,7 @@ export function webRoutes(deps: AppDeps) {
     .get(
       '/assets/:file',
       async ({ params }) => {
-        const asset = (await webBundle()).assets.get(`/assets/${params.file}`)
+        const asset = await (await webBundle()).asset(`/assets/${params.file}`)
         if (!asset) throw new NotFoundError()
         return new Response(asset.body, {
           headers: { 'content-type': asset.type, 'cache-control': 'public, max-age=31536000, immutable', 'content-security-policy': STRICT_CSP },
@@ -48,12 +47,13 @@ export function webRoutes(deps: AppDeps) {
     )
     .get(
       '/icons/:file',
-      ({ params }) => {
+      async ({ params }) => {
+        const icons = (await webBundle()).icons
         if (params.file === 'slugs.json') {
-          return new Response(iconSlugsJson(), { headers: { 'content-type': 'application/json', 'cache-control': 'public, max-age=86400' } })
+          return new Response(await icons.slugsJson(), { headers: { 'content-type': 'application/json', 'cache-control': 'public, max-age=86400' } })
         }
         const match = /^([a-z0-9-]{1,64})\.svg$/.exec(params.file)
-        const svg = match ? iconSvg(match[1]) : undefined
+        const svg = match ? await icons.svg(match[1]) : undefined
         if (!svg) throw new NotFoundError()
         return new Response(svg, {
           headers: { 'content-type': 'image/svg+xml', 'cache-control': 'public, max-age=86400', 'content-security-policy': STRICT_CSP },

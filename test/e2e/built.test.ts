@@ -1,6 +1,6 @@
 // The bundle `bun run start` runs (dist/, made by `bun run build`): the same service as
 // `bun src/index.ts`, including the parts loaded on first use (TOTP, the .env parser, the OpenAPI
-// generator) and the files it finds on disk (the web interface's sources, the brand icons).
+// generator) and the files built into dist/ beside it (the web interface, the brand icons).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'

@@ -37,6 +37,7 @@ describe('icon slugs', () => {
     const filed = validKeyFiling(
       { keys: [{ name: 'OPENAI_API_KEY', categoryName: 'OpenAI', keyType: 'simple', icon: 'openai' }, { name: 'STRIPE_KEY', categoryName: 'Stripe', keyType: 'simple', icon: 'stripe' }] },
       [{ name: 'OPENAI_API_KEY' }, { name: 'STRIPE_KEY' }],
+      exists,
     )!
     expect(filed[0].icon).toBeUndefined()
     expect(filed[1].icon).toBe('stripe')

@@ -24,7 +24,7 @@ afterAll(async () => {
   removeDir(server.dataDir)
 })
 
-// Every operation of CONTRACT.md and the interface document: method, path, and the scope a bearer
+// Every operation of the API (docs/api.md): method, path, and the scope a bearer
 // key needs ('session' = session only, 'any' = any valid credentials, null = no authentication).
 const OPERATIONS: [string, string, string | null][] = [
   ['post', '/api/auth/register', null],

@@ -65,14 +65,17 @@ export interface SpawnedServer {
  * `bun src/index.ts` as its own process, the way black-box tests and users start it
  * (`entry`: dist/index.js for the bundle `bun run start` runs).
  */
-export async function spawnServer(options: { env?: Record<string, string | undefined>; dataDir?: string; entry?: string } = {}): Promise<SpawnedServer> {
+export async function spawnServer(
+  options: { env?: Record<string, string | undefined>; dataDir?: string; entry?: string; command?: string[]; cwd?: string } = {},
+): Promise<SpawnedServer> {
   const dataDir = options.dataDir ?? tempDir()
   let output = ''
   // A variable given as undefined is left out (e.g. SVC_SIGNUP: undefined to start with the default).
   const env: Record<string, string | undefined> = { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', SVC_MASTER_KEY: TEST_MASTER_KEY, PORT: '0', ...TEST_SIGNUP_ENV, ...options.env, SVC_DATA_DIR: dataDir }
   for (const [name, value] of Object.entries(env)) if (value === undefined) delete env[name]
-  const proc = Bun.spawn(['bun', options.entry ?? 'src/index.ts'], {
-    cwd: ROOT,
+  // `command`: another program to run, such as the built executable (dist/svc-vault) from `cwd`.
+  const proc = Bun.spawn(options.command ?? ['bun', options.entry ?? 'src/index.ts'], {
+    cwd: options.cwd ?? ROOT,
     env: env as Record<string, string>,
     stdout: 'pipe',
     stderr: 'pipe',

@@ -2,7 +2,7 @@ import { t } from 'elysia'
 import { component, strictObject } from '../../http/schemas'
 import { EnvironmentSchema } from '../entries/model'
 
-/** CONTRACT.md, "Limits". */
+/** docs/api.md, "Limits". */
 export const MAX_PROMPT_LENGTH = 4000
 export const MAX_IMPORT_TEXT = 256 * 1024
 

@@ -8,7 +8,7 @@ import type { CategoryRecord, EntryRecord, Environment, VaultDocument } from '..
 import { ICON_PATTERN } from '../categories/model'
 import { MAX_VALUE_BYTES, openEntryValue, sealEntryValue } from '../entries/values'
 import { renderEnvExport } from '../export/render'
-import { isKnownIconSlug } from '../../web/icons'
+import { webBundle } from '../../web/bundle'
 import type { Vaults } from '../vault-access'
 import { classifyKeys, pickEntries, urlScheme, type EntryMetadata, type ImportKey } from './classifier'
 import type { ImportInput } from './model'
@@ -75,7 +75,8 @@ export function validEntryChoice(answer: unknown, ownIds: Set<string>): string[]
  * The model's filing of keys, restricted to the parsed names; keys it left out or mangled are
  * filed by the built-in classifier. Null when nothing valid came back.
  */
-export function validKeyFiling(answer: unknown, parsed: { name: string; valueScheme?: string }[]): ImportKey[] | null {
+/** `knownIcon`: whether the vault can show this icon (a model's unknown slug is dropped). */
+export function validKeyFiling(answer: unknown, parsed: { name: string; valueScheme?: string }[], knownIcon: (slug: string) => boolean): ImportKey[] | null {
   if (answer === null || typeof answer !== 'object' || Array.isArray(answer)) return null
   const items = (answer as { keys?: unknown }).keys
   if (!Array.isArray(items)) return null
@@ -89,7 +90,7 @@ export function validKeyFiling(answer: unknown, parsed: { name: string; valueSch
     const cleanName = categoryName.replace(/[\u0000-\u001f\u007f\u2028\u2029]/g, ' ').trim()
     if (!cleanName || cleanName.length > MAX_CATEGORY_NAME) continue
     if (keyType !== 'simple' && keyType !== 'group') continue
-    filed.set(name, { categoryName: cleanName, keyType, ...(typeof icon === 'string' && ICON.test(icon) && isKnownIconSlug(icon) ? { icon } : {}) })
+    filed.set(name, { categoryName: cleanName, keyType, ...(typeof icon === 'string' && ICON.test(icon) && knownIcon(icon) ? { icon } : {}) })
   }
   if (filed.size === 0) return null
   const fallback = new Map(classifyKeys(parsed.filter((k) => !filed.has(k.name))).map((k) => [k.name, k]))
@@ -271,7 +272,8 @@ export class AiService {
     let source: ExtractionSource = 'builtin'
     let keys: ImportKey[] | null = null
     if (this.model.available) {
-      keys = validKeyFiling(await this.model.fileKeys(parsed.map((k) => k.name)), named)
+      const knownIcons = await (await webBundle()).icons.slugs()
+      keys = validKeyFiling(await this.model.fileKeys(parsed.map((k) => k.name)), named, (slug) => knownIcons.has(slug))
       if (keys) source = 'ai'
     }
     keys ??= classifyKeys(named)

@@ -5,7 +5,7 @@ import type { VaultCipher } from '../../crypto/keyring'
 import { AppError, badRequest } from '../../http/errors'
 import type { CategoryRecord, EntryRecord } from '../../store/records'
 
-/** CONTRACT.md, "Limits": an entry value is at most 64 KiB (UTF-8 bytes). */
+/** docs/api.md, "Limits": an entry value is at most 64 KiB (UTF-8 bytes). */
 export const MAX_VALUE_BYTES = 64 * 1024
 
 /** Group field names become environment variable names in the export. */

@@ -1,4 +1,4 @@
-// /api/envs: env projects and their files. Every answer sits inside `{ data: … }` (CONTRACT.md).
+// /api/envs: env projects and their files. Every answer sits inside `{ data: … }` (docs/api.md).
 import { Elysia } from 'elysia'
 import { authGuard, type GuardDeps } from '../../auth/guard'
 import { errorResponses, IdParams, NoContent } from '../../http/schemas'

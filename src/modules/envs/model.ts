@@ -1,7 +1,7 @@
 import { t } from 'elysia'
 import { component, Integer, strictObject, Timestamp, withProperties } from '../../http/schemas'
 
-/** The largest env file content, in UTF-8 bytes (CONTRACT.md, "Limits"). */
+/** The largest env file content, in UTF-8 bytes (docs/api.md, "Limits"). */
 export const MAX_ENV_FILE_BYTES = 1024 * 1024
 
 const Name = t.String({ minLength: 1, maxLength: 200 })
@@ -62,7 +62,7 @@ export const RevealedEnvFileSchema = component(
   }),
 )
 
-/** Every env project answer sits inside `{ data: … }` (CONTRACT.md); `name` is its component name. */
+/** Every env project answer sits inside `{ data: … }` (docs/api.md); `name` is its component name. */
 export const wrapped = <S extends Parameters<typeof t.Object>[0][string]>(name: string, schema: S) => component(name, t.Object({ data: schema }))
 
 // Unknown query parameters (cache busters and the like) are ignored, unlike unknown body fields.

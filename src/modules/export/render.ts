@@ -1,4 +1,4 @@
-// The `.env` text of entries (interface document, "Export format rules"; CONTRACT.md, "Export").
+// The `.env` text of entries (docs/api.md, "Export").
 //
 // Quoting targets the `dotenv` package's parse(), which has no escape for quotes or backslashes:
 // - plain values (^[A-Za-z0-9_./:@+,-]*$) are written as they are;

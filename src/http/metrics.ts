@@ -1,0 +1,92 @@
+// Counters and histograms for GET /metrics, in the Prometheus text format (version 0.0.4).
+// Labels hold only bounded, non-personal values: methods, route templates, statuses, reasons;
+// never a user id, a name, a path asked for or a token.
+
+const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+const FSYNC_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]
+const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'])
+
+export class Histogram {
+  readonly counts: number[]
+  sum = 0
+  count = 0
+
+  constructor(readonly buckets: readonly number[]) {
+    this.counts = buckets.map(() => 0)
+  }
+
+  observe(seconds: number): void {
+    this.sum += seconds
+    this.count++
+    for (let i = 0; i < this.buckets.length; i++) if (seconds <= this.buckets[i]) this.counts[i]++
+  }
+}
+
+export type LoginFailure = 'invalid_credentials' | 'throttled' | 'oidc_failed'
+
+const escapeLabel = (value: string) => value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')
+const labels = (pairs: Record<string, string | number>) =>
+  `{${Object.entries(pairs)
+    .map(([key, value]) => `${key}="${escapeLabel(String(value))}"`)
+    .join(',')}}`
+const number = (value: number) => (Number.isFinite(value) ? String(value) : value > 0 ? '+Inf' : '-Inf')
+
+export class Metrics {
+  private readonly requests = new Map<string, { method: string; route: string; status: number; count: number }>()
+  private readonly latency = new Map<string, { method: string; route: string; histogram: Histogram }>()
+  readonly fsync = new Histogram(FSYNC_BUCKETS)
+  private readonly loginFailures = new Map<LoginFailure, number>()
+  writeFailures = 0
+  auditFailures = 0
+
+  /** One answered request, by its route template (`unmatched` when no route matched). */
+  observeRequest(rawMethod: string, route: string, status: number, seconds: number): void {
+    const method = METHODS.has(rawMethod) ? rawMethod : 'OTHER'
+    const key = `${method} ${route} ${status}`
+    const counted = this.requests.get(key)
+    if (counted) counted.count++
+    else this.requests.set(key, { method, route, status, count: 1 })
+    const timedKey = `${method} ${route}`
+    let timed = this.latency.get(timedKey)
+    if (!timed) this.latency.set(timedKey, (timed = { method, route, histogram: new Histogram(LATENCY_BUCKETS) }))
+    timed.histogram.observe(seconds)
+  }
+
+  loginFailed(reason: LoginFailure): void {
+    this.loginFailures.set(reason, (this.loginFailures.get(reason) ?? 0) + 1)
+  }
+
+  render(gauges: { openVaults: number; version: string }): string {
+    const out: string[] = []
+    const family = (name: string, type: string, help: string) => out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`)
+    const histogram = (name: string, pairs: Record<string, string | number>, h: Histogram) => {
+      h.buckets.forEach((bound, i) => out.push(`${name}_bucket${labels({ ...pairs, le: number(bound) })} ${h.counts[i]}`))
+      out.push(`${name}_bucket${labels({ ...pairs, le: '+Inf' })} ${h.count}`)
+      const suffix = Object.keys(pairs).length ? labels(pairs) : ''
+      out.push(`${name}_sum${suffix} ${h.sum}`, `${name}_count${suffix} ${h.count}`)
+    }
+
+    family('svc_vault_build_info', 'gauge', 'The running release.')
+    out.push(`svc_vault_build_info${labels({ version: gauges.version })} 1`)
+    family('svc_vault_http_requests_total', 'counter', 'Answered requests by method, route template and status.')
+    for (const r of this.requests.values()) out.push(`svc_vault_http_requests_total${labels({ method: r.method, route: r.route, status: r.status })} ${r.count}`)
+    family('svc_vault_http_request_duration_seconds', 'histogram', 'Time from receiving a request to its answer, by method and route template.')
+    for (const t of this.latency.values()) histogram('svc_vault_http_request_duration_seconds', { method: t.method, route: t.route }, t.histogram)
+    family('svc_vault_open_vaults', 'gauge', 'User vaults loaded in memory.')
+    out.push(`svc_vault_open_vaults ${gauges.openVaults}`)
+    family('svc_vault_fsync_duration_seconds', 'histogram', 'Time each file sync of an acknowledged write took.')
+    histogram('svc_vault_fsync_duration_seconds', {}, this.fsync)
+    family('svc_vault_write_failures_total', 'counter', 'Writes the data folder refused (the request answered 500 and changed nothing).')
+    out.push(`svc_vault_write_failures_total ${this.writeFailures}`)
+    family('svc_vault_audit_failures_total', 'counter', 'Audit events that could not be recorded.')
+    out.push(`svc_vault_audit_failures_total ${this.auditFailures}`)
+    family('svc_vault_login_failures_total', 'counter', 'Failed sign-ins by reason.')
+    for (const reason of ['invalid_credentials', 'throttled', 'oidc_failed'] as const) {
+      out.push(`svc_vault_login_failures_total${labels({ reason })} ${this.loginFailures.get(reason) ?? 0}`)
+    }
+    const memory = process.memoryUsage()
+    family('svc_vault_process_resident_memory_bytes', 'gauge', 'Resident memory of the server process.')
+    out.push(`svc_vault_process_resident_memory_bytes ${memory.rss}`)
+    return out.join('\n') + '\n'
+  }
+}

@@ -1,0 +1,71 @@
+// /healthz (alive), /readyz (ready to serve), /metrics (Prometheus, behind SVC_METRICS_TOKEN).
+// None of them needs an account, and none answers anything about a user.
+import { timingSafeEqual } from 'node:crypto'
+import { Elysia, NotFoundError } from 'elysia'
+import type { AppDeps } from '../../deps'
+import { errorResponses } from '../../http/schemas'
+import { VERSION } from '../../version'
+import { HealthSchema, MetricsText, NotReadySchema, ReadySchema } from './model'
+import { HealthService } from './service'
+
+const NO_STORE = 'no-store'
+const sha256 = (text: string) => new Bun.CryptoHasher('sha256').update(text).digest()
+
+export function healthRoutes(deps: AppDeps) {
+  const health = new HealthService(deps)
+  const token = deps.config.metricsToken
+  const tokenHash = token === undefined ? undefined : sha256(token)
+  const errors = errorResponses(401, 404)
+  return new Elysia({ name: 'healthRoutes', tags: ['Operations'] })
+    .get(
+      '/healthz',
+      ({ set }) => {
+        set.headers['cache-control'] = NO_STORE
+        return { status: 'ok' as const }
+      },
+      {
+        response: { 200: HealthSchema },
+        detail: { operationId: 'getHealth', summary: 'Whether the server is alive', security: [] },
+      },
+    )
+    .get(
+      '/readyz',
+      async ({ set }) => {
+        set.headers['cache-control'] = NO_STORE
+        const answer = await health.readiness()
+        if (answer.status !== 'ready') set.status = 503
+        return answer
+      },
+      {
+        response: { 200: ReadySchema, 503: NotReadySchema },
+        detail: {
+          operationId: 'getReadiness',
+          summary: 'Whether the server is ready: the data folder takes writes and the master key matches the data; with the version',
+          security: [],
+        },
+      },
+    )
+    .get(
+      '/metrics',
+      ({ headers, set }) => {
+        if (!tokenHash) throw new NotFoundError()
+        const match = /^Bearer (\S+)$/.exec(headers.authorization ?? '')
+        if (!match || !timingSafeEqual(sha256(match[1]), tokenHash)) {
+          set.status = 401
+          set.headers['www-authenticate'] = 'Bearer'
+          return { error: 'A valid metrics token is required (Authorization: Bearer <SVC_METRICS_TOKEN>)', code: 'AUTH_REQUIRED' }
+        }
+        return new Response(deps.metrics.render({ openVaults: deps.store.openVaultCount(), version: VERSION }), {
+          headers: { 'content-type': 'text/plain; version=0.0.4; charset=utf-8', 'cache-control': NO_STORE },
+        })
+      },
+      {
+        response: { 200: MetricsText, 401: errors[401], 404: errors[404] },
+        detail: {
+          operationId: 'getMetrics',
+          summary: 'Prometheus metrics; only when SVC_METRICS_TOKEN is set (404 otherwise), with that token as a bearer token',
+          security: [{ metricsToken: [] }],
+        },
+      },
+    )
+}

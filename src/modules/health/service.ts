@@ -1,0 +1,51 @@
+// Readiness: the store is open and its data folder takes a durable write, and the master key
+// still matches the data's key check. Checked at most once a second, since the checks write to
+// disk and the endpoint answers anyone.
+import type { AppDeps } from '../../deps'
+import { VERSION } from '../../version'
+import type { Readiness } from './model'
+
+const CHECK_EVERY_MS = 1000
+
+export class HealthService {
+  private last: { at: number; answer: Readiness } | undefined
+  private running: Promise<Readiness> | undefined
+
+  constructor(private readonly deps: Pick<AppDeps, 'store' | 'keyring' | 'now' | 'log'>) {}
+
+  readiness(): Promise<Readiness> {
+    const now = this.deps.now()
+    if (this.last && now - this.last.at < CHECK_EVERY_MS && now >= this.last.at) return Promise.resolve(this.last.answer)
+    this.running ??= this.check().finally(() => {
+      this.running = undefined
+    })
+    return this.running
+  }
+
+  private async check(): Promise<Readiness> {
+    const store = await this.deps.store.checkWritable().then(
+      () => 'ok' as const,
+      (error) => {
+        this.deps.log(`error: readiness: the data folder takes no writes: ${(error as Error)?.message ?? error}`)
+        return 'failed' as const
+      },
+    )
+    const masterKey = await this.deps.keyring.assertKeyCheck(this.deps.store.accounts.data.keyCheck).then(
+      () => 'ok' as const,
+      () => 'failed' as const,
+    )
+    const checks = { store, masterKey }
+    const answer: Readiness =
+      store === 'ok' && masterKey === 'ok'
+        ? { status: 'ready', version: VERSION, checks }
+        : {
+            error: store !== 'ok' ? 'Not ready: the data folder takes no writes' : 'Not ready: the master key does not match the data',
+            code: 'NOT_READY',
+            status: 'not-ready',
+            version: VERSION,
+            checks,
+          }
+    this.last = { at: this.deps.now(), answer }
+    return answer
+  }
+}

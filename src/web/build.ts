@@ -1,0 +1,64 @@
+// Builds the web interface from web/ and packs the brand icons: what `bun run build` embeds in
+// the server (scripts/build.ts), and what a server run from the sources (`bun src/index.ts`,
+// tests) builds once on first use instead. One builder for both, so both serve the same bytes.
+import { readFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { dirname, join } from 'node:path'
+import { ICON_SLUG, packIcons } from './icons'
+
+const WEB_DIR = join(import.meta.dir, '..', '..', 'web')
+
+export interface BuiltFile {
+  /** Where it is served, e.g. /assets/app.1a2b3c4d5e6f.js */
+  path: string
+  type: string
+  bytes: Uint8Array<ArrayBuffer>
+}
+
+export interface BuiltWeb {
+  /** index.html with its asset paths filled in; %SESSION% is filled per request. */
+  html: string
+  files: BuiltFile[]
+}
+
+const shortHash = (bytes: Uint8Array) => new Bun.CryptoHasher('sha256').update(bytes).digest('hex').slice(0, 12)
+
+export async function buildWeb(): Promise<BuiltWeb> {
+  const result = await Bun.build({
+    entrypoints: [join(WEB_DIR, 'main.tsx')],
+    target: 'browser',
+    format: 'esm',
+    minify: true,
+    define: { 'process.env.NODE_ENV': '"production"' },
+  })
+  if (!result.success) throw new Error(`web bundle failed: ${result.logs.map(String).join('\n')}`)
+  const script = result.outputs.find((output) => output.kind === 'entry-point')
+  if (!script) throw new Error('web bundle failed: no entry point output')
+  const js = new Uint8Array(await script.arrayBuffer())
+  const css = new Uint8Array(readFileSync(join(WEB_DIR, 'styles.css')))
+  const jsPath = `/assets/app.${shortHash(js)}.js`
+  const cssPath = `/assets/app.${shortHash(css)}.css`
+  const html = readFileSync(join(WEB_DIR, 'index.html'), 'utf8').replace('%APP_JS%', jsPath).replace('%APP_CSS%', cssPath)
+  return {
+    html,
+    files: [
+      { path: jsPath, type: 'text/javascript; charset=utf-8', bytes: js },
+      { path: cssPath, type: 'text/css; charset=utf-8', bytes: css },
+    ],
+  }
+}
+
+interface IconData {
+  slug: string
+  hex: string
+}
+
+/** The pack of every simple-icons icon (CC0) whose slug a category's icon field can hold. */
+export function buildIconPack(): Uint8Array<ArrayBuffer> {
+  const dir = dirname(createRequire(import.meta.url).resolve('simple-icons/package.json'))
+  const data = JSON.parse(readFileSync(join(dir, 'data', 'simple-icons.json'), 'utf8')) as IconData[]
+  const icons = data
+    .filter((icon) => ICON_SLUG.test(icon.slug) && /^[0-9A-Fa-f]{6}$/.test(icon.hex))
+    .map((icon) => ({ slug: icon.slug, svg: readFileSync(join(dir, 'icons', `${icon.slug}.svg`), 'utf8').replace('<svg ', `<svg fill="#${icon.hex}" `) }))
+  return packIcons(icons, (bytes) => Bun.gzipSync(bytes, { level: 9 }))
+}

@@ -1,0 +1,239 @@
+// The deploy recipes, each checked as far as this machine allows: the systemd unit with
+// `systemd-analyze verify` (and its offline security score) and started with the unit's own
+// settings; the Caddy and nginx snippets with `caddy adapt` and `nginx -t`, and Caddy run in front
+// of the executable; the Dockerfile and compose.yaml by what they say (no container runtime here).
+// Under CI=true a missing tool fails (scripts/test.sh installs them); elsewhere its test is skipped.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { Client, signUp } from '../support/client'
+import { removeDir, ROOT, spawnServer, tempDir, TEST_MASTER_KEY } from '../support/server'
+
+const CI = process.env.CI === 'true'
+const which = (tool: string) => Bun.which(tool, { PATH: `${process.env.PATH}:/usr/sbin:/sbin` })
+/** A test that needs `tool`: skipped without it, except under CI, where it fails. */
+const withTool = (tool: string) => (which(tool) || CI ? test : test.skip)
+const needTool = (tool: string) => {
+  const path = which(tool)
+  if (!path) throw new Error(`${tool} is not installed (scripts/test.sh installs it)`)
+  return path
+}
+
+const UNIT = join(ROOT, 'deploy', 'svc-vault.service')
+const dirs: string[] = []
+let executable: string
+
+beforeAll(() => {
+  const build = Bun.spawnSync(['bun', 'run', 'build:server'], { cwd: ROOT, stdout: 'pipe', stderr: 'pipe' })
+  if (build.exitCode !== 0) throw new Error(`bun run build:server failed: ${build.stderr.toString()}`)
+  const folder = tempDir('svc-vault-deploy-')
+  dirs.push(folder)
+  executable = join(folder, 'svc-vault')
+  copyFileSync(join(ROOT, 'dist', 'svc-vault'), executable)
+  Bun.spawnSync(['chmod', '755', executable])
+}, 60_000)
+afterAll(() => dirs.forEach(removeDir))
+
+function scratch(): string {
+  const dir = tempDir('svc-vault-deploy-')
+  dirs.push(dir)
+  return dir
+}
+
+/** The unit file's [Service] settings, each key with every value it was given. */
+function unitSettings(): Map<string, string[]> {
+  const settings = new Map<string, string[]>()
+  let section = ''
+  for (const raw of readFileSync(UNIT, 'utf8').split('\n')) {
+    const line = raw.trim()
+    if (!line || line.startsWith('#')) continue
+    const header = /^\[(\w+)\]$/.exec(line)
+    if (header) section = header[1]
+    else if (section === 'Service') {
+      const at = line.indexOf('=')
+      const key = line.slice(0, at)
+      settings.set(key, [...(settings.get(key) ?? []), line.slice(at + 1)])
+    }
+  }
+  return settings
+}
+
+describe('deploy/svc-vault.service', () => {
+  test('is hardened as the README says', () => {
+    const unit = unitSettings()
+    const one = (key: string) => unit.get(key)?.at(-1)
+    expect(one('DynamicUser')).toBe('yes')
+    expect(one('StateDirectory')).toBe('svc-vault')
+    expect(one('ProtectSystem')).toBe('strict')
+    expect(one('NoNewPrivileges')).toBe('yes')
+    expect(one('PrivateTmp')).toBe('yes')
+    expect(one('Restart')).toBe('on-failure')
+    expect(one('LoadCredential')).toBe('master-key:/etc/svc-vault/master-key')
+    expect(unit.get('Environment')).toContain('SVC_MASTER_KEY_FILE=%d/master-key')
+    expect(unit.get('Environment')).toContain('SVC_DATA_DIR=/var/lib/svc-vault')
+    // Never the key itself in the unit.
+    expect(readFileSync(UNIT, 'utf8')).not.toMatch(/SVC_MASTER_KEY=/)
+  })
+
+  withTool('systemd-analyze')('passes `systemd-analyze verify` without a warning, and scores OK in `systemd-analyze security`', () => {
+    const analyze = needTool('systemd-analyze')
+    const dir = scratch()
+    // verify checks that ExecStart exists: the built executable stands in for /usr/local/bin/svc-vault.
+    const unit = join(dir, 'svc-vault.service')
+    writeFileSync(unit, readFileSync(UNIT, 'utf8').replace(/^ExecStart=\S+/m, `ExecStart=${executable}`))
+    const verify = Bun.spawnSync([analyze, 'verify', unit], { stdout: 'pipe', stderr: 'pipe' })
+    // verify exits 0 on a misspelt key or a bad value, warning only: any output is a failure.
+    expect({ code: verify.exitCode, output: (verify.stdout.toString() + verify.stderr.toString()).trim() }).toEqual({ code: 0, output: '' })
+    // Exposure 2.0 or less ("OK"): the threshold is in tenths.
+    const security = Bun.spawnSync([analyze, 'security', '--offline=true', '--threshold=20', unit], { stdout: 'pipe', stderr: 'pipe' })
+    expect({ code: security.exitCode, tail: security.stdout.toString().trim().split('\n').at(-1) }).toEqual({ code: 0, tail: expect.stringContaining('OK') })
+  })
+
+  test("the executable starts with the unit's settings and a credentials folder, and is ready", async () => {
+    const dir = scratch()
+    const credentials = join(dir, 'credentials')
+    const state = join(dir, 'state')
+    mkdirSync(credentials)
+    writeFileSync(join(credentials, 'master-key'), `${TEST_MASTER_KEY}\n`, { mode: 0o400 })
+    const env: Record<string, string> = {}
+    for (const value of unitSettings().get('Environment') ?? []) {
+      for (const pair of value.split(/\s+/)) {
+        const at = pair.indexOf('=')
+        env[pair.slice(0, at)] = pair.slice(at + 1).replace('%d', credentials).replace('/var/lib/svc-vault', state)
+      }
+    }
+    expect(Object.keys(env).sort()).toEqual(['HOST', 'PORT', 'SVC_DATA_DIR', 'SVC_MASTER_KEY_FILE', 'SVC_TRUST_PROXY'])
+    const server = await spawnServer({ command: [executable], cwd: dir, dataDir: state, env: { ...env, PORT: '0', SVC_MASTER_KEY: '', SVC_SIGNUP: 'open' } })
+    try {
+      expect(await (await fetch(`${server.url}/readyz`)).json()).toMatchObject({ status: 'ready' })
+      expect(server.output()).not.toContain('generated a master key')
+    } finally {
+      expect(await server.stop()).toBe(0)
+    }
+  })
+})
+
+describe('reverse proxy snippets', () => {
+  withTool('caddy')('deploy/Caddyfile adapts; Caddy run from it in front of the executable serves the vault', async () => {
+    const caddy = needTool('caddy')
+    const dir = scratch()
+    const port = 20000 + Math.floor(Math.random() * 20000)
+    // The public origin is Caddy's, as SVC_BASE_URL says.
+    const origin = `http://127.0.0.1:${port}`
+    const behind = await spawnServer({ command: [executable], cwd: dir, dataDir: join(dir, 'data'), env: { SVC_SIGNUP: 'open', SVC_TRUST_PROXY: 'loopback', SVC_BASE_URL: origin, SVC_LOG_FORMAT: 'json' } })
+    const adapted = Bun.spawnSync([caddy, 'adapt', '--config', join(ROOT, 'deploy', 'Caddyfile'), '--adapter', 'caddyfile'], {
+      env: { ...process.env, VAULT_DOMAIN: origin, VAULT_UPSTREAM: new URL(behind.url).host },
+      stdout: 'pipe',
+      stderr: 'pipe',
+    })
+    expect(adapted.exitCode).toBe(0)
+    const config = JSON.parse(adapted.stdout.toString())
+    config.admin = { disabled: true }
+    writeFileSync(join(dir, 'caddy.json'), JSON.stringify(config))
+    const proxy = Bun.spawn([caddy, 'run', '--config', join(dir, 'caddy.json')], { env: { ...process.env, HOME: dir, XDG_DATA_HOME: dir, XDG_CONFIG_HOME: dir }, stdout: 'ignore', stderr: 'pipe' })
+    try {
+      let up = false
+      for (let i = 0; i < 100 && !up; i++) {
+        up = await fetch(`${origin}/healthz`).then((r) => r.status === 200, () => false)
+        if (!up) await Bun.sleep(50)
+      }
+      expect(up).toBe(true)
+      const user = await signUp(origin)
+      const category = await user.post('/api/categories', { name: 'Stripe', keyType: 'simple', envVarName: 'STRIPE_KEY' }, { origin })
+      expect(category.status).toBe(201)
+      const entry = await user.post('/api/entries', { categoryId: category.body.id, name: 'shop', value: 'sk_behind_caddy' }, { origin })
+      expect((await user.post(`/api/entries/${entry.body.id}/reveal`, undefined, { origin })).body.value).toBe('sk_behind_caddy')
+      // Caddy's request id reaches the vault, which answers with it (JSON logs on, as in production).
+      const answer = await new Client(origin).get('/healthz')
+      expect(answer.headers.get('x-request-id')).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-/)
+    } finally {
+      proxy.kill('SIGTERM')
+      await proxy.exited
+      await behind.stop()
+    }
+  }, 30_000)
+
+  withTool('nginx')('deploy/nginx.conf passes `nginx -t`', () => {
+    const nginx = needTool('nginx')
+    const dir = scratch()
+    const key = join(dir, 'key.pem')
+    const cert = join(dir, 'cert.pem')
+    const made = Bun.spawnSync(['openssl', 'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=vault.example.com'], { stderr: 'pipe' })
+    expect(made.exitCode).toBe(0)
+    const site = readFileSync(join(ROOT, 'deploy', 'nginx.conf'), 'utf8')
+      .replace('/etc/letsencrypt/live/vault.example.com/fullchain.pem', cert)
+      .replace('/etc/letsencrypt/live/vault.example.com/privkey.pem', key)
+    writeFileSync(join(dir, 'vault.conf'), site)
+    writeFileSync(join(dir, 'nginx.conf'), `error_log stderr;\npid ${dir}/nginx.pid;\nevents {}\nhttp { access_log off; include ${dir}/vault.conf; }\n`)
+    const check = Bun.spawnSync([nginx, '-t', '-c', join(dir, 'nginx.conf'), '-p', dir], { stdout: 'pipe', stderr: 'pipe' })
+    expect({ code: check.exitCode, output: check.stderr.toString() }).toEqual({ code: 0, output: expect.stringContaining('test is successful') })
+    expect(site).toContain('proxy_set_header Host $host;')
+    expect(site).toContain('proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;')
+    expect(site).toContain('proxy_set_header X-Forwarded-Proto $scheme;')
+  })
+})
+
+describe('Dockerfile and compose.yaml (no container runtime here: checked by what they say)', () => {
+  const dockerfile = readFileSync(join(ROOT, 'Dockerfile'), 'utf8')
+  const instructions = dockerfile
+    .split('\n')
+    .filter((line) => line.trim() && !line.trim().startsWith('#'))
+    .map((line) => line.trim())
+
+  test('builds on the official oven/bun image and runs as its non-root user with a /data volume and a health check', () => {
+    const froms = instructions.filter((line) => line.startsWith('FROM '))
+    expect(froms.length).toBeGreaterThan(0)
+    for (const from of froms) expect(from).toMatch(/^FROM oven\/bun:[\w.-]+( AS \w+)?$/)
+    expect(instructions).toContain('USER bun')
+    expect(instructions).toContain('VOLUME /data')
+    expect(dockerfile).toMatch(/ENV .*SVC_DATA_DIR=\/data/)
+    expect(dockerfile).toMatch(/ENV .*HOST=0\.0\.0\.0/)
+    expect(instructions.find((line) => line.startsWith('HEALTHCHECK'))).toContain('CMD ["svc-vault", "healthcheck"]')
+    expect(instructions.at(-1)).toBe('ENTRYPOINT ["svc-vault"]')
+    // The last stage's user is not root.
+    expect(instructions.lastIndexOf('USER bun')).toBeGreaterThan(instructions.findLastIndex((line) => line.startsWith('FROM ')))
+  })
+
+  test('runs only commands the test suite runs', () => {
+    // Each RUN, and the commands the image runs, against where the suite runs it.
+    const RUN_BY_TESTS: Record<string, string> = {
+      'bun install --frozen-lockfile': '.ci/run (CI installs the same way before the suite)',
+      'bun run build:server': 'test/e2e/executable.test.ts and this file',
+      'mkdir -p /data && chown bun:bun /data': 'not run: gives the volume to the bun user (said in the Dockerfile)',
+    }
+    const runs = instructions.filter((line) => line.startsWith('RUN ')).map((line) => line.slice(4))
+    for (const run of runs) expect({ run, known: run in RUN_BY_TESTS }).toEqual({ run, known: true })
+    expect(readFileSync(join(ROOT, '.ci', 'run'), 'utf8')).toContain('bun install --frozen-lockfile')
+    expect(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts['build:server']).toBeDefined()
+  })
+
+  test('the HEALTHCHECK command answers 0 against a ready server, 1 when none answers', async () => {
+    const dir = scratch()
+    const server = await spawnServer({ command: [executable], cwd: dir, env: { HOST: '0.0.0.0' } })
+    try {
+      const port = new URL(server.url).port
+      expect(Bun.spawnSync([executable, 'healthcheck'], { env: { PORT: port, HOST: '0.0.0.0' } }).exitCode).toBe(0)
+    } finally {
+      await server.stop()
+    }
+    const port = new URL(server.url).port
+    expect(Bun.spawnSync([executable, 'healthcheck'], { env: { PORT: port }, stderr: 'pipe' }).exitCode).toBe(1)
+  })
+
+  test('compose.yaml puts Caddy in front, trusts only its address, and hands the master key over as a secret', () => {
+    const compose = Bun.YAML.parse(readFileSync(join(ROOT, 'compose.yaml'), 'utf8')) as any
+    const vault = compose.services.vault
+    const caddy = compose.services.caddy
+    expect(vault.build).toBe('.')
+    expect(vault.ports).toBeUndefined() // reached through Caddy only
+    expect(vault.volumes).toContain('vault-data:/data')
+    expect(vault.environment.SVC_MASTER_KEY_FILE).toBe('/run/secrets/master-key')
+    expect(vault.secrets).toContain('master-key')
+    expect(vault.environment.SVC_TRUST_PROXY).toBe(caddy.networks.proxy.ipv4_address)
+    expect(vault.environment.SVC_BASE_URL).toStartWith('https://')
+    expect(caddy.image).toMatch(/^caddy:/)
+    expect(caddy.volumes).toContain('./deploy/Caddyfile:/etc/caddy/Caddyfile:ro')
+    expect(caddy.environment.VAULT_UPSTREAM).toBe('vault:3000')
+    expect(caddy.depends_on.vault.condition).toBe('service_healthy')
+  })
+})
