@@ -263,7 +263,9 @@ export function buildDocument(routes: RouteInfo[], documentation: Documentation)
   const converter = new SchemaConverter()
   const paths: OpenApiDocument['paths'] = {}
   for (const route of routes) {
-    if (route.hooks?.detail?.hide || !route.path.startsWith('/api/')) continue
+    // The API, and outside /api the routes that name an operation (health, readiness, metrics);
+    // the web interface's routes state none.
+    if (route.hooks?.detail?.hide || !(route.path.startsWith('/api/') || route.hooks?.detail?.operationId)) continue
     const method = route.method.toLowerCase()
     if (!['get', 'put', 'post', 'delete', 'patch', 'head', 'options'].includes(method)) continue
     const path = toOpenApiPath(route.path)

@@ -146,7 +146,7 @@ test('the OpenAPI document lists the operations routes, public ones with securit
   const doc = await (await fetch(`${server.url}/api/openapi`)).json()
   expect(doc.paths['/healthz'].get).toMatchObject({ operationId: 'getHealth', security: [] })
   expect(doc.paths['/readyz'].get).toMatchObject({ operationId: 'getReadiness', security: [] })
-  expect(Object.keys(doc.paths['/readyz'].get.responses).sort()).toEqual(['200', '503'])
+  expect(Object.keys(doc.paths['/readyz'].get.responses).sort()).toEqual(['200', '421', '500', '503'])
   expect(doc.paths['/metrics'].get).toMatchObject({ operationId: 'getMetrics', security: [{ metricsToken: [] }] })
   expect(doc.components.securitySchemes.metricsToken).toMatchObject({ type: 'http', scheme: 'bearer' })
 })

@@ -3,7 +3,7 @@
 import { timingSafeEqual } from 'node:crypto'
 import { Elysia, NotFoundError } from 'elysia'
 import type { AppDeps } from '../../deps'
-import { errorResponses } from '../../http/schemas'
+import { errorResponses, publicErrorResponses } from '../../http/schemas'
 import { VERSION } from '../../version'
 import { HealthSchema, MetricsText, NotReadySchema, ReadySchema } from './model'
 import { HealthService } from './service'
@@ -24,7 +24,7 @@ export function healthRoutes(deps: AppDeps) {
         return { status: 'ok' as const }
       },
       {
-        response: { 200: HealthSchema },
+        response: { 200: HealthSchema, ...publicErrorResponses() },
         detail: { operationId: 'getHealth', summary: 'Whether the server is alive', security: [] },
       },
     )
@@ -37,7 +37,7 @@ export function healthRoutes(deps: AppDeps) {
         return answer
       },
       {
-        response: { 200: ReadySchema, 503: NotReadySchema },
+        response: { 200: ReadySchema, ...publicErrorResponses(), 503: NotReadySchema },
         detail: {
           operationId: 'getReadiness',
           summary: 'Whether the server is ready: the data folder takes writes and the master key matches the data; with the version',
@@ -60,7 +60,7 @@ export function healthRoutes(deps: AppDeps) {
         })
       },
       {
-        response: { 200: MetricsText, 401: errors[401], 404: errors[404] },
+        response: { 200: MetricsText, ...publicErrorResponses(), 401: errors[401], 404: errors[404] },
         detail: {
           operationId: 'getMetrics',
           summary: 'Prometheus metrics; only when SVC_METRICS_TOKEN is set (404 otherwise), with that token as a bearer token',

@@ -1,6 +1,7 @@
 import { t } from 'elysia'
+import { component } from '../../http/schemas'
 
-export const HealthSchema = t.Object({ status: t.Literal('ok') }, { description: 'The process is alive and answering' })
+export const HealthSchema = component('Health', t.Object({ status: t.Literal('ok') }, { description: 'The process is alive and answering' }))
 
 const CheckResult = t.Union([t.Literal('ok'), t.Literal('failed')])
 const Checks = t.Object({
@@ -8,19 +9,26 @@ const Checks = t.Object({
   masterKey: CheckResult,
 })
 
-export const ReadySchema = t.Object({
-  status: t.Literal('ready'),
-  version: t.String({ description: 'The running release' }),
-  checks: Checks,
-})
+export const ReadySchema = component(
+  'Readiness',
+  t.Object({
+    status: t.Literal('ready'),
+    version: t.String({ description: 'The running release' }),
+    checks: Checks,
+  }),
+)
 
-export const NotReadySchema = t.Object({
-  error: t.String(),
-  code: t.Literal('NOT_READY'),
-  status: t.Literal('not-ready'),
-  version: t.String(),
-  checks: Checks,
-})
+/** An error answer ({ error, code }) that also says which check failed. */
+export const NotReadySchema = component(
+  'NotReadyError',
+  t.Object({
+    error: t.String(),
+    code: t.Literal('NOT_READY'),
+    status: t.Literal('not-ready'),
+    version: t.String(),
+    checks: Checks,
+  }),
+)
 
 export type Readiness = typeof ReadySchema.static | typeof NotReadySchema.static
 
