@@ -14,6 +14,8 @@ import type { Scope } from './scopes'
 export const SESSION_COOKIE = 'svc_session'
 
 export type Requirement = Scope | 'session' | 'any'
+/** Scopes a key must all hold (such as AI extract: `ai:extract` and `export:read`). */
+export type AuthNeed = Requirement | readonly Scope[]
 
 export interface AuthContext {
   user: UserRecord
@@ -28,10 +30,10 @@ export interface AuthContext {
 const authRequired = () => new AppError(401, 'AUTH_REQUIRED', 'Authentication required: sign in or send an access key')
 const invalidKey = () => new AppError(401, 'AUTH_INVALID_KEY', 'The access key is unknown, revoked or expired')
 
-export function securityFor(need: Requirement) {
+export function securityFor(need: AuthNeed) {
   if (need === 'session') return [{ sessionCookie: [] }]
   if (need === 'any') return [{ bearerAuth: [] }, { sessionCookie: [] }]
-  return [{ bearerAuth: [need] }, { sessionCookie: [] }]
+  return [{ bearerAuth: typeof need === 'string' ? [need] : [...need] }, { sessionCookie: [] }]
 }
 
 export interface GuardDeps {
@@ -44,7 +46,7 @@ export function authenticate(
   deps: GuardDeps,
   request: Request,
   sessionToken: string | undefined,
-  need: Requirement,
+  need: AuthNeed,
 ): AuthContext {
   const header = request.headers.get('authorization')
   const bearer = header ? /^Bearer\s+(.+)$/i.exec(header.trim()) : null
@@ -56,9 +58,9 @@ export function authenticate(
     if (need === 'session') {
       throw new AppError(403, 'SESSION_REQUIRED', 'This endpoint accepts a signed-in session only, not an access key')
     }
-    if (need !== 'any' && !key.scopes.includes(need)) {
-      throw new AppError(403, 'AUTH_SCOPE_REQUIRED', `This access key lacks the scope ${need}`)
-    }
+    const needed: readonly string[] = need === 'any' ? [] : typeof need === 'string' ? [need] : need
+    const missing = needed.find((scope) => !key.scopes.includes(scope))
+    if (missing) throw new AppError(403, 'AUTH_SCOPE_REQUIRED', `This access key lacks the scope ${missing}`)
     deps.accessKeys.markUsed(key)
     return { user, userId: user.id, method: 'access-key', scopes: key.scopes, accessKey: key, sessionTokenHash: null }
   }
@@ -92,7 +94,8 @@ export function sessionToken(header: string | null): string | undefined {
 }
 
 /** Scopes whose answers hold plaintext (reveal, export, AI extract). */
-const carriesSecrets = (need: Requirement) => need.endsWith(':reveal') || need === 'export:read' || need === 'ai:extract'
+const carriesSecrets = (need: AuthNeed): boolean =>
+  typeof need === 'string' ? need.endsWith(':reveal') || need === 'export:read' || need === 'ai:extract' : need.some(carriesSecrets)
 
 export function authGuard(deps: GuardDeps) {
   const resolved = new WeakMap<Request, AuthContext>()
@@ -102,10 +105,11 @@ export function authGuard(deps: GuardDeps) {
     if (key && !deps.accessKeys.isLive(key)) throw invalidKey()
   }
   return new Elysia({ name: 'auth.guard' }).macro({
-    auth: (need: Requirement) => ({
+    auth: (need: AuthNeed) => ({
       detail: {
         security: securityFor(need),
-        'x-required-scope': need === 'session' || need === 'any' ? undefined : need,
+        // One scope as its name; several (all needed) as the list.
+        'x-required-scope': need === 'session' || need === 'any' ? undefined : typeof need === 'string' ? need : [...need],
       } as Record<string, unknown>,
       transform({ request }) {
         resolved.set(request, authenticate(deps, request, sessionToken(request.headers.get('cookie')), need))
