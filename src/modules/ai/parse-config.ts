@@ -115,21 +115,31 @@ function scalarText(value: unknown): string {
 
 // ---- JSON ----
 
-/** The deepest nesting of `{`/`[` outside strings is more than `limit`. One pass. */
-function jsonNestedDeeperThan(text: string, limit: number): boolean {
+/**
+ * One pass over JSON text: whether `{`/`[` nest deeper than `limit` outside strings, and how many
+ * numbers it holds (a digit or `-` outside a string that does not follow another number character).
+ */
+function jsonShape(text: string, limit: number): { tooDeep: boolean; numbers: number } {
   let depth = 0
+  let numbers = 0
   let inString = false
+  let inNumber = false
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i)
     if (inString) {
       if (c === 92 /* \ */) i++
       else if (c === 34 /* " */) inString = false
-    } else if (c === 34) inString = true
+      continue
+    }
+    const numeric = (c >= 48 && c <= 57) || c === 45 /* - */ || c === 43 /* + */ || c === 46 /* . */ || c === 101 || c === 69 /* e E */
+    if (numeric && !inNumber && c !== 101 && c !== 69) numbers++
+    inNumber = numeric
+    if (c === 34) inString = true
     else if (c === 123 /* { */ || c === 91 /* [ */) {
-      if (++depth > limit) return true
+      if (++depth > limit) return { tooDeep: true, numbers }
     } else if (c === 125 /* } */ || c === 93 /* ] */) depth--
   }
-  return false
+  return { tooDeep: false, numbers }
 }
 
 /** A JSON object's scalars, or null when the text is not a JSON object. */
@@ -141,11 +151,13 @@ function parseJson(text: string): Leaf[] | null {
     return null
   }
   if (!isContainer(value) || Array.isArray(value)) return null
-  if (jsonNestedDeeperThan(text, MAX_PASTE_DEPTH)) throw tooDeep()
+  const shape = jsonShape(text, MAX_PASTE_DEPTH)
+  if (shape.tooDeep) throw tooDeep()
   const leaves = flatten(value, true, text.length + 1)
-  if (leaves.some((leaf) => typeof leaf.value === 'number')) {
-    // Numbers as written (`1.10`, `1e3`, digits past 2^53), through JSON.parse source text access.
-    // Only when a kept value is a number: the callback runs for every node.
+  // Numbers as written (`1.10`, `1e3`, digits past 2^53), through JSON.parse source text access.
+  // Only when a kept value is a number, and for a document the size of a config: the callback runs
+  // for every node.
+  if (shape.numbers <= 2 * MAX_KEYS && leaves.some((leaf) => typeof leaf.value === 'number')) {
     const sourced = JSON.parse(text, function (_key: string, parsed: unknown, context?: { source?: string }) {
       return typeof parsed === 'number' && typeof context?.source === 'string' ? context.source : parsed
     } as (key: string, value: unknown) => unknown)
@@ -165,34 +177,44 @@ const TYPED_PLAIN = /^(?:[-+]?\.?[0-9][0-9A-Za-z._+-]*|[-+]?\.(?:inf|Inf|INF)|\.
 /**
  * The text with the last scalar of simple `key: 0012` and `- 0012` lines single-quoted, so that
  * the parser keeps it as text. Lines are split by hand (no regex over a whole line); a line this
- * misreads (one inside a block scalar, say) is caught by the comparison in typedSources.
+ * misreads (one inside a block scalar, say) is caught by the comparison in typedSources. Null
+ * when no line changes, or more than `limit` would: reading the source text costs a second parse,
+ * spent on documents the size of a config (MAX_KEYS keys), not on one of thousands of numbers.
  */
-function quoteTypedScalars(text: string): string {
+function quoteTypedScalars(text: string, limit: number): string | null {
   const lines = text.split('\n')
+  let quoted = 0
+  // Space and tab, by character code (charCodeAt makes no string per character).
+  const blankAt = (line: string, i: number) => {
+    const c = line.charCodeAt(i)
+    return c === 32 || c === 9
+  }
   for (let l = 0; l < lines.length; l++) {
     const line = lines[l]
     // A comment starts at a `#` after white space (a typed scalar holds neither).
     let end = line.length
-    for (let i = 0; i < line.length; i++) {
-      if (line.charCodeAt(i) === 35 && (i === 0 || line[i - 1] === ' ' || line[i - 1] === '\t')) {
-        end = i
+    for (let hash = line.indexOf('#'); hash >= 0; hash = line.indexOf('#', hash + 1)) {
+      if (hash === 0 || blankAt(line, hash - 1)) {
+        end = hash
         break
       }
     }
-    while (end > 0 && (line[end - 1] === ' ' || line[end - 1] === '\t')) end--
+    while (end > 0 && blankAt(line, end - 1)) end--
+    // The last word: typed scalars are short, so the walk stops early (at a blank, or after 64).
     let start = end
-    while (start > 0 && line[start - 1] !== ' ' && line[start - 1] !== '\t') start--
-    if (start === end || start === 0) continue
+    while (start > 0 && end - start <= 64 && !blankAt(line, start - 1)) start--
+    if (start === end || start === 0 || !blankAt(line, start - 1)) continue
     let before = start
-    while (before > 0 && (line[before - 1] === ' ' || line[before - 1] === '\t')) before--
-    const marker = line[before - 1]
-    const isSequenceItem = marker === '-' && (before === 1 || line[before - 2] === ' ' || line[before - 2] === '\t')
-    if (marker !== ':' && !isSequenceItem) continue
+    while (before > 0 && blankAt(line, before - 1)) before--
+    const marker = line.charCodeAt(before - 1)
+    const isSequenceItem = marker === 45 /* - */ && (before === 1 || blankAt(line, before - 2))
+    if (marker !== 58 /* : */ && !isSequenceItem) continue
     const token = line.slice(start, end)
     if (!TYPED_PLAIN.test(token)) continue
+    if (++quoted > limit) return null
     lines[l] = `${line.slice(0, start)}'${token}'${line.slice(end)}`
   }
-  return lines.join('\n')
+  return quoted > 0 ? lines.join('\n') : null
 }
 
 function yamlParse(text: string): unknown {
@@ -254,7 +276,8 @@ function parseYaml(text: string): Leaf[] | null {
   const leaves = flatten(parsed, false, budget)
   // `key: ~` and `key: null` are typed too; `key:` (nothing written) stays empty.
   if (leaves.some((leaf) => typeof leaf.value !== 'string' && !isContainer(leaf.value))) {
-    const sources = typedSources(leaves, yamlParse(quoteTypedScalars(text)))
+    const quoted = quoteTypedScalars(text, 2 * MAX_KEYS)
+    const sources = quoted === null ? null : typedSources(leaves, yamlParse(quoted))
     if (sources) for (const [leaf, source] of sources) leaf.value = source
   }
   return leaves
@@ -293,9 +316,10 @@ export function parseConfig(input: string): { format: ConfigFormat; keys: Parsed
   const out = new Map<string, string>()
   // dotenv's own linear reader (`fast`): its default one is a regex that backtracks on `'\'\'…`.
   for (const [name, value] of Object.entries(parseDotenv(text, { fast: true } as never))) {
+    // dotenv's names are distinct already: past MAX_KEYS nothing more is kept.
+    if (out.size >= MAX_KEYS) break
     const variable = toVariableName(name)
-    if (!variable || (out.size >= MAX_KEYS && !out.has(variable))) continue
-    out.set(variable, value)
+    if (variable) out.set(variable, value)
   }
   return { format: 'env', keys: [...out].map(([name, value]) => ({ name, value })) }
 }
