@@ -3,6 +3,7 @@
 import { Elysia, type AnyElysia } from 'elysia'
 import { Kind } from '@sinclair/typebox'
 import { AccessKeys } from './auth/access-keys'
+import { authBeforeBody } from './auth/guard'
 import { Accounts } from './auth/accounts'
 import { authRoutes } from './auth/routes'
 import type { Config } from './config'
@@ -71,7 +72,9 @@ export function createApp(deps: AppDeps) {
   })
     .use(securityHeaders)
     .use(errorHandler(deps.log))
-    .use(jsonBody)
+    // Issue 14: credentials are checked before a body is waited for; a body has SVC_BODY_TIMEOUT to arrive.
+    .use(authBeforeBody(deps, () => root().routes))
+    .use(jsonBody(deps.config.bodyTimeoutMs))
     .use(
       apiDocs(() => root(), {
         info: {

@@ -36,6 +36,8 @@ export interface Config {
    * type checker holds the handlers to them, since the check cost a third of a list's time.
    */
   checkResponses: boolean
+  /** SVC_BODY_TIMEOUT: the time a client gets to send a whole request body (issue 14), default 10 s. */
+  bodyTimeoutMs: number
 }
 
 export class ConfigError extends Error {}
@@ -43,6 +45,8 @@ export class ConfigError extends Error {}
 type Env = Record<string, string | undefined>
 
 export const DEFAULT_AI_MODEL = 'claude-haiku-5-5'
+/** The time a client gets to send a whole request body; a body trickled slower gets 408 (issue 14). */
+export const DEFAULT_BODY_TIMEOUT_MS = 10_000
 
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', '::1', '[::1]', 'localhost'])
 
@@ -138,5 +142,8 @@ export function loadConfig(env: Env = process.env): Config {
       timeoutMs: aiTimeoutMs,
     },
     checkResponses: env.SVC_CHECK_RESPONSES === '1' || env.NODE_ENV === 'test',
+    bodyTimeoutMs: env.SVC_BODY_TIMEOUT?.trim()
+      ? parseDuration(env.SVC_BODY_TIMEOUT.trim(), 'SVC_BODY_TIMEOUT', { min: 1000, max: 600_000, hint: '10s or 1m' })
+      : DEFAULT_BODY_TIMEOUT_MS,
   }
 }

@@ -28,6 +28,8 @@ export type ErrorCode =
   | 'AI_EXTRACTION_FAILED'
   | 'AI_UNAVAILABLE'
   | 'INTERNAL_ERROR'
+  // Issue 14: a request body not received within SVC_BODY_TIMEOUT (408).
+  | 'REQUEST_TIMEOUT'
 
 export class AppError extends Error {
   constructor(
