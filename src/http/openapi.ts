@@ -11,6 +11,7 @@
 // session), so the public document allows cross-origin reads for it.
 import { dirname, join } from 'node:path'
 import { Elysia, type AnyElysia } from 'elysia'
+import { DOCS_SANDBOX_SHIM } from './docs-sandbox-shim'
 
 export const SPEC_PATH = '/api/openapi'
 export const DOCS_PATH = '/api/docs'
@@ -111,8 +112,6 @@ async function buildDocument(app: AnyElysia, documentation: Documentation): Prom
   return fixDocument(document, app.routes as RouteInfo[])
 }
 
-const SHIM_PATH = join(import.meta.dir, 'docs-sandbox-shim.js')
-
 /** The installed Scalar's browser build (package.json "browser"): one self-contained script. */
 function scalarScriptPath(): string {
   return join(dirname(Bun.resolveSync('@scalar/api-reference', import.meta.dir)), 'browser', 'standalone.js')
@@ -142,8 +141,8 @@ function buildPage(documentation: Documentation): string {
 `
 }
 
-function script(path: string): Response {
-  return new Response(Bun.file(path), {
+function script(source: string | ReturnType<typeof Bun.file>): Response {
+  return new Response(source, {
     headers: {
       'content-type': 'text/javascript; charset=utf-8',
       // The version is pinned, but an upgrade keeps these paths: a day, not forever.
@@ -177,6 +176,6 @@ export function apiDocs(app: () => AnyElysia, documentation: Documentation) {
       },
       { detail: { hide: true } },
     )
-    .get(DOCS_SCRIPT_PATH, () => script(scalarScriptPath()), { detail: { hide: true } })
-    .get(DOCS_SHIM_PATH, () => script(SHIM_PATH), { detail: { hide: true } })
+    .get(DOCS_SCRIPT_PATH, () => script(Bun.file(scalarScriptPath())), { detail: { hide: true } })
+    .get(DOCS_SHIM_PATH, () => script(DOCS_SANDBOX_SHIM), { detail: { hide: true } })
 }
