@@ -39,7 +39,7 @@ describe('parseConfig on hostile input', () => {
       ['yaml: k: a + 250,000 spaces + b', `k: a${' '.repeat(250_000)}b`],
       ['yaml: k: a + 1 MiB of spaces + b', fill('k: a', ' ', 'b')],
       ['json: 40,000 deep', `${'{"a":'.repeat(40_000)}1${'}'.repeat(40_000)}`],
-      ['json: 1 MiB deep', fill('{"a":', '{"a":', '')],
+      ['json: 1 MiB of unclosed objects', fill('{"a":', '{"a":', '')],
       ['json in yaml: 40,000 deep', `k: ${'{"a":'.repeat(40_000)}1${'}'.repeat(40_000)}`],
       ['yaml: flow lists 500,000 deep', `a: ${'['.repeat(500_000)}${']'.repeat(500_000)}`],
       ['yaml: indentation 1,400 deep', Array.from({ length: 1400 }, (_, i) => `${' '.repeat(i)}k:`).join('\n')],
