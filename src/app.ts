@@ -3,6 +3,7 @@
 import { Elysia, type AnyElysia } from 'elysia'
 import { Kind } from '@sinclair/typebox'
 import { AccessKeys } from './auth/access-keys'
+import { authBeforeBody } from './auth/guard'
 import { Accounts } from './auth/accounts'
 import { authRoutes } from './auth/routes'
 import type { Config } from './config'
@@ -96,7 +97,9 @@ export function createApp(deps: AppDeps) {
     // Per-request work (ids, counters, log lines) only when something reads it: /metrics or request logs.
     .use(deps.config.metricsToken || deps.logRequest ? observeRequests(deps.config.metricsToken ? deps.metrics : undefined, deps.logRequest) : new Elysia())
     .use(errorHandler(deps.log))
-    .use(jsonBody)
+    // Credentials are checked before a body is waited for; a body has SVC_BODY_TIMEOUT to arrive.
+    .use(authBeforeBody(deps, () => root().routes))
+    .use(jsonBody(deps.config.bodyTimeoutMs))
     .use(apiDocs(() => root(), apiDocumentation(deps.config)))
     .use(authRoutes(deps))
     .use(oidcRoutes(deps))

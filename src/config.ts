@@ -54,6 +54,8 @@ export interface Config {
   logFormat: 'text' | 'json'
   /** SVC_METRICS_TOKEN: the bearer token GET /metrics asks for; undefined: no /metrics (404). */
   metricsToken: string | undefined
+  /** SVC_BODY_TIMEOUT: the time a client gets to send a whole request body, default 10 s. */
+  bodyTimeoutMs: number
 }
 
 export class ConfigError extends Error {}
@@ -61,6 +63,8 @@ export class ConfigError extends Error {}
 type Env = Record<string, string | undefined>
 
 export const DEFAULT_AI_MODEL = 'claude-haiku-5-5'
+/** The time a client gets to send a whole request body; a body trickled slower gets 408 (issue 14). */
+export const DEFAULT_BODY_TIMEOUT_MS = 10_000
 
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', '::1', '[::1]', 'localhost'])
 
@@ -193,6 +197,9 @@ export function loadConfig(env: Env = process.env): Config {
     baseUrlConfigured: Boolean(env.SVC_BASE_URL?.trim()),
     logFormat: parseLogFormat(env.SVC_LOG_FORMAT),
     metricsToken: parseMetricsToken(env.SVC_METRICS_TOKEN),
+    bodyTimeoutMs: env.SVC_BODY_TIMEOUT?.trim()
+      ? parseDuration(env.SVC_BODY_TIMEOUT.trim(), 'SVC_BODY_TIMEOUT', { min: 1000, max: 600_000, hint: '10s or 1m' })
+      : DEFAULT_BODY_TIMEOUT_MS,
   }
 }
 

@@ -15,6 +15,8 @@ import type { Scope } from './scopes'
 export const SESSION_COOKIE = 'svc_session'
 
 export type Requirement = Scope | 'session' | 'any'
+/** Scopes a key must all hold (such as AI extract: `ai:extract` and `export:read`). */
+export type AuthNeed = Requirement | readonly Scope[]
 
 export interface AuthContext {
   user: UserRecord
@@ -29,10 +31,10 @@ export interface AuthContext {
 const authRequired = () => new AppError(401, 'AUTH_REQUIRED', 'Authentication required: sign in or send an access key')
 const invalidKey = () => new AppError(401, 'AUTH_INVALID_KEY', 'The access key is unknown, revoked or expired')
 
-export function securityFor(need: Requirement) {
+export function securityFor(need: AuthNeed) {
   if (need === 'session') return [{ sessionCookie: [] }]
   if (need === 'any') return [{ bearerAuth: [] }, { sessionCookie: [] }]
-  return [{ bearerAuth: [need] }, { sessionCookie: [] }]
+  return [{ bearerAuth: typeof need === 'string' ? [need] : [...need] }, { sessionCookie: [] }]
 }
 
 export interface GuardDeps {
@@ -45,7 +47,7 @@ export function authenticate(
   deps: GuardDeps,
   request: Request,
   sessionToken: string | undefined,
-  need: Requirement,
+  need: AuthNeed,
 ): AuthContext {
   const header = request.headers.get('authorization')
   const bearer = header ? /^Bearer\s+(.+)$/i.exec(header.trim()) : null
@@ -57,9 +59,9 @@ export function authenticate(
     if (need === 'session') {
       throw new AppError(403, 'SESSION_REQUIRED', 'This endpoint accepts a signed-in session only, not an access key')
     }
-    if (need !== 'any' && !key.scopes.includes(need)) {
-      throw new AppError(403, 'AUTH_SCOPE_REQUIRED', `This access key lacks the scope ${need}`)
-    }
+    const needed: readonly string[] = need === 'any' ? [] : typeof need === 'string' ? [need] : need
+    const missing = needed.find((scope) => !key.scopes.includes(scope))
+    if (missing) throw new AppError(403, 'AUTH_SCOPE_REQUIRED', `This access key lacks the scope ${missing}`)
     deps.accessKeys.markUsed(key)
     return { user, userId: user.id, method: 'access-key', scopes: key.scopes, accessKey: key, sessionTokenHash: null }
   }
@@ -93,7 +95,47 @@ export function sessionToken(header: string | null, name = SESSION_COOKIE): stri
 }
 
 /** Scopes whose answers hold plaintext (reveal, export, AI extract). */
-const carriesSecrets = (need: Requirement) => need.endsWith(':reveal') || need === 'export:read' || need === 'ai:extract'
+const carriesSecrets = (need: AuthNeed): boolean =>
+  typeof need === 'string' ? need.endsWith(':reveal') || need === 'export:read' || need === 'ai:extract' : need.some(carriesSecrets)
+
+/** Requests authenticated before their body was read (authBeforeBody), for the route's own check. */
+const authenticatedEarly = new WeakMap<Request, AuthContext>()
+
+/** The need a route's `security` states (securityFor's inverse); undefined for a public route. */
+function needOf(security: unknown): AuthNeed | undefined {
+  if (!Array.isArray(security) || security.length === 0) return undefined
+  const bearer = security.find((item) => item && 'bearerAuth' in item)?.bearerAuth as Scope[] | undefined
+  if (!bearer) return 'session'
+  if (bearer.length === 0) return 'any'
+  return bearer.length === 1 ? bearer[0] : bearer
+}
+
+interface GuardedRoute {
+  method: string
+  path: string
+  hooks?: { detail?: { security?: unknown } }
+}
+
+/**
+ * Authentication before the body is read (issue 14): a request to a guarded route hears its
+ * 401 or 403 at once, rather than after the server waited for up to 2 MiB of a stranger's body.
+ * A global parse hook that answers nothing, registered ahead of the JSON body parser; the route's
+ * need comes from the `security` its `auth` macro documented (`routes`: the composed app's).
+ */
+export function authBeforeBody(deps: GuardDeps, routes: () => readonly GuardedRoute[]) {
+  let needs: Map<string, AuthNeed> | undefined
+  return new Elysia({ name: 'auth.before-body' }).onParse({ as: 'global' }, ({ request, route }) => {
+    if (request.body === null || request.headers.get('content-length') === '0') return
+    needs ??= new Map(
+      routes().flatMap((r): [string, AuthNeed][] => {
+        const need = needOf(r.hooks?.detail?.security)
+        return need ? [[`${r.method} ${r.path}`, need]] : []
+      }),
+    )
+    const need = needs.get(`${request.method} ${route}`)
+    if (need) authenticatedEarly.set(request, authenticate(deps, request, sessionToken(request.headers.get('cookie')), need))
+  })
+}
 
 export function authGuard(deps: GuardDeps) {
   const resolved = new WeakMap<Request, AuthContext>()
@@ -103,13 +145,14 @@ export function authGuard(deps: GuardDeps) {
     if (key && !deps.accessKeys.isLive(key)) throw invalidKey()
   }
   return new Elysia({ name: 'auth.guard' }).macro({
-    auth: (need: Requirement) => ({
+    auth: (need: AuthNeed) => ({
       detail: {
         security: securityFor(need),
-        'x-required-scope': need === 'session' || need === 'any' ? undefined : need,
+        // One scope as its name; several (all needed) as the list.
+        'x-required-scope': need === 'session' || need === 'any' ? undefined : typeof need === 'string' ? need : [...need],
       } as Record<string, unknown>,
       transform({ request }) {
-        resolved.set(request, authenticate(deps, request, sessionToken(request.headers.get('cookie'), deps.config.sessionCookie), need))
+        resolved.set(request, authenticatedEarly.get(request) ?? authenticate(deps, request, sessionToken(request.headers.get('cookie'), deps.config.sessionCookie), need))
       },
       resolve({ request }) {
         return { auth: resolved.get(request)! }

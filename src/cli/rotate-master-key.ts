@@ -17,10 +17,18 @@
 //   5. The key check under the new key: the data folder is consistent again and a server starts.
 // A re-run after a crash takes the new key from master.key.new (or SVC_NEW_MASTER_KEY, which the
 // run printed) and finishes the steps; after step 4 it simply rotates once more from master.key.
+//
+// `--rekey` (issue 14: for a master key that may have been exposed). Re-wrapping keeps each vault's
+// data key, so an exposed old master key and a copy of an old vault file would still open what is
+// written after the rotation. With --rekey, step 3 gives each vault a new random data key and seals
+// every record (entries, two-factor secrets, env files) again under it, in the same single atomic
+// write as the new wrapped key: a vault is either all old (opens with the old master key) or all
+// new (opens with the new one), so a re-run finishes exactly the vaults left. The in-progress
+// marker says a re-key was under way, so a re-run continues it even without the flag.
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { ConfigError, loadConfig, parseMasterKey } from '../config'
-import { KEY_CHECK_ROTATING, Keyring, MasterKeyMismatchError } from '../crypto/keyring'
+import { KEY_CHECK_REKEYING, KEY_CHECK_ROTATING, Keyring, MasterKeyMismatchError, type SecretKind, type VaultRekey } from '../crypto/keyring'
 import {
   generateMasterKeyBase64,
   MASTER_KEY_FILE,
@@ -58,7 +66,36 @@ async function keyCheckOpens(ring: Keyring, check: string): Promise<boolean> {
   }
 }
 
-export async function rotateMasterKey(env: Record<string, string | undefined> = process.env): Promise<void> {
+/**
+ * Every sealed field of a vault moved to its new data key, in one atomic write with that key. A
+ * field that did not open under the old data key (it answered 404 already) is left as it was.
+ * Returns how many were left.
+ */
+async function rekeyVault(doc: Document<VaultDocument>, rekey: VaultRekey): Promise<number> {
+  let unopened = 0
+  const moved = <R extends { id: string }, F extends keyof R>(kind: SecretKind, field: F) => (record: R): R => {
+    const sealed = rekey.reseal(kind, record.id, record[field] as string)
+    if (sealed === null) unopened++
+    // Stored records are frozen: each is replaced, never changed in place.
+    return sealed === null ? record : { ...record, [field]: sealed }
+  }
+  await doc.update((data) => {
+    data.dataKey = rekey.wrapped
+    data.entries = data.entries.map(moved('entry', 'encryptedValue'))
+    data.twoFactor = data.twoFactor.map(moved('totp', 'encryptedSecret'))
+    data.envFiles = data.envFiles.map(moved('envfile', 'encryptedContent'))
+  })
+  // The file itself then holds only the new ciphertexts (not the old ones plus a change log).
+  await doc.fold()
+  return unopened
+}
+
+export interface RotateOptions {
+  /** New data keys and every record sealed again (`--rekey`). */
+  rekey?: boolean
+}
+
+export async function rotateMasterKey(env: Record<string, string | undefined> = process.env, options: RotateOptions = {}): Promise<void> {
   const config = loadConfig(env)
   const keyPath = join(config.dataDir, MASTER_KEY_FILE)
   const stagedPath = join(config.dataDir, STAGED_KEY_FILE)
@@ -96,7 +133,13 @@ export async function rotateMasterKey(env: Record<string, string | undefined> = 
 
     // 0. Verify every wrapped key before writing anything.
     const check = store.accounts.data.keyCheck
-    const resuming = check === KEY_CHECK_ROTATING || (await keyCheckOpens(newRing, check))
+    if (check === KEY_CHECK_ROTATING && options.rekey) {
+      throw new RotationError('a rotation without --rekey was interrupted: run `bun run rotate-master-key` (without --rekey) to finish it first, then --rekey')
+    }
+    // An interrupted re-key is finished as one, with or without the flag.
+    const rekey = options.rekey === true || check === KEY_CHECK_REKEYING
+    if (rekey && !options.rekey) say('svc-vault: an interrupted --rekey is under way; finishing it as a re-key')
+    const resuming = check === KEY_CHECK_ROTATING || check === KEY_CHECK_REKEYING || (await keyCheckOpens(newRing, check))
     if (!resuming && !(await keyCheckOpens(oldRing, check))) {
       throw new MasterKeyMismatchError('the current master key does not match the data in the data folder; nothing was changed')
     }
@@ -107,7 +150,8 @@ export async function rotateMasterKey(env: Record<string, string | undefined> = 
         throw new RotationError(`vault ${userId} vanished`)
       })
       const wrapped = doc.data.dataKey
-      if (opensWith(oldRing, userId, wrapped)) vaults.push({ doc, userId, rewrapped: oldRing.rewrapDataKey(userId, wrapped, newRing) })
+      // With --rekey the vault is moved in step 3; `rewrapped` just marks it as still to do.
+      if (opensWith(oldRing, userId, wrapped)) vaults.push({ doc, userId, rewrapped: rekey ? wrapped : oldRing.rewrapDataKey(userId, wrapped, newRing) })
       else if (opensWith(newRing, userId, wrapped)) vaults.push({ doc, userId, rewrapped: null })
       else unopened.push(userId)
     }
@@ -119,7 +163,11 @@ export async function rotateMasterKey(env: Record<string, string | undefined> = 
       )
     }
     const todo = vaults.filter((v) => v.rewrapped !== null).length
-    say(`svc-vault: rotating the master key of ${config.dataDir}: ${vaults.length} vault(s), ${todo} to re-wrap`)
+    say(
+      rekey
+        ? `svc-vault: rotating the master key of ${config.dataDir} with new data keys: ${vaults.length} vault(s), ${todo} to re-key`
+        : `svc-vault: rotating the master key of ${config.dataDir}: ${vaults.length} vault(s), ${todo} to re-wrap`,
+    )
 
     // 1. The new key is durable (or in the operator's hands) before any data needs it.
     if (keyInFile) {
@@ -132,12 +180,17 @@ export async function rotateMasterKey(env: Record<string, string | undefined> = 
 
     // 2. No server starts on a half-rotated folder.
     await store.accounts.update((data) => {
-      data.keyCheck = KEY_CHECK_ROTATING
+      data.keyCheck = rekey ? KEY_CHECK_REKEYING : KEY_CHECK_ROTATING
     })
 
     // 3. One atomic write per vault.
+    let unreadable = 0
     for (const vault of vaults) {
       if (vault.rewrapped === null) continue
+      if (rekey) {
+        unreadable += await rekeyVault(vault.doc, oldRing.rekeyVault(vault.userId, vault.doc.data.dataKey, newRing))
+        continue
+      }
       await vault.doc.update((data) => {
         data.dataKey = vault.rewrapped!
       })
@@ -151,7 +204,11 @@ export async function rotateMasterKey(env: Record<string, string | undefined> = 
       data.keyCheck = newRing.createKeyCheck()
     })
 
-    say(`svc-vault: done; every data key is now wrapped by the new master key.`)
+    if (rekey) {
+      say('svc-vault: done; every vault has a new data key, wrapped by the new master key, and every record is sealed again under it.')
+      say('The old master key, and copies of the data folder made before now, open nothing written from now on.')
+      if (unreadable > 0) say(`${unreadable} record(s) that did not open before (their reveal answered 404) were left as they were.`)
+    } else say(`svc-vault: done; every data key is now wrapped by the new master key.`)
     if (keyInFile) {
       say(`The new key is in ${keyPath} (mode 0600). Back it up apart from the data: backups made before now need the old key.`)
     } else if (generated) {
@@ -166,10 +223,19 @@ export async function rotateMasterKey(env: Record<string, string | undefined> = 
 
 const EXPECTED = [ConfigError, RotationError, MasterKeyMismatchError, DataDirLockedError, CorruptDocumentError, UnsupportedFormatError]
 
+/** The command line: `--rekey` or nothing. */
+function parseArguments(args: string[]): RotateOptions {
+  const unknown = args.filter((arg) => arg !== '--rekey')
+  if (unknown.length > 0) throw new RotationError(`unknown argument ${unknown[0]} (usage: bun run rotate-master-key [--rekey])`)
+  return { rekey: args.includes('--rekey') }
+}
+
 if (import.meta.main) {
-  rotateMasterKey().catch((error) => {
-    const known = EXPECTED.some((type) => error instanceof type)
-    console.error(`svc-vault rotate-master-key: ${known ? '' : 'failed: '}${error?.message ?? error}`)
-    process.exit(1)
-  })
+  Promise.resolve()
+    .then(() => rotateMasterKey(process.env, parseArguments(process.argv.slice(2))))
+    .catch((error) => {
+      const known = EXPECTED.some((type) => error instanceof type)
+      console.error(`svc-vault rotate-master-key: ${known ? '' : 'failed: '}${error?.message ?? error}`)
+      process.exit(1)
+    })
 }

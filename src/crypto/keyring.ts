@@ -27,6 +27,16 @@ export function keyCheckIsCurrent(check: string): boolean {
 
 /** Stored as the key check while rotate-master-key re-wraps data keys: no master key passes it. */
 export const KEY_CHECK_ROTATING = 'rotation-in-progress'
+/** The same while `rotate-master-key --rekey` gives every vault a new data key (issue 14). */
+export const KEY_CHECK_REKEYING = 'rekey-in-progress'
+
+/** A vault's new data key (wrapped) and how to move one sealed field to it. */
+export interface VaultRekey {
+  /** The new data key, wrapped by the new master key. */
+  wrapped: string
+  /** The field sealed again under the new data key; null when it did not open under the old one. */
+  reseal(kind: SecretKind, recordId: string, sealed: string): string | null
+}
 
 /**
  * Seals and opens the secret fields of one user's vault. The data key is unwrapped on the first
@@ -82,6 +92,9 @@ export class Keyring {
     if (check === KEY_CHECK_ROTATING) {
       throw new MasterKeyMismatchError('a master key rotation was interrupted; run `bun run rotate-master-key` again to finish it')
     }
+    if (check === KEY_CHECK_REKEYING) {
+      throw new MasterKeyMismatchError('a master key rotation was interrupted; run `bun run rotate-master-key --rekey` again to finish it')
+    }
     const passes = keyCheckIsCurrent(check)
       ? constantTimeEqual(check, this.createKeyCheck())
       : (await openAsync(this.masterKey, check, KEY_CHECK_AAD))?.toString() === KEY_CHECK_PLAINTEXT
@@ -110,6 +123,26 @@ export class Keyring {
     const dataKey = open(this.masterKey, wrappedDataKey, dataKeyAad(userId))
     if (!dataKey) throw new MasterKeyMismatchError(`the data key of vault ${userId} does not open with the current master key`)
     return seal(newMaster.masterKey, dataKey, dataKeyAad(userId))
+  }
+
+  /**
+   * A new random data key for a vault, wrapped by `newMaster`, for rotate-master-key --rekey: every
+   * field is opened with the vault's current data key (under this master key) and sealed again with
+   * the new one, bound to the same user, kind and record. Afterwards neither this master key nor the
+   * old data key opens anything sealed under the new one. Throws when the current data key does not open.
+   */
+  rekeyVault(userId: string, wrappedDataKey: string, newMaster: Keyring): VaultRekey {
+    const oldKey = open(this.masterKey, wrappedDataKey, dataKeyAad(userId))
+    if (!oldKey || oldKey.length !== 32) throw new MasterKeyMismatchError(`the data key of vault ${userId} does not open with the current master key`)
+    const newKey = randomBytes(32)
+    return {
+      wrapped: seal(newMaster.masterKey, newKey, dataKeyAad(userId)),
+      reseal(kind, recordId, sealed) {
+        const aad = fieldAad(userId, kind, recordId)
+        const plaintext = open(oldKey, sealed, aad)
+        return plaintext ? seal(newKey, plaintext, aad) : null
+      },
+    }
   }
 
   /**

@@ -43,6 +43,8 @@ export type ErrorCode =
   | 'CATEGORY_EXISTS'
   | 'ENTRY_EXISTS'
   | 'ENV_PROJECT_EXISTS'
+  // A request body not received within SVC_BODY_TIMEOUT (408).
+  | 'REQUEST_TIMEOUT'
 
 export class AppError extends Error {
   constructor(

@@ -12,18 +12,35 @@
 // - Elysia's private keywords (`error`, `noValidate`) and `$id` are left out;
 // - an operation without the `auth` macro is public: `security: []`.
 // Both load on the first request for them: a vault nobody browses the docs of need not carry them.
-// The Scalar page loads from a CDN, so it runs sandboxed (opaque origin: it cannot use the
-// vault's session), and the public document allows cross-origin reads for it.
+// The Scalar page is served whole by the vault: its standalone script comes from the installed,
+// exactly pinned @scalar/api-reference package, and its CSP lets it load nothing from another
+// host. It still runs sandboxed (opaque origin: its "try it" client cannot use the vault's
+// session), so the public document allows cross-origin reads for it.
+import { dirname, join } from 'node:path'
 import { Elysia, t, type AnyElysia } from 'elysia'
 import { Kind } from '@sinclair/typebox'
+import { DOCS_SANDBOX_SHIM } from './docs-sandbox-shim'
 import { COMPONENT_NAME, componentSchema, MEDIA_TYPES, publicErrorResponses, RESPONSE_HEADERS, type ResponseHeader } from './schemas'
 
 export const SPEC_PATH = '/api/openapi'
 export const DOCS_PATH = '/api/docs'
+export const DOCS_SCRIPT_PATH = '/api/docs/scalar.js'
+export const DOCS_SHIM_PATH = '/api/docs/sandbox-shim.js'
 export const OPENAPI_VERSION = '3.1.0'
 
-const DOCS_CSP =
-  "sandbox allow-scripts allow-popups allow-forms; default-src 'none'; script-src 'unsafe-inline' https://cdn.jsdelivr.net; style-src 'unsafe-inline' https://cdn.jsdelivr.net https://fonts.googleapis.com; font-src https://cdn.jsdelivr.net https://fonts.gstatic.com data:; img-src data: https:; connect-src *"
+const DOCS_CSP = [
+  'sandbox allow-scripts allow-popups allow-forms',
+  "default-src 'none'",
+  "script-src 'self'",
+  // Scalar sets styles from its script.
+  "style-src 'self' 'unsafe-inline'",
+  "font-src 'self' data:",
+  "img-src 'self' data: blob:",
+  "connect-src 'self'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ')
 
 type Json = Record<string, unknown>
 type Schema = Record<string | symbol, unknown>
@@ -286,13 +303,45 @@ export function buildDocument(routes: RouteInfo[], documentation: Documentation)
   }
 }
 
-async function buildPage(documentation: Documentation): Promise<string> {
-  const { ScalarRender } = await import('@elysiajs/openapi/scalar')
-  return ScalarRender(documentation.info, {
-    url: SPEC_PATH,
-    cdn: 'https://cdn.jsdelivr.net/npm/@scalar/api-reference@latest/dist/browser/standalone.min.js',
-    _integration: 'elysiajs',
-  } as never)
+/** The installed Scalar's browser build (package.json "browser"): one self-contained script. */
+function scalarScriptPath(): string {
+  return join(dirname(Bun.resolveSync('@scalar/api-reference', import.meta.dir)), 'browser', 'standalone.js')
+}
+
+const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
+
+/**
+ * The reference page: Scalar's script tag API (`#api-reference` with `data-url`), no inline script.
+ * Fonts, the hosted proxy and telemetry are off: the page reaches this vault only.
+ */
+function buildPage(documentation: Documentation): string {
+  const configuration = { withDefaultFonts: false, hideClientButton: false, telemetry: false, _integration: 'html' }
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escapeHtml(documentation.info.title)}</title>
+</head>
+<body>
+<script id="api-reference" type="application/json" data-url="${SPEC_PATH}" data-configuration="${escapeHtml(JSON.stringify(configuration))}"></script>
+<script src="${DOCS_SHIM_PATH}"></script>
+<script src="${DOCS_SCRIPT_PATH}"></script>
+</body>
+</html>
+`
+}
+
+function script(source: string | ReturnType<typeof Bun.file>): Response {
+  return new Response(source, {
+    headers: {
+      'content-type': 'text/javascript; charset=utf-8',
+      // The version is pinned, but an upgrade keeps these paths: a day, not forever.
+      'cache-control': 'public, max-age=86400',
+      // The sandboxed page has an opaque origin: its script loads are cross-origin.
+      'cross-origin-resource-policy': 'cross-origin',
+    },
+  })
 }
 
 const DocumentAnswer = t.Object({}, { additionalProperties: true, description: 'This OpenAPI 3.1.0 document' })
@@ -301,7 +350,7 @@ const DocumentAnswer = t.Object({}, { additionalProperties: true, description: '
 export function apiDocs(app: () => AnyElysia, documentation: Documentation) {
   // Routes do not change once the server runs: each is built once.
   let document: OpenApiDocument | undefined
-  let page: Promise<string> | undefined
+  let page: string | undefined
   return new Elysia({ name: 'http.openapi' })
     .get(
       SPEC_PATH,
@@ -317,10 +366,12 @@ export function apiDocs(app: () => AnyElysia, documentation: Documentation) {
     )
     .get(
       DOCS_PATH,
-      async () => {
+      () => {
         page ??= buildPage(documentation)
-        return new Response(await page, { headers: { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': DOCS_CSP } })
+        return new Response(page, { headers: { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': DOCS_CSP } })
       },
       { detail: { hide: true } },
     )
+    .get(DOCS_SCRIPT_PATH, () => script(Bun.file(scalarScriptPath())), { detail: { hide: true } })
+    .get(DOCS_SHIM_PATH, () => script(DOCS_SANDBOX_SHIM), { detail: { hide: true } })
 }

@@ -178,7 +178,7 @@ describe('hostile or broken model answers', () => {
   })
 
   test('a key revoked while the model thinks gets 401, not the .env text', async () => {
-    const created = await alice.post('/api/access-keys', { name: 'ai only', scopes: ['ai:extract'] })
+    const created = await alice.post('/api/access-keys', { name: 'ai extract', scopes: ['ai:extract', 'export:read'] })
     expect(created.status).toBe(201)
     const keyClient = alice.withKey(created.body.key)
     fake.script({ hang: true })

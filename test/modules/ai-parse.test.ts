@@ -199,12 +199,12 @@ describe('classifyKeys (built-in)', () => {
     }
   })
 
-  test('unknown names sharing a first word group together; a URL scheme names the service', () => {
-    const keys = classifyKeys([{ name: 'JWT_SECRET' }, { name: 'JWT_ISSUER' }, { name: 'CACHE_URL', valueScheme: 'rediss' }, { name: 'NODE_ENV' }, { name: 'NODE_OPTIONS' }])
+  test('unknown names sharing a first word group together', () => {
+    const keys = classifyKeys([{ name: 'JWT_SECRET' }, { name: 'JWT_ISSUER' }, { name: 'CACHE_URL' }, { name: 'NODE_ENV' }, { name: 'NODE_OPTIONS' }])
     expect(keys.map((k) => [k.categoryName, k.keyType])).toEqual([
       ['JWT', 'group'],
       ['JWT', 'group'],
-      ['Redis', 'simple'],
+      ['CACHE_URL', 'simple'],
       ['NODE_ENV', 'simple'],
       ['NODE_OPTIONS', 'simple'],
     ])

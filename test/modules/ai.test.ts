@@ -173,9 +173,45 @@ describe('scopes', () => {
       expect(denied.body.error).toContain('ai:extract')
       expect((await alice.anonymous().post(path, body)).body.code).toBe('AUTH_REQUIRED')
     }
-    const allowed = await alice.keyClient(['ai:extract'])
-    expect((await allowed.post('/api/ai/extract', { prompt: 'blog openai' })).status).toBe(200)
-    const filed = await allowed.post('/api/ai/import', { text: 'GITHUB_TOKEN=ghp_x', apply: true, name: 'ci' })
+  })
+
+  // Issue 14: a key with ai:extract alone read every value by prompt and created entries by import.
+  test('extract answers values only to a session or a key that also holds export:read', async () => {
+    const frank = await signUp(server.url)
+    await frank.post('/api/ai/import', { text: 'OPENAI_API_KEY=sk-frank-scope-secret\n', apply: true, name: 'blog' })
+    const aiOnly = await frank.keyClient(['ai:extract'])
+    const denied = await aiOnly.post('/api/ai/extract', { prompt: 'blog openai' })
+    expect(denied.status).toBe(403)
+    expect(denied.body).toEqual({ error: expect.stringContaining('export:read'), code: 'AUTH_SCOPE_REQUIRED' })
+    expect(denied.text).not.toContain('sk-frank-scope-secret')
+    // export:read alone is not enough either: ai:extract is named.
+    const exportOnly = await frank.keyClient(['export:read'])
+    expect((await exportOnly.post('/api/ai/extract', { prompt: 'blog openai' })).body.error).toContain('ai:extract')
+    const both = await frank.keyClient(['ai:extract', 'export:read'])
+    const allowed = await both.post('/api/ai/extract', { prompt: 'blog openai' })
+    expect(allowed.status).toBe(200)
+    expect(dotenvParse(allowed.text)).toEqual({ OPENAI_API_KEY: 'sk-frank-scope-secret' })
+    expect(dotenvParse((await frank.post('/api/ai/extract', { prompt: 'blog openai' })).text)).toEqual({ OPENAI_API_KEY: 'sk-frank-scope-secret' })
+  })
+
+  test('import with apply needs categories:write and entries:write too; a suggestion alone needs ai:extract', async () => {
+    const grace = await signUp(server.url)
+    const aiOnly = await grace.keyClient(['ai:extract'])
+    expect((await aiOnly.post('/api/ai/import', { text: 'GITHUB_TOKEN=ghp_x' })).status).toBe(200)
+    for (const [scopes, missing] of [
+      [['ai:extract'], 'categories:write'],
+      [['ai:extract', 'categories:write'], 'entries:write'],
+      [['ai:extract', 'entries:write'], 'categories:write'],
+    ] as const) {
+      const key = await grace.keyClient([...scopes])
+      const denied = await key.post('/api/ai/import', { text: 'GITHUB_TOKEN=ghp_x', apply: true, name: 'ci' })
+      expect(denied.status).toBe(403)
+      expect(denied.body).toEqual({ error: expect.stringContaining(missing), code: 'AUTH_SCOPE_REQUIRED' })
+    }
+    expect((await grace.get('/api/categories')).body).toEqual([])
+    expect((await grace.get('/api/entries')).body).toEqual([])
+    const full = await grace.keyClient(['ai:extract', 'categories:write', 'entries:write'])
+    const filed = await full.post('/api/ai/import', { text: 'GITHUB_TOKEN=ghp_x', apply: true, name: 'ci' })
     expect(filed.status).toBe(200)
     expect(filed.body.data.created.entries).toHaveLength(1)
   })

@@ -26,7 +26,8 @@ afterAll(async () => {
 
 // Every operation of the API (docs/api.md): method, path, and the scope a bearer
 // key needs ('session' = session only, 'any' = any valid credentials, null = no authentication).
-const OPERATIONS: [string, string, string | null][] = [
+// A list: an access key needs every scope of it (AI extract answers values: export:read too).
+const OPERATIONS: [string, string, string | string[] | null][] = [
   ['post', '/api/auth/register', null],
   ['post', '/api/auth/login', null],
   ['post', '/api/auth/logout', 'session'],
@@ -63,7 +64,7 @@ const OPERATIONS: [string, string, string | null][] = [
   ['post', '/api/2fa/{id}/reveal', '2fa:reveal'],
   ['get', '/api/stats', 'stats:read'],
   ['get', '/api/export', 'export:read'],
-  ['post', '/api/ai/extract', 'ai:extract'],
+  ['post', '/api/ai/extract', ['ai:extract', 'export:read']],
   ['post', '/api/ai/import', 'ai:extract'],
   ['get', '/api/openapi', null],
 ]
@@ -102,12 +103,21 @@ describe('the OpenAPI document', () => {
       } else if (need === 'any') {
         expect({ label, security: operation.security }).toEqual({ label, security: [{ bearerAuth: [] }, { sessionCookie: [] }] })
       } else {
-        expect({ label, security: operation.security }).toEqual({ label, security: [{ bearerAuth: [need] }, { sessionCookie: [] }] })
+        const scopes = typeof need === 'string' ? [need] : need
+        expect({ label, security: operation.security }).toEqual({ label, security: [{ bearerAuth: scopes }, { sessionCookie: [] }] })
         expect({ label, scope: operation['x-required-scope'] }).toEqual({ label, scope: need })
       }
       // Guarded operations document their error answers.
       expect({ label, has401: '401' in (operation.responses ?? {}) }).toEqual({ label, has401: true })
     }
+  })
+
+  test('AI import states that apply needs categories:write and entries:write', () => {
+    const operation = doc.paths['/api/ai/import'].post
+    expect(operation['x-apply-required-scope']).toEqual(['ai:extract', 'categories:write', 'entries:write'])
+    expect(operation.description).toContain('categories:write')
+    expect(operation.description).toContain('entries:write')
+    expect(doc.paths['/api/ai/extract'].post.description).toContain('export:read')
   })
 
   test('operations with a body document its JSON schema; error answers use { error, code }', () => {

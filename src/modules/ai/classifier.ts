@@ -23,8 +23,6 @@ interface Service {
   prefixes: string[]
   /** Whole variable names that belong to the service. */
   names?: string[]
-  /** URL schemes of a value that reveal the service (used on the server only, never sent anywhere). */
-  schemes?: string[]
 }
 
 // Slugs as Simple Icons 16 spells them (https://simpleicons.org); brands that left the set (OpenAI, AWS, Heroku,
@@ -42,11 +40,10 @@ export const SERVICES: Service[] = [
     icon: 'postgresql',
     prefixes: ['POSTGRES', 'POSTGRESQL', 'PG'],
     names: ['DATABASE_URL', 'PGHOST', 'PGPORT', 'PGUSER', 'PGPASSWORD', 'PGDATABASE'],
-    schemes: ['postgres', 'postgresql'],
   },
-  { name: 'MySQL', icon: 'mysql', prefixes: ['MYSQL'], schemes: ['mysql'] },
-  { name: 'MongoDB', icon: 'mongodb', prefixes: ['MONGODB', 'MONGO'], schemes: ['mongodb', 'mongodb+srv'] },
-  { name: 'Redis', icon: 'redis', prefixes: ['REDIS'], schemes: ['redis', 'rediss'] },
+  { name: 'MySQL', icon: 'mysql', prefixes: ['MYSQL'] },
+  { name: 'MongoDB', icon: 'mongodb', prefixes: ['MONGODB', 'MONGO'] },
+  { name: 'Redis', icon: 'redis', prefixes: ['REDIS'] },
   { name: 'Upstash', icon: 'upstash', prefixes: ['UPSTASH'] },
   { name: 'Twilio', prefixes: ['TWILIO'] },
   { name: 'SendGrid', prefixes: ['SENDGRID'] },
@@ -95,7 +92,7 @@ export const SERVICES: Service[] = [
   { name: 'New Relic', icon: 'newrelic', prefixes: ['NEW_RELIC', 'NEWRELIC'] },
   { name: 'Grafana', icon: 'grafana', prefixes: ['GRAFANA'] },
   { name: 'Elasticsearch', icon: 'elasticsearch', prefixes: ['ELASTICSEARCH', 'ELASTIC'] },
-  { name: 'RabbitMQ', icon: 'rabbitmq', prefixes: ['RABBITMQ', 'AMQP'], schemes: ['amqp', 'amqps'] },
+  { name: 'RabbitMQ', icon: 'rabbitmq', prefixes: ['RABBITMQ', 'AMQP'] },
   { name: 'Kafka', icon: 'apachekafka', prefixes: ['KAFKA'] },
   { name: 'Prisma', icon: 'prisma', prefixes: ['PRISMA'] },
   { name: 'NextAuth', prefixes: ['NEXTAUTH'] },
@@ -118,27 +115,25 @@ export function serviceByName(name: string): Service | undefined {
   return SERVICES.find((s) => s.name.toLowerCase() === lower)
 }
 
-/** The known service of a variable, from its name (and, on the server, the scheme of its value). */
-export function serviceOf(name: string, valueScheme?: string): Service | undefined {
+/**
+ * The known service of a variable, from its name alone. Never from its value: the category names
+ * this gives are sent to the model later (extract), and a value's scheme (`mongodb+srv://`) is
+ * part of the value.
+ */
+export function serviceOf(name: string): Service | undefined {
   const bare = stripFramework(name)
   const upper = name.toUpperCase()
   for (const service of SERVICES) {
     if (service.names?.includes(upper) || service.names?.includes(bare)) return service
     if (service.prefixes.some((p) => bare === p || bare.startsWith(`${p}_`))) return service
   }
-  if (valueScheme) return SERVICES.find((s) => s.schemes?.includes(valueScheme.toLowerCase()))
   return undefined
-}
-
-/** The scheme of a URL-looking value (`postgres`, `redis`, ...), or undefined. */
-export function urlScheme(value: string): string | undefined {
-  return /^([a-z][a-z0-9+.-]*):\/\//i.exec(value.trim())?.[1]?.toLowerCase()
 }
 
 const firstToken = (name: string) => stripFramework(name).split('_').filter(Boolean)[0] ?? ''
 
 /** Groups keys the way a person would file them. Every input name appears once, in input order. */
-export function classifyKeys(keys: { name: string; valueScheme?: string }[]): ImportKey[] {
+export function classifyKeys(keys: { name: string }[]): ImportKey[] {
   const bucketOf = new Map<string, { categoryName: string; icon?: string }>()
   const members = new Map<string, string[]>()
   const join = (name: string, bucket: string, categoryName: string, icon?: string) => {
@@ -147,7 +142,7 @@ export function classifyKeys(keys: { name: string; valueScheme?: string }[]): Im
   }
   const unknown: string[] = []
   for (const key of keys) {
-    const service = serviceOf(key.name, key.valueScheme)
+    const service = serviceOf(key.name)
     if (service) join(key.name, `service:${service.name}`, service.name, service.icon)
     else unknown.push(key.name)
   }

@@ -3,10 +3,25 @@
 import { Elysia } from 'elysia'
 import { authGuard } from '../../auth/guard'
 import type { AppDeps } from '../../deps'
+import type { AuthContext } from '../../auth/guard'
+import type { Scope } from '../../auth/scopes'
+import { AppError } from '../../http/errors'
 import { errorResponses, withResponseHeaders } from '../../http/schemas'
 import { ExtractAnswer, ExtractBody, ImportAnswer, ImportBody } from './model'
 import { createExtractionModel } from './model-client'
 import { AiService } from './service'
+
+/** Extract answers values: a key needs the export scope too (CONTRACT.md, "AI extraction"). */
+export const EXTRACT_SCOPES: readonly Scope[] = ['ai:extract', 'export:read']
+/** Import with `apply` creates categories and entries: a key needs their write scopes too. */
+export const APPLY_SCOPES: readonly Scope[] = ['ai:extract', 'categories:write', 'entries:write']
+
+/** A session may do anything; an access key must hold every scope listed. 403 names the first missing one (as the guard does). */
+function requireScopes(auth: AuthContext, scopes: readonly Scope[]): void {
+  if (auth.scopes === null) return
+  const missing = scopes.find((scope) => !auth.scopes!.includes(scope))
+  if (missing) throw new AppError(403, 'AUTH_SCOPE_REQUIRED', `This access key lacks the scope ${missing}`)
+}
 
 export function aiRoutes(deps: AppDeps) {
   const ai = new AiService(deps.vaults, createExtractionModel(deps.config.ai, deps.log), deps.now)
@@ -23,7 +38,7 @@ export function aiRoutes(deps: AppDeps) {
         })
       },
       {
-        auth: 'ai:extract',
+        auth: EXTRACT_SCOPES,
         body: ExtractBody,
         response: {
           200: withResponseHeaders(ExtractAnswer, { 'X-Extraction-Source': { description: 'Who chose the entries', schema: { type: 'string', enum: ['ai', 'builtin'] } } }),
@@ -33,19 +48,28 @@ export function aiRoutes(deps: AppDeps) {
           operationId: 'extractEnv',
           summary: 'Build a project .env from a description',
           description:
-            'The model gets the prompt and the names of your entries (entry, category, variable or field names, environment), never a value, and picks the entries the project needs; the server decrypts those and answers their `.env` text in the export format. Without a configured model, or when it fails or times out, a built-in classifier matches prompt words against the names. Header X-Extraction-Source: `ai` or `builtin`.',
+            'Needs a session, or an access key with both `ai:extract` and `export:read` (the answer holds values); a key without either gets 403 AUTH_SCOPE_REQUIRED naming the missing scope. The model gets the prompt and the names of your entries (entry, category, variable or field names, environment), never a value, and picks the entries the project needs; the server decrypts those and answers their `.env` text in the export format. Without a configured model, or when it fails or times out, a built-in classifier matches prompt words against the names. Header X-Extraction-Source: `ai` or `builtin`.',
         },
       },
     )
-    .post('/import', async ({ auth, body }) => ({ data: await ai.import(auth.userId, body) }), {
-      auth: 'ai:extract',
-      body: ImportBody,
-      response: { 200: ImportAnswer, ...errorResponses(400, 413) },
-      detail: {
-        operationId: 'importConfig',
-        summary: 'File a pasted config into categories',
-        description:
-          'Parses `.env`, shell `export` lines, a JSON object (nested keys joined with `_`, upper-cased) or YAML `key: value` lines on the server. Only the key names reach the model, which groups them into categories; without it a built-in classifier does. With `apply: true` and `name`, also creates the categories (reusing yours with the same envVarName, or the same name for groups) and one entry per category holding the values, in one write. Text without any key: 400 VALIDATION_ERROR naming `text`.',
+    .post(
+      '/import',
+      async ({ auth, body }) => {
+        if (body.apply) requireScopes(auth, APPLY_SCOPES)
+        return { data: await ai.import(auth.userId, body) }
       },
-    })
+      {
+        auth: 'ai:extract',
+        body: ImportBody,
+        response: { 200: ImportAnswer, ...errorResponses(400, 413) },
+        detail: {
+          operationId: 'importConfig',
+          summary: 'File a pasted config into categories',
+          // With `apply: true`: checked in the handler, since it depends on the body.
+          'x-apply-required-scope': APPLY_SCOPES,
+          description:
+            'Needs a session or an access key with `ai:extract`; with `apply: true` a key also needs `categories:write` and `entries:write` (else 403 AUTH_SCOPE_REQUIRED naming the missing scope). Parses `.env`, shell `export` lines, a JSON object (nested keys joined with `_`, upper-cased) or YAML `key: value` lines on the server. Only the key names reach the model, which groups them into categories; without it a built-in classifier does. With `apply: true` and `name`, also creates the categories (reusing yours with the same envVarName, or the same name for groups) and one entry per category holding the values, in one write. Text without any key, or nested deeper than 32 levels: 400 VALIDATION_ERROR naming `text`.',
+        },
+      },
+    )
 }

@@ -10,7 +10,7 @@ import { MAX_VALUE_BYTES, openEntryValue, sealEntryValue } from '../entries/valu
 import { renderEnvExport } from '../export/render'
 import { webBundle } from '../../web/bundle'
 import type { Vaults } from '../vault-access'
-import { classifyKeys, pickEntries, urlScheme, type EntryMetadata, type ImportKey } from './classifier'
+import { classifyKeys, pickEntries, type EntryMetadata, type ImportKey } from './classifier'
 import type { ImportInput } from './model'
 import type { ExtractionModel } from './model-client'
 import type { ParsedKey } from './parse-config'
@@ -76,7 +76,7 @@ export function validEntryChoice(answer: unknown, ownIds: Set<string>): string[]
  * filed by the built-in classifier. Null when nothing valid came back.
  */
 /** `knownIcon`: whether the vault can show this icon (a model's unknown slug is dropped). */
-export function validKeyFiling(answer: unknown, parsed: { name: string; valueScheme?: string }[], knownIcon: (slug: string) => boolean): ImportKey[] | null {
+export function validKeyFiling(answer: unknown, parsed: { name: string }[], knownIcon: (slug: string) => boolean): ImportKey[] | null {
   if (answer === null || typeof answer !== 'object' || Array.isArray(answer)) return null
   const items = (answer as { keys?: unknown }).keys
   if (!Array.isArray(items)) return null
@@ -87,7 +87,7 @@ export function validKeyFiling(answer: unknown, parsed: { name: string; valueSch
     const { name, categoryName, keyType, icon } = item as Record<string, unknown>
     if (typeof name !== 'string' || !known.has(name) || filed.has(name)) continue
     if (typeof categoryName !== 'string') continue
-    const cleanName = categoryName.replace(/[\u0000-\u001f\u007f\u2028\u2029]/g, ' ').trim()
+    const cleanName = cleanModelName(categoryName)
     if (!cleanName || cleanName.length > MAX_CATEGORY_NAME) continue
     if (keyType !== 'simple' && keyType !== 'group') continue
     filed.set(name, { categoryName: cleanName, keyType, ...(typeof icon === 'string' && ICON.test(icon) && knownIcon(icon) ? { icon } : {}) })
@@ -110,6 +110,17 @@ export function validKeyFiling(answer: unknown, parsed: { name: string; valueSch
       ...(choice.icon ? { icon: choice.icon } : {}),
     }
   })
+}
+
+/**
+ * Bidirectional controls (ALM, LRM, RLM, the embeddings and overrides U+202A-U+202E, the isolates
+ * U+2066-U+2069): a name from the model holding them could show as other text than it is.
+ */
+const BIDI_CONTROLS = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g
+
+/** A category name from the model: without bidi controls, control characters as spaces, trimmed. */
+export function cleanModelName(name: string): string {
+  return name.replace(BIDI_CONTROLS, '').replace(/[\u0000-\u001f\u007f\u2028\u2029]/g, ' ').trim()
 }
 
 const sameName = (a: string, b: string) => a.trim().toLowerCase() === b.trim().toLowerCase()
@@ -268,7 +279,8 @@ export class AiService {
     if (parsed.length === 0) {
       throw validationError('text', 'no keys found: paste KEY=value lines, `export` lines, a JSON object or `key: value` lines')
     }
-    const named = parsed.map((k) => ({ name: k.name, valueScheme: urlScheme(k.value) }))
+    // Names only, for the model and for the built-in classifier alike.
+    const named = parsed.map((k) => ({ name: k.name }))
     let source: ExtractionSource = 'builtin'
     let keys: ImportKey[] | null = null
     if (this.model.available) {

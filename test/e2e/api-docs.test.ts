@@ -1,0 +1,68 @@
+// Issue 14: /api/docs loaded Scalar from a CDN at @latest. Now the vault serves the standalone
+// script of the installed, exactly pinned @scalar/api-reference itself: the page names no other
+// host, its CSP allows none, and in Chromium it renders the reference asking this vault alone.
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { readFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { hasChromium, openBrowser } from '../support/browser'
+import { ROOT, startTestServer, type TestServer } from '../support/server'
+
+let server: TestServer
+
+beforeAll(async () => {
+  server = await startTestServer()
+})
+afterAll(() => server.stop())
+
+const directives = (csp: string) => new Map(csp.split(';').map((part) => part.trim().split(/\s+/)).map(([name, ...values]) => [name, values]))
+
+test('the docs page and its CSP name no other host; the script is the pinned package file', async () => {
+  const page = await fetch(`${server.url}/api/docs`)
+  expect(page.status).toBe(200)
+  const html = await page.text()
+  // No URL with a host: every reference is a path on this server.
+  expect(html).not.toMatch(/(?:https?:)?\/\/[a-z0-9.-]+/i)
+  const references = [...html.matchAll(/\b(?:src|href|data-url)="([^"]*)"/g)].map((m) => m[1])
+  expect(references.sort()).toEqual(['/api/docs/sandbox-shim.js', '/api/docs/scalar.js', '/api/openapi'])
+  expect(html).not.toContain('@latest')
+  const csp = directives(page.headers.get('content-security-policy')!)
+  for (const [name, values] of csp) {
+    if (name === 'sandbox') continue
+    expect({ name, values: values.filter((v) => !["'self'", "'none'", "'unsafe-inline'", 'data:', 'blob:'].includes(v)) }).toEqual({ name, values: [] })
+  }
+  expect(csp.get('default-src')).toEqual(["'none'"])
+  expect(csp.get('script-src')).toEqual(["'self'"])
+  expect(csp.get('connect-src')).toEqual(["'self'"])
+  expect(csp.get('sandbox')).not.toContain('allow-same-origin')
+
+  // An exact version in package.json (no range), and the bytes served are that package's.
+  const pinned = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).dependencies['@scalar/api-reference']
+  expect(pinned).toMatch(/^\d+\.\d+\.\d+$/)
+  const installed = join(ROOT, 'node_modules', '@scalar', 'api-reference')
+  expect(JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')).version).toBe(pinned)
+  const script = await fetch(`${server.url}/api/docs/scalar.js`)
+  expect(script.status).toBe(200)
+  expect(script.headers.get('content-type')).toBe('text/javascript; charset=utf-8')
+  const served = Buffer.from(await script.arrayBuffer())
+  expect(served.equals(readFileSync(join(dirname(join(installed, 'dist', 'index.js')), 'browser', 'standalone.js')))).toBe(true)
+})
+
+test.skipIf(!hasChromium() && process.env.CI !== 'true')('in Chromium the reference renders, and every request goes to the vault', async () => {
+  const browser = await openBrowser(server.url)
+  try {
+    // A 4 MB script: a busy machine takes a while.
+    await browser.page.goto(`${server.url}/api/docs`, { timeout: 30_000 })
+    // Scalar renders the document: its operations, by their OpenAPI summaries.
+    await browser.page.getByText('Sign in with e-mail and password').first().waitFor({ timeout: 20_000 })
+    expect(browser.errors).toEqual([])
+    const origin = new URL(server.url).origin
+    const elsewhere = browser.requests.filter((url) => !url.startsWith(`${origin}/`) && !/^(data|blob|about):/.test(url))
+    expect(elsewhere).toEqual([])
+    expect(browser.requests).toContain(`${origin}/api/docs/scalar.js`)
+    expect(browser.requests).toContain(`${origin}/api/openapi`)
+    // Nor did it try another host and meet the CSP (Scalar probes eval once; that is refused, and not a request).
+    expect(browser.cspViolations.filter((v) => /blocked (https?|wss?):/.test(v))).toEqual([])
+  } finally {
+    await browser.close()
+  }
+}, 60_000)
