@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { BunPlugin } from 'bun'
 import { buildIconPack, buildWeb } from '../src/web/build'
+import { scalarScriptPath } from '../src/http/openapi'
 
 const root = join(import.meta.dir, '..')
 // --outdir=<folder>: somewhere else than dist/ (bench/footprint.ts measures a fresh build).
@@ -28,6 +29,8 @@ const staged = (name: string, bytes: Uint8Array) => {
 }
 const files = web.files.map((file) => ({ path: file.path, type: file.type, staged: staged(`web-${file.path.split('/').pop()}`, file.bytes) }))
 const icons = staged('icons.pack', buildIconPack())
+// The API reference's script: 4 MB as installed, about a quarter gzipped, and served gzipped.
+const docsScript = staged('scalar.js.gz', Bun.gzipSync(readFileSync(scalarScriptPath())))
 
 // The built files are imported as files: copied beside dist/index.js under hashed names, or
 // embedded in the executable. Bun gives their path relative to the bundle (or inside the
@@ -36,11 +39,13 @@ const prebuiltModule = [
   `import { resolve } from 'node:path'`,
   ...files.map((file, i) => `import file${i} from ${JSON.stringify(file.staged)} with { type: 'file' }`),
   `import icons from ${JSON.stringify(icons)} with { type: 'file' }`,
+  `import docsScript from ${JSON.stringify(docsScript)} with { type: 'file' }`,
   `const at = (file) => resolve(import.meta.dir, file)`,
   `export const prebuiltWeb = {`,
   `  html: ${JSON.stringify(web.html)},`,
   `  files: [${files.map((file, i) => `{ path: ${JSON.stringify(file.path)}, type: ${JSON.stringify(file.type)}, file: at(file${i}) }`).join(', ')}],`,
   `  icons: at(icons),`,
+  `  docsScript: at(docsScript),`,
   `}`,
 ].join('\n')
 const embedWeb: BunPlugin = {

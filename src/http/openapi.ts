@@ -19,6 +19,7 @@
 import { dirname, join } from 'node:path'
 import { Elysia, t, type AnyElysia } from 'elysia'
 import { Kind } from '@sinclair/typebox'
+import { prebuiltWeb } from '../web/prebuilt'
 import { DOCS_SANDBOX_SHIM } from './docs-sandbox-shim'
 import { COMPONENT_NAME, componentSchema, MEDIA_TYPES, publicErrorResponses, RESPONSE_HEADERS, type ResponseHeader } from './schemas'
 
@@ -304,7 +305,7 @@ export function buildDocument(routes: RouteInfo[], documentation: Documentation)
 }
 
 /** The installed Scalar's browser build (package.json "browser"): one self-contained script. */
-function scalarScriptPath(): string {
+export function scalarScriptPath(): string {
   return join(dirname(Bun.resolveSync('@scalar/api-reference', import.meta.dir)), 'browser', 'standalone.js')
 }
 
@@ -332,9 +333,10 @@ function buildPage(documentation: Documentation): string {
 `
 }
 
-function script(source: string | ReturnType<typeof Bun.file>): Response {
+function script(source: string | ReturnType<typeof Bun.file>, encoding?: 'gzip'): Response {
   return new Response(source, {
     headers: {
+      ...(encoding ? { 'content-encoding': encoding } : {}),
       'content-type': 'text/javascript; charset=utf-8',
       // The version is pinned, but an upgrade keeps these paths: a day, not forever.
       'cache-control': 'public, max-age=86400',
@@ -372,6 +374,7 @@ export function apiDocs(app: () => AnyElysia, documentation: Documentation) {
       },
       { detail: { hide: true } },
     )
-    .get(DOCS_SCRIPT_PATH, () => script(Bun.file(scalarScriptPath())), { detail: { hide: true } })
+    // Built into dist/ and the executable (gzipped: no node_modules there); else the installed package.
+    .get(DOCS_SCRIPT_PATH, () => (prebuiltWeb ? script(Bun.file(prebuiltWeb.docsScript), 'gzip') : script(Bun.file(scalarScriptPath()))), { detail: { hide: true } })
     .get(DOCS_SHIM_PATH, () => script(DOCS_SANDBOX_SHIM), { detail: { hide: true } })
 }

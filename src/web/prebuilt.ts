@@ -6,6 +6,8 @@ export interface PrebuiltWeb {
   /** Absolute paths of the built files (in the executable: /$bunfs/...). */
   files: { path: string; type: string; file: string }[]
   icons: string
+  /** The API reference's script (the pinned @scalar/api-reference standalone build), gzipped. */
+  docsScript: string
 }
 
 export const prebuiltWeb: PrebuiltWeb | undefined = undefined

@@ -73,6 +73,15 @@ describe('the executable (bun run build:server)', () => {
     expect((await fetch(server.url + '/icons/no-such-brand-x.svg')).status).toBe(404)
   })
 
+  test('serves the API reference and its pinned script from inside itself', async () => {
+    expect((await fetch(server.url + '/api/docs')).status).toBe(200)
+    const script = await fetch(server.url + '/api/docs/scalar.js')
+    expect(script.status).toBe(200)
+    expect(script.headers.get('content-type')).toContain('javascript')
+    // Sent gzipped; fetch inflates it: the whole standalone build, not an error page.
+    expect((await script.text()).length).toBeGreaterThan(1_000_000)
+  })
+
   test('carries the operator commands: a backup taken beside the running server restores into a folder another server starts on', async () => {
     const backup = join(folder, 'backup.json')
     const env = { SVC_DATA_DIR: join(folder, 'data'), PATH: '/usr/bin:/bin' }
