@@ -26,6 +26,9 @@ import { statsRoutes } from './modules/stats'
 import { exportRoutes } from './modules/export'
 import { aiRoutes } from './modules/ai'
 import { webRoutes } from './web'
+// Issue 16 (account protection)
+import { accountRoutes } from './modules/account'
+import { secondFactorRoutes } from './auth/second-factor-routes'
 
 export type { AppDeps }
 
@@ -106,6 +109,8 @@ export function createApp(deps: AppDeps) {
     .use(statsRoutes(deps))
     .use(exportRoutes(deps))
     .use(aiRoutes(deps))
+    .use(secondFactorRoutes(deps))
+    .use(accountRoutes(deps))
     .use(webRoutes(deps))
   root = () => app
   if (!deps.config.checkResponses) skipResponseChecks(app)

@@ -47,6 +47,9 @@ export interface Config {
   allowedHosts: string[] | null
   /** The session cookie's name: `__Host-svc_session` when SVC_BASE_URL is https. */
   sessionCookie: string
+  // Issue 16 (account protection).
+  /** Whether SVC_BASE_URL was set: passkeys then use its host and origin, else the request's own loopback origin. */
+  baseUrlExplicit: boolean
 }
 
 export class ConfigError extends Error {}
@@ -155,6 +158,7 @@ export function loadConfig(env: Env = process.env): Config {
     registerLimit: parseRegisterLimit(env.SVC_REGISTER_LIMIT),
     allowedHosts: env.SVC_BASE_URL?.trim() || isLoopbackHost(host) ? [base.host.toLowerCase()] : null,
     sessionCookie: base.protocol === 'https:' ? '__Host-svc_session' : 'svc_session',
+    baseUrlExplicit: Boolean(env.SVC_BASE_URL?.trim()),
   }
 }
 

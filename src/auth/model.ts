@@ -25,8 +25,14 @@ export const LoginBody = strictObject({
 
 export const UserAnswer = t.Object({ user: UserSchema })
 
+/** Login: signed in, or (two-factor sign-in on) the second step is needed. */
+export const LoginAnswer = t.Union([
+  UserAnswer,
+  t.Object({ twoFactorRequired: t.Literal(true, { description: 'Send a second factor to POST /api/auth/login/2fa (or sign in with a passkey)' }) }),
+])
+
 export const MeAnswer = t.Object({
-  user: UserSchema,
+  user: t.Object({ ...UserSchema.properties, twoFactorEnabled: t.Boolean({ description: 'Whether sign-in asks for a second factor' }) }),
   auth: t.Union([t.Literal('session'), t.Literal('access-key')]),
   scopes: t.Optional(t.Array(t.String())),
 })

@@ -5,11 +5,14 @@ import { clientAddress } from '../http/client-address'
 import { assertSameSite } from '../http/csrf'
 import { errorResponses, NoContent } from '../http/schemas'
 import type { AccessKeys } from './access-keys'
-import { publicUser, type Accounts, type SignedIn } from './accounts'
+import { publicUser, signedInUser, type Accounts, type SignedIn } from './accounts'
 import { authGuard } from './guard'
-import { LoginBody, MeAnswer, ProvidersAnswer, RegisterBody, UserAnswer } from './model'
+import { LoginAnswer, LoginBody, MeAnswer, ProvidersAnswer, RegisterBody, UserAnswer } from './model'
+import type { AppDeps } from '../deps'
+import { accountProtection } from './protection'
+import { setTwoFactorChallengeCookie } from './second-factor-routes'
 
-export interface AuthRouteDeps {
+export interface AuthRouteDeps extends Pick<AppDeps, 'keyring' | 'vaults' | 'now'> {
   config: Config
   accounts: Accounts
   accessKeys: AccessKeys
@@ -32,13 +35,14 @@ export function clearSessionCookie(cookie: Record<string, Cookie<unknown>>, conf
 
 export function authRoutes(deps: AuthRouteDeps) {
   const { config, accounts } = deps
+  const { challenges } = accountProtection(deps)
   return new Elysia({ prefix: '/api/auth', tags: ['Authentication'] })
     .use(authGuard(deps))
     .post(
       '/register',
       async ({ body, cookie, set, request, server }) => {
         assertSameSite(request, config.origin)
-        const signedIn = await accounts.register(body, clientAddress(request, server, config))
+        const signedIn = await accounts.register(body, clientAddress(request, server, config), request.headers.get('user-agent'))
         setSessionCookie(cookie, config, signedIn)
         set.status = 201
         return { user: publicUser(signedIn.user) }
@@ -57,17 +61,24 @@ export function authRoutes(deps: AuthRouteDeps) {
       '/login',
       async ({ body, cookie, request, server }) => {
         assertSameSite(request, config.origin)
-        const signedIn = await accounts.login(body.email, body.password, clientAddress(request, server, config))
+        const client = clientAddress(request, server, config)
+        const user = await accounts.checkPassword(body.email, body.password, client)
+        if (user.twoFactor) {
+          // Two-factor sign-in: no session yet, only a short-lived single-use challenge.
+          setTwoFactorChallengeCookie(cookie, config, challenges, user)
+          return { twoFactorRequired: true as const }
+        }
+        const signedIn = await accounts.startSession(user, { client, userAgent: request.headers.get('user-agent'), method: 'password' })
         setSessionCookie(cookie, config, signedIn)
         return { user: publicUser(signedIn.user) }
       },
       {
         body: LoginBody,
-        response: { 200: UserAnswer, ...errorResponses(400, 429) },
+        response: { 200: LoginAnswer, ...errorResponses(400, 429) },
         detail: {
           summary: 'Sign in with e-mail and password',
           description:
-            '401 INVALID_CREDENTIALS for an unknown e-mail or a wrong password alike. 429 TOO_MANY_ATTEMPTS with Retry-After past 10 attempts for one e-mail from one client address, 100 for one e-mail from all addresses, or 50 from one address, within 15 minutes (counted before the password check). 403 CSRF_REJECTED for a cross-site request.',
+            '401 INVALID_CREDENTIALS for an unknown e-mail or a wrong password alike. 429 TOO_MANY_ATTEMPTS with Retry-After past 10 attempts for one e-mail from one client address, 100 for one e-mail from all addresses, or 50 from one address, within 15 minutes (counted before the password check). 403 CSRF_REJECTED for a cross-site request. With two-factor sign-in on, the right password answers 200 `{ twoFactorRequired: true }` and a short-lived (5 minutes), single-use, HttpOnly challenge cookie, without a session: finish with POST /api/auth/login/2fa or a passkey (POST /api/auth/passkey/login).',
         },
       },
     )
@@ -84,8 +95,8 @@ export function authRoutes(deps: AuthRouteDeps) {
       '/me',
       ({ auth }) =>
         auth.method === 'session'
-          ? { user: publicUser(auth.user), auth: 'session' as const }
-          : { user: publicUser(auth.user), auth: 'access-key' as const, scopes: [...auth.scopes!] },
+          ? { user: signedInUser(auth.user), auth: 'session' as const }
+          : { user: signedInUser(auth.user), auth: 'access-key' as const, scopes: [...auth.scopes!] },
       { auth: 'any', response: { 200: MeAnswer, ...errorResponses() }, detail: { summary: 'Who is calling' } },
     )
     .get(

@@ -31,6 +31,16 @@ export type ErrorCode =
   // Issue 14 (auth hardening)
   | 'LAST_SIGN_IN_METHOD'
   | 'MISDIRECTED_REQUEST'
+  // Issue 16 (account protection)
+  | 'TWO_FACTOR_REQUIRED'
+  | 'INVALID_TWO_FACTOR_CODE'
+  | 'TWO_FACTOR_NOT_ENABLED'
+  | 'TWO_FACTOR_ALREADY_ENABLED'
+  | 'TWO_FACTOR_SETUP_REQUIRED'
+  | 'PASSKEY_FAILED'
+  | 'PASSKEY_NOT_FOUND'
+  | 'SESSION_NOT_FOUND'
+  | 'REAUTHENTICATION_REQUIRED'
 
 export class AppError extends Error {
   constructor(
