@@ -114,7 +114,8 @@ async function send(method: string, path: string, body?: unknown): Promise<Respo
     } catch {
       // not JSON: keep the status text
     }
-    if (response.status === 401 && path !== '/api/auth/login') currentUser.value = null
+    // Only a missing or ended session signs the page out; a wrong password or code is the form's error.
+    if (response.status === 401 && code === 'AUTH_REQUIRED') currentUser.value = null
     throw new ApiError(response.status, code, message)
   }
   return response

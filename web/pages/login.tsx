@@ -3,6 +3,7 @@ import { useState } from 'preact/hooks'
 import { api, currentUser, type Providers, type User } from '../api'
 import { navigate } from '../router'
 import { Field, FormError, inputValue, useLoad, useSubmission } from '../ui'
+import { PasskeySignInButton, SecondFactorStep } from './login-second-factor'
 
 export function LoginPage() {
   const providers = useLoad(() => api<Providers>('GET', '/api/auth/providers'))
@@ -11,6 +12,13 @@ export function LoginPage() {
   const [password, setPassword] = useState('')
   const [name, setName] = useState('')
   const { busy, error, setError, run } = useSubmission()
+  // Issue 16: the password was right and the account asks for a second factor.
+  const [secondStep, setSecondStep] = useState(false)
+  const signedIn = (user: User) => {
+    setPassword('')
+    currentUser.value = user
+    navigate('/', true)
+  }
   const signupOpen = providers.data?.signup === 'open'
   const oidc = providers.data?.oidc
 
@@ -19,10 +27,10 @@ export function LoginPage() {
     setError(null)
     await run(async () => {
       const body = mode === 'register' ? { email, password, ...(name.trim() ? { name: name.trim() } : {}) } : { email, password }
-      const answer = await api<{ user: User }>('POST', mode === 'register' ? '/api/auth/register' : '/api/auth/login', body)
+      const answer = await api<{ user: User } | { twoFactorRequired: true }>('POST', mode === 'register' ? '/api/auth/register' : '/api/auth/login', body)
       setPassword('')
-      currentUser.value = answer.user
-      navigate('/', true)
+      if ('twoFactorRequired' in answer) setSecondStep(true)
+      else signedIn(answer.user)
     })
   }
 
@@ -35,6 +43,10 @@ export function LoginPage() {
           </span>{' '}
           svc-vault
         </h1>
+        {secondStep ? (
+          <SecondFactorStep onSignedIn={signedIn} onCancel={() => setSecondStep(false)} />
+        ) : (
+        <>
         <p class="muted">{mode === 'login' ? 'Sign in to your vault.' : 'Create your account.'}</p>
         <form onSubmit={submit} class="stack">
           {mode === 'register' && (
@@ -61,6 +73,7 @@ export function LoginPage() {
             {mode === 'login' ? 'Sign in' : 'Create account'}
           </button>
         </form>
+        {mode === 'login' && <PasskeySignInButton onSignedIn={signedIn} onError={setError} />}
         {oidc?.enabled && (
           <a class="btn btn-block" href="/api/auth/oidc">
             Sign in with {oidc.name ?? 'single sign-on'}
@@ -80,6 +93,8 @@ export function LoginPage() {
               {mode === 'login' ? 'Create one' : 'Sign in'}
             </button>
           </p>
+        )}
+        </>
         )}
       </div>
     </div>
