@@ -25,6 +25,8 @@ const RP_NAME = 'svc-vault'
 
 export const passkeyFailed = (message = 'The passkey could not be verified') => new AppError(401, 'PASSKEY_FAILED', message)
 
+const counterRefused = () => passkeyFailed('The passkey signature counter did not move forward (a replayed or cloned passkey)')
+
 export interface PublicPasskey {
   id: string
   name: string
@@ -172,15 +174,16 @@ export class Passkeys {
         credential: { id: passkey.credentialId, publicKey: new Uint8Array(Buffer.from(passkey.publicKey, 'base64url')), counter: passkey.counter, transports: passkey.transports },
         requireUserVerification: false,
       })
-    } catch {
-      throw passkeyFailed()
+    } catch (error) {
+      // The library refuses a counter that did not move forward itself; say which check failed.
+      throw /counter/i.test((error as Error)?.message ?? '') ? counterRefused() : passkeyFailed()
     }
     if (!verified.verified) throw passkeyFailed()
     // Checked again after the await: two racing uses of one assertion cannot both pass.
     const newCounter = verified.authenticationInfo.newCounter
     const current = user.passkeys?.find((p) => p.id === passkey.id)
     if (!current) throw passkeyFailed('This passkey was removed')
-    if ((newCounter > 0 || current.counter > 0) && newCounter <= current.counter) throw passkeyFailed('The passkey signature counter did not move forward (a replayed or cloned passkey)')
+    if ((newCounter > 0 || current.counter > 0) && newCounter <= current.counter) throw counterRefused()
     user.passkeys = user.passkeys!.map((p) => (p.id === passkey.id ? { ...p, counter: newCounter, lastUsedAt: new Date(this.now()).toISOString() } : p))
     return user
   }

@@ -28,11 +28,12 @@ export function SecondFactorStep(props: { onSignedIn(user: User): void; onCancel
     <form onSubmit={submit} class="stack" aria-label="Two-factor sign-in">
       <p class="muted">{useRecovery ? 'Enter one of your recovery codes.' : 'Enter the 6-digit code of your authenticator app.'}</p>
       {useRecovery ? (
-        <Field label="Recovery code">
+        // Keyed: a reused <input> would keep an emptied `pattern` (which then matches only "").
+        <Field key="recovery" label="Recovery code">
           <input name="recoveryCode" autoComplete="off" required value={value} onInput={(event) => setValue(inputValue(event))} />
         </Field>
       ) : (
-        <Field label="Code">
+        <Field key="code" label="Code">
           <input
             name="code"
             inputMode="numeric"
