@@ -1,7 +1,7 @@
 // Sessions you can see and end, password change, account deletion, and the rules of /api/account
 // (session only, cross-site refused), against the real server with its clock moved by hand.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { createBackup, restoreBackup } from '../../src/store/backup'
 import { Client, PASSWORD, sessionCookie, signUp, uniqueEmail } from '../support/client'
@@ -182,6 +182,15 @@ describe('account deletion', () => {
     expect(accounts).not.toContain(kim.user.id)
     expect(accounts).not.toContain(kim.email)
     expect((await post(server.url, '/api/auth/login', { email: kim.email, password: PASSWORD })).status).toBe(401)
+
+    // A backup taken now leaves out any vault without an owner (say one left by a crash mid-deletion).
+    const orphan = `vaults/${crypto.randomUUID()}.json`
+    writeFileSync(join(server.dataDir, orphan), '{"version":1}')
+    const after = createBackup(server.dataDir).files.map((file) => file.path)
+    expect(after).toContain('accounts.json')
+    expect(after).not.toContain(orphan)
+    expect(after).not.toContain(`vaults/${kim.user.id}.json`)
+    rmSync(join(server.dataDir, orphan))
 
     // The backup taken before brings it all back.
     const restoredDir = tempDir()
