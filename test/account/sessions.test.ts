@@ -220,7 +220,14 @@ describe('rules of /api/account', () => {
     const operations: [string, string][] = []
     for (const [path, item] of Object.entries<any>(doc.paths)) {
       if (!path.startsWith('/api/account')) continue
-      for (const method of Object.keys(item)) operations.push([method.toUpperCase(), path.replace(/\{id\}/, 'some-id')])
+      for (const [method, operation] of Object.entries<any>(item)) {
+        operations.push([method.toUpperCase(), path.replace(/\{id\}/, 'some-id')])
+        // Documented: an operation id, a summary, session-only security and its error answers.
+        expect(operation.operationId).toMatch(/^[a-z][A-Za-z]+$/)
+        expect(operation.summary).toBeTruthy()
+        expect(operation.security).toEqual([{ sessionCookie: [] }])
+        for (const status of ['401', '403']) expect(operation.responses[status]).toBeDefined()
+      }
     }
     expect(operations.length).toBeGreaterThanOrEqual(13)
     for (const [method, path] of operations) {

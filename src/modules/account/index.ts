@@ -210,11 +210,11 @@ export function accountRoutes(deps: AppDeps) {
       {
         auth: 'session',
         body: PasskeyRegisterBody,
-        response: { 201: PasskeyItem, ...errorResponses(400) },
+        response: { 201: PasskeyItem, ...errorResponses(400, 409) },
         detail: {
           operationId: 'registerPasskey',
           summary: 'Register a passkey',
-          description: 'Verifies the browser\'s registration response against the challenge of POST /api/account/passkeys/options. 401 PASSKEY_FAILED when it does not verify or the challenge is missing or used.',
+          description: 'Verifies the browser\'s registration response against the challenge of POST /api/account/passkeys/options. 401 PASSKEY_FAILED when it does not verify or the challenge is missing or used; 409 PASSKEY_FAILED past 20 passkeys.',
         },
       },
     )
