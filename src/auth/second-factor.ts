@@ -128,12 +128,13 @@ export class TwoFactorSignIn {
     if (!pending) throw new AppError(409, 'TWO_FACTOR_SETUP_REQUIRED', 'Start with POST /api/account/2fa/setup')
     const cipher = await this.cipher(user.id)
     let step = -1
+    // The code that turns it on proves the app works; it is not a sign-in, so it is not used up.
     await this.deps.accounts.throttled(
       `2fa:${user.id}`,
       client,
       () => {
         const secret = cipher.open('account-totp', user.id, pending.encryptedSecret)
-        step = secret ? this.matchingStep(secret, code, -1) : -1
+        step = secret ? this.matchingStep(secret, code, []) : -1
         return step >= 0
       },
       invalidCode,
@@ -145,7 +146,7 @@ export class TwoFactorSignIn {
         encryptedSecret: pending.encryptedSecret,
         enabledAt: new Date(this.deps.now()).toISOString(),
         recoveryCodeHashes: codes.map(hashRecoveryCode),
-        lastUsedStep: step,
+        usedSteps: [],
       }
       u.twoFactorPending = null
     })
@@ -170,7 +171,7 @@ export class TwoFactorSignIn {
 
   /**
    * Checks a second factor for a user with 2FA on, throttled like passwords (counted before the
-   * check). A code is good once (its step must be later than the last accepted one); a recovery
+   * check). A code is good once (a step whose code was accepted is not accepted again); a recovery
    * code is removed. The change is made in memory here and written by the caller's next write
    * (the new session), or by `persist`.
    */
@@ -189,9 +190,12 @@ export class TwoFactorSignIn {
         if (!twoFactor) return false
         if (hasCode) {
           const secret = cipher!.open('account-totp', user.id, twoFactor.encryptedSecret)
-          const step = secret ? this.matchingStep(secret, proof.code!, twoFactor.lastUsedStep) : -1
+          const used = twoFactor.usedSteps ?? []
+          const step = secret ? this.matchingStep(secret, proof.code!, used) : -1
           if (step < 0) return false
-          user.twoFactor = { ...twoFactor, lastUsedStep: step }
+          // Steps older than the drift window can no longer match: only recent ones are kept.
+          const oldest = stepAt(this.deps.now()) - DRIFT_STEPS
+          user.twoFactor = { ...twoFactor, usedSteps: [...used.filter((s) => s >= oldest), step] }
           return true
         }
         const hash = hashRecoveryCode(proof.recoveryCode!)
@@ -210,10 +214,10 @@ export class TwoFactorSignIn {
   }
 
   /**
-   * The step (within ±1 of now) whose code this is, when that step is later than `lastUsedStep`;
+   * The step (within ±1 of now) whose code this is, when no code of that step was accepted yet;
    * else -1. Every candidate step is compared, in constant time, whatever matches first.
    */
-  private matchingStep(secret: string, code: string, lastUsedStep: number): number {
+  private matchingStep(secret: string, code: string, usedSteps: readonly number[]): number {
     const presented = code.replace(/\s+/g, '')
     if (!/^\d{6}$/.test(presented)) return -1
     const now = this.deps.now()
@@ -222,7 +226,7 @@ export class TwoFactorSignIn {
     for (let delta = -DRIFT_STEPS; delta <= DRIFT_STEPS; delta++) {
       const step = current + delta
       const expected = totpCode(secret, step * TOTP_PERIOD_SECONDS * 1000).code
-      if (constantTimeEqual(expected, presented) && step > lastUsedStep && found < 0) found = step
+      if (constantTimeEqual(expected, presented) && !usedSteps.includes(step) && found < 0) found = step
     }
     return found
   }

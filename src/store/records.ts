@@ -24,8 +24,8 @@ export interface AccountTwoFactor {
   enabledAt: string
   /** SHA-256 of each unused recovery code (each one carries 80 random bits). */
   recoveryCodeHashes: string[]
-  /** The last 30-second step whose code was accepted: a code is good once. */
-  lastUsedStep: number
+  /** The 30-second steps whose codes were accepted lately (within the drift window): a code is good once. */
+  usedSteps: number[]
 }
 
 export interface PasskeyRecord {

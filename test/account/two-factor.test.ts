@@ -126,8 +126,24 @@ describe('signing in with two-factor on', () => {
     expect(await tryCode(now)).toBe(200)
     expect(await tryCode(now + STEP)).toBe(200)
     expect(await tryCode(now + 2 * STEP)).toBe(401)
-    // Accepting the later step used up the earlier ones too.
-    expect(await tryCode(now)).toBe(401)
+    // Each of those steps' codes was used once.
+    for (const at of [now - STEP, now, now + STEP]) expect(await tryCode(at)).toBe(401)
+  })
+
+  test('drift works in either order; the code that turned 2FA on still signs in once', async () => {
+    const kay = await signUp(server.url)
+    const setup = await kay.post('/api/account/2fa/setup', { password: PASSWORD })
+    const code = oathtool(setup.body.secret, clock.now())
+    expect((await kay.post('/api/account/2fa/enable', { code })).status).toBe(200)
+    // Turning it on proved the app works; it was no sign-in, so the same code signs in once.
+    expect((await secondStep(await passwordStep(kay.email), { code })).status).toBe(200)
+    expect((await secondStep(await passwordStep(kay.email), { code })).status).toBe(401)
+    clock.advance(10 * STEP)
+    const now = clock.now()
+    const tryCode = async (at: number) => (await secondStep(await passwordStep(kay.email), { code: oathtool(setup.body.secret, at) })).status
+    expect(await tryCode(now + STEP)).toBe(200)
+    expect(await tryCode(now - STEP)).toBe(200)
+    expect(await tryCode(now - STEP)).toBe(401)
   })
 
   test('a missing, forged, expired or used challenge is 401 TWO_FACTOR_REQUIRED', async () => {
