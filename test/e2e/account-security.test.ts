@@ -133,7 +133,7 @@ describe.skipIf(!hasChromium())('Settings → Security in Chromium', () => {
         assertion = route.request().postDataJSON()
         await route.continue()
       })
-      await page.getByRole('button', { name: 'Sign in with a passkey' }).click()
+      await page.getByRole('button', { name: 'Use a passkey', exact: true }).click()
       await page.getByRole('button', { name: 'Sign out', exact: true }).waitFor()
       expect((await owner.get('/api/account/passkeys')).body[0].lastUsedAt).not.toBeNull()
       await page.unroute('**/api/auth/passkey/login')
@@ -149,7 +149,7 @@ describe.skipIf(!hasChromium())('Settings → Security in Chromium', () => {
       await cdp.send('WebAuthn.removeCredential', { authenticatorId, credentialId: credentials[0].credentialId })
       await cdp.send('WebAuthn.addCredential', { authenticatorId, credential: { ...credentials[0], signCount: credentials[0].signCount } })
       await signOut(page)
-      await page.getByRole('button', { name: 'Sign in with a passkey' }).click()
+      await page.getByRole('button', { name: 'Use a passkey', exact: true }).click()
       await page.getByRole('alert').getByText('counter').waitFor()
       // Put the authenticator's counter past the server's again.
       await cdp.send('WebAuthn.removeCredential', { authenticatorId, credentialId: credentials[0].credentialId })
@@ -179,7 +179,7 @@ describe.skipIf(!hasChromium())('Settings → Security in Chromium', () => {
       await page.getByRole('dialog').getByRole('button', { name: 'Delete' }).click()
       await page.getByText('No passkeys yet.').waitFor()
       await signOut(page)
-      await page.getByRole('button', { name: 'Sign in with a passkey' }).click()
+      await page.getByRole('button', { name: 'Use a passkey', exact: true }).click()
       await page.getByRole('alert').getByText('not registered').waitFor()
       expect(browser.cspViolations).toEqual([])
     } finally {
@@ -202,7 +202,7 @@ describe.skipIf(!hasChromium())('Settings → Security in Chromium', () => {
       await page.getByRole('table', { name: 'Passkeys' }).getByRole('row', { name: /Passkey/ }).waitFor()
       // The same browser and authenticator at this vault (another origin): refused.
       await page.goto(`${base}/login`)
-      await page.getByRole('button', { name: 'Sign in with a passkey' }).click()
+      await page.getByRole('button', { name: 'Use a passkey', exact: true }).click()
       await page.getByRole('alert').getByText('not registered').waitFor()
     } finally {
       await browser.close()

@@ -74,6 +74,23 @@ export function SecondFactorStep(props: { onSignedIn(user: User): void; onCancel
   )
 }
 
+/** The sign-in card while it waits for the second factor. */
+export function SecondFactorCard(props: { onSignedIn(user: User): void; onCancel(): void }) {
+  return (
+    <div class="login">
+      <div class="login-card">
+        <h1 class="login-title">
+          <span class="brand-mark" aria-hidden="true">
+            ◆
+          </span>{' '}
+          svc-vault
+        </h1>
+        <SecondFactorStep {...props} />
+      </div>
+    </div>
+  )
+}
+
 /** Signs in with a discoverable passkey: no e-mail typed. */
 export function PasskeySignInButton(props: { onSignedIn(user: User): void; onError(message: string | null): void }) {
   const [busy, setBusy] = useState(false)
@@ -90,7 +107,7 @@ export function PasskeySignInButton(props: { onSignedIn(user: User): void; onErr
   }
   return (
     <button type="button" class="btn btn-block" onClick={click} disabled={busy}>
-      Sign in with a passkey
+      Use a passkey
     </button>
   )
 }

@@ -3,7 +3,7 @@ import { useState } from 'preact/hooks'
 import { api, currentUser, type Providers, type User } from '../api'
 import { navigate } from '../router'
 import { Field, FormError, inputValue, useLoad, useSubmission } from '../ui'
-import { PasskeySignInButton, SecondFactorStep } from './login-second-factor'
+import { PasskeySignInButton, SecondFactorCard } from './login-second-factor'
 
 export function LoginPage() {
   const providers = useLoad(() => api<Providers>('GET', '/api/auth/providers'))
@@ -34,6 +34,7 @@ export function LoginPage() {
     })
   }
 
+  if (secondStep) return <SecondFactorCard onSignedIn={signedIn} onCancel={() => setSecondStep(false)} />
   return (
     <div class="login">
       <div class="login-card">
@@ -43,10 +44,6 @@ export function LoginPage() {
           </span>{' '}
           svc-vault
         </h1>
-        {secondStep ? (
-          <SecondFactorStep onSignedIn={signedIn} onCancel={() => setSecondStep(false)} />
-        ) : (
-        <>
         <p class="muted">{mode === 'login' ? 'Sign in to your vault.' : 'Create your account.'}</p>
         <form onSubmit={submit} class="stack">
           {mode === 'register' && (
@@ -93,8 +90,6 @@ export function LoginPage() {
               {mode === 'login' ? 'Create one' : 'Sign in'}
             </button>
           </p>
-        )}
-        </>
         )}
       </div>
     </div>
