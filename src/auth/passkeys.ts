@@ -2,21 +2,22 @@
 // host and origin; without SVC_BASE_URL (a laptop instance), the request's own loopback origin.
 // Ceremony challenges are single-use: registration ones are kept per session in memory, sign-in
 // ones travel sealed in a short-lived cookie (SealedChallenges).
-import {
-  generateAuthenticationOptions,
-  generateRegistrationOptions,
-  verifyAuthenticationResponse,
-  verifyRegistrationResponse,
-  type AuthenticationResponseJSON,
-  type PublicKeyCredentialCreationOptionsJSON,
-  type PublicKeyCredentialRequestOptionsJSON,
-  type RegistrationResponseJSON,
+// Type only: the library (and its ASN.1 and COSE code, about 12 MB resident) loads when a
+// passkey is first used, not at start-up.
+import type {
+  AuthenticationResponseJSON,
+  PublicKeyCredentialCreationOptionsJSON,
+  PublicKeyCredentialRequestOptionsJSON,
+  RegistrationResponseJSON,
 } from '@simplewebauthn/server'
 import type { Config } from '../config'
 import { isLoopbackHost } from '../config'
 import { AppError } from '../http/errors'
 import type { PasskeyRecord, UserRecord } from '../store/records'
 import type { Accounts } from './accounts'
+
+let library: Promise<typeof import('@simplewebauthn/server')> | undefined
+const webauthn = () => (library ??= import('@simplewebauthn/server'))
 
 export const PASSKEY_CHALLENGE_TTL_MS = 5 * 60_000
 export const PASSKEY_SIGN_IN_COOKIE = 'svc_passkey'
@@ -76,6 +77,7 @@ export class Passkeys {
   }
 
   async registrationOptions(user: UserRecord, sessionHash: string, rp: RelyingParty): Promise<PublicKeyCredentialCreationOptionsJSON> {
+    const { generateRegistrationOptions } = await webauthn()
     const options = await generateRegistrationOptions({
       rpName: RP_NAME,
       rpID: rp.rpID,
@@ -100,6 +102,7 @@ export class Passkeys {
     // One use: whatever the outcome, the challenge is gone.
     this.registrations.delete(sessionHash)
     if (!pending || pending.exp <= this.now()) throw passkeyFailed('Start the registration again (no challenge, or it expired)')
+    const { verifyRegistrationResponse } = await webauthn()
     let verified
     try {
       verified = await verifyRegistrationResponse({
@@ -143,6 +146,7 @@ export class Passkeys {
 
   /** Options for a sign-in: any discoverable passkey, or only `user`'s (as the second factor). */
   async signInOptions(rp: RelyingParty, user: UserRecord | null): Promise<PublicKeyCredentialRequestOptionsJSON> {
+    const { generateAuthenticationOptions } = await webauthn()
     return generateAuthenticationOptions({
       rpID: rp.rpID,
       userVerification: 'preferred',
@@ -164,6 +168,7 @@ export class Passkeys {
     if (onlyUserId !== null && user.id !== onlyUserId) throw passkeyFailed('This passkey belongs to another account')
     const handle = response.response?.userHandle
     if (handle && handle !== bytesToBase64url(userHandle(user.id))) throw passkeyFailed('This passkey belongs to another account')
+    const { verifyAuthenticationResponse } = await webauthn()
     let verified
     try {
       verified = await verifyAuthenticationResponse({

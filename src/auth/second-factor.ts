@@ -1,8 +1,6 @@
 // Two-factor sign-in for accounts (issue 16): a TOTP seed sealed by the user's vault data key,
 // ten recovery codes stored as SHA-256 (each carries 80 random bits, so a fast hash is enough),
 // and the short-lived sign-in challenge that sits between the password and the second factor.
-import * as OTPAuth from 'otpauth'
-import { renderSVG } from 'uqr'
 import { constantTimeEqual, randomBytes, sha256Hex } from '../crypto/tokens'
 import type { Keyring } from '../crypto/keyring'
 import { AppError } from '../http/errors'
@@ -111,6 +109,8 @@ export class TwoFactorSignIn {
   /** A new secret for the user, kept (sealed) as pending until a code from it enables it. */
   async setup(user: UserRecord): Promise<{ secret: string; uri: string; qr: string }> {
     if (user.twoFactor) throw new AppError(409, 'TWO_FACTOR_ALREADY_ENABLED', 'Two-factor sign-in is on already; turn it off first to set it up again')
+    // Loaded on first use: neither is needed to start or to sign in.
+    const [OTPAuth, { renderSVG }] = await Promise.all([import('otpauth'), import('uqr')])
     const secret = new OTPAuth.Secret({ size: 20 }).base32
     const uri = new OTPAuth.TOTP({ issuer: ISSUER, label: user.email, secret: OTPAuth.Secret.fromBase32(secret) }).toString()
     const cipher = await this.cipher(user.id)
