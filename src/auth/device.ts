@@ -3,6 +3,11 @@
 
 const BROWSERS: [needle: string, name: string][] = [
   ['Edg/', 'Edge'],
+  ['EdgA/', 'Edge'],
+  ['EdgiOS/', 'Edge'],
+  ['SamsungBrowser/', 'Samsung Internet'],
+  ['CriOS/', 'Chrome'],
+  ['FxiOS/', 'Firefox'],
   ['OPR/', 'Opera'],
   ['Firefox/', 'Firefox'],
   ['Chromium/', 'Chromium'],
