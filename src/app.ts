@@ -32,6 +32,8 @@ import { Metrics } from './http/metrics'
 import { observeRequests } from './http/observe'
 import { healthRoutes } from './modules/health'
 import type { RequestRecord } from './log'
+import { accountRoutes } from './modules/account'
+import { secondFactorRoutes } from './auth/second-factor-routes'
 
 export type { AppDeps }
 
@@ -113,6 +115,8 @@ export function createApp(deps: AppDeps) {
     .use(aiRoutes(deps))
     .use(deviceLoginRoutes(deps))
     .use(healthRoutes(deps))
+    .use(secondFactorRoutes(deps))
+    .use(accountRoutes(deps))
     .use(webRoutes(deps))
   root = () => app
   if (!deps.config.checkResponses) skipResponseChecks(app)

@@ -56,6 +56,8 @@ export interface Config {
   metricsToken: string | undefined
   /** SVC_BODY_TIMEOUT: the time a client gets to send a whole request body, default 10 s. */
   bodyTimeoutMs: number
+  /** Whether SVC_BASE_URL was set: passkeys then use its host and origin, else the request's own loopback origin. */
+  baseUrlExplicit: boolean
 }
 
 export class ConfigError extends Error {}
@@ -200,6 +202,7 @@ export function loadConfig(env: Env = process.env): Config {
     bodyTimeoutMs: env.SVC_BODY_TIMEOUT?.trim()
       ? parseDuration(env.SVC_BODY_TIMEOUT.trim(), 'SVC_BODY_TIMEOUT', { min: 1000, max: 600_000, hint: '10s or 1m' })
       : DEFAULT_BODY_TIMEOUT_MS,
+    baseUrlExplicit: Boolean(env.SVC_BASE_URL?.trim()),
   }
 }
 

@@ -141,7 +141,8 @@ async function send(method: string, path: string, body?: unknown): Promise<Respo
     } catch {
       // not JSON: keep the status text
     }
-    if (response.status === 401 && path !== '/api/auth/login' && path !== '/api/auth/me') {
+    // Only a missing or ended session signs the page out; a wrong password or code is the form's error.
+    if (response.status === 401 && code === 'AUTH_REQUIRED' && path !== '/api/auth/me') {
       if (currentUser.value) {
         sessionLost.value = true
         message = 'Your session has ended: sign in again, then try once more.'

@@ -4,10 +4,24 @@ import type { Config } from '../config'
 import { constantTimeEqual, randomToken, sha256Hex } from '../crypto/tokens'
 import { AppError } from '../http/errors'
 import type { Document } from '../store/document'
-import type { AccountsDocument, SessionRecord, UserRecord } from '../store/records'
+import type { AccountsDocument, SessionRecord, SignInMethod, UserRecord } from '../store/records'
 import { LoginThrottle, SlidingWindow } from './login-throttle'
 
 export const REGISTER_WINDOW_MS = 60 * 60_000
+/** Live sessions one account may hold; the oldest goes when a new one starts (issue 16). */
+export const MAX_SESSIONS_PER_USER = 50
+/** lastSeenAt moves at most this often, and reaches disk lazily (within LAST_SEEN_FLUSH_MS). */
+const LAST_SEEN_STEP_MS = 60_000
+const LAST_SEEN_FLUSH_MS = 30_000
+/** A single sign-on session this young counts as a fresh sign-in (first password, account deletion). */
+export const FRESH_SIGN_IN_MS = 10 * 60_000
+
+/** Where and how a session started: shown in the session list. */
+export interface SessionMeta {
+  client?: string
+  userAgent?: string | null
+  method?: SignInMethod
+}
 
 export interface PublicUser {
   id: string
@@ -21,6 +35,12 @@ export const publicUser = (user: UserRecord): PublicUser => ({
   email: user.email,
   name: user.name,
   createdAt: user.createdAt,
+})
+
+/** The user as GET /api/auth/me shows them: with whether two-factor sign-in is on (issue 16). */
+export const signedInUser = (user: UserRecord): PublicUser & { twoFactorEnabled: boolean } => ({
+  ...publicUser(user),
+  twoFactorEnabled: Boolean(user.twoFactor),
 })
 
 export const normalizeEmail = (email: string) => email.trim().toLowerCase()
@@ -41,6 +61,7 @@ export class Accounts {
   private readonly usersById = new Map<string, UserRecord>()
   private readonly usersByEmail = new Map<string, UserRecord>()
   private readonly sessions = new Map<string, SessionRecord>()
+  private readonly sessionsById = new Map<string, SessionRecord>()
   readonly throttle: LoginThrottle
   /** Accounts created per client address in the last hour (SVC_REGISTER_LIMIT). */
   private readonly registrations: SlidingWindow
@@ -61,9 +82,26 @@ export class Accounts {
   reindex(data: AccountsDocument): void {
     this.usersById.clear()
     this.usersByEmail.clear()
-    this.sessions.clear()
     for (const user of data.users) this.indexUser(user)
-    for (const session of data.sessions) this.sessions.set(session.tokenHash, session)
+    this.reindexSessions(data)
+  }
+
+  private reindexSessions(data: AccountsDocument): void {
+    this.sessions.clear()
+    this.sessionsById.clear()
+    for (const session of data.sessions) this.indexSession(session)
+  }
+
+  private indexSession(session: SessionRecord): void {
+    // Sessions from before issue 16 get their public id here (stored with the next write).
+    session.id ??= crypto.randomUUID()
+    this.sessions.set(session.tokenHash, session)
+    this.sessionsById.set(session.id, session)
+  }
+
+  private unindexSession(session: SessionRecord): void {
+    this.sessions.delete(session.tokenHash)
+    if (session.id) this.sessionsById.delete(session.id)
   }
 
   private indexUser(user: UserRecord): void {
@@ -93,13 +131,13 @@ export class Accounts {
     if (!this.signupOpen()) throw new AppError(403, 'SIGNUP_DISABLED', 'Sign-up is closed on this vault')
   }
 
-  async register(input: { email: string; password: string; name?: string }, client = 'unknown'): Promise<SignedIn> {
+  async register(input: { email: string; password: string; name?: string }, client = 'unknown', userAgent: string | null = null): Promise<SignedIn> {
     this.assertSignupOpen()
     const email = normalizeEmail(input.email)
     if (this.usersByEmail.has(email)) throw emailTaken()
     return this.withRegistrationSlot(client, async () => {
       const passwordHash = await Bun.password.hash(input.password, 'argon2id')
-      return this.createUser({ email, name: input.name?.trim() || null, passwordHash, identities: [] })
+      return this.createUser({ email, name: input.name?.trim() || null, passwordHash, identities: [] }, { client, userAgent, method: 'register' })
     })
   }
 
@@ -126,9 +164,9 @@ export class Accounts {
   }
 
   /** Creates a user and their first session in one write. */
-  async createUser(fields: Omit<UserRecord, 'id' | 'createdAt'>): Promise<SignedIn> {
+  async createUser(fields: Omit<UserRecord, 'id' | 'createdAt'>, meta: SessionMeta = {}): Promise<SignedIn> {
     const user: UserRecord = { id: crypto.randomUUID(), ...fields, createdAt: new Date(this.now()).toISOString() }
-    const { token, session } = this.newSession(user.id)
+    const { token, session } = this.newSession(user.id, meta)
     await this.doc.update((data) => {
       // Checked again inside the synchronous mutation: two racing sign-ups cannot both win, and
       // with SVC_SIGNUP=first only one of two racing first accounts is made.
@@ -141,7 +179,13 @@ export class Accounts {
     return { user, token, expiresAt: new Date(session.expiresAt) }
   }
 
-  async login(emailInput: string, password: string, client: string): Promise<SignedIn> {
+  async login(emailInput: string, password: string, client: string, userAgent: string | null = null): Promise<SignedIn> {
+    const user = await this.checkPassword(emailInput, password, client)
+    return this.startSession(user, { client, userAgent, method: 'password' })
+  }
+
+  /** The user whose e-mail and password these are (throttled, counted before the check), else 401/429. */
+  async checkPassword(emailInput: string, password: string, client: string): Promise<UserRecord> {
     const email = normalizeEmail(emailInput)
     // Counted before the check (synchronously, before any await): parallel guesses cannot pass.
     const attempt = this.throttle.begin(email, client)
@@ -158,11 +202,35 @@ export class Accounts {
       throw new AppError(401, 'INVALID_CREDENTIALS', 'The e-mail or the password is wrong')
     }
     attempt.succeeded()
-    return this.startSession(user)
+    return user
   }
 
-  async startSession(user: UserRecord): Promise<SignedIn> {
-    const { token, session } = this.newSession(user.id)
+  /**
+   * Checks a signed-in user's own password again (account settings), throttled like sign-in:
+   * counted before the check, 429 past the limits, 401 INVALID_CREDENTIALS when wrong.
+   */
+  async confirmPassword(user: UserRecord, password: string, client: string): Promise<void> {
+    await this.throttled(user.email, client, async () => {
+      this.passwordChecks++
+      return user.passwordHash !== null && (await Bun.password.verify(password, user.passwordHash))
+    }, () => new AppError(401, 'INVALID_CREDENTIALS', 'The password is wrong'))
+  }
+
+  /**
+   * Runs a check counted by the sign-in throttle under `key` (an e-mail, or another key such as a
+   * user's second factor): 429 when over the limits; `refused` is thrown when the check fails.
+   */
+  async throttled(key: string, client: string, check: () => Promise<boolean> | boolean, refused: () => AppError): Promise<void> {
+    const attempt = this.throttle.begin(key, client)
+    if ('retryAfter' in attempt) {
+      throw new AppError(429, 'TOO_MANY_ATTEMPTS', 'Too many failed attempts; try again later', { 'retry-after': String(attempt.retryAfter) })
+    }
+    if (!(await check())) throw refused()
+    attempt.succeeded()
+  }
+
+  async startSession(user: UserRecord, meta: SessionMeta = {}): Promise<SignedIn> {
+    const { token, session } = this.newSession(user.id, meta)
     await this.doc.update((data) => this.addSession(data, session))
     return { user, token, expiresAt: new Date(session.expiresAt) }
   }
@@ -195,34 +263,115 @@ export class Accounts {
   }
 
   private dropSessions(data: AccountsDocument, drop: (session: SessionRecord) => boolean): void {
-    data.sessions = data.sessions.filter((s) => !drop(s))
-    this.sessions.clear()
-    for (const s of data.sessions) this.sessions.set(s.tokenHash, s)
+    data.sessions = data.sessions.filter((s) => {
+      if (!drop(s)) return true
+      this.unindexSession(s)
+      return false
+    })
   }
 
   userByIdentity(issuer: string, subject: string): UserRecord | undefined {
     return this.doc.data.users.find((user) => user.identities.some((id) => id.issuer === issuer && id.subject === subject))
   }
 
-  private newSession(userId: string): { token: string; session: SessionRecord } {
+  private newSession(userId: string, meta: SessionMeta = {}): { token: string; session: SessionRecord } {
     const token = randomToken(32)
     const now = this.now()
+    const at = new Date(now).toISOString()
     const session: SessionRecord = {
       tokenHash: sha256Hex(token),
       userId,
-      createdAt: new Date(now).toISOString(),
+      createdAt: at,
       expiresAt: new Date(now + this.config.sessionTtlMs).toISOString(),
+      id: crypto.randomUUID(),
+      lastSeenAt: at,
+      clientAddress: meta.client ?? 'unknown',
+      userAgent: (meta.userAgent ?? '').slice(0, 300),
+      signInMethod: meta.method ?? 'password',
     }
     return { token, session }
   }
 
   private addSession(data: AccountsDocument, session: SessionRecord): void {
-    // Expired sessions are dropped whenever a new one is written.
+    // Expired sessions leave with a write that happens anyway (this one): never a write of their own.
+    // The indexes lose only what leaves, rather than being rebuilt.
     const now = this.now()
-    data.sessions = data.sessions.filter((s) => Date.parse(s.expiresAt) > now)
+    const own = data.sessions.filter((s) => s.userId === session.userId && Date.parse(s.expiresAt) > now)
+    // At most MAX_SESSIONS_PER_USER live ones: the oldest go first.
+    own.sort((a, b) => Date.parse(a.createdAt) - Date.parse(b.createdAt))
+    const evicted = new Set(own.slice(0, Math.max(0, own.length - MAX_SESSIONS_PER_USER + 1)))
+    this.dropSessions(data, (s) => evicted.has(s) || Date.parse(s.expiresAt) <= now)
     data.sessions.push(session)
-    this.sessions.clear()
-    for (const s of data.sessions) this.sessions.set(s.tokenHash, s)
+    this.indexSession(session)
+  }
+
+  /** Notes that a session was used now (in memory at once; on disk lazily, at most once a minute per session). */
+  touchSession(session: SessionRecord): void {
+    const now = this.now()
+    if (session.lastSeenAt && now - Date.parse(session.lastSeenAt) < LAST_SEEN_STEP_MS) return
+    session.lastSeenAt = new Date(now).toISOString()
+    this.doc.commitSoon(LAST_SEEN_FLUSH_MS)
+  }
+
+  /** The user's live sessions, oldest first. */
+  liveSessions(userId: string): SessionRecord[] {
+    const now = this.now()
+    return this.doc.data.sessions.filter((s) => s.userId === userId && Date.parse(s.expiresAt) > now)
+  }
+
+  /** Ends one of the user's sessions by its public id; a foreign or unknown id is 404 alike. */
+  async endSessionById(userId: string, id: string): Promise<void> {
+    const session = this.sessionsById.get(id)
+    if (!session || session.userId !== userId || Date.parse(session.expiresAt) <= this.now()) {
+      throw new AppError(404, 'SESSION_NOT_FOUND', 'Session not found')
+    }
+    await this.doc.update((data) => this.dropSessions(data, (s) => s === session))
+  }
+
+  /** Ends every session of the user but `keepHash` (the caller's own). */
+  async endOtherSessions(userId: string, keepHash: string | null): Promise<number> {
+    let ended = 0
+    await this.doc.update((data) =>
+      this.dropSessions(data, (s) => {
+        const drop = s.userId === userId && s.tokenHash !== keepHash
+        if (drop) ended++
+        return drop
+      }),
+    )
+    return ended
+  }
+
+  /** Whether this session signed in through single sign-on within FRESH_SIGN_IN_MS. */
+  isFreshOidcSession(tokenHash: string | null): boolean {
+    const session = tokenHash ? this.sessions.get(tokenHash) : undefined
+    return session?.signInMethod === 'oidc' && this.now() - Date.parse(session.createdAt) <= FRESH_SIGN_IN_MS
+  }
+
+  /** Applies a change to a user and writes it (2FA, passkeys). The mutation runs synchronously. */
+  async updateUser<R>(user: UserRecord, mutate: (user: UserRecord) => R): Promise<R> {
+    return this.doc.update(() => {
+      if (this.usersById.get(user.id) !== user) throw new AppError(401, 'AUTH_REQUIRED', 'This account no longer exists')
+      return mutate(user)
+    })
+  }
+
+  /** Sets a new password hash and ends every other session of the user, in one write. */
+  async setPasswordHash(user: UserRecord, passwordHash: string, keepSessionHash: string | null): Promise<void> {
+    await this.doc.update((data) => {
+      user.passwordHash = passwordHash
+      this.dropSessions(data, (s) => s.userId === user.id && s.tokenHash !== keepSessionHash)
+    })
+  }
+
+  /** Removes the user, their sessions and their access keys from the accounts document, in one write. */
+  async removeUser(user: UserRecord): Promise<void> {
+    await this.doc.update((data) => {
+      data.users = data.users.filter((u) => u.id !== user.id)
+      data.accessKeys = data.accessKeys.filter((k) => k.userId !== user.id)
+      this.dropSessions(data, (s) => s.userId === user.id)
+      this.usersById.delete(user.id)
+      if (this.usersByEmail.get(user.email) === user) this.usersByEmail.delete(user.email)
+    })
   }
 
   /** The live session for a cookie token, or null. */
@@ -237,10 +386,7 @@ export class Accounts {
 
   async endSession(tokenHash: string): Promise<void> {
     if (!this.sessions.has(tokenHash)) return
-    await this.doc.update((data) => {
-      data.sessions = data.sessions.filter((s) => s.tokenHash !== tokenHash)
-      this.sessions.delete(tokenHash)
-    })
+    await this.doc.update((data) => this.dropSessions(data, (s) => s.tokenHash === tokenHash))
   }
 }
 

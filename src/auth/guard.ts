@@ -72,6 +72,7 @@ export function authenticate(
     throw new AppError(403, 'CSRF_REJECTED', 'Cross-origin request refused')
   }
   const user = deps.accounts.userById(session.userId)!
+  deps.accounts.touchSession(session)
   return { user, userId: user.id, method: 'session', scopes: null, accessKey: null, sessionTokenHash: session.tokenHash }
 }
 

@@ -32,12 +32,18 @@ export const LoginBody = component(
 
 export const UserAnswer = component('SignedIn', t.Object({ user: UserSchema }, { description: 'Signed in: the session cookie is set' }))
 
+/** Login: signed in, or (two-factor sign-in on) the second step is needed. */
+export const LoginAnswer = component(
+  'LoginResult',
+  t.Union([UserAnswer, t.Object({ twoFactorRequired: t.Literal(true, { description: 'Send a second factor to POST /api/auth/login/2fa (or sign in with a passkey)' }) })]),
+)
+
 export const MeAnswer = component(
   'Me',
   t.Object({
-    user: UserSchema,
+    user: t.Object({ ...UserSchema.properties, twoFactorEnabled: t.Boolean({ description: 'Whether sign-in asks for a second factor' }) }),
     auth: t.Union([t.Literal('session'), t.Literal('access-key')]),
-    scopes: t.Optional(t.Array(ScopeSchema, { description: 'The access key\'s scopes (absent for a session)' })),
+    scopes: t.Optional(t.Array(ScopeSchema, { description: "The access key's scopes (absent for a session)" })),
   }),
 )
 

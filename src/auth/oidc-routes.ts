@@ -98,6 +98,7 @@ export function oidcRoutes(deps: AppDeps) {
         const outcome = await oidc.complete(new URL(request.url).search, typeof sealed === 'string' ? sealed : undefined, {
           sessionHash: session?.tokenHash ?? null,
           client,
+          userAgent: request.headers.get('user-agent'),
         })
         if ('signedIn' in outcome) setSessionCookie(cookie, config, outcome.signedIn)
         set.headers['cache-control'] = 'no-store'

@@ -59,6 +59,8 @@ export interface CallbackContext {
   /** SHA-256 of the session cookie the callback carried, when it names a live session. */
   sessionHash: string | null
   client: string
+  /** The browser's User-Agent, for the session list. */
+  userAgent?: string | null
 }
 
 /** The refusal of a first sign-in whose e-mail already has an account (issue 14). */
@@ -198,7 +200,7 @@ export class OidcSignIn {
     if (transaction.link) return { linked: await this.link(transaction.link, identity, context) }
 
     const linked = this.deps.accounts.userByIdentity(identity.issuer, identity.subject)
-    if (linked) return { signedIn: await this.deps.accounts.startSession(linked) }
+    if (linked) return { signedIn: await this.deps.accounts.startSession(linked, { client: context.client, userAgent: context.userAgent, method: 'oidc' }) }
 
     let profile = idToken as ProfileClaims
     if (typeof idToken.email !== 'string' && tokens.access_token) {
@@ -210,7 +212,7 @@ export class OidcSignIn {
         throw oidcFailed('The identity provider\'s user information could not be read')
       }
     }
-    return { signedIn: await this.signInNewIdentity(identity, profile, context.client) }
+    return { signedIn: await this.signInNewIdentity(identity, profile, context.client, false, context.userAgent ?? null) }
   }
 
   /**
@@ -218,7 +220,7 @@ export class OidcSignIn {
    * e-mail alone (whoever registered that e-mail first would get the newcomer's identity, or the
    * other way round): its owner signs in and links the provider from Settings.
    */
-  private async signInNewIdentity(identity: { issuer: string; subject: string }, profile: ProfileClaims, client: string, retried = false): Promise<SignedIn> {
+  private async signInNewIdentity(identity: { issuer: string; subject: string }, profile: ProfileClaims, client: string, retried = false, userAgent: string | null = null): Promise<SignedIn> {
     const email = typeof profile.email === 'string' ? normalizeEmail(profile.email) : ''
     if (!email || email.length > MAX_EMAIL_LENGTH || !new RegExp(EMAIL_PATTERN).test(email)) {
       throw oidcFailed('The identity provider did not share a usable e-mail address (the "email" scope is needed)')
@@ -228,14 +230,14 @@ export class OidcSignIn {
     this.deps.accounts.assertSignupOpen()
     try {
       return await this.deps.accounts.withRegistrationSlot(client, () =>
-        this.deps.accounts.createUser({ email, name: displayName(profile), passwordHash: null, identities: [identity] }),
+        this.deps.accounts.createUser({ email, name: displayName(profile), passwordHash: null, identities: [identity] }, { client, userAgent, method: 'oidc' }),
       )
     } catch (error) {
       // Another sign-in (or a registration) took this e-mail meanwhile: decide again, once.
       if (error instanceof AppError && error.code === 'EMAIL_TAKEN' && !retried) {
         const linked = this.deps.accounts.userByIdentity(identity.issuer, identity.subject)
-        if (linked) return this.deps.accounts.startSession(linked)
-        return this.signInNewIdentity(identity, profile, client, true)
+        if (linked) return this.deps.accounts.startSession(linked, { client, userAgent, method: 'oidc' })
+        return this.signInNewIdentity(identity, profile, client, true, userAgent)
       }
       throw error
     }

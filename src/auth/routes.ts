@@ -5,12 +5,15 @@ import { clientAddress } from '../http/client-address'
 import { assertSameSite } from '../http/csrf'
 import { errorResponses, NoContent, publicErrorResponses, withResponseHeaders } from '../http/schemas'
 import type { AccessKeys } from './access-keys'
-import { publicUser, type Accounts, type SignedIn } from './accounts'
+import { publicUser, signedInUser, type Accounts, type SignedIn } from './accounts'
 import { authGuard } from './guard'
 import type { Scope } from './scopes'
-import { LoginBody, MeAnswer, ProvidersAnswer, RegisterBody, UserAnswer } from './model'
+import { LoginAnswer, LoginBody, MeAnswer, ProvidersAnswer, RegisterBody, UserAnswer } from './model'
+import type { AppDeps } from '../deps'
+import { accountProtection } from './protection'
+import { setTwoFactorChallengeCookie } from './second-factor-routes'
 
-export interface AuthRouteDeps {
+export interface AuthRouteDeps extends Pick<AppDeps, 'keyring' | 'vaults' | 'now'> {
   config: Config
   accounts: Accounts
   accessKeys: AccessKeys
@@ -38,15 +41,24 @@ const SignedInAnswer = withResponseHeaders(UserAnswer, {
   },
 })
 
+/** Login answers the session cookie, or the second-factor challenge cookie. */
+const LoginAnswerWithCookie = withResponseHeaders(LoginAnswer, {
+  'Set-Cookie': {
+    description:
+      'The session: `svc_session=<token>; HttpOnly; SameSite=Lax; Path=/` (and `Secure` behind https), valid for SVC_SESSION_TTL; or, when a second factor is needed, the short-lived challenge cookie `svc_2fa` instead.',
+  },
+})
+
 export function authRoutes(deps: AuthRouteDeps) {
   const { config, accounts } = deps
+  const { challenges } = accountProtection(deps)
   return new Elysia({ prefix: '/api/auth', tags: ['Authentication'] })
     .use(authGuard(deps))
     .post(
       '/register',
       async ({ body, cookie, set, request, server }) => {
         assertSameSite(request, config.origin)
-        const signedIn = await accounts.register(body, clientAddress(request, server, config))
+        const signedIn = await accounts.register(body, clientAddress(request, server, config), request.headers.get('user-agent'))
         setSessionCookie(cookie, config, signedIn)
         set.status = 201
         return { user: publicUser(signedIn.user) }
@@ -66,18 +78,25 @@ export function authRoutes(deps: AuthRouteDeps) {
       '/login',
       async ({ body, cookie, request, server }) => {
         assertSameSite(request, config.origin)
-        const signedIn = await accounts.login(body.email, body.password, clientAddress(request, server, config))
+        const client = clientAddress(request, server, config)
+        const user = await accounts.checkPassword(body.email, body.password, client)
+        if (user.twoFactor) {
+          // Two-factor sign-in: no session yet, only a short-lived single-use challenge.
+          setTwoFactorChallengeCookie(cookie, config, challenges, user)
+          return { twoFactorRequired: true as const }
+        }
+        const signedIn = await accounts.startSession(user, { client, userAgent: request.headers.get('user-agent'), method: 'password' })
         setSessionCookie(cookie, config, signedIn)
         return { user: publicUser(signedIn.user) }
       },
       {
         body: LoginBody,
-        response: { 200: SignedInAnswer, ...publicErrorResponses(400, 401, 403, 413, 429) },
+        response: { 200: LoginAnswerWithCookie, ...publicErrorResponses(400, 401, 403, 413, 429) },
         detail: {
           operationId: 'login',
           summary: 'Sign in with e-mail and password',
           description:
-            'Sets the session cookie. 401 INVALID_CREDENTIALS for an unknown e-mail or a wrong password alike. 429 TOO_MANY_ATTEMPTS with Retry-After past 10 attempts for one e-mail from one client address, 100 for one e-mail from all addresses, or 50 from one address, within 15 minutes (counted before the password check). 403 CSRF_REJECTED for a cross-site request.',
+            'Sets the session cookie, unless a second factor is needed. 401 INVALID_CREDENTIALS for an unknown e-mail or a wrong password alike. 429 TOO_MANY_ATTEMPTS with Retry-After past 10 attempts for one e-mail from one client address, 100 for one e-mail from all addresses, or 50 from one address, within 15 minutes (counted before the password check). 403 CSRF_REJECTED for a cross-site request. With two-factor sign-in on, the right password answers 200 `{ twoFactorRequired: true }` and a short-lived (5 minutes), single-use, HttpOnly challenge cookie, without a session: finish with POST /api/auth/login/2fa or a passkey (POST /api/auth/passkey/login).',
         },
       },
     )
@@ -98,8 +117,8 @@ export function authRoutes(deps: AuthRouteDeps) {
       '/me',
       ({ auth }) =>
         auth.method === 'session'
-          ? { user: publicUser(auth.user), auth: 'session' as const }
-          : { user: publicUser(auth.user), auth: 'access-key' as const, scopes: [...auth.scopes!] as Scope[] }, // checked when the key was made
+          ? { user: signedInUser(auth.user), auth: 'session' as const }
+          : { user: signedInUser(auth.user), auth: 'access-key' as const, scopes: [...auth.scopes!] as Scope[] }, // checked when the key was made
       { auth: 'any', response: { 200: MeAnswer, ...errorResponses() }, detail: { operationId: 'getCurrentUser', summary: 'Who is calling' } },
     )
     .get(

@@ -4,7 +4,7 @@
 import { open, openAll, openAsync, seal } from './aead'
 import { constantTimeEqual, randomBytes } from './tokens'
 
-export type SecretKind = 'entry' | 'totp' | 'envfile'
+export type SecretKind = 'entry' | 'totp' | 'envfile' | 'account-totp'
 
 const KEY_CHECK_PLAINTEXT = 'svc-vault master key check'
 const KEY_CHECK_AAD = 'svc-vault:key-check'

@@ -45,6 +45,16 @@ export type ErrorCode =
   | 'ENV_PROJECT_EXISTS'
   // A request body not received within SVC_BODY_TIMEOUT (408).
   | 'REQUEST_TIMEOUT'
+  // Account protection: two-factor sign-in, passkeys, sessions
+  | 'TWO_FACTOR_REQUIRED'
+  | 'INVALID_TWO_FACTOR_CODE'
+  | 'TWO_FACTOR_NOT_ENABLED'
+  | 'TWO_FACTOR_ALREADY_ENABLED'
+  | 'TWO_FACTOR_SETUP_REQUIRED'
+  | 'PASSKEY_FAILED'
+  | 'PASSKEY_NOT_FOUND'
+  | 'SESSION_NOT_FOUND'
+  | 'REAUTHENTICATION_REQUIRED'
 
 export class AppError extends Error {
   constructor(

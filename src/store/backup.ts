@@ -4,9 +4,9 @@
 // commits since its file was last written are in its change log, which the bundle's copy of the
 // vault includes (document.ts readLoggedDocumentSync).
 //
-// Cross-document consistency: the vault documents are read first and accounts.json last. Users
-// are only ever added, and a user's vault is created after the user, so every vault in a bundle
-// has its owner in the bundle's accounts.json. Each document is a snapshot of its own instant;
+// Cross-document consistency: the vault documents are read first and accounts.json last. A
+// user's vault is created after the user, so every vault of a user in the bundle's accounts.json
+// is there; a vault whose owner is not (an account deleted meanwhile, issue 16) is left out. Each document is a snapshot of its own instant;
 // nothing in one document points into another except the owner's id, so no mix of instants can
 // break a reference. A master-key rotation (server stopped) changes every document; while one is
 // under way (its marker in the key check), or if the key check changed while the bundle was read,
@@ -81,6 +81,12 @@ function entry(path: string, bytes: Buffer): BackupFile {
   return { path, data: bytes.toString('base64'), sha256: sha256(bytes) }
 }
 
+/** Ids of the users in an accounts document. */
+function ownersOf(accounts: Buffer): Set<string> {
+  const users = (JSON.parse(accounts.toString('utf8')) as { users?: { id?: unknown }[] }).users
+  return new Set((Array.isArray(users) ? users : []).map((user) => String(user?.id)))
+}
+
 /** A consistent snapshot of the data folder (see the top of this file). */
 export function createBackup(dataDir: string, options: { includeMasterKey?: boolean; now?: () => number } = {}): BackupBundle {
   if (!existsSync(join(dataDir, ACCOUNTS_FILE))) {
@@ -104,7 +110,10 @@ export function createBackup(dataDir: string, options: { includeMasterKey?: bool
       Bun.sleepSync(200)
       continue
     }
-    files.push(entry(ACCOUNTS_FILE, accounts))
+    const owners = ownersOf(accounts)
+    const owned = files.filter((file) => owners.has(file.path.slice(VAULTS_DIR.length + 1, -'.json'.length)))
+    files.length = 0
+    files.push(...owned, entry(ACCOUNTS_FILE, accounts))
     const includeMasterKey = options.includeMasterKey === true
     if (includeMasterKey) {
       const keyPath = join(dataDir, MASTER_KEY_FILE)

@@ -10,6 +10,36 @@ export interface UserRecord {
   passwordHash: string | null
   identities: { issuer: string; subject: string }[]
   createdAt: string
+  // Issue 16 (account protection). Optional: accounts written before it have none of these.
+  /** Two-factor sign-in, when enabled. */
+  twoFactor?: AccountTwoFactor | null
+  /** A secret made by 2FA setup, waiting for its first code to enable it. */
+  twoFactorPending?: { encryptedSecret: string; createdAt: string } | null
+  passkeys?: PasskeyRecord[]
+}
+
+export interface AccountTwoFactor {
+  /** The TOTP seed, sealed by the user's vault data key (kind `account-totp`, record id = user id). */
+  encryptedSecret: string
+  enabledAt: string
+  /** SHA-256 of each unused recovery code (each one carries 80 random bits). */
+  recoveryCodeHashes: string[]
+  /** The 30-second steps whose codes were accepted lately (within the drift window): a code is good once. */
+  usedSteps: number[]
+}
+
+export interface PasskeyRecord {
+  id: string
+  name: string
+  /** The WebAuthn credential id, base64url. */
+  credentialId: string
+  /** COSE public key, base64url (public: needs no sealing). */
+  publicKey: string
+  /** The authenticator's signature counter, as last seen. */
+  counter: number
+  transports: string[]
+  createdAt: string
+  lastUsedAt: string | null
 }
 
 export interface SessionRecord {
@@ -18,7 +48,17 @@ export interface SessionRecord {
   userId: string
   createdAt: string
   expiresAt: string
+  // Issue 16: what the session list shows. Optional for sessions written before it.
+  /** Public id (not the token), for the session list and DELETE /api/account/sessions/{id}. */
+  id?: string
+  lastSeenAt?: string
+  clientAddress?: string
+  userAgent?: string
+  /** How this session signed in (a fresh `oidc` one may set a first password or delete the account). */
+  signInMethod?: SignInMethod
 }
+
+export type SignInMethod = 'password' | 'oidc' | 'passkey' | 'register'
 
 export interface AccessKeyRecord {
   id: string

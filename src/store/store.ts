@@ -1,6 +1,7 @@
 // Every file of the vault: the accounts document and one vault document per user, each opened
 // once per process. Only this folder touches the data files.
 import { mkdirSync, readdirSync, unlinkSync } from 'node:fs'
+import { fsyncDir } from './atomic-file'
 import { join } from 'node:path'
 import { isTempFile, onFsync, probeWritable } from './atomic-file'
 import { Document } from './document'
@@ -147,6 +148,26 @@ export class Store {
     if (this.closed) throw new Error('the store is closed')
     await probeWritable(this.dataDir)
     await probeWritable(join(this.dataDir, VAULTS_DIR))
+  }
+
+  /**
+   * Deletes a user's vault file and its change log (account deletion). Its writes under way finish
+   * first; the folder is synced so the deletion survives a crash.
+   */
+  async deleteVault(userId: string): Promise<void> {
+    const path = this.vaultPath(userId)
+    const known = this.vaults.get(userId)
+    this.vaults.delete(userId)
+    const vault = known ? await Promise.resolve(known).catch(() => null) : null
+    await vault?.settle()
+    for (const file of [`${path}.log`, path]) {
+      try {
+        unlinkSync(file)
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error
+      }
+    }
+    await fsyncDir(join(this.dataDir, VAULTS_DIR))
   }
 
   /** Ids of every vault on disk. */

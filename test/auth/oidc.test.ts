@@ -175,7 +175,7 @@ describe('OIDC sign-in', () => {
     const first = await me(browser)
     expect(first.status).toBe(200)
     expect(first.body.auth).toBe('session')
-    expect(first.body.user).toEqual({ id: expect.any(String), email: email.toLowerCase(), name: 'Alice Liddell', createdAt: expect.any(String) })
+    expect(first.body.user).toEqual({ id: expect.any(String), email: email.toLowerCase(), name: 'Alice Liddell', createdAt: expect.any(String), twoFactorEnabled: false })
 
     // Again, from a new browser (a new provider session too): the same vault user.
     const again = await toCallback(sub)

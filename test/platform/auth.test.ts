@@ -54,7 +54,7 @@ describe('register', () => {
 
     const me = await new Client(server.url, { cookie: token }).get('/api/auth/me')
     expect(me.status).toBe(200)
-    expect(me.body).toEqual({ user: body.user, auth: 'session' })
+    expect(me.body).toEqual({ user: { ...body.user, twoFactorEnabled: false }, auth: 'session' })
   })
 
   test('409 EMAIL_TAKEN for an address already registered (case-insensitive)', async () => {
@@ -197,7 +197,7 @@ describe('sessions', () => {
     const keyed = await alice.keyClient(['stats:read', 'categories:read'])
     const me = await keyed.get('/api/auth/me')
     expect(me.status).toBe(200)
-    expect(me.body).toEqual({ user: alice.user, auth: 'access-key', scopes: ['stats:read', 'categories:read'] })
+    expect(me.body).toEqual({ user: { ...alice.user, twoFactorEnabled: false }, auth: 'access-key', scopes: ['stats:read', 'categories:read'] })
   })
 
   test('an unknown or malformed session cookie is 401 AUTH_REQUIRED; no credentials too', async () => {

@@ -111,6 +111,44 @@ test('no planted secret shows up in any other answer, in the log output, or in a
     await call('import', 'POST', '/api/ai/import', { text: `STRIPE_SECRET_KEY=${canaries.importValue}\nexport OPENAI_API_KEY=${canaries.importValue}2\n` })
     await call('import and apply', 'POST', '/api/ai/import', { text: `RESEND_API_KEY=${canaries.importValue}3\n`, apply: true, name: 'imported' })
 
+    // Account protection (issue 16): the account's TOTP seed and recovery codes appear only in the
+    // answers that hand them out; a new password nowhere.
+    const setup = await call('2fa setup', 'POST', '/api/account/2fa/setup', { password: canaries.password }, { allowed: ['accountTotpSecret'] })
+    expect(setup.status).toBe(200)
+    canaries.accountTotpSecret = setup.json.secret
+    const accountCode = () => new OTPAuth.TOTP({ secret: OTPAuth.Secret.fromBase32(canaries.accountTotpSecret) }).generate()
+    await call('2fa enable, wrong code', 'POST', '/api/account/2fa/enable', { code: '000000' })
+    const enabled = await call('2fa enable', 'POST', '/api/account/2fa/enable', { code: accountCode() }, { allowed: Array.from({ length: 20 }, (_, i) => `recovery${i}`) })
+    expect(enabled.status).toBe(200)
+    enabled.json.recoveryCodes.forEach((code: string, i: number) => {
+      canaries[`recovery${i}`] = code
+      canaries[`recoveryBare${i}`] = code.replace(/-/g, '')
+    })
+    const challenge = await call('login with 2fa on', 'POST', '/api/auth/login', { email, password: canaries.password }, { allowed: ['challenge'] })
+    expect(challenge.json).toEqual({ twoFactorRequired: true })
+    const challengeCookie = /svc_2fa=([^;]+)/.exec(challenge.headers.getSetCookie().join('\n'))![1]
+    canaries.challenge = challengeCookie
+    const saved = cookie
+    cookie = ''
+    const second = await fetch(`${server.url}/api/auth/login/2fa`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', cookie: `svc_2fa=${challengeCookie}` },
+      body: JSON.stringify({ recoveryCode: canaries.recovery0 }),
+    })
+    const secondText = await second.text()
+    recorded.push({ label: 'login 2fa with a recovery code', text: `${second.status}\n${[...second.headers.entries()].join('\n')}\n\n${secondText}`, allowed: ['session2'] })
+    expect(second.status).toBe(200)
+    canaries.session2 = sessionCookie(second.headers)!
+    cookie = saved
+    await call('sessions', 'GET', '/api/account/sessions')
+    const renewed = await call('new recovery codes', 'POST', '/api/account/2fa/recovery-codes', { password: canaries.password, recoveryCode: canaries.recovery1 }, { allowed: Array.from({ length: 20 }, (_, i) => `newRecovery${i}`) })
+    expect(renewed.status).toBe(200)
+    renewed.json.recoveryCodes.forEach((code: string, i: number) => (canaries[`newRecovery${i}`] = code))
+    canaries.newPassword = `newpw-canary-${tag}`
+    await call('password change, wrong current', 'POST', '/api/account/password', { currentPassword: canaries.badPassword, newPassword: canaries.newPassword })
+    expect((await call('password change', 'POST', '/api/account/password', { currentPassword: canaries.password, newPassword: canaries.newPassword })).status).toBe(204)
+    await call('passkeys', 'GET', '/api/account/passkeys')
+
     for (const [label, path] of [
       ['me', '/api/auth/me'],
       ['access keys', '/api/access-keys'],
@@ -166,7 +204,9 @@ test('no planted secret shows up in any other answer, in the log output, or in a
     // The TOTP secret is also checked in lower case and spaced the way apps show it.
     const loose = (text: string) => text.replace(/\s/g, '').toUpperCase()
     for (const name of files) {
-      if (loose(readFileSync(join(server.dataDir, name), 'utf8')).includes(canaries.totpSecret)) leaks.push(`file ${name} carries the TOTP secret`)
+      const text = loose(readFileSync(join(server.dataDir, name), 'utf8'))
+      if (text.includes(canaries.totpSecret)) leaks.push(`file ${name} carries the TOTP secret`)
+      if (text.includes(canaries.accountTotpSecret)) leaks.push(`file ${name} carries the account's TOTP secret`)
     }
     expect(leaks).toEqual([])
     expect(recorded.length).toBeGreaterThan(40)

@@ -3,6 +3,7 @@ import { useEffect, useState } from 'preact/hooks'
 import { api, ApiError, currentUser, sessionLost, type Providers, type User } from '../api'
 import { navigate } from '../router'
 import { Field, FormError, inputValue, useLoad, useSubmission } from '../ui'
+import { PasskeySignInButton, SecondFactorCard } from './login-second-factor'
 
 /** Sign-in; with `again`, the session of that user ended and the page under this form is kept. */
 export function LoginPage(props: { again?: User }) {
@@ -13,6 +14,16 @@ export function LoginPage(props: { again?: User }) {
   const [password, setPassword] = useState('')
   const [name, setName] = useState('')
   const { busy, error, setError, run } = useSubmission()
+  // The password was right and the account asks for a second factor.
+  const [secondStep, setSecondStep] = useState(false)
+  const signedIn = (user: User) => {
+    setPassword('')
+    sessionLost.value = false
+    currentUser.value = user
+    // Signed in again as the same person: back to the same page, with whatever was typed there.
+    if (again && user.id === again.id) return
+    navigate('/', true)
+  }
   const signupOpen = providers.data?.signup === 'open'
   const oidc = providers.data?.oidc
   // First run: no account yet, so the page opens on creating it (not on signing in).
@@ -26,9 +37,9 @@ export function LoginPage(props: { again?: User }) {
     setError(null)
     await run(async () => {
       const body = mode === 'register' ? { email, password, ...(name.trim() ? { name: name.trim() } : {}) } : { email, password }
-      let answer: { user: User }
+      let answer: { user: User } | { twoFactorRequired: true }
       try {
-        answer = await api<{ user: User }>('POST', mode === 'register' ? '/api/auth/register' : '/api/auth/login', body)
+        answer = await api<{ user: User } | { twoFactorRequired: true }>('POST', mode === 'register' ? '/api/auth/register' : '/api/auth/login', body)
       } catch (failure) {
         // Someone else made the first account meanwhile: sign-up is closed now, so offer sign-in.
         if (failure instanceof ApiError && failure.code === 'SIGNUP_DISABLED') {
@@ -39,18 +50,12 @@ export function LoginPage(props: { again?: User }) {
         throw failure
       }
       setPassword('')
-      if (again && answer.user.id === again.id) {
-        // Back to the same page, with whatever was typed there.
-        currentUser.value = answer.user
-        sessionLost.value = false
-        return
-      }
-      sessionLost.value = false
-      currentUser.value = answer.user
-      navigate('/', true)
+      if ('twoFactorRequired' in answer) setSecondStep(true)
+      else signedIn(answer.user)
     })
   }
 
+  if (secondStep) return <SecondFactorCard onSignedIn={signedIn} onCancel={() => setSecondStep(false)} />
   return (
     <div class="login">
       <div class="login-card">
@@ -99,6 +104,7 @@ export function LoginPage(props: { again?: User }) {
             {mode === 'login' ? 'Sign in' : firstRun ? 'Create the first account' : 'Create account'}
           </button>
         </form>
+        {mode === 'login' && <PasskeySignInButton onSignedIn={signedIn} onError={setError} />}
         {oidc?.enabled && (
           <a class="btn btn-block" href="/api/auth/oidc">
             Sign in with {oidc.name ?? 'single sign-on'}

@@ -1,0 +1,235 @@
+// Two-factor sign-in for accounts (issue 16): a TOTP seed sealed by the user's vault data key,
+// ten recovery codes stored as SHA-256 (each carries 80 random bits, so a fast hash is enough),
+// and the short-lived sign-in challenge that sits between the password and the second factor.
+import { constantTimeEqual, randomBytes, sha256Hex } from '../crypto/tokens'
+import type { Keyring } from '../crypto/keyring'
+import { AppError } from '../http/errors'
+import { totpCode, TOTP_PERIOD_SECONDS } from '../modules/two-factor/totp-code'
+import type { Vaults } from '../modules/vault-access'
+import type { UserRecord } from '../store/records'
+import type { Accounts } from './accounts'
+
+export const RECOVERY_CODE_COUNT = 10
+/** How long the password step of a two-factor sign-in stays good. */
+export const TWO_FACTOR_CHALLENGE_TTL_MS = 5 * 60_000
+export const TWO_FACTOR_CHALLENGE_COOKIE = 'svc_2fa'
+/** Codes from one step before and one step after now are accepted (clock drift). */
+const DRIFT_STEPS = 1
+const ISSUER = 'svc-vault'
+const RECOVERY_ALPHABET = 'abcdefghjkmnpqrstuvwxyz23456789'
+
+export const invalidCode = () => new AppError(401, 'INVALID_TWO_FACTOR_CODE', 'The two-factor code is wrong or was used already')
+export const twoFactorRequired = () =>
+  new AppError(401, 'TWO_FACTOR_REQUIRED', 'Sign in with your password first; the two-factor step expired or was not started')
+
+/** What proves the second factor: a code from the app or a recovery code. */
+export interface SecondFactorProof {
+  code?: string
+  recoveryCode?: string
+}
+
+const stepAt = (timestampMs: number) => Math.floor(timestampMs / 1000 / TOTP_PERIOD_SECONDS)
+
+/** Ten fresh recovery codes (xxxx-xxxx-xxxx-xxxx, 16 characters of a 31-letter alphabet: 79 bits). */
+export function newRecoveryCodes(): string[] {
+  const codes: string[] = []
+  for (let n = 0; n < RECOVERY_CODE_COUNT; n++) {
+    // Rejection sampling keeps every letter equally likely.
+    let code = ''
+    while (code.length < 16) {
+      for (const byte of randomBytes(32)) {
+        if (byte < 248 && code.length < 16) code += RECOVERY_ALPHABET[byte % 31]
+      }
+    }
+    codes.push(code.match(/.{4}/g)!.join('-'))
+  }
+  return codes
+}
+
+export const normalizeRecoveryCode = (code: string) => code.toLowerCase().replace(/[\s-]/g, '')
+export const hashRecoveryCode = (code: string) => sha256Hex(`svc-vault:recovery-code:${normalizeRecoveryCode(code)}`)
+
+/**
+ * Single-use, short-lived sealed values that travel through the browser as cookies (the
+ * two-factor challenge, passkey ceremonies). Sealed under a key only this master key derives, so
+ * the browser can neither read nor forge them; each id is remembered once used until it expires.
+ */
+export class SealedChallenges {
+  private readonly used = new Map<string, number>()
+
+  constructor(
+    private readonly keyring: Keyring,
+    private readonly now: () => number,
+  ) {}
+
+  issue<T extends object>(purpose: string, payload: T, ttlMs: number): { sealed: string; id: string } {
+    const id = crypto.randomUUID()
+    return { sealed: this.keyring.sealState(purpose, JSON.stringify({ ...payload, id, exp: this.now() + ttlMs })), id }
+  }
+
+  /** The payload when the value is genuine, unexpired and unused; else null. */
+  read<T extends object>(purpose: string, sealed: unknown): (T & { id: string; exp: number }) | null {
+    if (typeof sealed !== 'string' || sealed === '' || sealed.length > 4096) return null
+    const text = this.keyring.openState(purpose, sealed)
+    if (!text) return null
+    try {
+      const value = JSON.parse(text) as T & { id: string; exp: number }
+      if (typeof value.exp !== 'number' || value.exp <= this.now() || this.used.has(value.id)) return null
+      return value
+    } catch {
+      return null
+    }
+  }
+
+  /** Marks a challenge used; false when it was used already (synchronous: two racing requests cannot both win). */
+  consume(challenge: { id: string; exp: number }): boolean {
+    if (this.used.has(challenge.id)) return false
+    if (this.used.size > 10_000) {
+      const now = this.now()
+      for (const [id, exp] of this.used) if (exp <= now) this.used.delete(id)
+    }
+    this.used.set(challenge.id, challenge.exp)
+    return true
+  }
+}
+
+export interface SecondFactorDeps {
+  accounts: Accounts
+  vaults: Vaults
+  now: () => number
+}
+
+export class TwoFactorSignIn {
+  constructor(private readonly deps: SecondFactorDeps) {}
+
+  private async cipher(userId: string) {
+    return (await this.deps.vaults.open(userId)).cipher
+  }
+
+  /** A new secret for the user, kept (sealed) as pending until a code from it enables it. */
+  async setup(user: UserRecord): Promise<{ secret: string; uri: string; qr: string }> {
+    if (user.twoFactor) throw new AppError(409, 'TWO_FACTOR_ALREADY_ENABLED', 'Two-factor sign-in is on already; turn it off first to set it up again')
+    // Loaded on first use: neither is needed to start or to sign in.
+    const [OTPAuth, { renderSVG }] = await Promise.all([import('otpauth'), import('uqr')])
+    const secret = new OTPAuth.Secret({ size: 20 }).base32
+    const uri = new OTPAuth.TOTP({ issuer: ISSUER, label: user.email, secret: OTPAuth.Secret.fromBase32(secret) }).toString()
+    const cipher = await this.cipher(user.id)
+    const encryptedSecret = cipher.seal('account-totp', user.id, secret)
+    await this.deps.accounts.updateUser(user, (u) => {
+      u.twoFactorPending = { encryptedSecret, createdAt: new Date(this.deps.now()).toISOString() }
+    })
+    return { secret, uri, qr: renderSVG(uri, { border: 2 }) }
+  }
+
+  /** Turns two-factor sign-in on with a code from the pending secret; answers the recovery codes (shown once). */
+  async enable(user: UserRecord, code: string, client: string): Promise<string[]> {
+    if (user.twoFactor) throw new AppError(409, 'TWO_FACTOR_ALREADY_ENABLED', 'Two-factor sign-in is on already')
+    const pending = user.twoFactorPending
+    if (!pending) throw new AppError(409, 'TWO_FACTOR_SETUP_REQUIRED', 'Start with POST /api/account/2fa/setup')
+    const cipher = await this.cipher(user.id)
+    let step = -1
+    // The code that turns it on proves the app works; it is not a sign-in, so it is not used up.
+    await this.deps.accounts.throttled(
+      `2fa:${user.id}`,
+      client,
+      () => {
+        const secret = cipher.open('account-totp', user.id, pending.encryptedSecret)
+        step = secret ? this.matchingStep(secret, code, []) : -1
+        return step >= 0
+      },
+      invalidCode,
+    )
+    const codes = newRecoveryCodes()
+    await this.deps.accounts.updateUser(user, (u) => {
+      if (u.twoFactor || u.twoFactorPending !== pending) throw new AppError(409, 'TWO_FACTOR_SETUP_REQUIRED', 'The setup changed meanwhile; start it again')
+      u.twoFactor = {
+        encryptedSecret: pending.encryptedSecret,
+        enabledAt: new Date(this.deps.now()).toISOString(),
+        recoveryCodeHashes: codes.map(hashRecoveryCode),
+        usedSteps: [],
+      }
+      u.twoFactorPending = null
+    })
+    return codes
+  }
+
+  async disable(user: UserRecord): Promise<void> {
+    await this.deps.accounts.updateUser(user, (u) => {
+      u.twoFactor = null
+      u.twoFactorPending = null
+    })
+  }
+
+  async regenerateRecoveryCodes(user: UserRecord): Promise<string[]> {
+    const codes = newRecoveryCodes()
+    await this.deps.accounts.updateUser(user, (u) => {
+      if (!u.twoFactor) throw notEnabled()
+      u.twoFactor = { ...u.twoFactor, recoveryCodeHashes: codes.map(hashRecoveryCode) }
+    })
+    return codes
+  }
+
+  /**
+   * Checks a second factor for a user with 2FA on, throttled like passwords (counted before the
+   * check). A code is good once (a step whose code was accepted is not accepted again); a recovery
+   * code is removed. The change is made in memory here and written by the caller's next write
+   * (the new session), or by `persist`.
+   */
+  async verify(user: UserRecord, proof: SecondFactorProof, client: string): Promise<void> {
+    if (!user.twoFactor) throw notEnabled()
+    const hasCode = typeof proof.code === 'string' && proof.code !== ''
+    const hasRecovery = typeof proof.recoveryCode === 'string' && proof.recoveryCode !== ''
+    if (hasCode === hasRecovery) throw new AppError(400, 'VALIDATION_ERROR', 'code: send either code or recoveryCode')
+    const cipher = hasCode ? await this.cipher(user.id) : null
+    await this.deps.accounts.throttled(
+      `2fa:${user.id}`,
+      client,
+      () => {
+        // Read again after the await: another request may have used a code meanwhile.
+        const twoFactor = user.twoFactor
+        if (!twoFactor) return false
+        if (hasCode) {
+          const secret = cipher!.open('account-totp', user.id, twoFactor.encryptedSecret)
+          const used = twoFactor.usedSteps ?? []
+          const step = secret ? this.matchingStep(secret, proof.code!, used) : -1
+          if (step < 0) return false
+          // Steps older than the drift window can no longer match: only recent ones are kept.
+          const oldest = stepAt(this.deps.now()) - DRIFT_STEPS
+          user.twoFactor = { ...twoFactor, usedSteps: [...used.filter((s) => s >= oldest), step] }
+          return true
+        }
+        const hash = hashRecoveryCode(proof.recoveryCode!)
+        const index = twoFactor.recoveryCodeHashes.findIndex((stored) => constantTimeEqual(stored, hash))
+        if (index < 0) return false
+        user.twoFactor = { ...twoFactor, recoveryCodeHashes: twoFactor.recoveryCodeHashes.filter((_, i) => i !== index) }
+        return true
+      },
+      invalidCode,
+    )
+  }
+
+  /** Writes what `verify` changed (a used step, a used recovery code) when no other write follows. */
+  async persist(user: UserRecord): Promise<void> {
+    await this.deps.accounts.updateUser(user, () => {})
+  }
+
+  /**
+   * The step (within ±1 of now) whose code this is, when no code of that step was accepted yet;
+   * else -1. Every candidate step is compared, in constant time, whatever matches first.
+   */
+  private matchingStep(secret: string, code: string, usedSteps: readonly number[]): number {
+    const presented = code.replace(/\s+/g, '')
+    if (!/^\d{6}$/.test(presented)) return -1
+    const now = this.deps.now()
+    const current = stepAt(now)
+    let found = -1
+    for (let delta = -DRIFT_STEPS; delta <= DRIFT_STEPS; delta++) {
+      const step = current + delta
+      const expected = totpCode(secret, step * TOTP_PERIOD_SECONDS * 1000).code
+      if (constantTimeEqual(expected, presented) && !usedSteps.includes(step) && found < 0) found = step
+    }
+    return found
+  }
+}
+
+const notEnabled = () => new AppError(409, 'TWO_FACTOR_NOT_ENABLED', 'Two-factor sign-in is not on for this account')

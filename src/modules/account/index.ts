@@ -1,0 +1,234 @@
+// /api/account: two-factor sign-in, passkeys, sessions, password and deletion (issue 16).
+// Every route is session-only: an access key gets 403 SESSION_REQUIRED (before its body is read).
+import { Elysia } from 'elysia'
+import { authGuard } from '../../auth/guard'
+import { relyingParty } from '../../auth/passkeys'
+import { accountProtection } from '../../auth/protection'
+import { clearSessionCookie } from '../../auth/routes'
+import type { AppDeps } from '../../deps'
+import { clientAddress } from '../../http/client-address'
+import { errorResponses, IdParams, NoContent } from '../../http/schemas'
+import {
+  ChangePasswordBody,
+  EnableBody,
+  PasskeyItem,
+  PasskeyList,
+  PasskeyRegisterBody,
+  PasskeyRegistrationOptions,
+  PasswordBody,
+  RecoveryCodesAnswer,
+  SecondFactorWithPasswordBody,
+  SessionList,
+  TwoFactorSetupAnswer,
+} from './model'
+import { AccountSettings } from './service'
+
+const REAUTH =
+  'The password is checked like a sign-in (401 INVALID_CREDENTIALS, 429 TOO_MANY_ATTEMPTS, counted before the check); an account without a password (single sign-on only) instead needs a single sign-on sign-in within the last 10 minutes (else 403 REAUTHENTICATION_REQUIRED).'
+
+export function accountRoutes(deps: AppDeps) {
+  const { config } = deps
+  const { twoFactor, passkeys } = accountProtection(deps)
+  const settings = new AccountSettings(deps.accounts, deps.accessKeys, deps.store)
+
+  return new Elysia({ prefix: '/api/account', tags: ['Account'] })
+    .use(authGuard(deps))
+    .post(
+      '/2fa/setup',
+      async ({ auth, body, request, server, set }) => {
+        await settings.reauthenticate(auth, body.password, clientAddress(request, server, config))
+        set.headers['cache-control'] = 'no-store'
+        return twoFactor.setup(auth.user)
+      },
+      {
+        auth: 'session',
+        body: PasswordBody,
+        response: { 200: TwoFactorSetupAnswer, ...errorResponses(400, 409, 429) },
+        detail: {
+          operationId: 'setupAccountTwoFactor',
+          summary: 'Start two-factor sign-in: a new TOTP secret',
+          description: `Answers a new secret, its otpauth:// URI and a QR code (SVG); two-factor sign-in turns on with POST /api/account/2fa/enable and a code from it. 409 TWO_FACTOR_ALREADY_ENABLED when it is on. ${REAUTH}`,
+        },
+      },
+    )
+    .post(
+      '/2fa/enable',
+      async ({ auth, body, request, server, set }) => {
+        const recoveryCodes = await twoFactor.enable(auth.user, body.code, clientAddress(request, server, config))
+        set.headers['cache-control'] = 'no-store'
+        return { recoveryCodes }
+      },
+      {
+        auth: 'session',
+        body: EnableBody,
+        response: { 200: RecoveryCodesAnswer, ...errorResponses(400, 409, 429) },
+        detail: {
+          operationId: 'enableAccountTwoFactor',
+          summary: 'Turn two-factor sign-in on',
+          description:
+            'Checks a code of the secret from POST /api/account/2fa/setup (401 INVALID_TWO_FACTOR_CODE when wrong; throttled like passwords) and answers ten one-time recovery codes, shown only now. 409 TWO_FACTOR_SETUP_REQUIRED without a setup; 409 TWO_FACTOR_ALREADY_ENABLED.',
+        },
+      },
+    )
+    .post(
+      '/2fa/disable',
+      async ({ auth, body, request, server, set }) => {
+        const client = clientAddress(request, server, config)
+        await settings.reauthenticate(auth, body.password, client)
+        await twoFactor.verify(auth.user, body, client)
+        await twoFactor.disable(auth.user)
+        set.status = 204
+      },
+      {
+        auth: 'session',
+        body: SecondFactorWithPasswordBody,
+        response: { 204: NoContent, ...errorResponses(400, 409, 429) },
+        detail: {
+          operationId: 'disableAccountTwoFactor',
+          summary: 'Turn two-factor sign-in off',
+          description: `Needs the password and a code or a recovery code (401 INVALID_TWO_FACTOR_CODE when wrong). 409 TWO_FACTOR_NOT_ENABLED when it is off. ${REAUTH}`,
+        },
+      },
+    )
+    .post(
+      '/2fa/recovery-codes',
+      async ({ auth, body, request, server, set }) => {
+        const client = clientAddress(request, server, config)
+        await settings.reauthenticate(auth, body.password, client)
+        await twoFactor.verify(auth.user, body, client)
+        const recoveryCodes = await twoFactor.regenerateRecoveryCodes(auth.user)
+        set.headers['cache-control'] = 'no-store'
+        return { recoveryCodes }
+      },
+      {
+        auth: 'session',
+        body: SecondFactorWithPasswordBody,
+        response: { 200: RecoveryCodesAnswer, ...errorResponses(400, 409, 429) },
+        detail: {
+          operationId: 'regenerateRecoveryCodes',
+          summary: 'Replace the recovery codes',
+          description: `Needs the password and a code or a recovery code; the earlier recovery codes stop working. 409 TWO_FACTOR_NOT_ENABLED when two-factor sign-in is off. ${REAUTH}`,
+        },
+      },
+    )
+    .get('/sessions', ({ auth }) => settings.sessions(auth), {
+      auth: 'session',
+      response: { 200: SessionList, ...errorResponses() },
+      detail: { operationId: 'listSessions', summary: 'Every live session of the account', description: 'Most recently seen first. `lastSeenAt` moves at most once a minute.' },
+    })
+    .delete(
+      '/sessions/:id',
+      async ({ auth, params, cookie, set }) => {
+        const current = settings.sessions(auth).find((s) => s.id === params.id)?.current ?? false
+        await deps.accounts.endSessionById(auth.userId, params.id)
+        if (current) clearSessionCookie(cookie, config)
+        set.status = 204
+      },
+      {
+        auth: 'session',
+        params: IdParams,
+        response: { 204: NoContent, ...errorResponses(404) },
+        detail: { operationId: 'endSession', summary: 'End one session', description: '404 SESSION_NOT_FOUND for an unknown or foreign id. Ending the current session signs this browser out.' },
+      },
+    )
+    .post(
+      '/sessions/revoke-others',
+      async ({ auth, set }) => {
+        await deps.accounts.endOtherSessions(auth.userId, auth.sessionTokenHash)
+        set.status = 204
+      },
+      {
+        auth: 'session',
+        response: { 204: NoContent, ...errorResponses() },
+        detail: { operationId: 'endOtherSessions', summary: 'End every session but this one' },
+      },
+    )
+    .post(
+      '/password',
+      async ({ auth, body, request, server, set }) => {
+        await settings.changePassword(auth, body, clientAddress(request, server, config))
+        set.status = 204
+      },
+      {
+        auth: 'session',
+        body: ChangePasswordBody,
+        response: { 204: NoContent, ...errorResponses(400, 429) },
+        detail: {
+          operationId: 'changePassword',
+          summary: 'Change the password',
+          description: `Sets newPassword (8 to 1024 characters) and ends every other session of the account. A wrong currentPassword is 401 INVALID_CREDENTIALS. An account without a password (single sign-on only) sets its first one without currentPassword within 10 minutes of a single sign-on sign-in (else 403 REAUTHENTICATION_REQUIRED). ${REAUTH}`,
+        },
+      },
+    )
+    .delete(
+      '',
+      async ({ auth, body, cookie, request, server, set }) => {
+        await settings.deleteAccount(auth, body?.password, clientAddress(request, server, config))
+        clearSessionCookie(cookie, config)
+        set.status = 204
+      },
+      {
+        auth: 'session',
+        body: PasswordBody,
+        response: { 204: NoContent, ...errorResponses(400, 429) },
+        detail: {
+          operationId: 'deleteAccount',
+          summary: 'Delete the account',
+          description: `Deletes the account, its vault file and change log, its access keys and its sessions (204, and the cookie is cleared). A backup taken before still restores it. ${REAUTH}`,
+        },
+      },
+    )
+    .get('/passkeys', ({ auth }) => passkeys.list(auth.user), {
+      auth: 'session',
+      response: { 200: PasskeyList, ...errorResponses() },
+      detail: { operationId: 'listPasskeys', summary: "The account's passkeys" },
+    })
+    .post(
+      '/passkeys/options',
+      async ({ auth, request, set }) => {
+        set.headers['cache-control'] = 'no-store'
+        return passkeys.registrationOptions(auth.user, auth.sessionTokenHash!, relyingParty(config, request))
+      },
+      {
+        auth: 'session',
+        response: { 200: PasskeyRegistrationOptions, ...errorResponses() },
+        detail: {
+          operationId: 'passkeyRegistrationOptions',
+          summary: 'Start registering a passkey',
+          description:
+            'WebAuthn creation options (a discoverable credential; relying party: the host of SVC_BASE_URL, or without it the loopback host the request reached). The challenge is good for 5 minutes and one POST /api/account/passkeys from this session.',
+        },
+      },
+    )
+    .post(
+      '/passkeys',
+      async ({ auth, body, set }) => {
+        const created = await passkeys.register(auth.user, auth.sessionTokenHash!, body.name ?? '', body.response as never)
+        set.status = 201
+        return created
+      },
+      {
+        auth: 'session',
+        body: PasskeyRegisterBody,
+        response: { 201: PasskeyItem, ...errorResponses(400, 409) },
+        detail: {
+          operationId: 'registerPasskey',
+          summary: 'Register a passkey',
+          description: 'Verifies the browser\'s registration response against the challenge of POST /api/account/passkeys/options. 401 PASSKEY_FAILED when it does not verify or the challenge is missing or used; 409 PASSKEY_FAILED past 20 passkeys.',
+        },
+      },
+    )
+    .delete(
+      '/passkeys/:id',
+      async ({ auth, params, set }) => {
+        await passkeys.remove(auth.user, params.id)
+        set.status = 204
+      },
+      {
+        auth: 'session',
+        params: IdParams,
+        response: { 204: NoContent, ...errorResponses(404) },
+        detail: { operationId: 'deletePasskey', summary: 'Delete a passkey', description: '404 PASSKEY_NOT_FOUND for an unknown or foreign id.' },
+      },
+    )
+}
