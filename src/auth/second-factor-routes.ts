@@ -5,7 +5,7 @@ import type { Config } from '../config'
 import type { AppDeps } from '../deps'
 import { clientAddress } from '../http/client-address'
 import { assertSameSite } from '../http/csrf'
-import { errorResponses } from '../http/schemas'
+import { component, errorResponses } from '../http/schemas'
 import type { UserRecord } from '../store/records'
 import { publicUser } from './accounts'
 import { UserAnswer } from './model'
@@ -51,7 +51,7 @@ const LoginSecondFactorBody = t.Object(
   { additionalProperties: false, description: 'Exactly one of code and recoveryCode' },
 )
 
-const PasskeyOptionsAnswer = t.Object({}, { additionalProperties: true, description: 'PublicKeyCredentialRequestOptionsJSON, for navigator.credentials.get (startAuthentication of @simplewebauthn/browser)' })
+const PasskeyOptionsAnswer = component('PasskeySignInOptions', t.Object({}, { additionalProperties: true, description: 'PublicKeyCredentialRequestOptionsJSON, for navigator.credentials.get (startAuthentication of @simplewebauthn/browser)' }))
 const PasskeySignInBody = t.Object(
   { response: t.Object({}, { additionalProperties: true, description: 'AuthenticationResponseJSON from the browser (startAuthentication)' }) },
   { additionalProperties: false },

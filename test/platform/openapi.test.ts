@@ -259,7 +259,7 @@ describe('the OpenAPI document for generated clients', () => {
   test('public operations say security: [], and guarded ones a scheme', () => {
     const publicOnes = operations().filter(({ operation }) => operation.security.length === 0).map(({ label }) => label)
     expect(publicOnes.sort()).toEqual(
-      ['POST /api/auth/register', 'POST /api/auth/login', 'GET /api/auth/providers', 'GET /api/auth/oidc', 'GET /api/auth/oidc/callback', 'GET /api/openapi', 'POST /api/auth/device', 'POST /api/auth/device/token', 'GET /healthz', 'GET /readyz'].sort(),
+      ['POST /api/auth/register', 'POST /api/auth/login', 'GET /api/auth/providers', 'GET /api/auth/oidc', 'GET /api/auth/oidc/callback', 'GET /api/openapi', 'POST /api/auth/device', 'POST /api/auth/device/token', 'GET /healthz', 'GET /readyz', 'POST /api/auth/login/2fa', 'POST /api/auth/passkey/login', 'POST /api/auth/passkey/options'].sort(),
     )
     for (const { operation } of operations()) expect(Array.isArray(operation.security)).toBe(true)
   })

@@ -1,6 +1,6 @@
-// Request and answer schemas of /api/account (issue 16).
+// Request and answer schemas of /api/account.
 import { t } from 'elysia'
-import { strictObject, Timestamp } from '../../http/schemas'
+import { component, strictObject, Timestamp } from '../../http/schemas'
 
 const Password = t.String({ maxLength: 1024, description: "The account's current password" })
 const Code = t.String({ maxLength: 32, description: 'A 6-digit code of the authenticator app' })
@@ -11,31 +11,31 @@ export const PasswordBody = strictObject(
   'The password; an account without one (single sign-on only) sends `{}` within 10 minutes of a single sign-on sign-in',
 )
 
-export const TwoFactorSetupAnswer = t.Object({
+export const TwoFactorSetupAnswer = component('TwoFactorSetup', t.Object({
   secret: t.String({ description: 'The new TOTP secret, base32' }),
   uri: t.String({ description: 'otpauth://totp/ URI of the secret, for authenticator apps' }),
   qr: t.String({ description: 'The URI as a QR code: an SVG document' }),
-})
+}))
 
 export const EnableBody = strictObject({ code: Code })
 
-export const RecoveryCodesAnswer = t.Object({
+export const RecoveryCodesAnswer = component('RecoveryCodes', t.Object({
   recoveryCodes: t.Array(t.String(), { description: 'Ten one-time recovery codes, shown only now (stored hashed)' }),
-})
+}))
 
 export const SecondFactorWithPasswordBody = strictObject(
   { password: t.Optional(Password), code: t.Optional(Code), recoveryCode: t.Optional(RecoveryCode) },
   'The password and exactly one of code and recoveryCode',
 )
 
-export const SessionItem = t.Object({
+export const SessionItem = component('Session', t.Object({
   id: t.String({ description: 'Public id of the session (not its token)' }),
   createdAt: Timestamp,
   lastSeenAt: Timestamp,
   clientAddress: t.String({ description: 'The client address it signed in from' }),
   device: t.String({ description: 'Browser and system, read from the User-Agent' }),
   current: t.Boolean({ description: 'Whether this is the session making the request' }),
-})
+}))
 
 export const SessionList = t.Array(SessionItem)
 
@@ -46,19 +46,19 @@ export const ChangePasswordBody = strictObject({
   newPassword: t.String({ minLength: 8, maxLength: 1024, error: 'must be 8 to 1024 characters' }),
 })
 
-export const PasskeyItem = t.Object({
+export const PasskeyItem = component('Passkey', t.Object({
   id: t.String(),
   name: t.String(),
   createdAt: Timestamp,
   lastUsedAt: t.Union([Timestamp, t.Null()]),
-})
+}))
 
 export const PasskeyList = t.Array(PasskeyItem)
 
-export const PasskeyRegistrationOptions = t.Object(
+export const PasskeyRegistrationOptions = component('PasskeyRegistrationOptions', t.Object(
   {},
   { additionalProperties: true, description: 'PublicKeyCredentialCreationOptionsJSON, for navigator.credentials.create (startRegistration of @simplewebauthn/browser)' },
-)
+))
 
 export const PasskeyRegisterBody = strictObject({
   name: t.Optional(t.String({ maxLength: 100, description: 'A name to tell it apart (default "Passkey")' })),
