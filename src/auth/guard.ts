@@ -134,7 +134,7 @@ export function authBeforeBody(deps: GuardDeps, routes: () => readonly GuardedRo
       }),
     )
     const need = needs.get(`${request.method} ${route}`)
-    if (need) authenticatedEarly.set(request, authenticate(deps, request, sessionToken(request.headers.get('cookie')), need))
+    if (need) authenticatedEarly.set(request, authenticate(deps, request, sessionToken(request.headers.get('cookie'), deps.config.sessionCookie), need))
   })
 }
 

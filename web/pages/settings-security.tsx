@@ -332,7 +332,7 @@ function SessionsSection() {
                   <td>{formatDate(session.createdAt)}</td>
                   <td>{relativeTime(session.lastSeenAt)}</td>
                   <td>
-                    <button type="button" class="btn btn-small" onClick={() => end(session)} aria-label={`End session ${session.device}${session.current ? ' (this browser)' : ''}`}>
+                    <button type="button" class="btn btn-small" onClick={() => end(session)} aria-label={session.current ? `Sign out (this browser, ${session.device})` : `End session ${session.device}`}>
                       {session.current ? 'Sign out' : 'End'}
                     </button>
                   </td>
