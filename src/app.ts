@@ -27,6 +27,7 @@ import { exportRoutes } from './modules/export'
 import { aiRoutes } from './modules/ai'
 import { webRoutes } from './web'
 import { deviceLoginRoutes } from './modules/device-login'
+import { historyRoutes, lifecycleJobs, trashRoutes } from './modules/lifecycle'
 
 export type { AppDeps }
 
@@ -93,6 +94,10 @@ export function createApp(deps: AppDeps) {
     .use(exportRoutes(deps))
     .use(aiRoutes(deps))
     .use(deviceLoginRoutes(deps))
+    // Issue 20: version history, trash, reminders.
+    .use(historyRoutes(deps))
+    .use(trashRoutes(deps))
+    .use(lifecycleJobs(deps))
     .use(webRoutes(deps))
   root = () => app
   if (!deps.config.checkResponses) skipResponseChecks(app)
@@ -124,6 +129,8 @@ function apiDocumentation(config: AppDeps['config']): Documentation {
       { name: 'Stats', description: 'Counts over your vault' },
       { name: 'Export', description: 'Your entries as one .env text' },
       { name: 'AI', description: 'Building a .env from a description, filing a pasted config' },
+      { name: 'History', description: 'Previous values of entries, env files and two-factor tokens' },
+      { name: 'Trash', description: 'Deleted items, kept for SVC_TRASH_DAYS days' },
       { name: 'API description', description: 'This document' },
     ],
     components: {

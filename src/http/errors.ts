@@ -43,6 +43,12 @@ export type ErrorCode =
   | 'CATEGORY_EXISTS'
   | 'ENTRY_EXISTS'
   | 'ENV_PROJECT_EXISTS'
+  // Issue 20: history, trash, notifications.
+  | 'VERSION_NOT_FOUND'
+  | 'TRASH_ITEM_NOT_FOUND'
+  | 'ENV_FILE_EXISTS'
+  | 'TRASH_PARENT_MISSING'
+  | 'INVALID_WEBHOOK_URL'
 
 export class AppError extends Error {
   constructor(
@@ -73,4 +79,6 @@ export const NotFound = {
   entry: () => notFound('ENTRY_NOT_FOUND', 'Entry not found'),
   twoFactor: () => notFound('TWO_FACTOR_NOT_FOUND', 'Two-factor token not found'),
   accessKey: () => notFound('ACCESS_KEY_NOT_FOUND', 'Access key not found'),
+  version: () => notFound('VERSION_NOT_FOUND', 'Version not found'),
+  trashItem: () => notFound('TRASH_ITEM_NOT_FOUND', 'Trash item not found'),
 } as const

@@ -7,9 +7,11 @@ import { errorResponses, withResponseHeaders } from '../../http/schemas'
 import { ExtractAnswer, ExtractBody, ImportAnswer, ImportBody } from './model'
 import { createExtractionModel } from './model-client'
 import { AiService } from './service'
+import { policyOf } from '../lifecycle/trash'
+import { actorOf } from '../lifecycle/versions'
 
 export function aiRoutes(deps: AppDeps) {
-  const ai = new AiService(deps.vaults, createExtractionModel(deps.config.ai, deps.log), deps.now)
+  const ai = new AiService(deps.vaults, createExtractionModel(deps.config.ai, deps.log), deps.now, policyOf(deps.config))
   return new Elysia({ name: 'aiRoutes', prefix: '/api/ai', tags: ['AI'] })
     .use(authGuard(deps))
     .post(
@@ -37,7 +39,7 @@ export function aiRoutes(deps: AppDeps) {
         },
       },
     )
-    .post('/import', async ({ auth, body }) => ({ data: await ai.import(auth.userId, body) }), {
+    .post('/import', async ({ auth, body }) => ({ data: await ai.import(auth.userId, body, actorOf(auth)) }), {
       auth: 'ai:extract',
       body: ImportBody,
       response: { 200: ImportAnswer, ...errorResponses(400, 413) },
