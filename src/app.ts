@@ -28,6 +28,7 @@ import { aiRoutes } from './modules/ai'
 import { webRoutes } from './web'
 import { deviceLoginRoutes } from './modules/device-login'
 import { historyRoutes, lifecycleJobs, trashRoutes } from './modules/lifecycle'
+import { notificationRoutes } from './modules/lifecycle/notifications'
 
 export type { AppDeps }
 
@@ -98,6 +99,7 @@ export function createApp(deps: AppDeps) {
     .use(historyRoutes(deps))
     .use(trashRoutes(deps))
     .use(lifecycleJobs(deps))
+    .use(notificationRoutes(deps))
     .use(webRoutes(deps))
   root = () => app
   if (!deps.config.checkResponses) skipResponseChecks(app)
@@ -131,6 +133,7 @@ function apiDocumentation(config: AppDeps['config']): Documentation {
       { name: 'AI', description: 'Building a .env from a description, filing a pasted config' },
       { name: 'History', description: 'Previous values of entries, env files and two-factor tokens' },
       { name: 'Trash', description: 'Deleted items, kept for SVC_TRASH_DAYS days' },
+      { name: 'Notifications', description: 'A daily webhook listing expired and due keys (session only)' },
       { name: 'API description', description: 'This document' },
     ],
     components: {

@@ -178,4 +178,18 @@ export interface VaultDocument {
   /** Issue 20; absent in vaults stored before (store.ts adds them on open). */
   versions: VersionRecord[]
   trash: TrashRecord[]
+  /** Issue 20: the due-items webhook; absent until its owner sets one. Replaced, never changed in place. */
+  notifications?: NotificationSettingsRecord
+}
+
+export interface NotificationSettingsRecord {
+  webhookUrl: string | null
+  /** Sealed (kind "webhook", the user's id); null: deliveries are not signed. */
+  encryptedSecret: string | null
+  lastDelivery: { at: string; status: 'delivered' | 'failed'; httpStatus: number | null; error: string | null; attempts: number } | null
+  /** The UTC day (YYYY-MM-DD) being delivered, its attempts so far, and when to try next. */
+  day: string | null
+  attempts: number
+  done: boolean
+  nextAttemptAt: string | null
 }
