@@ -87,7 +87,7 @@ export class Notifier {
 
   /** The vault itself, by its public origin, or by a local name and the port it listens on. */
   private isSelf(url: URL, requestHost?: string | null): boolean {
-    return false
+    if (url.origin === this.deps.config.origin) return true
     if (requestHost && url.host.toLowerCase() === requestHost.toLowerCase()) return true
     const ports = [this.listeningPort, this.deps.config.port].filter((p): p is number => typeof p === 'number' && p > 0)
     return isLocalHost(url.hostname) && ports.includes(portOf(url))
@@ -165,7 +165,7 @@ export class Notifier {
     const now = this.deps.now()
     const day = new Date(now).toISOString().slice(0, 10)
     const state = settings.day === day ? settings : { ...settings, day, attempts: 0, done: false, nextAttemptAt: null }
-    if ((state.nextAttemptAt && Date.parse(state.nextAttemptAt) > now)) return
+    if (state.done || (state.nextAttemptAt && Date.parse(state.nextAttemptAt) > now)) return
     const items = dueItems(data, now)
     if (items.length === 0) {
       // Nothing due today: nothing sent.
