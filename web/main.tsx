@@ -12,6 +12,7 @@ import { KeysPage } from './pages/keys'
 import { LoginPage } from './pages/login'
 import { TwoFactorPage } from './pages/two-factor'
 import { SettingsPage } from './pages/settings'
+import { TrashPage } from './pages/trash'
 import { currentPath, match, navigate } from './router'
 import { ConfirmHost, forgetUnsavedWork, Link, okToLeave, toastError, Toasts } from './ui'
 
@@ -23,6 +24,7 @@ const NAV = [
   { href: '/import', label: 'Import' },
   { href: '/access-keys', label: 'Access keys' },
   { href: '/export', label: 'Export' },
+  { href: '/trash', label: 'Trash' },
   { href: '/settings', label: 'Settings' },
 ]
 
@@ -38,6 +40,7 @@ function Page(props: { path: string }) {
   if (match('/access-keys', path)) return <AccessKeysPage />
   if (match('/export', path)) return <ExportPage />
   if (match('/settings', path)) return <SettingsPage />
+  if (match('/trash', path)) return <TrashPage />
   if (match('/cli', path)) return <CliPage />
   return (
     <section>

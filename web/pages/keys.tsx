@@ -23,6 +23,7 @@ import {
   useRevealTimer,
   useSubmission,
 } from '../ui'
+import { DueBadge, HistoryPanel } from '../components/history'
 
 const ENV_ORDER: Record<string, number> = { development: 0, staging: 1, production: 2 }
 const byNameThenEnv = (a: Entry, b: Entry) => a.name.localeCompare(b.name) || (ENV_ORDER[a.environment ?? ''] ?? -1) - (ENV_ORDER[b.environment ?? ''] ?? -1)
@@ -52,7 +53,7 @@ export function KeysPage() {
 
   const removeCategory = async (category: Category) => {
     const count = entriesOf(category).length
-    const ok = await confirmAction(`Delete the category “${category.name}”${count ? ` and its ${count} ${count === 1 ? 'entry' : 'entries'}` : ''}? This cannot be undone.`)
+    const ok = await confirmAction(`Delete the category “${category.name}”${count ? ` and its ${count} ${count === 1 ? 'entry' : 'entries'}` : ''}? It goes to the trash, where it can be restored.`)
     if (!ok) return
     try {
       await api('DELETE', `/api/categories/${category.id}`)
@@ -195,6 +196,7 @@ function EntryRow(props: { entry: Entry; category: Category; onEdit(): void; onC
   const [revealed, setRevealed] = useState<RevealedEntry | null>(null)
   const hide = () => setRevealed(null)
   const secondsLeft = useRevealTimer(revealed !== null, hide)
+  const [showHistory, setShowHistory] = useState(false)
 
   const reveal = async () => {
     if (revealed) return hide()
@@ -205,7 +207,7 @@ function EntryRow(props: { entry: Entry; category: Category; onEdit(): void; onC
     }
   }
   const remove = async () => {
-    if (!(await confirmAction(`Delete the entry “${entry.name}”${entry.environment ? ` (${entry.environment})` : ''}? This cannot be undone.`))) return
+    if (!(await confirmAction(`Delete the entry “${entry.name}”${entry.environment ? ` (${entry.environment})` : ''}? It goes to the trash, where it can be restored.`))) return
     try {
       await api('DELETE', `/api/entries/${entry.id}`)
       toast(`Deleted ${entry.name}`)
@@ -223,12 +225,16 @@ function EntryRow(props: { entry: Entry; category: Category; onEdit(): void; onC
           {entry.notes && <span class="muted small"> · {entry.notes}</span>}
         </span>
         <EnvBadge environment={entry.environment} />
+        <DueBadge status={entry.dueStatus} expiresAt={entry.expiresAt} />
         <div class="row-actions">
           <button type="button" class="btn btn-small" onClick={reveal} aria-pressed={revealed !== null} aria-label={`${revealed ? 'Hide' : 'Reveal'} ${subject} ${about}`}>
             {revealed ? 'Hide' : 'Reveal'}
           </button>
           <button type="button" class="btn btn-small" onClick={props.onEdit} aria-label={`Edit entry ${entry.name}`}>
             Edit
+          </button>
+          <button type="button" class="btn btn-small" onClick={() => setShowHistory(true)} aria-label={`History of entry ${entry.name}`}>
+            History
           </button>
           <button type="button" class="btn btn-small btn-danger-quiet" onClick={remove} aria-label={`Delete entry ${entry.name}`}>
             Delete
@@ -254,6 +260,13 @@ function EntryRow(props: { entry: Entry; category: Category; onEdit(): void; onC
           )}
           <p class="muted small">Hides in {secondsLeft} s</p>
         </div>
+      )}
+      {showHistory && (
+        <HistoryPanel
+          target={{ title: `the entry “${entry.name}”`, base: `/api/entries/${entry.id}/versions`, kind: 'entry' }}
+          onClose={() => setShowHistory(false)}
+          onRestored={() => (hide(), props.onChanged())}
+        />
       )}
     </li>
   )

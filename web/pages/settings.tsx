@@ -2,6 +2,7 @@
 // the browser itself follows the redirect to the identity provider and comes back here.
 import { api, currentUser } from '../api'
 import { confirmAction, Loading, toast, toastError, useLoad } from '../ui'
+import { NotificationSettingsCard } from '../components/notification-settings'
 
 interface LinkStatus {
   enabled: boolean
@@ -57,6 +58,7 @@ export function SettingsPage() {
           </form>
         )}
       </div>
+      <NotificationSettingsCard />
     </section>
   )
 }
