@@ -97,6 +97,30 @@ describe.skipIf(!hasChromium())('web page: history, trash and reminders (issue 2
   )
 
   test(
+    'the entry form sets and clears an expiry date and a rotation period',
+    async () => {
+      const page = await open('/keys')
+      await page.locator('[data-entry="blog"]').getByRole('button', { name: 'Edit entry blog' }).click()
+      let dialog = page.getByRole('dialog', { name: 'Edit blog' })
+      await dialog.getByLabel('Expires on (optional)').fill('2031-02-03')
+      await dialog.getByLabel('Rotate every (days, optional)').fill('90')
+      await dialog.getByRole('button', { name: 'Save' }).click()
+      await dialog.waitFor({ state: 'detached' })
+      expect((await client.get(`/api/entries/${ids.blog}`)).body).toMatchObject({ expiresAt: '2031-02-03T00:00:00.000Z', rotateEveryDays: 90 })
+      await page.locator('[data-entry="blog"]').getByRole('button', { name: 'Edit entry blog' }).click()
+      dialog = page.getByRole('dialog', { name: 'Edit blog' })
+      expect(await dialog.getByLabel('Expires on (optional)').inputValue()).toBe('2031-02-03')
+      await dialog.getByLabel('Expires on (optional)').fill('')
+      await dialog.getByLabel('Rotate every (days, optional)').fill('')
+      await dialog.getByRole('button', { name: 'Save' }).click()
+      await dialog.waitFor({ state: 'detached' })
+      expect((await client.get(`/api/entries/${ids.blog}`)).body).toMatchObject({ expiresAt: null, rotateEveryDays: null })
+      await page.close()
+    },
+    STEP,
+  )
+
+  test(
     "an env file's History panel compares two versions by names, and shows values only when asked",
     async () => {
       const page = await open(`/envs/${ids.project}`)

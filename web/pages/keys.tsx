@@ -383,6 +383,9 @@ function EntryForm(props: { category: Category; entry: Entry | null; onClose(): 
   const [name, setName] = useState(entry?.name ?? '')
   const [environment, setEnvironment] = useState<Environment | ''>(entry?.environment ?? '')
   const [notes, setNotes] = useState(entry?.notes ?? '')
+  // Issue 20: reminders. The expiry day as <input type="date"> gives it (UTC midnight).
+  const [expires, setExpires] = useState(entry?.expiresAt ? entry.expiresAt.slice(0, 10) : '')
+  const [rotateEvery, setRotateEvery] = useState(entry?.rotateEveryDays ? String(entry.rotateEveryDays) : '')
   const [value, setValue] = useState('')
   const [rows, setRows] = useState<FieldRow[]>(declared.length ? declared.map((field) => ({ name: field, value: '', current: false })) : entry ? [] : [{ name: '', value: '', current: false }])
   // The entry's current fields (a group being edited): the PUT replaces the whole value, so the
@@ -423,6 +426,8 @@ function EntryForm(props: { category: Category; entry: Entry | null; onClose(): 
     name !== (entry?.name ?? '') ||
     environment !== (entry?.environment ?? '') ||
     notes !== (entry?.notes ?? '') ||
+    expires !== (entry?.expiresAt ? entry.expiresAt.slice(0, 10) : '') ||
+    rotateEvery !== (entry?.rotateEveryDays ? String(entry.rotateEveryDays) : '') ||
     value !== '' ||
     removed.size > 0 ||
     rows.some((row) => row.value !== '' || (!row.current && declared.length === 0 && row.name !== ''))
@@ -455,6 +460,12 @@ function EntryForm(props: { category: Category; entry: Entry | null; onClose(): 
     const body: Record<string, unknown> = { name: name.trim() }
     if (newValue !== undefined) body.value = newValue
     if (notes.trim() || entry?.notes) body.notes = notes.trim()
+    if (expires || entry?.expiresAt) body.expiresAt = expires ? new Date(`${expires}T00:00:00.000Z`).toISOString() : null
+    if (rotateEvery.trim() || entry?.rotateEveryDays) {
+      const days = Number(rotateEvery.trim())
+      if (rotateEvery.trim() && !(Number.isInteger(days) && days >= 1 && days <= 3650)) return setError('Rotate every: a whole number of days from 1 to 3650.')
+      body.rotateEveryDays = rotateEvery.trim() ? days : null
+    }
     if (entry) body.environment = environment || null
     else {
       body.categoryId = category.id
@@ -541,6 +552,12 @@ function EntryForm(props: { category: Category; entry: Entry | null; onClose(): 
         <Field label="Notes (optional)">
           <input name="notes" value={notes} onInput={(event) => setNotes(inputValue(event))} />
           <LengthNote value={notes} max={2000} what="The notes" />
+        </Field>
+        <Field label="Expires on (optional)" hint="The keys page and the dashboard flag it from 14 days before.">
+          <input type="date" name="expiresAt" value={expires} onInput={(event) => setExpires(inputValue(event))} />
+        </Field>
+        <Field label="Rotate every (days, optional)" hint="Flagged when the value has not changed for this long.">
+          <input type="number" name="rotateEveryDays" min={1} max={3650} step={1} value={rotateEvery} onInput={(event) => setRotateEvery(inputValue(event))} />
         </Field>
         <DialogActions error={error} busy={busy} submit={entry ? 'Save' : 'Add entry'} onCancel={props.onClose} />
       </form>
