@@ -221,7 +221,7 @@ describe('trash', () => {
     clock += 29 * DAY
     expect(await trashItem(key, e.id)).toBeDefined()
     clock += 2 * DAY
-    // The hourly sweep: purged from the vault on disk, not only hidden.
+    // The background pass: purged from the vault on disk, not only hidden.
     const { TrashService } = await import('../../src/modules/lifecycle/service')
     const purged = await new TrashService(server.deps.vaults, () => clock).sweepAll(server.deps.store)
     expect(purged).toBeGreaterThanOrEqual(1)
@@ -241,5 +241,22 @@ describe('trash', () => {
     clock += 31 * DAY
     expect((await key.get('/api/trash')).body).toEqual([])
     expect(server.deps.store.openedVault(fresh.user.id)!.data.trash).toEqual([])
+  })
+
+  test('the background pass runs on its own once the server listens, and purges expired items', async () => {
+    const fresh = await signUp(server.url)
+    const cat = await category(fresh)
+    await fresh.delete(`/api/categories/${cat.id}`)
+    clock += 31 * DAY
+    const { lifecycleJobs } = await import('../../src/modules/lifecycle')
+    const { Elysia } = await import('elysia')
+    const jobs = new Elysia().use(lifecycleJobs(server.deps, { firstMs: 1, everyMs: 3_600_000 })).listen({ port: 0, hostname: '127.0.0.1' })
+    try {
+      const vault = server.deps.store.openedVault(fresh.user.id)!
+      for (let i = 0; i < 200 && vault.data.trash.length > 0; i++) await Bun.sleep(10)
+      expect(vault.data.trash).toEqual([])
+    } finally {
+      await jobs.stop(true)
+    }
   })
 })

@@ -1,6 +1,6 @@
 // Issue 20: version history (/api/entries/{id}/versions…, /api/envs/{id}/files/{fileId}/versions…,
-// /api/2fa/{id}/versions…), the trash (/api/trash) and the background jobs: the hourly purge of
-// expired trash and the daily due-items webhook.
+// /api/2fa/{id}/versions…), the trash (/api/trash) and the background pass that purges expired
+// trash and finds the users with a due-items webhook.
 import { Elysia, t } from 'elysia'
 import { authGuard } from '../../auth/guard'
 import type { AppDeps } from '../../deps'
@@ -22,6 +22,7 @@ import {
 import { HistoryService, TrashService } from './service'
 import { policyOf } from './trash'
 import { actorOf } from './versions'
+import { notifierOf } from './notifications'
 
 const NO_STORE = 'no-store'
 const VERSION_404 = 'VERSION_NOT_FOUND when the version is not kept (any more); the record\'s own 404 when it is missing, foreign or in the trash.'
@@ -176,20 +177,26 @@ export function trashRoutes(deps: AppDeps) {
     )
 }
 
-const SWEEP_MS = 3_600_000
+/** A full pass over every vault on disk: long enough apart, and late enough after start, that idle memory and start-up stay as they were. */
+const SWEEP_MS = 6 * 3_600_000
+const FIRST_SWEEP_MS = 60_000
 
-/** The hourly purge of expired trash items over every vault (also run once at start). */
-export function lifecycleJobs(deps: AppDeps) {
+/**
+ * The background pass over every vault on disk: purges expired trash items (durably) and finds the
+ * users with a due-items webhook. Requests purge their own vault's expired items first anyway.
+ */
+export function lifecycleJobs(deps: AppDeps, timing = { firstMs: FIRST_SWEEP_MS, everyMs: SWEEP_MS }) {
   const trash = new TrashService(deps.vaults, deps.now)
-  let timer: ReturnType<typeof setInterval> | undefined
+  const notifier = notifierOf(deps)
+  const timers: ReturnType<typeof setTimeout>[] = []
   const sweep = () => {
     trash.sweepAll(deps.store).catch((error) => deps.log(`error: trash purge failed: ${(error as Error)?.message ?? error}`))
+    notifier.scan().catch((error) => deps.log(`error: webhook scan failed: ${(error as Error)?.message ?? error}`))
   }
   return new Elysia({ name: 'lifecycle.jobs' })
     .onStart(() => {
-      sweep()
-      timer = setInterval(sweep, SWEEP_MS)
-      timer.unref?.()
+      timers.push(setTimeout(sweep, timing.firstMs), setInterval(sweep, timing.everyMs))
+      for (const timer of timers) timer.unref?.()
     })
-    .onStop(() => clearInterval(timer))
+    .onStop(() => timers.forEach(clearTimeout))
 }

@@ -74,7 +74,7 @@ function isLocalHost(hostname: string): boolean {
 const portOf = (url: URL) => Number(url.port || (url.protocol === 'https:' ? 443 : 80))
 
 export class Notifier {
-  /** Users known to have a webhook (filled by the hourly scan and by PUT). */
+  /** Users known to have a webhook (filled by the background pass and by PUT). */
   private readonly watched = new Set<string>()
   /** The port this server listens on, once it does. */
   listeningPort: number | null = null
@@ -136,7 +136,7 @@ export class Notifier {
     return this.settings(userId)
   }
 
-  /** Finds every user with a webhook (each vault on disk, once an hour). */
+  /** Finds every user with a webhook (each vault on disk; the background pass). */
   async scan(): Promise<void> {
     for (const userId of this.deps.store.vaultIds()) {
       const { data } = await this.deps.vaults.open(userId)
@@ -242,7 +242,7 @@ export function notificationRoutes(deps: AppDeps) {
     })
     .onStart(({ server }) => {
       notifier.listeningPort = server?.port ?? null
-      void notifier.scan().catch(() => {})
+      // Users with a webhook are found by the background pass (lifecycleJobs) and by PUT.
       timer = setInterval(() => void notifier.tick(), TICK_MS)
       timer.unref?.()
     })

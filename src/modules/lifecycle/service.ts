@@ -207,7 +207,7 @@ export class TrashService {
     if (data.trash.length > 0) await doc.update((current) => purgeItems(current, current.trash))
   }
 
-  /** Purges the expired items of every vault on disk (the hourly sweep); the number purged. */
+  /** Purges the expired items of every vault on disk (the background pass); the number purged. */
   async sweepAll(store: Store): Promise<number> {
     let purged = 0
     for (const userId of store.vaultIds()) {
