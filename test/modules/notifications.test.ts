@@ -125,3 +125,20 @@ test('nothing is sent on a day with nothing due', async () => {
   await notifierOf(server.deps).tick()
   expect(received).toHaveLength(before)
 })
+
+test("a stored address that is the vault's own is refused at delivery too, and says so", async () => {
+  const carol = await signUp(server.url)
+  const category = (await carol.post('/api/categories', { name: 'K', keyType: 'simple', envVarName: 'K_KEY' })).body
+  await carol.post('/api/entries', { categoryId: category.id, name: 'old', value: 'v', expiresAt: new Date(clock - DAY).toISOString() })
+  expect((await carol.put('/api/account/notifications', { webhookUrl: hook() })).status).toBe(200)
+  const notifier = notifierOf(server.deps)
+  await notifier.deliver(carol.user.id)
+  // As if the vault had moved onto the address stored earlier (a new SVC_BASE_URL or port).
+  const vault = server.deps.store.openedVault(carol.user.id)!
+  const selfUrl = `http://localhost:${new URL(server.url).port}/api/auth/me`
+  await vault.update((data) => void (data.notifications = { ...data.notifications!, webhookUrl: selfUrl, day: null, done: false, attempts: 0, nextAttemptAt: null }))
+  const before = received.length
+  await notifier.deliver(carol.user.id)
+  expect(received).toHaveLength(before)
+  expect((await carol.get('/api/account/notifications')).body.lastDelivery).toMatchObject({ status: 'failed', httpStatus: null, error: "refused: the vault's own address" })
+})

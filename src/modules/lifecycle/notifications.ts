@@ -5,7 +5,9 @@
 // is set. A failed delivery is tried again with back-off (1, 5, 25 minutes, 2 hours), then given up
 // until the next day. The settings live in the owner's vault document, the secret sealed.
 import { Elysia } from 'elysia'
+import { lookup } from 'node:dns/promises'
 import { isIP } from 'node:net'
+import { networkInterfaces } from 'node:os'
 import { authGuard } from '../../auth/guard'
 import type { AppDeps } from '../../deps'
 import { AppError } from '../../http/errors'
@@ -63,10 +65,16 @@ const EMPTY: NotificationSettingsRecord = { webhookUrl: null, encryptedSecret: n
 
 const invalidUrl = (problem: string) => new AppError(400, 'INVALID_WEBHOOK_URL', `webhookUrl: ${problem}`)
 
+/** This machine's own interface addresses (a vault listening on 0.0.0.0 answers on each). */
+function ownAddresses(): Set<string> {
+  return new Set(Object.values(networkInterfaces()).flatMap((list) => (list ?? []).map((i) => i.address.toLowerCase())))
+}
+
 /** Host names that reach this machine whatever the port. */
 function isLocalHost(hostname: string): boolean {
   const bare = hostname.replace(/^\[|\]$/g, '').toLowerCase()
   if (bare === 'localhost' || bare.endsWith('.localhost')) return true
+  if (isIP(bare) !== 0 && ownAddresses().has(bare)) return true
   if (isIP(bare) === 4) return bare.startsWith('127.') || bare === '0.0.0.0'
   return bare === '::1' || bare === '::' || bare === '::ffff:127.0.0.1'
 }
@@ -91,6 +99,22 @@ export class Notifier {
     if (requestHost && url.host.toLowerCase() === requestHost.toLowerCase()) return true
     const ports = [this.listeningPort, this.deps.config.port].filter((p): p is number => typeof p === 'number' && p > 0)
     return isLocalHost(url.hostname) && ports.includes(portOf(url))
+  }
+
+  /**
+   * At delivery: also a name that resolves to this machine on the port the vault listens on (a
+   * name the literal check at PUT could not see through).
+   */
+  private async resolvesToSelf(url: URL): Promise<boolean> {
+    if (this.isSelf(url)) return true
+    if (isIP(url.hostname.replace(/^\[|\]$/g, '')) !== 0) return false
+    try {
+      const addresses = await lookup(url.hostname, { all: true })
+      return addresses.some(({ address }) => this.isSelf(new URL(`${url.protocol}//${address.includes(':') ? `[${address}]` : address}:${portOf(url)}/`)))
+    } catch {
+      // Not resolvable: the delivery itself fails and says so.
+      return false
+    }
   }
 
   /** A usable webhook URL, or 400 INVALID_WEBHOOK_URL. */
@@ -179,7 +203,7 @@ export class Notifier {
     if (secret !== null) headers['x-svc-signature'] = new Bun.CryptoHasher('sha256', secret).update(body).digest('hex')
     let httpStatus: number | null = null
     let error: string | null = null
-    if (this.isSelf(new URL(url))) error = "refused: the vault's own address"
+    if (await this.resolvesToSelf(new URL(url))) error = "refused: the vault's own address"
     else {
       try {
         const response = await this.send(url, { method: 'POST', headers, body, redirect: 'manual', signal: AbortSignal.timeout(DELIVERY_TIMEOUT_MS) })
