@@ -5,9 +5,7 @@
 // is set. A failed delivery is tried again with back-off (1, 5, 25 minutes, 2 hours), then given up
 // until the next day. The settings live in the owner's vault document, the secret sealed.
 import { Elysia } from 'elysia'
-import { lookup } from 'node:dns/promises'
 import { isIP } from 'node:net'
-import { networkInterfaces } from 'node:os'
 import { authGuard } from '../../auth/guard'
 import type { AppDeps } from '../../deps'
 import { AppError } from '../../http/errors'
@@ -67,6 +65,8 @@ const invalidUrl = (problem: string) => new AppError(400, 'INVALID_WEBHOOK_URL',
 
 /** This machine's own interface addresses (a vault listening on 0.0.0.0 answers on each). */
 function ownAddresses(): Set<string> {
+  // Loaded when first needed (a delivery or a PUT), not at start: idle memory.
+  const { networkInterfaces } = process.getBuiltinModule('node:os')
   return new Set(Object.values(networkInterfaces()).flatMap((list) => (list ?? []).map((i) => i.address.toLowerCase())))
 }
 
@@ -109,6 +109,7 @@ export class Notifier {
     if (this.isSelf(url)) return true
     if (isIP(url.hostname.replace(/^\[|\]$/g, '')) !== 0) return false
     try {
+      const { lookup } = process.getBuiltinModule('node:dns/promises')
       const addresses = await lookup(url.hostname, { all: true })
       return addresses.some(({ address }) => this.isSelf(new URL(`${url.protocol}//${address.includes(':') ? `[${address}]` : address}:${portOf(url)}/`)))
     } catch {
