@@ -34,6 +34,8 @@ import { healthRoutes } from './modules/health'
 import type { RequestRecord } from './log'
 import { accountRoutes } from './modules/account'
 import { secondFactorRoutes } from './auth/second-factor-routes'
+import { historyRoutes, lifecycleJobs, trashRoutes } from './modules/lifecycle'
+import { notificationRoutes } from './modules/lifecycle/notifications'
 
 export type { AppDeps }
 
@@ -117,6 +119,10 @@ export function createApp(deps: AppDeps) {
     .use(healthRoutes(deps))
     .use(secondFactorRoutes(deps))
     .use(accountRoutes(deps))
+      .use(historyRoutes(deps))
+    .use(trashRoutes(deps))
+    .use(lifecycleJobs(deps))
+    .use(notificationRoutes(deps))
     .use(webRoutes(deps))
   root = () => app
   if (!deps.config.checkResponses) skipResponseChecks(app)
@@ -148,6 +154,9 @@ function apiDocumentation(config: AppDeps['config']): Documentation {
       { name: 'Stats', description: 'Counts over your vault' },
       { name: 'Export', description: 'Your entries as one .env text' },
       { name: 'AI', description: 'Building a .env from a description, filing a pasted config' },
+      { name: 'History', description: 'Previous values of entries, env files and two-factor tokens' },
+      { name: 'Trash', description: 'Deleted items, kept for SVC_TRASH_DAYS days' },
+      { name: 'Notifications', description: 'A daily webhook listing expired and due keys (session only)' },
       { name: 'API description', description: 'This document' },
     ],
     components: {

@@ -58,6 +58,10 @@ export interface Config {
   bodyTimeoutMs: number
   /** Whether SVC_BASE_URL was set: passkeys then use its host and origin, else the request's own loopback origin. */
   baseUrlExplicit: boolean
+  /** Previous values kept per entry, env file and 2FA token (SVC_HISTORY_VERSIONS, default 20). */
+  historyVersions: number
+  /** How long deleted items stay in the trash (SVC_TRASH_DAYS, default 30), in ms. */
+  trashMs: number
 }
 
 export class ConfigError extends Error {}
@@ -203,7 +207,28 @@ export function loadConfig(env: Env = process.env): Config {
       ? parseDuration(env.SVC_BODY_TIMEOUT.trim(), 'SVC_BODY_TIMEOUT', { min: 1000, max: 600_000, hint: '10s or 1m' })
       : DEFAULT_BODY_TIMEOUT_MS,
     baseUrlExplicit: Boolean(env.SVC_BASE_URL?.trim()),
+    historyVersions: parseHistoryVersions(env),
+    trashMs: parseTrashDays(env) * 86_400_000,
   }
+}
+
+// Issue 20: version history and trash.
+function parseHistoryVersions(env: Env): number {
+  const raw = setting(env, 'SVC_HISTORY_VERSIONS', 'set a whole number such as 20, or unset it for 20')
+  if (raw === undefined) return 20
+  if (!/^\d{1,4}$/.test(raw) || Number(raw) > 1000) {
+    throw new ConfigError(`SVC_HISTORY_VERSIONS must be a whole number from 0 to 1000 (previous values kept per record), got "${raw}"`)
+  }
+  return Number(raw)
+}
+
+function parseTrashDays(env: Env): number {
+  const raw = setting(env, 'SVC_TRASH_DAYS', 'set a number of days such as 30, or unset it for 30')
+  if (raw === undefined) return 30
+  // Decimals are accepted (0.5 = 12 hours), which also lets a test watch items expire.
+  const days = /^\d{1,4}(\.\d{1,6})?$/.test(raw) ? Number(raw) : NaN
+  if (!(days > 0 && days <= 3650)) throw new ConfigError(`SVC_TRASH_DAYS must be a number of days above 0 and at most 3650, got "${raw}"`)
+  return days
 }
 
 /**

@@ -24,6 +24,11 @@ export interface Entry {
   createdAt: string
   updatedAt: string
   category?: { name: string; keyType: KeyType; envVarName: string | null; icon: string | null }
+  // Issue 20: expiry and rotation reminders.
+  expiresAt?: string | null
+  rotateEveryDays?: number | null
+  rotatedAt?: string | null
+  dueStatus?: 'ok' | 'due_soon' | 'expired' | 'rotation_due'
 }
 export interface TwoFactorToken {
   id: string
@@ -36,6 +41,9 @@ export interface TwoFactorToken {
   notes: string | null
   createdAt: string
   updatedAt: string
+  expiresAt?: string | null
+  rotatedAt?: string | null
+  dueStatus?: 'ok' | 'due_soon' | 'expired' | 'rotation_due'
 }
 export interface TotpCode {
   id: string

@@ -13,6 +13,7 @@ import { LoginPage } from './pages/login'
 import { ProjectPage, ProjectsPage } from './pages/projects'
 import { TwoFactorPage } from './pages/two-factor'
 import { SettingsPage } from './pages/settings'
+import { TrashPage } from './pages/trash'
 import { currentPath, match, navigate } from './router'
 import { ConfirmHost, forgetUnsavedWork, Link, okToLeave, toastError, Toasts } from './ui'
 
@@ -25,6 +26,7 @@ const NAV = [
   { href: '/import', label: 'Import' },
   { href: '/access-keys', label: 'Access keys' },
   { href: '/export', label: 'Export' },
+  { href: '/trash', label: 'Trash' },
   { href: '/settings', label: 'Settings' },
 ]
 
@@ -42,6 +44,7 @@ function Page(props: { path: string }) {
   if (match('/access-keys', path)) return <AccessKeysPage />
   if (match('/export', path)) return <ExportPage />
   if (match('/settings', path)) return <SettingsPage />
+  if (match('/trash', path)) return <TrashPage />
   if (match('/cli', path)) return <CliPage />
   return (
     <section>

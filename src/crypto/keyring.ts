@@ -4,7 +4,8 @@
 import { open, openAll, openAsync, seal } from './aead'
 import { constantTimeEqual, randomBytes } from './tokens'
 
-export type SecretKind = 'entry' | 'totp' | 'envfile' | 'account-totp'
+// 'webhook': a user's notification webhook secret (record id: the user id).
+export type SecretKind = 'entry' | 'totp' | 'envfile' | 'account-totp' | 'webhook'
 
 const KEY_CHECK_PLAINTEXT = 'svc-vault master key check'
 const KEY_CHECK_AAD = 'svc-vault:key-check'
@@ -16,6 +17,8 @@ const KEY_CHECK_AAD = 'svc-vault:key-check'
 const KEY_CHECK_PREFIX = 'hmac-sha256.'
 const dataKeyAad = (userId: string) => `svc-vault:data-key:${userId}`
 const fieldAad = (userId: string, kind: SecretKind, recordId: string) => `svc-vault:${userId}:${kind}:${recordId}`
+/** A previous value of a record (issue 20): the record's AAD naming the version too. */
+const versionAad = (userId: string, kind: SecretKind, recordId: string, version: number) => `${fieldAad(userId, kind, recordId)}:version:${version}`
 const stateAad = (purpose: string) => `svc-vault:state:${purpose}`
 
 export class MasterKeyMismatchError extends Error {}
@@ -66,6 +69,20 @@ export class VaultCipher {
     const dataKey = this.dataKey
     if (!dataKey) return null
     return open(dataKey, sealed, fieldAad(this.userId, kind, recordId))?.toString('utf8') ?? null
+  }
+
+  /** Seals a previous value of a record (issue 20): same data key, AAD naming the version. */
+  sealVersion(kind: SecretKind, recordId: string, version: number, plaintext: string): string {
+    const dataKey = this.dataKey
+    if (!dataKey) throw new Error('vault data key cannot be opened')
+    return seal(dataKey, plaintext, versionAad(this.userId, kind, recordId, version))
+  }
+
+  /** The plaintext of a previous value, or null when it does not open as this record's version. */
+  openVersion(kind: SecretKind, recordId: string, version: number, sealed: string): string | null {
+    const dataKey = this.dataKey
+    if (!dataKey) return null
+    return open(dataKey, sealed, versionAad(this.userId, kind, recordId, version))?.toString('utf8') ?? null
   }
 
   /** open() of many records of one kind (`sealed[i]` belongs to `recordIds[i]`), decoded in one pass. */

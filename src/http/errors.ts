@@ -55,6 +55,12 @@ export type ErrorCode =
   | 'PASSKEY_NOT_FOUND'
   | 'SESSION_NOT_FOUND'
   | 'REAUTHENTICATION_REQUIRED'
+  // History, trash, notifications.
+  | 'VERSION_NOT_FOUND'
+  | 'TRASH_ITEM_NOT_FOUND'
+  | 'ENV_FILE_EXISTS'
+  | 'TRASH_PARENT_MISSING'
+  | 'INVALID_WEBHOOK_URL'
 
 export class AppError extends Error {
   constructor(
@@ -85,4 +91,6 @@ export const NotFound = {
   entry: () => notFound('ENTRY_NOT_FOUND', 'Entry not found'),
   twoFactor: () => notFound('TWO_FACTOR_NOT_FOUND', 'Two-factor token not found'),
   accessKey: () => notFound('ACCESS_KEY_NOT_FOUND', 'Access key not found'),
+  version: () => notFound('VERSION_NOT_FOUND', 'Version not found'),
+  trashItem: () => notFound('TRASH_ITEM_NOT_FOUND', 'Trash item not found'),
 } as const

@@ -44,6 +44,8 @@ export class Vaults {
       twoFactor: [],
       envProjects: [],
       envFiles: [],
+      versions: [],
+      trash: [],
     }))
   }
 }

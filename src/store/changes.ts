@@ -108,7 +108,8 @@ export function applyChanges(data: DocumentData, lists: readonly string[], batch
     if (!records) {
       if (!lists.includes(name)) throw new MalformedChangeError(`a change names an unknown list ${JSON.stringify(name)}`)
       // A Map keeps insertion order: a replaced record keeps its place, a new one goes last.
-      records = new Map(listOf(data, name).map((record) => [record.id, record]))
+      // A list the file does not hold yet (one added to the format later) starts empty.
+      records = new Map((data[name] === undefined ? [] : listOf(data, name)).map((record) => [record.id, record]))
       byList.set(name, records)
     }
     return records

@@ -108,6 +108,12 @@ export interface EntryRecord {
   encryptedValue: string
   createdAt: string
   updatedAt: string
+  /** Issue 20 (absent on records stored before): see LifecycleFields. */
+  expiresAt?: string | null
+  rotateEveryDays?: number | null
+  rotatedAt?: string
+  valueVersion?: number
+  valueSetBy?: string
 }
 
 export interface TwoFactorRecord {
@@ -124,6 +130,11 @@ export interface TwoFactorRecord {
   period?: number
   createdAt: string
   updatedAt: string
+  /** Issue 20 (absent on records stored before). */
+  expiresAt?: string | null
+  rotatedAt?: string
+  valueVersion?: number
+  valueSetBy?: string
 }
 
 export interface EnvProjectRecord {
@@ -142,10 +153,57 @@ export interface EnvFileRecord {
   encryptedContent: string
   createdAt: string
   updatedAt: string
+  /** Issue 20 (absent on records stored before). */
+  valueVersion?: number
+  valueSetBy?: string
+  rotatedAt?: string
+}
+
+/** Records whose value keeps a history (issue 20); also the sealing kind of the value. */
+export type VersionedKind = 'entry' | 'envfile' | 'totp'
+
+/**
+ * A previous value of an entry, env file or 2FA token, sealed with the vault's data key under an
+ * AAD naming the record and the version (lifecycle/versions.ts). The current value stays on the
+ * record itself; `version` counts values from 1 per record.
+ */
+export interface VersionRecord {
+  /** `<kind>:<recordId>:<version>`: one record per version. */
+  id: string
+  kind: VersionedKind
+  recordId: string
+  version: number
+  encryptedValue: string
+  /** When this value was set, and by whom ("session" or "key:<name>"). */
+  createdAt: string
+  actor: string
+  /** 2FA: the code parameters that went with this secret. */
+  totp?: { algorithm: 'SHA1' | 'SHA256' | 'SHA512'; digits: number; period: number }
+}
+
+export type TrashKind = 'entry' | 'category' | 'twoFactor' | 'envProject' | 'envFile'
+
+/**
+ * Something deleted (issue 20): the records themselves, moved out of the live lists unchanged
+ * (still sealed, same ids, so same AADs), kept until `expiresAt`, then purged with their versions.
+ */
+export interface TrashRecord {
+  id: string
+  kind: TrashKind
+  /** What it was called, for the list (never a value). */
+  name: string
+  deletedAt: string
+  deletedBy: string
+  expiresAt: string
+  categories: CategoryRecord[]
+  entries: EntryRecord[]
+  twoFactor: TwoFactorRecord[]
+  envProjects: EnvProjectRecord[]
+  envFiles: EnvFileRecord[]
 }
 
 /** The vault's lists of records, whose changes are logged (store/changes.ts). */
-export const VAULT_LISTS = ['categories', 'entries', 'twoFactor', 'envProjects', 'envFiles'] as const
+export const VAULT_LISTS = ['categories', 'entries', 'twoFactor', 'envProjects', 'envFiles', 'versions', 'trash'] as const
 
 export interface VaultDocument {
   version: number
@@ -157,4 +215,21 @@ export interface VaultDocument {
   twoFactor: TwoFactorRecord[]
   envProjects: EnvProjectRecord[]
   envFiles: EnvFileRecord[]
+  /** Issue 20; absent in vaults stored before (store.ts adds them on open). */
+  versions: VersionRecord[]
+  trash: TrashRecord[]
+  /** Issue 20: the due-items webhook; absent until its owner sets one. Replaced, never changed in place. */
+  notifications?: NotificationSettingsRecord
+}
+
+export interface NotificationSettingsRecord {
+  webhookUrl: string | null
+  /** Sealed (kind "webhook", the user's id); null: deliveries are not signed. */
+  encryptedSecret: string | null
+  lastDelivery: { at: string; status: 'delivered' | 'failed'; httpStatus: number | null; error: string | null; attempts: number } | null
+  /** The UTC day (YYYY-MM-DD) being delivered, its attempts so far, and when to try next. */
+  day: string | null
+  attempts: number
+  done: boolean
+  nextAttemptAt: string | null
 }

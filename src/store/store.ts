@@ -125,7 +125,7 @@ export class Store {
     // instead of rewriting the whole vault. The accounts document is small and rewritten.
     const opening = Document.open<VaultDocument>(path, {
       create,
-      migrate: checkVersion(path),
+      migrate: (data) => withAllLists(checkVersion<VaultDocument>(path)(data)),
       persistMigration: this.options.lock !== false,
       onWriteError: this.options.onWriteError,
       loggedLists: VAULT_LISTS,
@@ -189,6 +189,12 @@ export class Store {
     }
     this.releaseLock()
   }
+}
+
+/** Lists added to the vault format later (issue 20: versions, trash) start empty in older vaults. */
+function withAllLists(data: VaultDocument): VaultDocument {
+  for (const name of VAULT_LISTS) (data as unknown as Record<string, unknown>)[name] ??= []
+  return data
 }
 
 function removeTempFiles(dir: string): void {

@@ -26,7 +26,8 @@ beforeAll(async () => {
 })
 afterAll(() => server.stop())
 
-const ENTRY_KEYS = ['categoryId', 'createdAt', 'environment', 'id', 'name', 'notes', 'updatedAt']
+// Issue 20 added dueStatus, expiresAt, rotateEveryDays and rotatedAt.
+const ENTRY_KEYS = ['categoryId', 'createdAt', 'dueStatus', 'environment', 'expiresAt', 'id', 'name', 'notes', 'rotateEveryDays', 'rotatedAt', 'updatedAt']
 const ENTRY_NOT_FOUND = { error: 'Entry not found', code: 'ENTRY_NOT_FOUND' }
 const CATEGORY_NOT_FOUND = { error: 'Category not found', code: 'CATEGORY_NOT_FOUND' }
 

@@ -117,7 +117,7 @@ describe('two-factor tokens', () => {
     const created = await alice.post('/api/2fa', { ...token, notes: 'backup codes in the safe' })
     expect(created.status).toBe(201)
     const body = created.body
-    expect(Object.keys(body).sort()).toEqual(['accountName', 'algorithm', 'createdAt', 'digits', 'id', 'notes', 'period', 'service', 'updatedAt', 'userId'])
+    expect(Object.keys(body).sort()).toEqual(['accountName', 'algorithm', 'createdAt', 'digits', 'dueStatus', 'expiresAt', 'id', 'notes', 'period', 'rotatedAt', 'service', 'updatedAt', 'userId'])
     expect(body).toMatchObject({ service: 'GitHub', accountName: 'alice@example.test', notes: 'backup codes in the safe', userId: alice.user.id })
     expect(body.id).toMatch(UUID)
     expect(body.updatedAt).toBe(body.createdAt)

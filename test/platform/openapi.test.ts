@@ -336,7 +336,7 @@ describe('the OpenAPI document for generated clients', () => {
 
   test('the answer check rejects an undocumented status, a body against its schema, and a media type the document lacks', () => {
     const vault = compileDocument(doc)
-    const entry = { id: 'e1', categoryId: 'c1', name: 'blog', environment: null, notes: null, createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-01T00:00:00.000Z' }
+    const entry = { id: 'e1', categoryId: 'c1', name: 'blog', environment: null, notes: null, createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-01T00:00:00.000Z', expiresAt: null, rotateEveryDays: null, rotatedAt: null, dueStatus: 'ok' }
     expect(answerProblem(vault, 'GET', '/api/entries/e1', 200, 'application/json', JSON.stringify(entry))).toBeUndefined()
     expect(answerProblem(vault, 'GET', '/api/entries/e1', 200, 'application/json', JSON.stringify({ ...entry, environment: 'moon' }))).toContain('/environment')
     expect(answerProblem(vault, 'GET', '/api/entries/e1', 200, 'application/json', JSON.stringify({ ...entry, createdAt: 'yesterday' }))).toContain('/createdAt')

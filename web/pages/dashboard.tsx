@@ -2,6 +2,7 @@
 import { api, ENVIRONMENTS, type Entry, type Stats } from '../api'
 import { EnvBadge, Icon, Link, Loading, relativeTime, useLoad } from '../ui'
 import { projectPath } from './projects'
+import { NeedsAttentionCard } from '../components/needs-attention'
 
 interface Bar {
   label: string
@@ -103,6 +104,7 @@ export function DashboardPage() {
           </div>
         </>
       )}
+      <NeedsAttentionCard />
       <h2>Recent entries</h2>
       {!entries.data ? (
         <Loading error={entries.error} />

@@ -21,6 +21,7 @@ import {
   useLoad,
   useUnsavedWork,
 } from '../ui'
+import { HistoryPanel } from '../components/history'
 
 export function EnvProjectsPage() {
   const [search, setSearch] = useState('')
@@ -132,7 +133,7 @@ export function EnvProjectPage(props: { id: string }) {
   const files = data.files ?? []
   const fileOf = (type: FileType) => files.find((file) => file.fileType === type)
   const removeProject = async () => {
-    if (!(await confirmAction(`Delete the project “${data.name}” and its ${files.length} ${files.length === 1 ? 'file' : 'files'}? This cannot be undone.`))) return
+    if (!(await confirmAction(`Delete the project “${data.name}” and its ${files.length} ${files.length === 1 ? 'file' : 'files'}? It goes to the trash, where it can be restored.`))) return
     try {
       await api('DELETE', `/api/envs/${data.id}`)
       toast(`Deleted ${data.name}`)
@@ -210,6 +211,13 @@ function FileEditor(props: { projectId: string; projectName: string; fileType: F
   const [saved, setSaved] = useState<string | null>(file ? null : '')
   const [error, setError] = useState<string | null>(null)
   const [busy, setBusy] = useState(false)
+  const [showHistory, setShowHistory] = useState(false)
+  const revealCurrent = async () => (await api<{ data: { content: string } }>('POST', `/api/envs/${projectId}/files/${file!.id}/reveal`)).data.content
+  const reloadContent = async () => {
+    const text = await revealCurrent()
+    setContent(text)
+    setSaved(text)
+  }
   useEffect(() => {
     if (!file) return
     let live = true
@@ -292,12 +300,24 @@ function FileEditor(props: { projectId: string; projectName: string; fileType: F
           Download
         </button>
         {file && (
+          <button type="button" class="btn" onClick={() => setShowHistory(true)}>
+            History
+          </button>
+        )}
+        {file && (
           <button type="button" class="btn btn-danger-quiet" onClick={remove}>
             Delete file
           </button>
         )}
         {file && <span class="muted small">Updated {relativeTime(file.updatedAt)}</span>}
       </div>
+      {file && showHistory && (
+        <HistoryPanel
+          target={{ title: `.${fileType}`, base: `/api/envs/${projectId}/files/${file.id}/versions`, kind: 'envfile', revealCurrent }}
+          onClose={() => setShowHistory(false)}
+          onRestored={() => void reloadContent().catch(toastError)}
+        />
+      )}
     </div>
   )
 }

@@ -25,6 +25,7 @@ import {
   useSlashFocus,
   useSubmission,
 } from '../ui'
+import { DueBadge, HistoryPanel } from '../components/history'
 
 const ENV_ORDER: Record<string, number> = { development: 0, staging: 1, production: 2 }
 const byNameThenEnv = (a: Entry, b: Entry) => a.name.localeCompare(b.name) || (ENV_ORDER[a.environment ?? ''] ?? -1) - (ENV_ORDER[b.environment ?? ''] ?? -1)
@@ -85,7 +86,7 @@ export function KeysPage() {
 
   const removeCategory = async (category: Category) => {
     const count = (byCategory.get(category.id) ?? []).length
-    const ok = await confirmAction(`Delete the category “${category.name}”${count ? ` and its ${count} ${count === 1 ? 'entry' : 'entries'}` : ''}? This cannot be undone.`)
+    const ok = await confirmAction(`Delete the category “${category.name}”${count ? ` and its ${count} ${count === 1 ? 'entry' : 'entries'}` : ''}? It goes to the trash, where it can be restored.`)
     if (!ok) return
     try {
       await api('DELETE', `/api/categories/${category.id}`)
@@ -280,6 +281,7 @@ function EntryRow(props: { entry: Entry; category: Category; onEdit(): void; onC
   const [revealed, setRevealed] = useState<RevealedEntry | null>(null)
   const hide = () => setRevealed(null)
   const secondsLeft = useRevealTimer(revealed !== null, hide)
+  const [showHistory, setShowHistory] = useState(false)
 
   const reveal = async () => {
     if (revealed) return hide()
@@ -290,7 +292,7 @@ function EntryRow(props: { entry: Entry; category: Category; onEdit(): void; onC
     }
   }
   const remove = async () => {
-    if (!(await confirmAction(`Delete the entry “${entry.name}”${entry.environment ? ` (${entry.environment})` : ''}? This cannot be undone.`))) return
+    if (!(await confirmAction(`Delete the entry “${entry.name}”${entry.environment ? ` (${entry.environment})` : ''}? It goes to the trash, where it can be restored.`))) return
     try {
       await api('DELETE', `/api/entries/${entry.id}`)
       toast(`Deleted ${entry.name}`)
@@ -308,12 +310,16 @@ function EntryRow(props: { entry: Entry; category: Category; onEdit(): void; onC
           {entry.notes && <span class="muted small"> · {entry.notes}</span>}
         </span>
         <EnvBadge environment={entry.environment} />
+        <DueBadge status={entry.dueStatus} expiresAt={entry.expiresAt} />
         <div class="row-actions">
           <button type="button" class="btn btn-small" onClick={reveal} aria-pressed={revealed !== null} aria-label={`${revealed ? 'Hide' : 'Reveal'} ${subject} ${about}`}>
             {revealed ? 'Hide' : 'Reveal'}
           </button>
           <button type="button" class="btn btn-small" onClick={props.onEdit} aria-label={`Edit entry ${entry.name}`}>
             Edit
+          </button>
+          <button type="button" class="btn btn-small" onClick={() => setShowHistory(true)} aria-label={`History of entry ${entry.name}`}>
+            History
           </button>
           <button type="button" class="btn btn-small btn-danger-quiet" onClick={remove} aria-label={`Delete entry ${entry.name}`}>
             Delete
@@ -339,6 +345,13 @@ function EntryRow(props: { entry: Entry; category: Category; onEdit(): void; onC
           )}
           <p class="muted small">Hides in {secondsLeft} s</p>
         </div>
+      )}
+      {showHistory && (
+        <HistoryPanel
+          target={{ title: `the entry “${entry.name}”`, base: `/api/entries/${entry.id}/versions`, kind: 'entry' }}
+          onClose={() => setShowHistory(false)}
+          onRestored={() => (hide(), props.onChanged())}
+        />
       )}
     </li>
   )
@@ -468,6 +481,9 @@ export function EntryForm(props: {
   const [name, setName] = useState(entry?.name ?? props.initialName ?? '')
   const [environment, setEnvironment] = useState<Environment | ''>(entry?.environment ?? props.initialEnvironment ?? '')
   const [notes, setNotes] = useState(entry?.notes ?? '')
+  // Issue 20: reminders. The expiry day as <input type="date"> gives it (UTC midnight).
+  const [expires, setExpires] = useState(entry?.expiresAt ? entry.expiresAt.slice(0, 10) : '')
+  const [rotateEvery, setRotateEvery] = useState(entry?.rotateEveryDays ? String(entry.rotateEveryDays) : '')
   const [value, setValue] = useState('')
   const [rows, setRows] = useState<FieldRow[]>(declared.length ? declared.map((field) => ({ name: field, value: '', current: false })) : entry ? [] : [{ name: '', value: '', current: false }])
   // The entry's current fields (a group being edited): the PUT replaces the whole value, so the
@@ -516,6 +532,8 @@ export function EntryForm(props: {
     name !== (entry?.name ?? props.initialName ?? '') ||
     environment !== (entry?.environment ?? props.initialEnvironment ?? '') ||
     notes !== (entry?.notes ?? '') ||
+    expires !== (entry?.expiresAt ? entry.expiresAt.slice(0, 10) : '') ||
+    rotateEvery !== (entry?.rotateEveryDays ? String(entry.rotateEveryDays) : '') ||
     value !== '' ||
     removed.size > 0 ||
     rows.some((row) => row.value !== '' || (!row.current && declared.length === 0 && row.name !== ''))
@@ -548,6 +566,12 @@ export function EntryForm(props: {
     const body: Record<string, unknown> = { name: name.trim() }
     if (newValue !== undefined) body.value = newValue
     if (notes.trim() || entry?.notes) body.notes = notes.trim()
+    if (expires || entry?.expiresAt) body.expiresAt = expires ? new Date(`${expires}T00:00:00.000Z`).toISOString() : null
+    if (rotateEvery.trim() || entry?.rotateEveryDays) {
+      const days = Number(rotateEvery.trim())
+      if (rotateEvery.trim() && !(Number.isInteger(days) && days >= 1 && days <= 3650)) return setError('Rotate every: a whole number of days from 1 to 3650.')
+      body.rotateEveryDays = rotateEvery.trim() ? days : null
+    }
     if (entry) body.environment = environment || null
     else {
       body.categoryId = category.id
@@ -645,6 +669,12 @@ export function EntryForm(props: {
         <Field label="Notes (optional)">
           <input name="notes" value={notes} onInput={(event) => setNotes(inputValue(event))} />
           <LengthNote value={notes} max={2000} what="The notes" />
+        </Field>
+        <Field label="Expires on (optional)" hint="The keys page and the dashboard flag it from 14 days before.">
+          <input type="date" name="expiresAt" value={expires} onInput={(event) => setExpires(inputValue(event))} />
+        </Field>
+        <Field label="Rotate every (days, optional)" hint="Flagged when the value has not changed for this long.">
+          <input type="number" name="rotateEveryDays" min={1} max={3650} step={1} value={rotateEvery} onInput={(event) => setRotateEvery(inputValue(event))} />
         </Field>
         <DialogActions error={error} busy={busy} submit={entry ? 'Save' : 'Add entry'} onCancel={props.onClose} />
       </form>

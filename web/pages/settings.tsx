@@ -3,6 +3,7 @@
 import { api, currentUser } from '../api'
 import { confirmAction, Loading, toast, toastError, useLoad } from '../ui'
 import { SecuritySettings } from './settings-security'
+import { NotificationSettingsCard } from '../components/notification-settings'
 
 interface LinkStatus {
   enabled: boolean
@@ -59,6 +60,7 @@ export function SettingsPage() {
         )}
       </div>
       <SecuritySettings />
+      <NotificationSettingsCard />
     </section>
   )
 }

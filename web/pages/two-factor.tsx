@@ -2,6 +2,7 @@
 // copy on click, add by base32 secret or otpauth:// URI, delete with confirmation.
 import { useEffect, useRef, useState } from 'preact/hooks'
 import { api, errorMessage, type TotpCode, type TwoFactorToken } from '../api'
+import { DueBadge } from '../components/history'
 import { confirmAction, DialogActions, Field, Icon, inputValue, LengthNote, Loading, Modal, overLimit, toast, toastError, useLoad, useSubmission, useSlashFocus } from '../ui'
 
 /** A plain base32 secret's settings; a token from an otpauth:// link may carry others. */
@@ -142,7 +143,7 @@ function TokenCard(props: { token: TwoFactorToken; onDeleted(): void }) {
   }, [token.id])
 
   const remove = async () => {
-    if (!(await confirmAction(`Delete the token for ${token.service} (${token.accountName})? Make sure you can still sign in there.`))) return
+    if (!(await confirmAction(`Delete the token for ${token.service} (${token.accountName})? It goes to the trash, where it can be restored.`))) return
     try {
       await api('DELETE', `/api/2fa/${token.id}`)
       toast(`Deleted ${token.service}`)
@@ -170,7 +171,9 @@ function TokenCard(props: { token: TwoFactorToken; onDeleted(): void }) {
         <Icon slug={slugFor(token.service)} name={token.service} size="sm" />
         <div class="grow">
           <h2 class="token-service">{token.service}</h2>
-          <p class="muted small token-account">{token.accountName}</p>
+          <p class="muted small token-account">
+            {token.accountName} <DueBadge status={token.dueStatus} expiresAt={token.expiresAt} />
+          </p>
         </div>
         <button type="button" class="btn btn-small btn-danger-quiet" onClick={remove} aria-label={`Delete token ${token.service}`}>
           Delete

@@ -10,6 +10,8 @@ import { errorResponses, withResponseHeaders } from '../../http/schemas'
 import { ExtractAnswer, ExtractBody, ImportAnswer, ImportBody } from './model'
 import { createExtractionModel } from './model-client'
 import { AiService } from './service'
+import { policyOf } from '../lifecycle/trash'
+import { actorOf } from '../lifecycle/versions'
 
 /** Extract answers values: a key needs the export scope too (CONTRACT.md, "AI extraction"). */
 export const EXTRACT_SCOPES: readonly Scope[] = ['ai:extract', 'export:read']
@@ -24,7 +26,7 @@ function requireScopes(auth: AuthContext, scopes: readonly Scope[]): void {
 }
 
 export function aiRoutes(deps: AppDeps) {
-  const ai = new AiService(deps.vaults, createExtractionModel(deps.config.ai, deps.log), deps.now)
+  const ai = new AiService(deps.vaults, createExtractionModel(deps.config.ai, deps.log), deps.now, policyOf(deps.config))
   return new Elysia({ name: 'aiRoutes', prefix: '/api/ai', tags: ['AI'] })
     .use(authGuard(deps))
     .post(
@@ -56,7 +58,7 @@ export function aiRoutes(deps: AppDeps) {
       '/import',
       async ({ auth, body }) => {
         if (body.apply) requireScopes(auth, APPLY_SCOPES)
-        return { data: await ai.import(auth.userId, body) }
+        return { data: await ai.import(auth.userId, body, actorOf(auth)) }
       },
       {
         auth: 'ai:extract',

@@ -6,6 +6,8 @@ import { indexById, replaceRecord } from '../../store/by-id'
 import type { VaultCipher } from '../../crypto/keyring'
 import type { CategoryRecord, EntryRecord, Environment, VaultDocument } from '../../store/records'
 import { ICON_PATTERN } from '../categories/model'
+import { DEFAULT_POLICY, type LifecyclePolicy } from '../lifecycle/trash'
+import { prepareVersion } from '../lifecycle/versions'
 import { MAX_VALUE_BYTES, openEntryValue, sealEntryValue } from '../entries/values'
 import { renderEnvExport } from '../export/render'
 import { webBundle } from '../../web/bundle'
@@ -252,6 +254,7 @@ export class AiService {
     private readonly vaults: Vaults,
     private readonly model: ExtractionModel,
     private readonly now: () => number = Date.now,
+    private readonly policy: LifecyclePolicy = DEFAULT_POLICY,
   ) {}
 
   /** The `.env` text of the entries a prompt asks for, and who chose them. */
@@ -273,7 +276,7 @@ export class AiService {
   }
 
   /** Parses a pasted config, files its keys, and with `apply` stores them in one write. */
-  async import(userId: string, input: ImportInput): Promise<ImportResult> {
+  async import(userId: string, input: ImportInput, actor = 'unknown'): Promise<ImportResult> {
     if (input.apply && !input.name) throw validationError('name', 'is required when apply is true')
     const { keys: parsed } = (await loadParser()).parseConfig(input.text)
     if (parsed.length === 0) {
@@ -293,7 +296,7 @@ export class AiService {
       const { data, cipher } = await this.vaults.open(userId)
       return { source, keys: placeKeys(keys, data, cipher).placed }
     }
-    return { source, ...(await this.apply(userId, keys, parsed, input.name!, input.environment ?? null)) }
+    return { source, ...(await this.apply(userId, keys, parsed, input.name!, input.environment ?? null, actor)) }
   }
 
   /**
@@ -306,6 +309,7 @@ export class AiService {
     parsed: ParsedKey[],
     entryName: string,
     environment: Environment | null,
+    actor: string,
   ): Promise<Omit<ImportResult, 'source'>> {
     const values = new Map(parsed.map((k) => [k.name, k.value]))
     // Sizes first: nothing is written when one value is too large.
@@ -325,6 +329,8 @@ export class AiService {
       const widened = new Map<CategoryRecord, string[]>()
       const newEntries: EntryRecord[] = []
       const updatedEntries = new Map<EntryRecord, EntryRecord>()
+      // The values updated entries had, kept as versions once everything is prepared (issue 20).
+      const keepVersions: (() => void)[] = []
       for (const plan of plans) {
         let category = plan.existing
         let sealAs = category
@@ -364,7 +370,9 @@ export class AiService {
           value = JSON.stringify(fields)
         }
         if (current) {
-          updatedEntries.set(current, { ...current, encryptedValue: sealEntryValue(cipher, sealAs!, current.id, value), updatedAt: at })
+          const version = prepareVersion(data, cipher, 'entry', current, { actor, at, limit: this.policy.historyVersions })
+          keepVersions.push(version.apply)
+          updatedEntries.set(current, { ...current, encryptedValue: sealEntryValue(cipher, sealAs!, current.id, value), updatedAt: at, ...version.fields })
         } else {
           const id = crypto.randomUUID()
           newEntries.push({
@@ -376,9 +384,12 @@ export class AiService {
             encryptedValue: sealEntryValue(cipher, sealAs!, id, value),
             createdAt: at,
             updatedAt: at,
+            valueVersion: 1,
+            valueSetBy: actor,
           })
         }
       }
+      for (const keep of keepVersions) keep()
       for (const [category, fields] of widened) {
         replaceRecord(data.categories, category, { ...category, fieldDefinitions: fields, updatedAt: at })
       }

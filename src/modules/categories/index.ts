@@ -5,9 +5,12 @@ import { errorResponses, IdParams, NoContent } from '../../http/schemas'
 import type { Vaults } from '../vault-access'
 import { CategorySchema, CreateCategoryBody, UpdateCategoryBody } from './model'
 import { CategoryService } from './service'
+import type { Config } from '../../config'
+import { policyOf } from '../lifecycle/trash'
+import { actorOf } from '../lifecycle/versions'
 
-export function categoryRoutes(deps: GuardDeps & { vaults: Vaults; now: () => number }) {
-  const categories = new CategoryService(deps.vaults, deps.now)
+export function categoryRoutes(deps: GuardDeps & { vaults: Vaults; now: () => number; config: Partial<Pick<Config, 'historyVersions' | 'trashMs'>> }) {
+  const categories = new CategoryService(deps.vaults, deps.now, policyOf(deps.config))
   return new Elysia({ prefix: '/api/categories', tags: ['Categories'] })
     .use(authGuard(deps))
     .get('/', ({ auth }) => categories.list(auth.userId), {
@@ -44,14 +47,14 @@ export function categoryRoutes(deps: GuardDeps & { vaults: Vaults; now: () => nu
     .delete(
       '/:id',
       async ({ auth, params, set }) => {
-        await categories.remove(auth.userId, params.id)
+        await categories.remove(auth.userId, params.id, actorOf(auth))
         set.status = 204
       },
       {
         auth: 'categories:write',
         params: IdParams,
         response: { 204: NoContent, ...errorResponses(404) },
-        detail: { operationId: 'deleteCategory', summary: 'Delete a key category and all of its entries' },
+        detail: { operationId: 'deleteCategory', summary: 'Delete a key category and all of its entries (they go to the trash together)', description: 'Restoring the trash item (POST /api/trash/{id}/restore) brings the category back with the entries deleted with it.' },
       },
     )
 }

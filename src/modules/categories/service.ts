@@ -3,6 +3,7 @@ import { byId, replaceRecord } from '../../store/by-id'
 import { badRequest, conflict, NotFound, validationError } from '../../http/errors'
 import type { CategoryRecord, VaultDocument } from '../../store/records'
 import type { Vaults } from '../vault-access'
+import { DEFAULT_POLICY, moveToTrash, type LifecyclePolicy } from '../lifecycle/trash'
 import type { CreateCategoryInput, UpdateCategoryInput } from './model'
 
 export const publicCategory = (c: CategoryRecord) => ({
@@ -56,6 +57,7 @@ export class CategoryService {
   constructor(
     private readonly vaults: Vaults,
     private readonly now: () => number = Date.now,
+    private readonly policy: LifecyclePolicy = DEFAULT_POLICY,
   ) {}
 
   async list(userId: string): Promise<PublicCategory[]> {
@@ -117,13 +119,13 @@ export class CategoryService {
     return publicCategory(updated)
   }
 
-  /** Deletes the category and all of its entries. */
-  async remove(userId: string, id: string): Promise<void> {
+  /** Moves the category and all of its entries to the trash, as one item (issue 20). */
+  async remove(userId: string, id: string, actor = 'unknown'): Promise<void> {
     const { doc } = await this.vaults.open(userId)
     await doc.update((data) => {
-      findCategory(data, id)
-      data.categories = data.categories.filter((c) => c.id !== id)
-      data.entries = data.entries.filter((e) => e.categoryId !== id)
+      const category = findCategory(data, id)
+      const entries = data.entries.filter((e) => e.categoryId === id)
+      moveToTrash(data, { kind: 'category', name: category.name, actor, at: this.now(), policy: this.policy, records: { categories: [category], entries } })
     })
   }
 }

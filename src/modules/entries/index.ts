@@ -3,22 +3,30 @@ import { Elysia, t } from 'elysia'
 import { authGuard, type GuardDeps } from '../../auth/guard'
 import { errorResponses, IdParams, NoContent } from '../../http/schemas'
 import type { Vaults } from '../vault-access'
-import { CreateEntryBody, EntryListItemSchema, EntrySchema, RevealedEntrySchema, UpdateEntryBody } from './model'
+import type { Config } from '../../config'
+import { actorOf } from '../lifecycle/versions'
+import { policyOf } from '../lifecycle/trash'
+import { CreateEntryBody, EntryListItemSchema, EntrySchema, ListEntriesQuery, RevealedEntrySchema, UpdateEntryBody } from './model'
 import { EntryService } from './service'
 
-export function entryRoutes(deps: GuardDeps & { vaults: Vaults; now: () => number }) {
-  const entries = new EntryService(deps.vaults, deps.now)
+export function entryRoutes(deps: GuardDeps & { vaults: Vaults; now: () => number; config: Partial<Pick<Config, 'historyVersions' | 'trashMs'>> }) {
+  const entries = new EntryService(deps.vaults, deps.now, policyOf(deps.config))
   return new Elysia({ prefix: '/api/entries', tags: ['Entries'] })
     .use(authGuard(deps))
-    .get('/', ({ auth }) => entries.list(auth.userId), {
+    .get('/', ({ auth, query }) => entries.list(auth.userId, query.due), {
       auth: 'entries:read',
-      response: { 200: t.Array(EntryListItemSchema), ...errorResponses() },
-      detail: { operationId: 'listEntries', summary: 'List your key entries, each with its category (never a value)' },
+      query: ListEntriesQuery,
+      response: { 200: t.Array(EntryListItemSchema), ...errorResponses(400) },
+      detail: {
+        operationId: 'listEntries',
+        summary: 'List your key entries, each with its category (never a value)',
+        description: '`due=N`: only the entries that expire or are due for rotation within N days, or already are (dueStatus expired or rotation_due).',
+      },
     })
     .post(
       '/',
       async ({ auth, body, set }) => {
-        const entry = await entries.create(auth.userId, body)
+        const entry = await entries.create(auth.userId, body, actorOf(auth))
         set.status = 201
         return entry
       },
@@ -40,7 +48,7 @@ export function entryRoutes(deps: GuardDeps & { vaults: Vaults; now: () => numbe
       response: { 200: EntrySchema, ...errorResponses(404) },
       detail: { operationId: 'getEntry', summary: 'Get a key entry (never its value)' },
     })
-    .put('/:id', ({ auth, params, body }) => entries.update(auth.userId, params.id, body), {
+    .put('/:id', ({ auth, params, body }) => entries.update(auth.userId, params.id, body, actorOf(auth)), {
       auth: 'entries:write',
       params: IdParams,
       body: UpdateEntryBody,
@@ -49,20 +57,20 @@ export function entryRoutes(deps: GuardDeps & { vaults: Vaults; now: () => numbe
         operationId: 'updateEntry',
         summary: 'Update a key entry; only the fields sent change',
         description:
-          'A new value is re-encrypted. `environment: null` clears it. `categoryId` moves the entry to another category of the same keyType (404 CATEGORY_NOT_FOUND when missing or foreign). 409 ENTRY_EXISTS when another entry has the resulting category, name and environment.',
+          'A new value is re-encrypted; the value it had is kept as a version (GET /api/entries/{id}/versions) and rotatedAt is set. `expiresAt: null` and `rotateEveryDays: null` clear them. `environment: null` clears it. `categoryId` moves the entry to another category of the same keyType (404 CATEGORY_NOT_FOUND when missing or foreign). 409 ENTRY_EXISTS when another entry has the resulting category, name and environment.',
       },
     })
     .delete(
       '/:id',
       async ({ auth, params, set }) => {
-        await entries.remove(auth.userId, params.id)
+        await entries.remove(auth.userId, params.id, actorOf(auth))
         set.status = 204
       },
       {
         auth: 'entries:write',
         params: IdParams,
         response: { 204: NoContent, ...errorResponses(404) },
-        detail: { operationId: 'deleteEntry', summary: 'Delete a key entry' },
+        detail: { operationId: 'deleteEntry', summary: 'Delete a key entry (it goes to the trash)', description: 'The entry disappears from every list, detail, stats and export at once, and is kept in the trash (GET /api/trash) for SVC_TRASH_DAYS days.' },
       },
     )
     .post(

@@ -1,5 +1,5 @@
 import { t } from 'elysia'
-import { component, strictObject, Timestamp, withProperties } from '../../http/schemas'
+import { component, Integer, strictObject, Timestamp, withProperties } from '../../http/schemas'
 import { KeyTypeSchema } from '../categories/model'
 import { MAX_VALUE_BYTES } from './values'
 
@@ -18,6 +18,24 @@ export const EnvironmentSchema = component(
 )
 const nullable = <T extends Parameters<typeof t.Union>[0][number]>(schema: T) => t.Union([schema, t.Null()])
 
+// Issue 20: expiry and rotation reminders.
+export const DueStatusSchema = component(
+  'DueStatus',
+  t.Union([t.Literal('ok'), t.Literal('due_soon'), t.Literal('expired'), t.Literal('rotation_due')], {
+    description: 'expired: expiresAt has passed; rotation_due: rotateEveryDays since rotatedAt (or createdAt) have passed; due_soon: either within 14 days; else ok',
+  }),
+)
+const EntryDueFields = {
+  expiresAt: t.Union([Timestamp, t.Null()], { description: 'When the key expires (null: never)' }),
+  rotateEveryDays: t.Union([Integer({ minimum: 1, maximum: 3650 }), t.Null()], { description: 'Wanted rotation period in days (null: none)' }),
+  rotatedAt: t.Union([Timestamp, t.Null()], { description: 'When the value last changed (null: never since it was created)' }),
+  dueStatus: DueStatusSchema,
+}
+export const ExpiresAtInput = t.Union([t.String({ format: 'date-time', description: 'ISO 8601 timestamp' }), t.Null()])
+// TypeBox's integer, not Elysia's t.Integer: that one coerces, and a coercing body schema turns
+// the parser's malformed-JSON marker into an object (VALIDATION_ERROR instead of INVALID_JSON).
+const RotateEveryDaysInput = t.Union([Integer({ minimum: 1, maximum: 3650 }), t.Null()])
+
 export const EntrySchema = component(
   'Entry',
   t.Object({
@@ -28,6 +46,7 @@ export const EntrySchema = component(
     notes: t.Union([t.String(), t.Null()]),
     createdAt: Timestamp,
     updatedAt: Timestamp,
+    ...EntryDueFields,
   }),
 )
 
@@ -66,6 +85,8 @@ export const CreateEntryBody = component(
   value: Value,
   environment: t.Optional(nullable(EnvironmentSchema)),
   notes: t.Optional(nullable(Notes)),
+  expiresAt: t.Optional(ExpiresAtInput),
+  rotateEveryDays: t.Optional(RotateEveryDaysInput),
   }),
 )
 
@@ -77,8 +98,16 @@ export const UpdateEntryBody = component(
   value: t.Optional(Value),
   environment: t.Optional(nullable(EnvironmentSchema)),
   notes: t.Optional(nullable(Notes)),
+  expiresAt: t.Optional(ExpiresAtInput),
+  rotateEveryDays: t.Optional(RotateEveryDaysInput),
   }),
 )
+
+export const ListEntriesQuery = t.Object({
+  due: t.Optional(
+    t.Integer({ minimum: 0, maximum: 3650, description: 'Only entries that expire or are due for rotation within this many days (or already are)' }),
+  ),
+})
 
 export type CreateEntryInput = typeof CreateEntryBody.static
 export type UpdateEntryInput = typeof UpdateEntryBody.static

@@ -4,10 +4,13 @@ import { conflict, NotFound, validationError } from '../../http/errors'
 import type { CategoryRecord, Environment, EntryRecord, VaultDocument } from '../../store/records'
 import { findCategory } from '../categories/service'
 import type { Vaults } from '../vault-access'
+import { dueStatus, dueWithin, nextDue, type DueStatus } from '../lifecycle/due'
+import { DEFAULT_POLICY, moveToTrash, type LifecyclePolicy } from '../lifecycle/trash'
+import { prepareVersion } from '../lifecycle/versions'
 import type { CreateEntryInput, UpdateEntryInput } from './model'
 import { checkValueSize, openEntryValue, parseGroupValue, sealEntryValue } from './values'
 
-export const publicEntry = (e: EntryRecord) => ({
+export const publicEntry = (e: EntryRecord, now: number) => ({
   id: e.id,
   categoryId: e.categoryId,
   name: e.name,
@@ -15,9 +18,22 @@ export const publicEntry = (e: EntryRecord) => ({
   notes: e.notes,
   createdAt: e.createdAt,
   updatedAt: e.updatedAt,
+  expiresAt: e.expiresAt ?? null,
+  rotateEveryDays: e.rotateEveryDays ?? null,
+  rotatedAt: e.rotatedAt ?? null,
+  dueStatus: dueStatus(e, now) as DueStatus,
 })
 
 export type PublicEntry = ReturnType<typeof publicEntry>
+
+const DAY_MS = 86_400_000
+/** The next moment after `now` at which the entry's dueStatus changes (Infinity: never). */
+function statusChangesAt(e: EntryRecord, now: number): number {
+  const next = nextDue(e)
+  if (!next) return Infinity
+  const moments = [next.at - 14 * DAY_MS, next.at, e.expiresAt ? Date.parse(e.expiresAt) : Infinity]
+  return Math.min(...moments.filter((m) => m > now), Infinity)
+}
 
 type CategorySummary = Pick<CategoryRecord, 'name' | 'keyType' | 'envVarName' | 'icon'>
 export type ListedEntry = PublicEntry & { category: CategorySummary }
@@ -45,11 +61,14 @@ interface LastList {
   entries: readonly EntryRecord[]
   categories: readonly CategoryRecord[]
   items: ListedEntry[]
+  /** The answer holds due statuses: it is good until the first of them changes (issue 20). */
+  validUntil: number
 }
 
 const sameRecords = <R>(a: readonly R[], b: readonly R[]) => a.length === b.length && a.every((record, i) => record === b[i])
 
-function listEntries(data: VaultDocument): ListedEntry[] {
+function listEntries(data: VaultDocument, now: number): { items: ListedEntry[]; validUntil: number } {
+  let validUntil = Infinity
   const categories = indexById(data.categories)
   // One summary per category, shared by its entries, and no spread copy per entry (docs/performance.md).
   const summaries: Record<string, CategorySummary> = Object.create(null)
@@ -57,13 +76,14 @@ function listEntries(data: VaultDocument): ListedEntry[] {
   for (const entry of data.entries) {
     const category = categories[entry.categoryId]
     if (!category) continue
-    const item = publicEntry(entry) as ListedEntry
+    const item = publicEntry(entry, now) as ListedEntry
+    if (entry.expiresAt || entry.rotateEveryDays) validUntil = Math.min(validUntil, statusChangesAt(entry, now))
     item.category = summaries[category.id] ??= Object.freeze({ name: category.name, keyType: category.keyType, envVarName: category.envVarName, icon: category.icon })
     items.push(Object.freeze(item))
   }
   // Later answers share the items, hence frozen; not the array: JSON.stringify takes a much
   // slower path for a frozen array (docs/performance.md).
-  return items
+  return { items, validUntil }
 }
 
 /**
@@ -86,23 +106,31 @@ export class EntryService {
   constructor(
     private readonly vaults: Vaults,
     private readonly now: () => number = Date.now,
+    private readonly policy: LifecyclePolicy = DEFAULT_POLICY,
   ) {}
 
-  async list(userId: string): Promise<ListedEntry[]> {
+  /** `due`: only the entries that expire or are due for rotation within that many days (issue 20). */
+  async list(userId: string, due?: number): Promise<ListedEntry[]> {
     const { data } = await this.vaults.open(userId)
+    const now = this.now()
     const last = this.lastLists.get(data)
-    if (last && sameRecords(last.entries, data.entries) && sameRecords(last.categories, data.categories)) return last.items
-    const items = listEntries(data)
-    this.lastLists.set(data, { entries: [...data.entries], categories: [...data.categories], items })
-    return items
+    let items: ListedEntry[]
+    if (last && now < last.validUntil && sameRecords(last.entries, data.entries) && sameRecords(last.categories, data.categories)) items = last.items
+    else {
+      const listed = listEntries(data, now)
+      items = listed.items
+      this.lastLists.set(data, { entries: [...data.entries], categories: [...data.categories], items, validUntil: listed.validUntil })
+    }
+    if (due === undefined) return items
+    return items.filter((item) => dueWithin(item, now, due))
   }
 
   async get(userId: string, id: string): Promise<PublicEntry> {
     const { data } = await this.vaults.open(userId)
-    return publicEntry(findEntry(data, id))
+    return publicEntry(findEntry(data, id), this.now())
   }
 
-  async create(userId: string, input: CreateEntryInput): Promise<PublicEntry> {
+  async create(userId: string, input: CreateEntryInput, actor = 'unknown'): Promise<PublicEntry> {
     checkValueSize(input.value)
     const { doc, cipher } = await this.vaults.open(userId)
     const at = new Date(this.now()).toISOString()
@@ -118,15 +146,19 @@ export class EntryService {
         encryptedValue: sealEntryValue(cipher, category, id, input.value),
         createdAt: at,
         updatedAt: at,
+        expiresAt: input.expiresAt ? new Date(input.expiresAt).toISOString() : null,
+        rotateEveryDays: input.rotateEveryDays ?? null,
+        valueVersion: 1,
+        valueSetBy: actor,
       }
       assertNoTwinEntry(data, record)
       data.entries.push(record)
       return record
     })
-    return publicEntry(entry)
+    return publicEntry(entry, this.now())
   }
 
-  async update(userId: string, id: string, input: UpdateEntryInput): Promise<PublicEntry> {
+  async update(userId: string, id: string, input: UpdateEntryInput, actor = 'unknown'): Promise<PublicEntry> {
     if (input.value !== undefined) checkValueSize(input.value)
     const { doc, cipher } = await this.vaults.open(userId)
     const updated = await doc.update((data) => {
@@ -150,19 +182,30 @@ export class EntryService {
       if (input.environment !== undefined) next.environment = input.environment
       if (input.notes !== undefined) next.notes = input.notes
       if (next.categoryId !== entry.categoryId || next.name !== entry.name || next.environment !== entry.environment) assertNoTwinEntry(data, next)
-      if (input.value !== undefined) next.encryptedValue = sealEntryValue(cipher, category, entry.id, input.value)
+      if (input.expiresAt !== undefined) next.expiresAt = input.expiresAt === null ? null : new Date(input.expiresAt).toISOString()
+      if (input.rotateEveryDays !== undefined) next.rotateEveryDays = input.rotateEveryDays
       next.updatedAt = new Date(this.now()).toISOString()
+      let keepVersion = () => {}
+      if (input.value !== undefined) {
+        next.encryptedValue = sealEntryValue(cipher, category, entry.id, input.value)
+        // The value it had becomes a version (issue 20).
+        const version = prepareVersion(data, cipher, 'entry', entry, { actor, at: next.updatedAt, limit: this.policy.historyVersions })
+        Object.assign(next, version.fields)
+        keepVersion = version.apply
+      }
       // Everything is checked and sealed; now applied in one step.
+      keepVersion()
       return replaceRecord(data.entries, entry, next)
     })
-    return publicEntry(updated)
+    return publicEntry(updated, this.now())
   }
 
-  async remove(userId: string, id: string): Promise<void> {
+  /** Moves the entry to the trash (issue 20). */
+  async remove(userId: string, id: string, actor = 'unknown'): Promise<void> {
     const { doc } = await this.vaults.open(userId)
     await doc.update((data) => {
-      findEntry(data, id)
-      data.entries = data.entries.filter((e) => e.id !== id)
+      const entry = findEntry(data, id)
+      moveToTrash(data, { kind: 'entry', name: entry.name, actor, at: this.now(), policy: this.policy, records: { entries: [entry] } })
     })
   }
 

@@ -16,9 +16,12 @@ import {
   UpsertEnvFileBody,
 } from './model'
 import { EnvProjectService } from './service'
+import type { Config } from '../../config'
+import { policyOf } from '../lifecycle/trash'
+import { actorOf } from '../lifecycle/versions'
 
-export function envRoutes(deps: GuardDeps & { vaults: Vaults; now: () => number }) {
-  const projects = new EnvProjectService(deps.vaults, deps.now)
+export function envRoutes(deps: GuardDeps & { vaults: Vaults; now: () => number; config: Partial<Pick<Config, 'historyVersions' | 'trashMs'>> }) {
+  const projects = new EnvProjectService(deps.vaults, deps.now, policyOf(deps.config))
   return new Elysia({ prefix: '/api/envs', tags: ['Env projects'] })
     .use(authGuard(deps))
     .get('/', async ({ auth, query }) => ({ data: await projects.list(auth.userId, query.search) }), {
@@ -57,20 +60,20 @@ export function envRoutes(deps: GuardDeps & { vaults: Vaults; now: () => number 
     .delete(
       '/:id',
       async ({ auth, params, set }) => {
-        await projects.remove(auth.userId, params.id)
+        await projects.remove(auth.userId, params.id, actorOf(auth))
         set.status = 204
       },
       {
         auth: 'envs:write',
         params: IdParams,
         response: { 204: NoContent, ...errorResponses(404) },
-        detail: { operationId: 'deleteEnvProject', summary: 'Delete an env project and all of its files' },
+        detail: { operationId: 'deleteEnvProject', summary: 'Delete an env project and all of its files (they go to the trash together)' },
       },
     )
     .post(
       '/:id/files',
       async ({ auth, params, body, set }) => {
-        const { file, created } = await projects.upsertFile(auth.userId, params.id, body)
+        const { file, created } = await projects.upsertFile(auth.userId, params.id, body, actorOf(auth))
         set.status = created ? 201 : 200
         return { data: file }
       },
@@ -82,21 +85,21 @@ export function envRoutes(deps: GuardDeps & { vaults: Vaults; now: () => number 
         detail: {
           operationId: 'saveEnvFile',
           summary: 'Store the file of a fileType',
-          description: '201 when the file is created; 200 when the project already had a file of that fileType, whose content is replaced (it keeps its id).',
+          description: '201 when the file is created; 200 when the project already had a file of that fileType, whose content is replaced (it keeps its id; the content it had is kept as a version).',
         },
       },
     )
     .delete(
       '/:id/files/:fileId',
       async ({ auth, params, set }) => {
-        await projects.removeFile(auth.userId, params.id, params.fileId)
+        await projects.removeFile(auth.userId, params.id, params.fileId, actorOf(auth))
         set.status = 204
       },
       {
         auth: 'envs:write',
         params: EnvFileParams,
         response: { 204: NoContent, ...errorResponses(404) },
-        detail: { operationId: 'deleteEnvFile', summary: 'Delete an env file' },
+        detail: { operationId: 'deleteEnvFile', summary: 'Delete an env file (it goes to the trash)' },
       },
     )
     .post(

@@ -3,6 +3,8 @@ import { byId, replaceRecord } from '../../store/by-id'
 import { conflict, NotFound, validationError } from '../../http/errors'
 import type { EnvFileRecord, EnvFileType, EnvProjectRecord, VaultDocument } from '../../store/records'
 import type { Vaults } from '../vault-access'
+import { DEFAULT_POLICY, moveToTrash, type LifecyclePolicy } from '../lifecycle/trash'
+import { prepareVersion } from '../lifecycle/versions'
 import { MAX_ENV_FILE_BYTES, type CreateEnvProjectInput, type UpdateEnvProjectInput, type UpsertEnvFileInput } from './model'
 
 const filesOf = (data: VaultDocument, projectId: string) => data.envFiles.filter((f) => f.projectId === projectId)
@@ -37,14 +39,14 @@ export interface RevealedEnvFile {
 }
 
 /** The project with this id in the vault, or ENV_PROJECT_NOT_FOUND (missing and foreign alike). */
-function findProject(data: VaultDocument, id: string): EnvProjectRecord {
+export function findProject(data: VaultDocument, id: string): EnvProjectRecord {
   const project = byId(data.envProjects, id)
   if (!project) throw NotFound.envProject()
   return project
 }
 
 /** A file of this very project; a file of another project is not found through this one. */
-function findFile(data: VaultDocument, projectId: string, fileId: string): EnvFileRecord {
+export function findFile(data: VaultDocument, projectId: string, fileId: string): EnvFileRecord {
   const file = byId(data.envFiles, fileId)
   if (!file || file.projectId !== projectId) throw NotFound.envFile()
   return file
@@ -62,6 +64,7 @@ export class EnvProjectService {
   constructor(
     private readonly vaults: Vaults,
     private readonly now: () => number = Date.now,
+    private readonly policy: LifecyclePolicy = DEFAULT_POLICY,
   ) {}
 
   private timestamp(): string {
@@ -116,13 +119,13 @@ export class EnvProjectService {
     })
   }
 
-  /** Deletes the project and all of its files. */
-  async remove(userId: string, id: string): Promise<void> {
+  /** Moves the project and all of its files to the trash, as one item (issue 20). */
+  async remove(userId: string, id: string, actor = 'unknown'): Promise<void> {
     const { doc } = await this.vaults.open(userId)
     await doc.update((data) => {
-      findProject(data, id)
-      data.envProjects = data.envProjects.filter((p) => p.id !== id)
-      data.envFiles = data.envFiles.filter((f) => f.projectId !== id)
+      const project = findProject(data, id)
+      const files = filesOf(data, id)
+      moveToTrash(data, { kind: 'envProject', name: project.name, actor, at: this.now(), policy: this.policy, records: { envProjects: [project], envFiles: files } })
     })
   }
 
@@ -130,7 +133,7 @@ export class EnvProjectService {
    * Stores the file of this fileType: a new file, or new content for the existing one (which
    * keeps its id). `created` tells which.
    */
-  async upsertFile(userId: string, projectId: string, input: UpsertEnvFileInput): Promise<{ file: PublicEnvFile; created: boolean }> {
+  async upsertFile(userId: string, projectId: string, input: UpsertEnvFileInput, actor = 'unknown'): Promise<{ file: PublicEnvFile; created: boolean }> {
     // The schema counts UTF-16 units; the limit is in bytes.
     if (Buffer.byteLength(input.content, 'utf8') > MAX_ENV_FILE_BYTES) {
       throw validationError('content', `must be at most ${MAX_ENV_FILE_BYTES} bytes (1 MiB)`)
@@ -145,21 +148,25 @@ export class EnvProjectService {
       const encryptedContent = cipher.seal('envfile', id, input.content)
       replaceRecord(data.envProjects, project, { ...project, updatedAt: at })
       if (existing) {
-        const next = replaceRecord(data.envFiles, existing, { ...existing, encryptedContent, updatedAt: at })
+        // The content it had becomes a version (issue 20).
+        const version = prepareVersion(data, cipher, 'envfile', existing, { actor, at, limit: this.policy.historyVersions })
+        version.apply()
+        const next = replaceRecord(data.envFiles, existing, { ...existing, encryptedContent, updatedAt: at, ...version.fields })
         return { file: publicEnvFile(next), created: false }
       }
-      const file: EnvFileRecord = { id, projectId, fileType: input.fileType, encryptedContent, createdAt: at, updatedAt: at }
+      const file: EnvFileRecord = { id, projectId, fileType: input.fileType, encryptedContent, createdAt: at, updatedAt: at, valueVersion: 1, valueSetBy: actor }
       data.envFiles.push(file)
       return { file: publicEnvFile(file), created: true }
     })
   }
 
-  async removeFile(userId: string, projectId: string, fileId: string): Promise<void> {
+  /** Moves the file to the trash (issue 20). */
+  async removeFile(userId: string, projectId: string, fileId: string, actor = 'unknown'): Promise<void> {
     const { doc } = await this.vaults.open(userId)
     await doc.update((data) => {
       const project = findProject(data, projectId)
-      findFile(data, projectId, fileId)
-      data.envFiles = data.envFiles.filter((f) => f.id !== fileId)
+      const file = findFile(data, projectId, fileId)
+      moveToTrash(data, { kind: 'envFile', name: `${project.name} / .${file.fileType}`, actor, at: this.now(), policy: this.policy, records: { envFiles: [file] } })
       replaceRecord(data.envProjects, project, { ...project, updatedAt: this.timestamp() })
     })
   }

@@ -5,9 +5,12 @@ import { errorResponses, IdParams, NoContent } from '../../http/schemas'
 import type { Vaults } from '../vault-access'
 import { CreateTwoFactorBody, TwoFactorCodeSchema, TwoFactorSchema, UpdateTwoFactorBody } from './model'
 import { TwoFactorService } from './service'
+import type { Config } from '../../config'
+import { policyOf } from '../lifecycle/trash'
+import { actorOf } from '../lifecycle/versions'
 
-export function twoFactorRoutes(deps: GuardDeps & { vaults: Vaults; now: () => number }) {
-  const tokens = new TwoFactorService(deps.vaults, deps.now)
+export function twoFactorRoutes(deps: GuardDeps & { vaults: Vaults; now: () => number; config: Partial<Pick<Config, 'historyVersions' | 'trashMs'>> }) {
+  const tokens = new TwoFactorService(deps.vaults, deps.now, policyOf(deps.config))
   return new Elysia({ prefix: '/api/2fa', tags: ['Two-factor tokens'] })
     .use(authGuard(deps))
     .get('/', ({ auth }) => tokens.list(auth.userId), {
@@ -18,7 +21,7 @@ export function twoFactorRoutes(deps: GuardDeps & { vaults: Vaults; now: () => n
     .post(
       '/',
       async ({ auth, body, set }) => {
-        const token = await tokens.create(auth.userId, body)
+        const token = await tokens.create(auth.userId, body, actorOf(auth))
         set.status = 201
         return token
       },
@@ -35,7 +38,7 @@ export function twoFactorRoutes(deps: GuardDeps & { vaults: Vaults; now: () => n
       response: { 200: TwoFactorSchema, ...errorResponses(404) },
       detail: { operationId: 'getTwoFactorToken', summary: 'Get a two-factor token (never its secret)' },
     })
-    .put('/:id', ({ auth, params, body }) => tokens.update(auth.userId, params.id, body), {
+    .put('/:id', ({ auth, params, body }) => tokens.update(auth.userId, params.id, body, actorOf(auth)), {
       auth: '2fa:write',
       params: IdParams,
       body: UpdateTwoFactorBody,
@@ -45,14 +48,14 @@ export function twoFactorRoutes(deps: GuardDeps & { vaults: Vaults; now: () => n
     .delete(
       '/:id',
       async ({ auth, params, set }) => {
-        await tokens.remove(auth.userId, params.id)
+        await tokens.remove(auth.userId, params.id, actorOf(auth))
         set.status = 204
       },
       {
         auth: '2fa:write',
         params: IdParams,
         response: { 204: NoContent, ...errorResponses(404) },
-        detail: { operationId: 'deleteTwoFactorToken', summary: 'Delete a two-factor token' },
+        detail: { operationId: 'deleteTwoFactorToken', summary: 'Delete a two-factor token (it goes to the trash)' },
       },
     )
     .post(

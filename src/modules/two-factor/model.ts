@@ -1,5 +1,6 @@
 import { t } from 'elysia'
 import { component, Integer, strictObject, Timestamp } from '../../http/schemas'
+import { DueStatusSchema, ExpiresAtInput } from '../entries/model'
 
 const Label = t.String({ minLength: 1, maxLength: 200 })
 const Notes = t.String({ maxLength: 2000 })
@@ -26,6 +27,10 @@ export const TwoFactorSchema = component(
     ...TotpParameterFields,
     createdAt: Timestamp,
     updatedAt: Timestamp,
+    // Issue 20: expiry reminders.
+    expiresAt: t.Union([Timestamp, t.Null()], { description: 'When the token expires (null: never)' }),
+    rotatedAt: t.Union([Timestamp, t.Null()], { description: 'When the secret last changed (null: never since it was created)' }),
+    dueStatus: DueStatusSchema,
   }),
 )
 
@@ -47,6 +52,7 @@ export const CreateTwoFactorBody = component(
     accountName: Label,
     secret: Secret,
     notes: t.Optional(t.Union([Notes, t.Null()])),
+    expiresAt: t.Optional(ExpiresAtInput),
   }),
 )
 
@@ -57,6 +63,7 @@ export const UpdateTwoFactorBody = component(
     accountName: t.Optional(Label),
     secret: t.Optional(Secret),
     notes: t.Optional(t.Union([Notes, t.Null()])),
+    expiresAt: t.Optional(ExpiresAtInput),
   }),
 )
 

@@ -3,6 +3,9 @@ import { byId, replaceRecord } from '../../store/by-id'
 import { badRequest, NotFound } from '../../http/errors'
 import type { TwoFactorRecord, VaultDocument } from '../../store/records'
 import type { Vaults } from '../vault-access'
+import { dueStatus, type DueStatus } from '../lifecycle/due'
+import { DEFAULT_POLICY, moveToTrash, type LifecyclePolicy } from '../lifecycle/trash'
+import { prepareVersion } from '../lifecycle/versions'
 import type { CreateTwoFactorInput, UpdateTwoFactorInput } from './model'
 import type { ParsedTotpSecret } from './totp'
 import { DEFAULT_TOTP_PARAMETERS, normalizedBase32, totpCode, type TotpParameters } from './totp-code'
@@ -17,7 +20,7 @@ export const totpParameters = (r: TwoFactorRecord): TotpParameters => ({
   period: r.period ?? DEFAULT_TOTP_PARAMETERS.period,
 })
 
-export const publicTwoFactor = (r: TwoFactorRecord) => ({
+export const publicTwoFactor = (r: TwoFactorRecord, now: number) => ({
   id: r.id,
   userId: r.userId,
   service: r.service,
@@ -26,6 +29,9 @@ export const publicTwoFactor = (r: TwoFactorRecord) => ({
   ...totpParameters(r),
   createdAt: r.createdAt,
   updatedAt: r.updatedAt,
+  expiresAt: r.expiresAt ?? null,
+  rotatedAt: r.rotatedAt ?? null,
+  dueStatus: dueStatus(r, now) as DueStatus,
 })
 
 export type PublicTwoFactor = ReturnType<typeof publicTwoFactor>
@@ -39,7 +45,7 @@ export interface TwoFactorCode {
 }
 
 /** The token with this id in the vault, or TWO_FACTOR_NOT_FOUND (missing and foreign alike). */
-function findToken(data: VaultDocument, id: string): TwoFactorRecord {
+export function findToken(data: VaultDocument, id: string): TwoFactorRecord {
   const token = byId(data.twoFactor, id)
   if (!token) throw NotFound.twoFactor()
   return token
@@ -60,19 +66,21 @@ export class TwoFactorService {
   constructor(
     private readonly vaults: Vaults,
     private readonly now: () => number = Date.now,
+    private readonly policy: LifecyclePolicy = DEFAULT_POLICY,
   ) {}
 
   async list(userId: string): Promise<PublicTwoFactor[]> {
     const { data } = await this.vaults.open(userId)
-    return data.twoFactor.map(publicTwoFactor)
+    const now = this.now()
+    return data.twoFactor.map((r) => publicTwoFactor(r, now))
   }
 
   async get(userId: string, id: string): Promise<PublicTwoFactor> {
     const { data } = await this.vaults.open(userId)
-    return publicTwoFactor(findToken(data, id))
+    return publicTwoFactor(findToken(data, id), this.now())
   }
 
-  async create(userId: string, input: CreateTwoFactorInput): Promise<PublicTwoFactor> {
+  async create(userId: string, input: CreateTwoFactorInput, actor = 'unknown'): Promise<PublicTwoFactor> {
     const secret = await checkedSecret(input.secret)
     const { doc, cipher } = await this.vaults.open(userId)
     const at = new Date(this.now()).toISOString()
@@ -89,12 +97,15 @@ export class TwoFactorService {
       period: secret.period,
       createdAt: at,
       updatedAt: at,
+      expiresAt: input.expiresAt ? new Date(input.expiresAt).toISOString() : null,
+      valueVersion: 1,
+      valueSetBy: actor,
     }
     await doc.update((data) => data.twoFactor.push(token))
-    return publicTwoFactor(token)
+    return publicTwoFactor(token, this.now())
   }
 
-  async update(userId: string, id: string, input: UpdateTwoFactorInput): Promise<PublicTwoFactor> {
+  async update(userId: string, id: string, input: UpdateTwoFactorInput, actor = 'unknown'): Promise<PublicTwoFactor> {
     const secret = input.secret === undefined ? undefined : await checkedSecret(input.secret)
     const { doc, cipher } = await this.vaults.open(userId)
     return doc.update((data) => {
@@ -103,23 +114,30 @@ export class TwoFactorService {
       if (input.service !== undefined) next.service = input.service
       if (input.accountName !== undefined) next.accountName = input.accountName
       if (input.notes !== undefined) next.notes = input.notes
+      if (input.expiresAt !== undefined) next.expiresAt = input.expiresAt === null ? null : new Date(input.expiresAt).toISOString()
+      next.updatedAt = new Date(this.now()).toISOString()
       if (secret !== undefined) {
+        // The secret it had becomes a version (issue 20).
+        const version = prepareVersion(data, cipher, 'totp', token, { actor, at: next.updatedAt, limit: this.policy.historyVersions })
+        Object.assign(next, version.fields)
         // A new secret brings its own parameters (a bare one: SHA1, 6, 30).
         next.encryptedSecret = cipher.seal('totp', id, secret.secret)
+        version.apply()
         next.algorithm = secret.algorithm
         next.digits = secret.digits
         next.period = secret.period
       }
-      next.updatedAt = new Date(this.now()).toISOString()
-      return publicTwoFactor(replaceRecord(data.twoFactor, token, next))
+      return publicTwoFactor(replaceRecord(data.twoFactor, token, next), this.now())
     })
   }
 
-  async remove(userId: string, id: string): Promise<void> {
+  /** Moves the token to the trash (issue 20). */
+  async remove(userId: string, id: string, actor = 'unknown'): Promise<void> {
     const { doc } = await this.vaults.open(userId)
     await doc.update((data) => {
-      findToken(data, id)
-      data.twoFactor = data.twoFactor.filter((r) => r.id !== id)
+      const token = findToken(data, id)
+      const name = `${token.service} (${token.accountName})`
+      moveToTrash(data, { kind: 'twoFactor', name, actor, at: this.now(), policy: this.policy, records: { twoFactor: [token] } })
     })
   }
 

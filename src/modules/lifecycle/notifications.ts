@@ -1,0 +1,275 @@
+// Due-item notifications (issue 20): a user may set a webhook (GET/PUT /api/account/notifications,
+// session only). Once a UTC day, when something of theirs has expired, is due for rotation or will
+// be within 14 days, the webhook receives one JSON POST listing those items by name, category and
+// date (never a value), signed with X-Svc-Signature (hex HMAC-SHA-256 of the body) when a secret
+// is set. A failed delivery is tried again with back-off (1, 5, 25 minutes, 2 hours), then given up
+// until the next day. The settings live in the owner's vault document, the secret sealed.
+import { Elysia } from 'elysia'
+import { isIP } from 'node:net'
+import { authGuard } from '../../auth/guard'
+import type { AppDeps } from '../../deps'
+import { AppError } from '../../http/errors'
+import { errorResponses } from '../../http/schemas'
+import { indexById } from '../../store/by-id'
+import type { NotificationSettingsRecord, VaultDocument } from '../../store/records'
+import { dueStatus, nextDue, type DueStatus } from './due'
+import { NotificationSettingsSchema, UpdateNotificationsBody } from './model'
+
+const MINUTE = 60_000
+/** Waits after the 1st, 2nd, 3rd and 4th failed attempt of a day; the 5th failure ends the day. */
+const BACKOFF_MS = [1, 5, 25, 125].map((m) => m * MINUTE)
+const DELIVERY_TIMEOUT_MS = 10_000
+const TICK_MS = MINUTE
+
+export interface DueItem {
+  kind: 'entry' | 'twoFactor'
+  name: string
+  category: string | null
+  environment: string | null
+  dueStatus: Exclude<DueStatus, 'ok'>
+  reason: 'expiry' | 'rotation'
+  dueAt: string
+}
+
+/** Everything of the vault that is not `ok`, soonest first (names and dates only). */
+export function dueItems(data: VaultDocument, now: number): DueItem[] {
+  const items: (DueItem & { at: number })[] = []
+  const categories = indexById(data.categories)
+  for (const entry of data.entries) {
+    const status = dueStatus(entry, now)
+    const next = nextDue(entry)
+    if (status === 'ok' || !next) continue
+    items.push({
+      kind: 'entry',
+      name: entry.name,
+      category: categories[entry.categoryId]?.name ?? null,
+      environment: entry.environment,
+      dueStatus: status,
+      reason: next.reason,
+      dueAt: new Date(next.at).toISOString(),
+      at: next.at,
+    })
+  }
+  for (const token of data.twoFactor) {
+    const status = dueStatus(token, now)
+    const next = nextDue(token)
+    if (status === 'ok' || !next) continue
+    items.push({ kind: 'twoFactor', name: `${token.service} (${token.accountName})`, category: null, environment: null, dueStatus: status, reason: next.reason, dueAt: new Date(next.at).toISOString(), at: next.at })
+  }
+  return items.sort((a, b) => a.at - b.at).map(({ at: _at, ...item }) => item)
+}
+
+const EMPTY: NotificationSettingsRecord = { webhookUrl: null, encryptedSecret: null, lastDelivery: null, day: null, attempts: 0, done: false, nextAttemptAt: null }
+
+const invalidUrl = (problem: string) => new AppError(400, 'INVALID_WEBHOOK_URL', `webhookUrl: ${problem}`)
+
+/** This machine's own interface addresses (a vault listening on 0.0.0.0 answers on each). */
+function ownAddresses(): Set<string> {
+  // Loaded when first needed (a delivery or a PUT), not at start: idle memory.
+  const { networkInterfaces } = process.getBuiltinModule('node:os')
+  return new Set(Object.values(networkInterfaces()).flatMap((list) => (list ?? []).map((i) => i.address.toLowerCase())))
+}
+
+/** Host names that reach this machine whatever the port. */
+function isLocalHost(hostname: string): boolean {
+  const bare = hostname.replace(/^\[|\]$/g, '').toLowerCase()
+  if (bare === 'localhost' || bare.endsWith('.localhost')) return true
+  if (isIP(bare) !== 0 && ownAddresses().has(bare)) return true
+  if (isIP(bare) === 4) return bare.startsWith('127.') || bare === '0.0.0.0'
+  return bare === '::1' || bare === '::' || bare === '::ffff:127.0.0.1'
+}
+
+const portOf = (url: URL) => Number(url.port || (url.protocol === 'https:' ? 443 : 80))
+
+export class Notifier {
+  /** Users known to have a webhook (filled by the background pass and by PUT). */
+  private readonly watched = new Set<string>()
+  /** The port this server listens on, once it does. */
+  listeningPort: number | null = null
+  private readonly running = new Map<string, Promise<void>>()
+
+  constructor(
+    private readonly deps: Pick<AppDeps, 'vaults' | 'store' | 'config' | 'now' | 'log'>,
+    private readonly send: typeof fetch = fetch,
+  ) {}
+
+  /** The vault itself, by its public origin, or by a local name and the port it listens on. */
+  private isSelf(url: URL, requestHost?: string | null): boolean {
+    if (url.origin === this.deps.config.origin) return true
+    if (requestHost && url.host.toLowerCase() === requestHost.toLowerCase()) return true
+    const ports = [this.listeningPort, this.deps.config.port].filter((p): p is number => typeof p === 'number' && p > 0)
+    return isLocalHost(url.hostname) && ports.includes(portOf(url))
+  }
+
+  /**
+   * At delivery: also a name that resolves to this machine on the port the vault listens on (a
+   * name the literal check at PUT could not see through).
+   */
+  private async resolvesToSelf(url: URL): Promise<boolean> {
+    if (this.isSelf(url)) return true
+    if (isIP(url.hostname.replace(/^\[|\]$/g, '')) !== 0) return false
+    try {
+      const { lookup } = process.getBuiltinModule('node:dns/promises')
+      const addresses = await lookup(url.hostname, { all: true })
+      return addresses.some(({ address }) => this.isSelf(new URL(`${url.protocol}//${address.includes(':') ? `[${address}]` : address}:${portOf(url)}/`)))
+    } catch {
+      // Not resolvable: the delivery itself fails and says so.
+      return false
+    }
+  }
+
+  /** A usable webhook URL, or 400 INVALID_WEBHOOK_URL. */
+  checkUrl(raw: string, requestHost?: string | null): string {
+    let url: URL
+    try {
+      url = new URL(raw)
+    } catch {
+      throw invalidUrl('must be an absolute http:// or https:// URL')
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw invalidUrl('only http:// and https:// URLs are accepted')
+    if (url.username || url.password) throw invalidUrl('must not carry a user name or password')
+    if (this.isSelf(url, requestHost)) throw invalidUrl("must not be this vault's own address")
+    return url.href
+  }
+
+  async settings(userId: string) {
+    const { data } = await this.deps.vaults.open(userId)
+    const s = data.notifications ?? EMPTY
+    return { webhookUrl: s.webhookUrl, hasSecret: s.encryptedSecret !== null, lastDelivery: s.lastDelivery }
+  }
+
+  async update(userId: string, input: { webhookUrl: string | null; secret?: string | null }, requestHost: string | null) {
+    const webhookUrl = input.webhookUrl === null ? null : this.checkUrl(input.webhookUrl, requestHost)
+    const { doc, cipher } = await this.deps.vaults.open(userId)
+    const sealed = typeof input.secret === 'string' ? cipher.seal('webhook', userId, input.secret) : input.secret
+    await doc.update((data) => {
+      const current = data.notifications ?? EMPTY
+      const urlChanged = current.webhookUrl !== webhookUrl
+      data.notifications = {
+        ...current,
+        webhookUrl,
+        encryptedSecret: webhookUrl === null ? null : sealed === undefined ? current.encryptedSecret : sealed,
+        // A new address starts its day afresh: the first delivery goes at once.
+        ...(urlChanged ? { day: null, attempts: 0, done: false, nextAttemptAt: null, lastDelivery: null } : {}),
+      }
+    })
+    if (webhookUrl) {
+      this.watched.add(userId)
+      // Delivered at once (in the background) when something is due, not only at the next tick.
+      setTimeout(() => void this.deliver(userId).catch(() => {}), 0)
+    } else this.watched.delete(userId)
+    return this.settings(userId)
+  }
+
+  /** Finds every user with a webhook (each vault on disk; the background pass). */
+  async scan(): Promise<void> {
+    for (const userId of this.deps.store.vaultIds()) {
+      const { data } = await this.deps.vaults.open(userId)
+      if (data.notifications?.webhookUrl) this.watched.add(userId)
+    }
+  }
+
+  /** One delivery round over the users with a webhook. */
+  async tick(): Promise<void> {
+    for (const userId of [...this.watched]) await this.deliver(userId).catch((error) => this.deps.log(`error: webhook delivery failed: ${(error as Error)?.message ?? error}`))
+  }
+
+  /** Today's delivery for this user when it is due (one at a time per user). */
+  deliver(userId: string): Promise<void> {
+    const running = this.running.get(userId)
+    if (running) return running
+    const attempt = this.attempt(userId).finally(() => this.running.delete(userId))
+    this.running.set(userId, attempt)
+    return attempt
+  }
+
+  private async attempt(userId: string): Promise<void> {
+    const { doc, data, cipher } = await this.deps.vaults.open(userId)
+    const settings = data.notifications
+    if (!settings?.webhookUrl) return
+    const now = this.deps.now()
+    const day = new Date(now).toISOString().slice(0, 10)
+    const state = settings.day === day ? settings : { ...settings, day, attempts: 0, done: false, nextAttemptAt: null }
+    if (state.done || (state.nextAttemptAt && Date.parse(state.nextAttemptAt) > now)) return
+    const items = dueItems(data, now)
+    if (items.length === 0) {
+      // Nothing due today: nothing sent.
+      await doc.update((current) => void (current.notifications = { ...current.notifications!, day, attempts: 0, done: true, nextAttemptAt: null }))
+      return
+    }
+    const url = settings.webhookUrl
+    const body = JSON.stringify({ event: 'due_items', generatedAt: new Date(now).toISOString(), count: items.length, items })
+    const headers: Record<string, string> = { 'content-type': 'application/json', 'user-agent': 'svc-vault' }
+    const secret = settings.encryptedSecret ? cipher.open('webhook', userId, settings.encryptedSecret) : null
+    if (secret !== null) headers['x-svc-signature'] = new Bun.CryptoHasher('sha256', secret).update(body).digest('hex')
+    let httpStatus: number | null = null
+    let error: string | null = null
+    if (await this.resolvesToSelf(new URL(url))) error = "refused: the vault's own address"
+    else {
+      try {
+        const response = await this.send(url, { method: 'POST', headers, body, redirect: 'manual', signal: AbortSignal.timeout(DELIVERY_TIMEOUT_MS) })
+        httpStatus = response.status
+        await response.body?.cancel().catch(() => {})
+        if (!response.ok) error = `HTTP ${response.status}`
+      } catch (failure) {
+        error = (failure as Error)?.name === 'TimeoutError' ? 'timed out' : 'could not connect'
+      }
+    }
+    const attempts = state.attempts + 1
+    const delivered = error === null
+    const done = delivered || attempts > BACKOFF_MS.length
+    await doc.update((current) => {
+      // The address may have changed meanwhile: then this attempt is not its history.
+      if (current.notifications?.webhookUrl !== url) return
+      current.notifications = {
+        ...current.notifications,
+        day,
+        attempts,
+        done,
+        nextAttemptAt: done ? null : new Date(now + BACKOFF_MS[attempts - 1]).toISOString(),
+        lastDelivery: { at: new Date(now).toISOString(), status: delivered ? 'delivered' : 'failed', httpStatus, error, attempts },
+      }
+    })
+  }
+}
+
+const notifiers = new WeakMap<object, Notifier>()
+/** The one notifier of an app's services (routes and jobs share it; tests reach it too). */
+export function notifierOf(deps: AppDeps): Notifier {
+  let notifier = notifiers.get(deps)
+  if (!notifier) notifiers.set(deps, (notifier = new Notifier(deps)))
+  return notifier
+}
+
+export function notificationRoutes(deps: AppDeps) {
+  const notifier = notifierOf(deps)
+  let timer: ReturnType<typeof setInterval> | undefined
+  return new Elysia({ prefix: '/api/account/notifications', tags: ['Notifications'] })
+    .use(authGuard(deps))
+    .get('/', ({ auth }) => notifier.settings(auth.userId), {
+      auth: 'session',
+      response: { 200: NotificationSettingsSchema, ...errorResponses() },
+      detail: {
+        operationId: 'getNotificationSettings',
+        summary: 'Your due-items webhook and its last delivery (session only; never the secret)',
+      },
+    })
+    .put('/', ({ auth, body, request }) => notifier.update(auth.userId, body, request.headers.get('host')), {
+      auth: 'session',
+      body: UpdateNotificationsBody,
+      response: { 200: NotificationSettingsSchema, ...errorResponses(400, 413) },
+      detail: {
+        operationId: 'updateNotificationSettings',
+        summary: 'Set or clear the due-items webhook (session only)',
+        description:
+          "Once a UTC day (and at once after it is set), when entries or 2FA tokens have expired, are due for rotation or will be within 14 days, the URL receives one JSON POST `{ event: 'due_items', generatedAt, count, items: [{ kind, name, category, environment, dueStatus, reason, dueAt }] }`, never a value. With a secret, `X-Svc-Signature` holds the hex HMAC-SHA-256 of the body under it. A failed delivery is retried after 1, 5, 25 and 125 minutes. Only http(s) URLs; this vault's own address is refused (400 INVALID_WEBHOOK_URL). `secret` omitted keeps the current one; null removes it.",
+      },
+    })
+    .onStart(({ server }) => {
+      notifier.listeningPort = server?.port ?? null
+      // Users with a webhook are found by the background pass (lifecycleJobs) and by PUT.
+      timer = setInterval(() => void notifier.tick(), TICK_MS)
+      timer.unref?.()
+    })
+    .onStop(() => clearInterval(timer))
+}

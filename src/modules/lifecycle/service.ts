@@ -1,0 +1,223 @@
+// Version history and trash over the vault document (issue 20). A version or trash item is reached
+// only through its owner's vault, and a version only through its live record: a foreign, missing
+// or trashed record answers its kind's 404, as everywhere.
+import { AppError } from '../../http/errors'
+import type { TrashRecord, VaultDocument } from '../../store/records'
+import type { Store } from '../../store/store'
+import { findCategory } from '../categories/service'
+import { EntryService, findEntry, type PublicEntry } from '../entries/service'
+import { entryValue } from '../entries/values'
+import { EnvProjectService, findFile, findProject, type PublicEnvFile } from '../envs/service'
+import { findToken, TwoFactorService, type PublicTwoFactor } from '../two-factor/service'
+import { normalizedBase32, totpCode } from '../two-factor/totp-code'
+import type { Vaults } from '../vault-access'
+import { expiredItems, findTrashItem, purgeItems, restoreItem, TRASH_SCOPES, type LifecyclePolicy } from './trash'
+import { findVersion, listVersions, openVersion, type VersionSummary } from './versions'
+
+export class HistoryService {
+  private readonly entries: EntryService
+  private readonly envs: EnvProjectService
+  private readonly tokens: TwoFactorService
+
+  constructor(
+    private readonly vaults: Vaults,
+    private readonly now: () => number,
+    policy: LifecyclePolicy,
+  ) {
+    this.entries = new EntryService(vaults, now, policy)
+    this.envs = new EnvProjectService(vaults, now, policy)
+    this.tokens = new TwoFactorService(vaults, now, policy)
+  }
+
+  async entryVersions(userId: string, id: string): Promise<VersionSummary[]> {
+    const { data } = await this.vaults.open(userId)
+    return listVersions(data, 'entry', findEntry(data, id).id)
+  }
+
+  async revealEntryVersion(userId: string, id: string, version: number) {
+    const { data, cipher } = await this.vaults.open(userId)
+    const entry = findEntry(data, id)
+    const found = findVersion(data, 'entry', entry.id, version)
+    const value = entryValue(findCategory(data, entry.categoryId), openVersion(cipher, found))
+    // A group value that no longer parses (tampering) is not revealed.
+    if (value === null) throw new AppError(404, 'VERSION_NOT_FOUND', 'Version not found')
+    return { id: entry.id, name: entry.name, environment: entry.environment, version, createdAt: found.createdAt, actor: found.actor, value }
+  }
+
+  /** Sets the entry's value to that of the version: a change like any other, so a new version. */
+  async restoreEntryVersion(userId: string, id: string, version: number, actor: string): Promise<PublicEntry> {
+    const { data, cipher } = await this.vaults.open(userId)
+    const entry = findEntry(data, id)
+    const plaintext = openVersion(cipher, findVersion(data, 'entry', entry.id, version))
+    return this.entries.update(userId, id, { value: plaintext }, actor)
+  }
+
+  async envFileVersions(userId: string, projectId: string, fileId: string): Promise<VersionSummary[]> {
+    const { data } = await this.vaults.open(userId)
+    findProject(data, projectId)
+    return listVersions(data, 'envfile', findFile(data, projectId, fileId).id)
+  }
+
+  async revealEnvFileVersion(userId: string, projectId: string, fileId: string, version: number) {
+    const { data, cipher } = await this.vaults.open(userId)
+    findProject(data, projectId)
+    const file = findFile(data, projectId, fileId)
+    const found = findVersion(data, 'envfile', file.id, version)
+    const content = openVersion(cipher, found)
+    return { id: file.id, projectId: file.projectId, fileType: file.fileType, version, createdAt: found.createdAt, actor: found.actor, content }
+  }
+
+  async restoreEnvFileVersion(userId: string, projectId: string, fileId: string, version: number, actor: string): Promise<PublicEnvFile> {
+    const { data, cipher } = await this.vaults.open(userId)
+    findProject(data, projectId)
+    const file = findFile(data, projectId, fileId)
+    const content = openVersion(cipher, findVersion(data, 'envfile', file.id, version))
+    return (await this.envs.upsertFile(userId, projectId, { fileType: file.fileType, content }, actor)).file
+  }
+
+  async tokenVersions(userId: string, id: string): Promise<VersionSummary[]> {
+    const { data } = await this.vaults.open(userId)
+    return listVersions(data, 'totp', findToken(data, id).id)
+  }
+
+  /** The code of the version's secret now: 2FA secrets never leave the vault, old ones neither. */
+  async revealTokenVersion(userId: string, id: string, version: number) {
+    const { data, cipher } = await this.vaults.open(userId)
+    const token = findToken(data, id)
+    const found = findVersion(data, 'totp', token.id, version)
+    const secret = normalizedBase32(openVersion(cipher, found))
+    if (secret === null) throw new AppError(404, 'VERSION_NOT_FOUND', 'Version not found')
+    const parameters = found.totp ?? { algorithm: 'SHA1' as const, digits: 6, period: 30 }
+    return {
+      id: token.id,
+      service: token.service,
+      accountName: token.accountName,
+      version,
+      createdAt: found.createdAt,
+      actor: found.actor,
+      ...totpCode(secret, this.now(), parameters),
+      ...parameters,
+    }
+  }
+
+  async restoreTokenVersion(userId: string, id: string, version: number, actor: string): Promise<PublicTwoFactor> {
+    const { data, cipher } = await this.vaults.open(userId)
+    const token = findToken(data, id)
+    const found = findVersion(data, 'totp', token.id, version)
+    const secret = openVersion(cipher, found)
+    const { algorithm, digits, period } = found.totp ?? { algorithm: 'SHA1', digits: 6, period: 30 }
+    // As an otpauth URI, so that the secret's own code parameters come back with it.
+    const uri = `otpauth://totp/restored?secret=${encodeURIComponent(secret)}&algorithm=${algorithm}&digits=${digits}&period=${period}`
+    return this.tokens.update(userId, id, { secret: uri }, actor)
+  }
+}
+
+export interface TrashItemSummary {
+  id: string
+  kind: TrashRecord['kind']
+  name: string
+  recordId: string
+  deletedAt: string
+  deletedBy: string
+  expiresAt: string
+  contains: { categories: number; entries: number; twoFactor: number; envProjects: number; envFiles: number }
+}
+
+/** The id the deleted record itself had. */
+function recordIdOf(item: TrashRecord): string {
+  const lists = { entry: item.entries, category: item.categories, twoFactor: item.twoFactor, envProject: item.envProjects, envFile: item.envFiles }
+  return lists[item.kind][0]?.id ?? ''
+}
+
+const summary = (item: TrashRecord): TrashItemSummary => ({
+  id: item.id,
+  kind: item.kind,
+  name: item.name,
+  recordId: recordIdOf(item),
+  deletedAt: item.deletedAt,
+  deletedBy: item.deletedBy,
+  expiresAt: item.expiresAt,
+  contains: {
+    categories: item.categories.length,
+    entries: item.entries.length,
+    twoFactor: item.twoFactor.length,
+    envProjects: item.envProjects.length,
+    envFiles: item.envFiles.length,
+  },
+})
+
+/** An access key sees the kinds it may read, and restores those it may write; a session, all. */
+const mayRead = (scopes: string[] | null, item: TrashRecord) => scopes === null || scopes.includes(TRASH_SCOPES[item.kind].read)
+
+export class TrashService {
+  constructor(
+    private readonly vaults: Vaults,
+    private readonly now: () => number,
+  ) {}
+
+  /** Purges what has expired, durably, before anything is answered from the trash. */
+  private async swept(userId: string) {
+    const vault = await this.vaults.open(userId)
+    if (expiredItems(vault.data, this.now()).length > 0) await vault.doc.update((data) => purgeItems(data, expiredItems(data, this.now())))
+    return vault
+  }
+
+  /** Newest first. */
+  async list(userId: string, scopes: string[] | null): Promise<TrashItemSummary[]> {
+    const { data } = await this.swept(userId)
+    return data.trash
+      .filter((item) => mayRead(scopes, item))
+      .map(summary)
+      .sort((a, b) => b.deletedAt.localeCompare(a.deletedAt))
+  }
+
+  async restore(userId: string, id: string, scopes: string[] | null) {
+    const { doc } = await this.swept(userId)
+    return doc.update((data: VaultDocument) => {
+      const item = findTrashItem(data, id, this.now())
+      if (!mayRead(scopes, item)) throw new AppError(404, 'TRASH_ITEM_NOT_FOUND', 'Trash item not found')
+      const need = TRASH_SCOPES[item.kind].write
+      if (scopes !== null && !scopes.includes(need)) throw new AppError(403, 'AUTH_SCOPE_REQUIRED', `This access key lacks the scope ${need}`)
+      restoreItem(data, item)
+      const ids = (list: { id: string }[]) => list.map((r) => r.id)
+      return {
+        id: item.id,
+        kind: item.kind,
+        name: item.name,
+        recordId: recordIdOf(item),
+        restored: {
+          categories: ids(item.categories),
+          entries: ids(item.entries),
+          twoFactor: ids(item.twoFactor),
+          envProjects: ids(item.envProjects),
+          envFiles: ids(item.envFiles),
+        },
+      }
+    })
+  }
+
+  /** Purges one item now, with its versions. */
+  async purge(userId: string, id: string): Promise<void> {
+    const { doc } = await this.swept(userId)
+    await doc.update((data) => purgeItems(data, [findTrashItem(data, id, this.now())]))
+  }
+
+  async purgeAll(userId: string): Promise<void> {
+    const { doc, data } = await this.swept(userId)
+    if (data.trash.length > 0) await doc.update((current) => purgeItems(current, current.trash))
+  }
+
+  /** Purges the expired items of every vault on disk (the background pass); the number purged. */
+  async sweepAll(store: Store): Promise<number> {
+    let purged = 0
+    for (const userId of store.vaultIds()) {
+      const { data, doc } = await this.vaults.open(userId)
+      const expired = expiredItems(data, this.now())
+      if (expired.length === 0) continue
+      purged += expired.length
+      await doc.update((current) => purgeItems(current, expiredItems(current, this.now())))
+    }
+    return purged
+  }
+}
+

@@ -1,0 +1,150 @@
+// The trash (issue 20): a deleted entry, category (with its entries), 2FA token, env project
+// (with its files) or env file leaves the live lists and is kept, records unchanged (still sealed,
+// same ids, so same AADs), in one trash record of the vault document until it expires. Lists,
+// details, stats and export read only the live lists, so it disappears from them at once. Its
+// versions stay in `versions`, unreachable while their record is not live, and go with it when
+// it is purged.
+import { conflict, NotFound } from '../../http/errors'
+import type { Config } from '../../config'
+import type { Scope } from '../../auth/scopes'
+import type { TrashKind, TrashRecord, VaultDocument } from '../../store/records'
+import { dropVersions } from './versions'
+
+export interface LifecyclePolicy {
+  /** Previous values kept per record (SVC_HISTORY_VERSIONS). */
+  historyVersions: number
+  /** How long deleted items are kept (SVC_TRASH_DAYS), in ms. */
+  trashMs: number
+}
+
+export const DEFAULT_POLICY: LifecyclePolicy = { historyVersions: 20, trashMs: 30 * 86_400_000 }
+
+export function policyOf(config: Partial<Pick<Config, 'historyVersions' | 'trashMs'>> | undefined): LifecyclePolicy {
+  return { historyVersions: config?.historyVersions ?? DEFAULT_POLICY.historyVersions, trashMs: config?.trashMs ?? DEFAULT_POLICY.trashMs }
+}
+
+/** The scopes an access key needs to see (read) and to restore (write) trash items of a kind. */
+export const TRASH_SCOPES: Record<TrashKind, { read: Scope; write: Scope }> = {
+  entry: { read: 'entries:read', write: 'entries:write' },
+  category: { read: 'categories:read', write: 'categories:write' },
+  twoFactor: { read: '2fa:read', write: '2fa:write' },
+  envProject: { read: 'envs:read', write: 'envs:write' },
+  envFile: { read: 'envs:read', write: 'envs:write' },
+}
+
+export interface Deletion {
+  kind: TrashKind
+  name: string
+  actor: string
+  at: number
+  policy: LifecyclePolicy
+  records: Partial<Pick<TrashRecord, 'categories' | 'entries' | 'twoFactor' | 'envProjects' | 'envFiles'>>
+}
+
+/**
+ * Moves these records (already found in the live lists) to the trash. Call it once every check
+ * has passed: it changes the vault.
+ */
+export function moveToTrash(data: VaultDocument, deletion: Deletion): TrashRecord {
+  const { records } = deletion
+  const ids = (list?: { id: string }[]) => new Set((list ?? []).map((r) => r.id))
+  const gone = {
+    categories: ids(records.categories),
+    entries: ids(records.entries),
+    twoFactor: ids(records.twoFactor),
+    envProjects: ids(records.envProjects),
+    envFiles: ids(records.envFiles),
+  }
+  if (gone.categories.size) data.categories = data.categories.filter((r) => !gone.categories.has(r.id))
+  if (gone.entries.size) data.entries = data.entries.filter((r) => !gone.entries.has(r.id))
+  if (gone.twoFactor.size) data.twoFactor = data.twoFactor.filter((r) => !gone.twoFactor.has(r.id))
+  if (gone.envProjects.size) data.envProjects = data.envProjects.filter((r) => !gone.envProjects.has(r.id))
+  if (gone.envFiles.size) data.envFiles = data.envFiles.filter((r) => !gone.envFiles.has(r.id))
+  const item: TrashRecord = {
+    id: crypto.randomUUID(),
+    kind: deletion.kind,
+    name: deletion.name,
+    deletedAt: new Date(deletion.at).toISOString(),
+    deletedBy: deletion.actor,
+    expiresAt: new Date(deletion.at + deletion.policy.trashMs).toISOString(),
+    categories: records.categories ?? [],
+    entries: records.entries ?? [],
+    twoFactor: records.twoFactor ?? [],
+    envProjects: records.envProjects ?? [],
+    envFiles: records.envFiles ?? [],
+  }
+  data.trash.push(item)
+  return item
+}
+
+const isLive = (item: TrashRecord, now: number) => Date.parse(item.expiresAt) > now
+
+/** The trash item with this id that has not expired yet, or TRASH_ITEM_NOT_FOUND. */
+export function findTrashItem(data: VaultDocument, id: string, now: number): TrashRecord {
+  const item = data.trash.find((t) => t.id === id)
+  if (!item || !isLive(item, now)) throw NotFound.trashItem()
+  return item
+}
+
+/** Ids of the records whose versions go with a purged item. */
+function versionedIds(item: TrashRecord): Set<string> {
+  return new Set([...item.entries, ...item.twoFactor, ...item.envFiles].map((r) => r.id))
+}
+
+/** Purges these items (and their versions) for good. */
+export function purgeItems(data: VaultDocument, items: readonly TrashRecord[]): void {
+  if (items.length === 0) return
+  const purged = new Set(items)
+  data.trash = data.trash.filter((t) => !purged.has(t))
+  const ids = new Set<string>()
+  for (const item of items) for (const id of versionedIds(item)) ids.add(id)
+  dropVersions(data, ids)
+}
+
+/** The items whose time in the trash is over. */
+export const expiredItems = (data: VaultDocument, now: number) => data.trash.filter((t) => !isLive(t, now))
+
+const sameName = (a: string, b: string) => a.trim().toLowerCase() === b.trim().toLowerCase()
+
+/**
+ * Puts an item's records back in the live lists. A name clash with what lives there now is 409
+ * (CATEGORY_EXISTS, ENTRY_EXISTS, ENV_PROJECT_EXISTS, ENV_FILE_EXISTS); an entry or env file
+ * whose category or project is gone is 409 TRASH_PARENT_MISSING. Checked before anything changes.
+ */
+export function restoreItem(data: VaultDocument, item: TrashRecord): void {
+  for (const category of item.categories) {
+    const twin = data.categories.find((c) => c.keyType === category.keyType && sameName(c.name, category.name))
+    if (twin) throw conflict('CATEGORY_EXISTS', `A ${category.keyType} category named "${twin.name}" exists already; rename it, then restore`)
+  }
+  const restoredCategories = new Set(item.categories.map((c) => c.id))
+  for (const entry of item.entries) {
+    if (!restoredCategories.has(entry.categoryId) && !data.categories.some((c) => c.id === entry.categoryId)) {
+      throw conflict('TRASH_PARENT_MISSING', `The category of "${entry.name}" is no longer there; restore the category first`)
+    }
+    const twin = data.entries.some((e) => e.categoryId === entry.categoryId && e.name === entry.name && e.environment === entry.environment)
+    if (twin) {
+      const where = entry.environment ? ` for ${entry.environment}` : ' without an environment'
+      throw conflict('ENTRY_EXISTS', `An entry named "${entry.name}"${where} exists already in its category; rename or delete it, then restore`)
+    }
+  }
+  for (const project of item.envProjects) {
+    const twin = data.envProjects.find((p) => sameName(p.name, project.name))
+    if (twin) throw conflict('ENV_PROJECT_EXISTS', `An env project named "${twin.name}" exists already; rename it, then restore`)
+  }
+  const restoredProjects = new Set(item.envProjects.map((p) => p.id))
+  for (const file of item.envFiles) {
+    if (restoredProjects.has(file.projectId)) continue
+    if (!data.envProjects.some((p) => p.id === file.projectId)) {
+      throw conflict('TRASH_PARENT_MISSING', 'The project of this env file is no longer there; restore the project first')
+    }
+    if (data.envFiles.some((f) => f.projectId === file.projectId && f.fileType === file.fileType)) {
+      throw conflict('ENV_FILE_EXISTS', `The project has a .${file.fileType} file already; delete it, then restore`)
+    }
+  }
+  data.categories.push(...item.categories)
+  data.entries.push(...item.entries)
+  data.twoFactor.push(...item.twoFactor)
+  data.envProjects.push(...item.envProjects)
+  data.envFiles.push(...item.envFiles)
+  data.trash = data.trash.filter((t) => t !== item)
+}
