@@ -335,6 +335,8 @@ describe.skipIf(!hasChromium())('web page: projects, import, keys, 2FA, everyone
       const after = await entries()
       expect(after.filter((entry) => entry.name === 'old-name')).toEqual([])
       expect(after.filter((entry) => entry.name === 'new-name').map((entry) => entry.id).sort()).toEqual([ids.old1, ids.old2].sort())
+      // The new project page loads its entries after the heading shows: wait for them.
+      await page.locator('[data-environment="staging"] .entry').nth(1).waitFor()
       expect(await page.locator('[data-environment="staging"] .entry').count()).toBe(2)
       await page.close()
     },
