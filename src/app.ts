@@ -26,6 +26,9 @@ import { statsRoutes } from './modules/stats'
 import { exportRoutes } from './modules/export'
 import { aiRoutes } from './modules/ai'
 import { webRoutes } from './web'
+import { auditRoutes } from './modules/audit'
+import { AuditService } from './modules/audit/service'
+import { AUDIT_ACTIONS } from './modules/audit/model'
 
 export type { AppDeps }
 
@@ -63,7 +66,9 @@ export async function openVault(config: Config, log: Logger = (line) => console.
   }
   accounts = new Accounts(store.accounts, config, now)
   accessKeys = new AccessKeys(store.accounts, now)
-  return { config, store, keyring, accounts, accessKeys, vaults: new Vaults(store, keyring), log, now }
+  const vaults = new Vaults(store, keyring)
+  const audit = new AuditService({ config, store, vaults, now, log })
+  return { config, store, keyring, accounts, accessKeys, vaults, log, now, audit }
 }
 
 export function createApp(deps: AppDeps) {
@@ -91,6 +96,7 @@ export function createApp(deps: AppDeps) {
     .use(statsRoutes(deps))
     .use(exportRoutes(deps))
     .use(aiRoutes(deps))
+    .use(auditRoutes(deps))
     .use(webRoutes(deps))
   root = () => app
   if (!deps.config.checkResponses) skipResponseChecks(app)
@@ -106,7 +112,8 @@ function apiDocumentation(config: AppDeps['config']): Documentation {
       title: 'svc-vault API',
       version: '1.0.0',
       description:
-        'A per-user vault for secrets. Authenticate with a session cookie (web interface) or an access key (`Authorization: Bearer svc_…`). A session bypasses scope checks; an access key needs the scope each operation lists (`security` and `x-required-scope`). Every failure answers `{ error, code }`.',
+        'A per-user vault for secrets. Authenticate with a session cookie (web interface) or an access key (`Authorization: Bearer svc_…`). A session bypasses scope checks; an access key needs the scope each operation lists (`security` and `x-required-scope`). Every failure answers `{ error, code }`.' +
+        ` Audit log (GET /api/audit): every action leaves one event (AuditEvent) in the user's hash-chained log; its actions (AuditAction) are ${AUDIT_ACTIONS.map((action) => `\`${action}\``).join(', ')}.`,
     },
     // A client resolves a relative URL against where it fetched the document.
     servers: config.baseUrlConfigured
@@ -123,6 +130,7 @@ function apiDocumentation(config: AppDeps['config']): Documentation {
       { name: 'Export', description: 'Your entries as one .env text' },
       { name: 'AI', description: 'Building a .env from a description, filing a pasted config' },
       { name: 'API description', description: 'This document' },
+      { name: 'Audit log', description: 'Who did what, when, from where: one event per action, hash-chained (AuditEvent, AuditAction)' },
     ],
     components: {
       securitySchemes: {

@@ -5,6 +5,7 @@ import type { Config } from './config'
 import type { Keyring } from './crypto/keyring'
 import type { Logger } from './http/error-handler'
 import type { Vaults } from './modules/vault-access'
+import type { AuditService } from './modules/audit/service'
 import type { Store } from './store/store'
 
 export interface AppDeps {
@@ -16,4 +17,6 @@ export interface AppDeps {
   vaults: Vaults
   log: Logger
   now: () => number
+  /** The audit log (issue 17). */
+  audit: AuditService
 }

@@ -7,6 +7,9 @@ import { errorResponses, NoContent, publicErrorResponses, withResponseHeaders } 
 import type { AccessKeys } from './access-keys'
 import { publicUser, type Accounts, type SignedIn } from './accounts'
 import { authGuard } from './guard'
+import { AppError } from '../http/errors'
+import { sha256Hex } from '../crypto/tokens'
+import type { AuditService } from '../modules/audit/service'
 import type { Scope } from './scopes'
 import { LoginBody, MeAnswer, ProvidersAnswer, RegisterBody, UserAnswer } from './model'
 
@@ -14,6 +17,7 @@ export interface AuthRouteDeps {
   config: Config
   accounts: Accounts
   accessKeys: AccessKeys
+  audit?: AuditService
 }
 
 export function setSessionCookie(cookie: Record<string, Cookie<unknown>>, config: Config, signedIn: SignedIn): void {
@@ -47,6 +51,10 @@ export function authRoutes(deps: AuthRouteDeps) {
       async ({ body, cookie, set, request, server }) => {
         assertSameSite(request, config.origin)
         const signedIn = await accounts.register(body, clientAddress(request, server, config))
+        if (deps.audit) {
+          const origin = deps.audit.origin({ request, server }, { accessKey: null, sessionTokenHash: sha256Hex(signedIn.token) })
+          await deps.audit.recordQuietly(signedIn.user.id, { action: 'auth.register', ...origin, records: [{ kind: 'user', id: signedIn.user.id, name: null }], details: { method: 'password' } })
+        }
         setSessionCookie(cookie, config, signedIn)
         set.status = 201
         return { user: publicUser(signedIn.user) }
@@ -66,7 +74,20 @@ export function authRoutes(deps: AuthRouteDeps) {
       '/login',
       async ({ body, cookie, request, server }) => {
         assertSameSite(request, config.origin)
-        const signedIn = await accounts.login(body.email, body.password, clientAddress(request, server, config))
+        let signedIn
+        try {
+          signedIn = await accounts.login(body.email, body.password, clientAddress(request, server, config))
+        } catch (error) {
+          // A failed sign-in goes to the account's log, or to the server's when no account has the e-mail.
+          if (deps.audit && error instanceof AppError && (error.status === 401 || error.status === 429)) {
+            const throttled = error.status === 429
+            await deps.audit
+              .signIn({ userId: accounts.userByEmail(body.email)?.id ?? null, method: 'password', ok: false, source: { request, server }, email: body.email, reason: throttled ? 'throttled' : 'invalid_credentials', outcome: throttled ? 'denied' : 'failed' })
+              .catch(() => {})
+          }
+          throw error
+        }
+        await deps.audit?.signIn({ userId: signedIn.user.id, method: 'password', ok: true, source: { request, server }, sessionTokenHash: sha256Hex(signedIn.token) }).catch(() => {})
         setSessionCookie(cookie, config, signedIn)
         return { user: publicUser(signedIn.user) }
       },
@@ -83,8 +104,9 @@ export function authRoutes(deps: AuthRouteDeps) {
     )
     .post(
       '/logout',
-      async ({ auth, cookie, set }) => {
+      async ({ auth, audit, cookie, set }) => {
         await accounts.endSession(auth.sessionTokenHash!)
+        await audit('auth.logout').catch(() => {})
         clearSessionCookie(cookie, config)
         set.status = 204
       },

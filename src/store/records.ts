@@ -117,4 +117,6 @@ export interface VaultDocument {
   twoFactor: TwoFactorRecord[]
   envProjects: EnvProjectRecord[]
   envFiles: EnvFileRecord[]
+  /** Where this vault's audit log chain starts (issue 17): a random start value, and the checkpoint of the last compaction. */
+  auditChain?: { start: string; checkpoint: string | null }
 }

@@ -7,6 +7,7 @@ import { errorResponses, withResponseHeaders } from '../../http/schemas'
 import { ExtractAnswer, ExtractBody, ImportAnswer, ImportBody } from './model'
 import { createExtractionModel } from './model-client'
 import { AiService } from './service'
+import { ref } from '../audit/service'
 
 export function aiRoutes(deps: AppDeps) {
   const ai = new AiService(deps.vaults, createExtractionModel(deps.config.ai, deps.log), deps.now)
@@ -14,8 +15,10 @@ export function aiRoutes(deps: AppDeps) {
     .use(authGuard(deps))
     .post(
       '/extract',
-      async ({ auth, body }) => {
-        const { source, text } = await ai.extract(auth.userId, body.prompt)
+      async ({ auth, audit, body }) => {
+        const { source, text, variables, entries } = await ai.extract(auth.userId, body.prompt)
+        // Recorded on disk before the values leave: the variable names returned, never the prompt or a value.
+        await audit('ai.extract', entries.map((entry) => ref('entry', entry)), { source, names: variables, count: variables.length })
         // Headers on the Response itself: should the key be revoked meanwhile, the 401 that
         // replaces this answer keeps its own JSON content type.
         return new Response(text, {
@@ -37,7 +40,19 @@ export function aiRoutes(deps: AppDeps) {
         },
       },
     )
-    .post('/import', async ({ auth, body }) => ({ data: await ai.import(auth.userId, body) }), {
+    .post('/import', async ({ auth, audit, body }) => {
+      const result = await ai.import(auth.userId, body)
+      await audit(
+        'ai.import',
+        [
+          ...(result.created?.categories ?? []).map((id) => ({ kind: 'category', id, name: null })),
+          ...(result.created?.entries ?? []).map((id) => ({ kind: 'entry', id, name: body.name ?? null })),
+          ...(result.updated?.entries ?? []).map((id) => ({ kind: 'entry', id, name: body.name ?? null })),
+        ],
+        { apply: body.apply === true, source: result.source, names: result.keys.map((key) => key.name), environment: body.environment ?? null },
+      )
+      return { data: result }
+    }, {
       auth: 'ai:extract',
       body: ImportBody,
       response: { 200: ImportAnswer, ...errorResponses(400, 413) },

@@ -3,6 +3,7 @@ import { Elysia, t } from 'elysia'
 import { authGuard, type GuardDeps } from '../../auth/guard'
 import { errorResponses, IdParams, NoContent } from '../../http/schemas'
 import type { Vaults } from '../vault-access'
+import { ref } from '../audit/service'
 import { CreateEntryBody, EntryListItemSchema, EntrySchema, RevealedEntrySchema, UpdateEntryBody } from './model'
 import { EntryService } from './service'
 
@@ -17,8 +18,9 @@ export function entryRoutes(deps: GuardDeps & { vaults: Vaults; now: () => numbe
     })
     .post(
       '/',
-      async ({ auth, body, set }) => {
+      async ({ auth, audit, body, set }) => {
         const entry = await entries.create(auth.userId, body)
+        await audit('entry.create', [ref('entry', entry)], { categoryId: entry.categoryId, environment: entry.environment })
         set.status = 201
         return entry
       },
@@ -40,7 +42,11 @@ export function entryRoutes(deps: GuardDeps & { vaults: Vaults; now: () => numbe
       response: { 200: EntrySchema, ...errorResponses(404) },
       detail: { operationId: 'getEntry', summary: 'Get a key entry (never its value)' },
     })
-    .put('/:id', ({ auth, params, body }) => entries.update(auth.userId, params.id, body), {
+    .put('/:id', async ({ auth, audit, params, body }) => {
+      const entry = await entries.update(auth.userId, params.id, body)
+      await audit('entry.update', [ref('entry', entry)], { fields: Object.keys(body).sort() })
+      return entry
+    }, {
       auth: 'entries:write',
       params: IdParams,
       body: UpdateEntryBody,
@@ -54,8 +60,10 @@ export function entryRoutes(deps: GuardDeps & { vaults: Vaults; now: () => numbe
     })
     .delete(
       '/:id',
-      async ({ auth, params, set }) => {
+      async ({ auth, audit, params, set }) => {
+        const entry = await entries.get(auth.userId, params.id)
         await entries.remove(auth.userId, params.id)
+        await audit('entry.delete', [ref('entry', entry)])
         set.status = 204
       },
       {
@@ -67,10 +75,13 @@ export function entryRoutes(deps: GuardDeps & { vaults: Vaults; now: () => numbe
     )
     .post(
       '/:id/reveal',
-      ({ auth, params, set }) => {
+      async ({ auth, audit, params, set }) => {
         // Set first, so that the 404 answer is not cached either.
         set.headers['cache-control'] = 'no-store'
-        return entries.reveal(auth.userId, params.id)
+        const revealed = await entries.reveal(auth.userId, params.id)
+        // Recorded on disk before the value leaves; if it cannot be, the answer is 500.
+        await audit('entry.reveal', [ref('entry', revealed)], { environment: revealed.environment })
+        return revealed
       },
       {
         auth: 'entries:reveal',

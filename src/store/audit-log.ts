@@ -1,0 +1,174 @@
+// An append-only audit log file (JSON Lines): events queued while a write is under way share the
+// next write and its fdatasync (group commit), and each caller's promise resolves only once its
+// line is on disk. What a line holds, and the hash chain, is the caller's business (`seal`): the
+// writer seals the queued events in order at write time, from the hash of the last durable line,
+// so that a failed write leaves nothing for later lines to chain from.
+//
+// A crash in the middle of an append leaves a last line without its newline (never acknowledged):
+// it is cut off at open. Lines are never changed in place; compaction replaces the whole file.
+import { closeSync, fsyncSync, ftruncateSync, openSync, readFileSync } from 'node:fs'
+import { constants, open, type FileHandle } from 'node:fs/promises'
+import { dirname } from 'node:path'
+import { fsyncDir, writeFileAtomic } from './atomic-file'
+
+export interface SealedLine {
+  /** The line's text, without its newline. */
+  text: string
+  /** What the next line chains from. */
+  hash: string
+}
+
+interface Pending<E> {
+  event: E
+  resolve: () => void
+  reject: (error: unknown) => void
+}
+
+/** The complete lines of a log file (a torn last line left out), and their length in bytes. */
+export function readAuditLines(path: string): { lines: string[]; bytes: number } {
+  let bytes: Buffer
+  try {
+    bytes = readFileSync(path)
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { lines: [], bytes: 0 }
+    throw error
+  }
+  const end = bytes.lastIndexOf(0x0a) + 1
+  const text = bytes.subarray(0, end).toString('utf8')
+  return { lines: text === '' ? [] : text.slice(0, -1).split('\n'), bytes: end }
+}
+
+export class AuditLogFile<E> {
+  private queue: Pending<E>[] = []
+  private writing = false
+  private handle: FileHandle | null = null
+  /** A write failed: whatever it left past `bytes` is cut before the next one. */
+  private dirty = false
+
+  private constructor(
+    readonly path: string,
+    private bytes: number,
+    /** Hash of the last durable line (or the chain's start). */
+    private head: string,
+    private readonly seal: (event: E, prev: string) => SealedLine,
+    private exists: boolean,
+  ) {}
+
+  /**
+   * Opens a log whose last durable line hashes to `head` (the caller read and checked the lines
+   * with readAuditLines); a torn last line is cut off.
+   */
+  static open<E>(path: string, head: string, seal: (event: E, prev: string) => SealedLine): AuditLogFile<E> {
+    const { bytes } = readAuditLines(path)
+    let exists = true
+    try {
+      const fd = openSync(path, 'r+')
+      try {
+        // A torn last line (a crash mid-append) was never acknowledged.
+        ftruncateSync(fd, bytes)
+        fsyncSync(fd)
+      } finally {
+        closeSync(fd)
+      }
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error
+      exists = false
+    }
+    return new AuditLogFile(path, bytes, head, seal, exists)
+  }
+
+  /** Resolves once the event's line is durable; rejects when it could not be written. */
+  append(event: E): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.queue.push({ event, resolve, reject })
+      if (!this.writing) void this.flush()
+    })
+  }
+
+  /** Waits for every queued line. */
+  async settle(): Promise<void> {
+    while (this.writing || this.queue.length > 0) await new Promise((resolve) => setTimeout(resolve, 1))
+  }
+
+  private async flush(): Promise<void> {
+    this.writing = true
+    while (this.queue.length > 0) {
+      const batch = this.queue
+      this.queue = []
+      let head = this.head
+      const texts: string[] = []
+      for (const pending of batch) {
+        const sealed = this.seal(pending.event, head)
+        texts.push(sealed.text)
+        head = sealed.hash
+      }
+      const bytes = Buffer.from(`${texts.join('\n')}\n`)
+      try {
+        await this.write(bytes)
+        this.head = head
+        this.bytes += bytes.length
+        for (const pending of batch) pending.resolve()
+      } catch (error) {
+        this.dirty = true
+        await this.closeHandle()
+        for (const pending of batch) pending.reject(error)
+      }
+    }
+    this.writing = false
+  }
+
+  private async write(bytes: Buffer): Promise<void> {
+    if (!this.handle) this.handle = await open(this.path, constants.O_WRONLY | constants.O_CREAT, 0o600)
+    if (this.dirty) {
+      await this.handle.truncate(this.bytes)
+      this.dirty = false
+    }
+    let written = 0
+    while (written < bytes.length) {
+      written += (await this.handle.write(bytes, written, bytes.length - written, this.bytes + written)).bytesWritten
+    }
+    await this.handle.datasync()
+    // A new file is durable only once its folder entry is.
+    if (!this.exists) {
+      await fsyncDir(dirname(this.path))
+      this.exists = true
+    }
+  }
+
+  private async closeHandle(): Promise<void> {
+    const handle = this.handle
+    this.handle = null
+    await handle?.close().catch(() => {})
+  }
+
+  /** Replaces the file with these lines (compaction); nothing may be queued meanwhile. */
+  async replace(lines: string[], head: string): Promise<void> {
+    await this.settle()
+    await this.closeHandle()
+    const text = lines.length > 0 ? `${lines.join('\n')}\n` : ''
+    await writeFileAtomic(this.path, text)
+    this.bytes = Buffer.byteLength(text)
+    this.head = head
+    this.exists = true
+    this.dirty = false
+  }
+
+  async close(): Promise<void> {
+    await this.settle()
+    await this.closeHandle()
+  }
+}
+
+/** A small JSON file written atomically (the server log's chain start). */
+export async function writeJsonFile(path: string, value: unknown): Promise<void> {
+  await writeFileAtomic(path, JSON.stringify(value))
+}
+
+export function readJsonFile<T>(path: string): T | null {
+  try {
+    return JSON.parse(readFileSync(path, 'utf8')) as T
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null
+    throw error
+  }
+}
