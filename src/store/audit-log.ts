@@ -6,9 +6,9 @@
 //
 // A crash in the middle of an append leaves a last line without its newline (never acknowledged):
 // it is cut off at open. Lines are never changed in place; compaction replaces the whole file.
-import { closeSync, fsyncSync, ftruncateSync, openSync, readFileSync } from 'node:fs'
+import { closeSync, existsSync, fsyncSync, ftruncateSync, openSync, readdirSync, readFileSync } from 'node:fs'
 import { constants, open, type FileHandle } from 'node:fs/promises'
-import { dirname } from 'node:path'
+import { dirname, join } from 'node:path'
 import { fsyncDir, writeFileAtomic } from './atomic-file'
 
 export interface SealedLine {
@@ -171,4 +171,33 @@ export function readJsonFile<T>(path: string): T | null {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null
     throw error
   }
+}
+
+/** A log on disk and where its chain starts (null: nothing recorded), for the verifier. */
+export interface StoredAuditChain {
+  /** Relative to the data folder. */
+  file: string
+  lines: string[]
+  anchor: { start: string; checkpoint: string | null } | null
+}
+
+/**
+ * Every audit log of a data folder with its chain's anchor: the server's `audit.log` (anchor in
+ * `audit.chain.json`) and each `vaults/<user>.audit.log` (anchor in the vault document, its change
+ * log applied). Read-only; safe beside a running server.
+ */
+export function readAuditChains(dataDir: string, readVault: (path: string) => string | null): StoredAuditChain[] {
+  const chains: StoredAuditChain[] = []
+  const server = join(dataDir, 'audit.log')
+  if (existsSync(server) || existsSync(join(dataDir, 'audit.chain.json'))) {
+    chains.push({ file: 'audit.log', lines: readAuditLines(server).lines, anchor: readJsonFile(join(dataDir, 'audit.chain.json')) })
+  }
+  const vaults = join(dataDir, 'vaults')
+  const names = existsSync(vaults) ? readdirSync(vaults) : []
+  for (const name of names.filter((n) => /^[0-9a-f-]{36}\.audit\.log$/.test(n)).sort()) {
+    const text = readVault(join(vaults, name.replace(/\.audit\.log$/, '.json')))
+    const anchor = text === null ? null : ((JSON.parse(text) as { auditChain?: StoredAuditChain['anchor'] }).auditChain ?? null)
+    chains.push({ file: `vaults/${name}`, lines: readAuditLines(join(vaults, name)).lines, anchor })
+  }
+  return chains
 }
