@@ -110,6 +110,9 @@ export class AuditLogFile<E> {
         for (const pending of batch) pending.resolve()
       } catch (error) {
         this.dirty = true
+        // Cut what the failed write left at once (a reader sees no unacknowledged line); if even
+        // that fails, the next write cuts it first.
+        await this.handle?.truncate(this.bytes).then(() => (this.dirty = false), () => {})
         await this.closeHandle()
         for (const pending of batch) pending.reject(error)
       }
