@@ -3,6 +3,7 @@ import { render } from 'preact'
 import { useEffect } from 'preact/hooks'
 import { api, currentUser, sessionLost, type User } from './api'
 import { AccessKeysPage } from './pages/access-keys'
+import { ActivityPage } from './pages/activity'
 import { DashboardPage } from './pages/dashboard'
 import { EnvProjectPage, EnvProjectsPage } from './pages/envs'
 import { ExportPage } from './pages/export'
@@ -22,6 +23,7 @@ const NAV = [
   { href: '/import', label: 'Import' },
   { href: '/access-keys', label: 'Access keys' },
   { href: '/export', label: 'Export' },
+  { href: '/activity', label: 'Activity' },
   { href: '/settings', label: 'Settings' },
 ]
 
@@ -37,6 +39,7 @@ function Page(props: { path: string }) {
   if (match('/access-keys', path)) return <AccessKeysPage />
   if (match('/export', path)) return <ExportPage />
   if (match('/settings', path)) return <SettingsPage />
+  if (match('/activity', path.split('?')[0])) return <ActivityPage />
   return (
     <section>
       <h1>Not found</h1>

@@ -1,6 +1,7 @@
 // Dashboard: totals as cards, two hand-drawn SVG bar charts, the most recently changed entries.
 import { api, ENVIRONMENTS, type Entry, type Stats } from '../api'
 import { EnvBadge, Icon, Link, Loading, relativeTime, useLoad } from '../ui'
+import { RecentActivityCard } from './activity'
 
 interface Bar {
   label: string
@@ -82,6 +83,7 @@ export function DashboardPage() {
           </div>
         </>
       )}
+      <RecentActivityCard />
       <h2>Recent entries</h2>
       {!entries.data ? (
         <Loading error={entries.error} />

@@ -3,47 +3,9 @@ import { t } from 'elysia'
 import type { TLiteral } from '@sinclair/typebox'
 import { component, nullable, Timestamp } from '../../http/schemas'
 
-/** Every action an event can name, `<kind>.<verb>`. */
-export const AUDIT_ACTIONS = [
-  // Sign-in and the account. `method` in details: password, oidc, passkey, 2fa.
-  'auth.register',
-  'auth.login',
-  'auth.login_failed',
-  'auth.logout',
-  'auth.session_end',
-  'auth.password_change',
-  'auth.twofa_change',
-  'auth.oidc_link',
-  'auth.oidc_unlink',
-  'access_key.create',
-  'access_key.revoke',
-  // A valid access key without the scope (or on a session-only endpoint).
-  'scope.denied',
-  'category.create',
-  'category.update',
-  'category.delete',
-  'entry.create',
-  'entry.update',
-  'entry.delete',
-  'entry.reveal',
-  'twofa.create',
-  'twofa.update',
-  'twofa.delete',
-  'twofa.reveal',
-  'envproject.create',
-  'envproject.update',
-  'envproject.delete',
-  'envfile.create',
-  'envfile.update',
-  'envfile.delete',
-  'envfile.read',
-  'export.read',
-  'ai.extract',
-  'ai.import',
-] as const
+export { AUDIT_ACTIONS, type AuditAction, type AuditOutcome } from './actions'
+import { AUDIT_ACTIONS, type AuditAction } from './actions'
 
-export type AuditAction = (typeof AUDIT_ACTIONS)[number]
-export type AuditOutcome = 'ok' | 'denied' | 'failed'
 
 export const AuditActionSchema = component(
   'AuditAction',
