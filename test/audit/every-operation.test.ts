@@ -250,6 +250,6 @@ test('every operation in the OpenAPI document leaves exactly its events', async 
   expect(actionsIn(null).at(-1)).toBe('auth.login_failed')
   // An export names its filters and how many values it sent; an extract the variable names.
   const events = (await alice.get('/api/audit?limit=500')).body.items
-  expect(events.find((e: any) => e.action === 'export.read').details).toEqual({ filters: { environment: 'production', name: null, format: 'dotenv' }, count: 1 })
+  expect(events.find((e: any) => e.action === 'export.read').details).toEqual({ filters: { environment: 'production', name: null, format: 'dotenv' }, count: 1, entries: 1 })
   expect(events.find((e: any) => e.action === 'ai.extract').details.names).toEqual(['OPENAI_API_KEY'])
 }, 60_000)
