@@ -6,10 +6,9 @@
 //
 // A crash in the middle of an append leaves a last line without its newline (never acknowledged):
 // it is cut off at open. Lines are never changed in place; compaction replaces the whole file.
-import { closeSync, existsSync, fsyncSync, ftruncateSync, openSync, readdirSync, readFileSync } from 'node:fs'
-import { constants, open, type FileHandle } from 'node:fs/promises'
+import { closeSync, constants, existsSync, fdatasyncSync, fsyncSync, ftruncateSync, openSync, readdirSync, readFileSync, writeSync } from 'node:fs'
 import { dirname, join } from 'node:path'
-import { fsyncDir, writeFileAtomic } from './atomic-file'
+import { fsyncDirSync, writeFileAtomic } from './atomic-file'
 
 export interface SealedLine {
   /** The line's text, without its newline. */
@@ -38,48 +37,23 @@ export function readAuditLines(path: string): { lines: string[]; bytes: number }
   return { lines: text === '' ? [] : text.slice(0, -1).split('\n'), bytes: end }
 }
 
-/**
- * Batches written at once, each with its own sync: the disk's sync latency (1 to 3 ms here) then
- * bounds each batch's wait, not the throughput, and concurrent syncs share the file system's
- * journal commits.
- */
-const MAX_BATCHES_IN_FLIGHT = 4
-
-interface Batch<E> {
-  pendings: Pending<E>[]
-  offset: number
-  length: number
-  head: string
-  /** True once this batch and every batch before it are durable. */
-  done: Promise<boolean>
-  error?: unknown
-}
-
 export class AuditLogFile<E> {
   private queue: Pending<E>[] = []
-  /** Batches written or being written, oldest first. */
-  private inFlight: Batch<E>[] = []
-  private handle: Promise<FileHandle> | null = null
-  /** Where the next batch goes and what it chains from (past the batches in flight). */
-  private nextOffset: number
-  private nextHead: string
-  /** A batch failed: no new batch starts until every one in flight has settled. */
-  private failing = false
+  private fd: number | null = null
+  private scheduled = false
   private paused = false
-  private gathering = false
+  /** A write failed and its bytes could not be cut: the next write cuts them first. */
+  private dirty = false
 
   private constructor(
     readonly path: string,
-    /** Length of the durable lines. */
+    /** Length of the durable lines: where the next line goes. */
     private bytes: number,
     /** Hash of the last durable line (or the chain's start). */
     private head: string,
     private readonly seal: (event: E, prev: string) => SealedLine,
     private exists: boolean,
-  ) {
-    this.nextOffset = bytes
-    this.nextHead = head
-  }
+  ) {}
 
   /**
    * Opens a log whose last durable line hashes to `head` (the caller read and checked the lines
@@ -104,148 +78,102 @@ export class AuditLogFile<E> {
     return new AuditLogFile(path, bytes, head, seal, exists)
   }
 
-  /** Resolves once the event's line (and every line before it) is durable; rejects when it could not be written. */
+  /** Resolves once the event's line is durable; rejects when it could not be written. */
   append(event: E): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       this.queue.push({ event, resolve, reject })
-      if (!this.gathering) {
-        this.gathering = true
-        // Requests answered in this turn of the event loop share the batch.
-        setImmediate(() => {
-          this.gathering = false
-          this.pump()
-        })
+      if (!this.scheduled && !this.paused) {
+        this.scheduled = true
+        setImmediate(() => this.flush())
       }
     })
   }
 
   /** Waits for every queued line. */
   async settle(): Promise<void> {
-    while (this.inFlight.length > 0 || this.queue.length > 0) await new Promise((resolve) => setTimeout(resolve, 1))
+    while (this.queue.length > 0 && !this.paused) await new Promise((resolve) => setImmediate(resolve))
   }
 
-  private pump(): void {
-    while (this.queue.length > 0 && this.inFlight.length < MAX_BATCHES_IN_FLIGHT && !this.failing && !this.paused) this.startBatch()
-  }
-
-  private startBatch(): void {
-    const pendings = this.queue
+  /**
+   * Writes every event queued in this turn of the event loop as one write and one fdatasync, on
+   * the main thread: under load, two trips through the thread pool (write, then sync) cost more
+   * than the sync itself, and everything queued meanwhile waits for the next batch anyway.
+   */
+  private flush(): void {
+    this.scheduled = false
+    if (this.paused || this.queue.length === 0) return
+    const batch = this.queue
     this.queue = []
-    let head = this.nextHead
+    let head = this.head
     const texts: string[] = []
-    for (const pending of pendings) {
+    for (const pending of batch) {
       const sealed = this.seal(pending.event, head)
       texts.push(sealed.text)
       head = sealed.hash
     }
     const bytes = Buffer.from(`${texts.join('\n')}\n`)
-    const previous = this.inFlight.at(-1)?.done ?? Promise.resolve(true)
-    const batch: Batch<E> = { pendings, offset: this.nextOffset, length: bytes.length, head, done: previous }
-    this.nextOffset += bytes.length
-    this.nextHead = head
-    this.inFlight.push(batch)
-    const own = this.writeAt(bytes, batch.offset).then(
-      () => true,
-      (error) => {
-        batch.error = error
-        return false
-      },
-    )
-    // A batch counts only once the ones before it are durable too (their syncs may end later).
-    batch.done = Promise.all([previous, own]).then(([before, written]) => before && written)
-    void batch.done.then((ok) => this.finish(batch, ok))
-  }
-
-  /** Runs for each batch in order (each `done` waits on the one before). */
-  private finish(batch: Batch<E>, ok: boolean): void {
-    this.inFlight.shift()
-    if (ok) {
-      this.bytes = batch.offset + batch.length
-      this.head = batch.head
-      for (const pending of batch.pendings) pending.resolve()
-    } else {
-      // This batch, or one before it, failed: later lines chain from lines that are not there.
-      this.failing = true
-      const error = batch.error ?? new Error('an earlier audit log write failed')
-      for (const pending of batch.pendings) pending.reject(error)
-      if (this.inFlight.length === 0) this.recover()
-    }
-    this.pump()
-  }
-
-  /**
-   * After a failure, once nothing is in flight: cut what the failed writes left and go on from
-   * the durable lines. No batch starts before the cut is done (it would cut the new lines too).
-   */
-  private recover(): void {
-    const handle = this.handle
-    this.handle = null
-    void (async () => {
-      try {
-        const open = await handle
-        await open?.truncate(this.bytes).catch(() => {})
-        await open?.close()
-      } catch {
-        // The file could not even be opened: nothing to cut.
+    try {
+      this.fd ??= openSync(this.path, constants.O_WRONLY | constants.O_CREAT, 0o600)
+      if (this.dirty) {
+        ftruncateSync(this.fd, this.bytes)
+        this.dirty = false
       }
-      this.nextOffset = this.bytes
-      this.nextHead = this.head
-      // Should the cut have failed, the next write makes it first.
-      this.cutBeforeNextWrite = true
-      this.failing = false
-      this.pump()
-    })()
+      let written = 0
+      while (written < bytes.length) written += writeSync(this.fd, bytes, written, bytes.length - written, this.bytes + written)
+      fdatasyncSync(this.fd)
+      // A new file is durable only once its folder entry is.
+      if (!this.exists) {
+        fsyncDirSync(dirname(this.path))
+        this.exists = true
+      }
+    } catch (error) {
+      // Cut what the failed write left (a reader sees no unacknowledged line); if even that
+      // fails, the next write cuts it first.
+      this.dirty = true
+      try {
+        if (this.fd !== null) {
+          ftruncateSync(this.fd, this.bytes)
+          this.dirty = false
+        }
+      } catch {}
+      this.closeFd()
+      for (const pending of batch) pending.reject(error)
+      return
+    }
+    this.bytes += bytes.length
+    this.head = head
+    for (const pending of batch) pending.resolve()
   }
 
-  private cutBeforeNextWrite = false
-
-  private async writeAt(bytes: Buffer, offset: number): Promise<void> {
-    const fresh = this.handle === null
-    const opening = (this.handle ??= open(this.path, constants.O_WRONLY | constants.O_CREAT, 0o600))
-    const handle = await opening
-    if (fresh && this.cutBeforeNextWrite) {
-      this.cutBeforeNextWrite = false
-      await handle.truncate(offset)
-    }
-    let written = 0
-    while (written < bytes.length) {
-      written += (await handle.write(bytes, written, bytes.length - written, offset + written)).bytesWritten
-    }
-    await handle.datasync()
-    // A new file is durable only once its folder entry is.
-    if (!this.exists) {
-      await fsyncDir(dirname(this.path))
-      this.exists = true
-    }
+  private closeFd(): void {
+    if (this.fd === null) return
+    try {
+      closeSync(this.fd)
+    } catch {}
+    this.fd = null
   }
 
   /** Replaces the file with these lines (compaction); appends wait meanwhile. */
   async replace(lines: string[], head: string): Promise<void> {
+    this.flush()
     this.paused = true
     try {
-      while (this.inFlight.length > 0) await new Promise((resolve) => setTimeout(resolve, 1))
-      await this.closeHandle()
+      this.closeFd()
       const text = lines.length > 0 ? `${lines.join('\n')}\n` : ''
       await writeFileAtomic(this.path, text)
-      this.bytes = this.nextOffset = Buffer.byteLength(text)
-      this.head = this.nextHead = head
+      this.bytes = Buffer.byteLength(text)
+      this.head = head
       this.exists = true
-      this.cutBeforeNextWrite = false
+      this.dirty = false
     } finally {
       this.paused = false
-      this.pump()
+      if (this.queue.length > 0) this.flush()
     }
   }
 
-  private async closeHandle(): Promise<void> {
-    const handle = this.handle
-    this.handle = null
-    await handle?.then((open) => open.close()).catch(() => {})
-  }
-
   async close(): Promise<void> {
-    await this.settle()
-    await this.closeHandle()
+    this.flush()
+    this.closeFd()
   }
 }
 
