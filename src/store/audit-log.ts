@@ -1,5 +1,5 @@
-// An append-only audit log file (JSON Lines): events queued while a write is under way share the
-// next write and its fdatasync (group commit), and each caller's promise resolves only once its
+// An append-only audit log file (JSON Lines). Events queued in one turn of the event loop share
+// one write and one fdatasync (group commit), and each caller's promise resolves only once its
 // line is on disk. What a line holds, and the hash chain, is the caller's business (`seal`): the
 // writer seals the queued events in order at write time, from the hash of the last durable line,
 // so that a failed write leaves nothing for later lines to chain from.
