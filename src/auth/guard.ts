@@ -145,7 +145,13 @@ export function authGuard(deps: GuardDeps) {
         const audit: AuditFn = deps.audit
           ? (action, records, details) => deps.audit!.recordFor(auth, { request, server }, action, records, details)
           : async () => {}
-        return { auth, audit }
+        // For a scope a handler requires itself (extract's export:read, say): `throw await denyScope('export:read')`
+        // records scope.denied like the guard does, and gives the 403 to throw.
+        const denyScope = async (scope: Scope) => {
+          if (deps.audit && auth.accessKey) await recordDenied(deps, deps.audit, request, server, scope)
+          return new AppError(403, 'AUTH_SCOPE_REQUIRED', `This access key lacks the scope ${scope}`)
+        }
+        return { auth, audit, denyScope }
       },
       // Only answers that carry secrets wait on this check (a hook costs every request it runs on).
       ...(carriesSecrets(need) ? { afterHandle: recheckKey } : {}),

@@ -215,3 +215,23 @@ describe('the chain', () => {
     }
   })
 })
+
+describe('scope.denied from a handler', () => {
+  test('a scope a handler requires itself (denyScope) is recorded too', async () => {
+    const { Elysia } = await import('elysia')
+    const { authGuard } = await import('../../src/auth/guard')
+    const { errorHandler } = await import('../../src/http/error-handler')
+    const app = new Elysia()
+      .use(errorHandler(() => {}))
+      .use(authGuard(server.deps))
+      .get('/extra', async ({ denyScope }) => {
+        throw await denyScope('export:read')
+      }, { auth: 'stats:read' })
+    const frank = await signUp(server.url)
+    const created = await frank.post('/api/access-keys', { name: 'narrow', scopes: ['stats:read'] })
+    const answer = await app.handle(new Request('http://localhost/extra', { headers: { authorization: `Bearer ${created.body.key}` } }))
+    expect(answer.status).toBe(403)
+    const [event] = (await frank.get('/api/audit?action=scope.denied')).body.items
+    expect(event).toMatchObject({ outcome: 'denied', actor: { type: 'access-key', id: created.body.id, name: 'narrow' }, details: { required: 'export:read', path: '/extra' } })
+  })
+})
