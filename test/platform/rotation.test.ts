@@ -28,6 +28,8 @@ function snapshot(dir: string): Record<string, string> {
   const files: Record<string, string> = {}
   for (const name of readdirSync(dir, { recursive: true }) as string[]) {
     const path = join(dir, name)
+    // The audit logs grow with every reveal the test makes (issue 17): not the rotation's doing.
+    if (name.endsWith('audit.log')) continue
     if (statSync(path).isFile()) files[name] = readFileSync(path, 'utf8')
   }
   return files
@@ -70,7 +72,7 @@ async function expectAllReadable(seeded: Seeded, env: Record<string, string>) {
 }
 
 const sealedFields = (dataDir: string) =>
-  readdirSync(join(dataDir, 'vaults')).map((name) => {
+  readdirSync(join(dataDir, 'vaults')).filter((name) => name.endsWith('.json')).map((name) => {
     const vault = JSON.parse(readFileSync(join(dataDir, 'vaults', name), 'utf8'))
     return {
       dataKey: vault.dataKey as string,
