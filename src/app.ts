@@ -68,6 +68,7 @@ export async function openVault(config: Config, log: Logger = (line) => console.
   accessKeys = new AccessKeys(store.accounts, now)
   const vaults = new Vaults(store, keyring)
   const audit = new AuditService({ config, store, vaults, now, log })
+  if (!config.audit.enabled) log('warning: SVC_AUDIT=off: nothing is recorded in the audit log; this switch is for the benchmark only')
   return { config, store, keyring, accounts, accessKeys, vaults, log, now, audit }
 }
 

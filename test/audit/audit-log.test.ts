@@ -235,3 +235,13 @@ describe('scope.denied from a handler', () => {
     expect(event).toMatchObject({ outcome: 'denied', actor: { type: 'access-key', id: created.body.id, name: 'narrow' }, details: { required: 'export:read', path: '/extra' } })
   })
 })
+
+describe('settings', () => {
+  test('SVC_AUDIT_RETENTION defaults to 365d and refuses a bad value; SVC_AUDIT is on or off', async () => {
+    const { loadConfig } = await import('../../src/config')
+    expect(loadConfig({}).audit).toEqual({ enabled: true, retentionMs: 365 * 86_400_000 })
+    expect(loadConfig({ SVC_AUDIT_RETENTION: '90d', SVC_AUDIT: 'off' }).audit).toEqual({ enabled: false, retentionMs: 90 * 86_400_000 })
+    expect(() => loadConfig({ SVC_AUDIT_RETENTION: 'forever' })).toThrow(/SVC_AUDIT_RETENTION/)
+    expect(() => loadConfig({ SVC_AUDIT: 'maybe' })).toThrow(/SVC_AUDIT/)
+  })
+})
