@@ -78,6 +78,11 @@ export class AuditLogFile<E> {
     return new AuditLogFile(path, bytes, head, seal, exists)
   }
 
+  /** The hash of the last durable line (or the chain's start). */
+  get durableHead(): string {
+    return this.head
+  }
+
   /** Resolves once the event's line is durable; rejects when it could not be written. */
   append(event: E): Promise<void> {
     return new Promise<void>((resolve, reject) => {
@@ -196,7 +201,7 @@ export interface StoredAuditChain {
   /** Relative to the data folder. */
   file: string
   lines: string[]
-  anchor: { start: string; checkpoint: string | null } | null
+  anchor: { start: string; checkpoint: string | null; head?: string | null } | null
 }
 
 /**

@@ -118,5 +118,5 @@ export interface VaultDocument {
   envProjects: EnvProjectRecord[]
   envFiles: EnvFileRecord[]
   /** Where this vault's audit log chain starts (issue 17): a random start value, and the checkpoint of the last compaction. */
-  auditChain?: { start: string; checkpoint: string | null }
+  auditChain?: { start: string; checkpoint: string | null; head?: string | null }
 }

@@ -216,6 +216,27 @@ describe('the chain', () => {
   })
 })
 
+describe('the end of the chain', () => {
+  test('after a clean stop, lines cut from the end of a log are caught too', async () => {
+    const dataDir = tempDir()
+    const own = await startTestServer({ dataDir })
+    const grace = await signUp(own.url)
+    for (let i = 0; i < 3; i++) await grace.post('/api/categories', { name: `g${i}`, keyType: 'group' })
+    await own.stop()
+    try {
+      expect(verify(dataDir).code).toBe(0)
+      const path = join(dataDir, 'vaults', `${grace.user.id}.audit.log`)
+      const all = lines(path)
+      writeFileSync(path, `${all.slice(0, -1).join('\n')}\n`)
+      const cut = verify(dataDir)
+      expect(cut.code).toBe(1)
+      expect(cut.output).toMatch(/lines were removed from the end/)
+    } finally {
+      removeDir(dataDir)
+    }
+  })
+})
+
 describe('scope.denied from a handler', () => {
   test('a scope a handler requires itself (denyScope) is recorded too', async () => {
     const { Elysia } = await import('elysia')

@@ -37,6 +37,11 @@ export function parseLine(text: string): ParsedLine | null {
 export interface ChainAnchor {
   start: string
   checkpoint: string | null
+  /**
+   * A line known to be in the file (the last one at a clean stop, a compaction, or every few
+   * hours): a file that no longer reaches it lost lines from its end.
+   */
+  head?: string | null
 }
 
 export type ChainCheck =
@@ -76,6 +81,15 @@ export function verifyChain(lines: string[], anchor: ChainAnchor): ChainCheck {
       }
     }
     expected = line.event.hash
+  }
+  const recorded = anchor.head
+  if (recorded && recorded !== (anchor.checkpoint ?? anchor.start) && !parsed.some((line, index) => index >= from && line?.event.hash === recorded)) {
+    return {
+      ok: false,
+      line: lines.length + 1,
+      problem: 'removed',
+      message: `lines were removed from the end: the file no longer reaches the line ${recorded.slice(0, 12)}… recorded in the chain's anchor (it has ${lines.length} line(s))`,
+    }
   }
   return { ok: true, lines: lines.length - from, head: expected }
 }

@@ -288,6 +288,7 @@ export class AuditService {
   /** Drops the events older than SVC_AUDIT_RETENTION; the file then starts from a recorded checkpoint. */
   private async compact(log: OpenLog): Promise<void> {
     log.compactedAt = this.deps.now()
+    await this.noteHead(log)
     const cutoff = this.deps.now() - this.deps.config.audit.retentionMs
     const { lines } = readAuditLines(log.path)
     let drop = 0
@@ -297,8 +298,9 @@ export class AuditService {
     const kept = lines.slice(drop)
     // The checkpoint is recorded first: should the rewrite not happen, the verifier finds the
     // checkpoint inside the old file and checks the chain from there.
-    await log.writeAnchor({ ...log.readAnchor(), checkpoint })
-    await log.file.replace(kept, kept.length > 0 ? parseLine(kept[kept.length - 1])!.event.hash : checkpoint)
+    const head = kept.length > 0 ? parseLine(kept[kept.length - 1])!.event.hash : checkpoint
+    await log.writeAnchor({ ...log.readAnchor(), checkpoint, head })
+    await log.file.replace(kept, head)
   }
 
   /** Compacts every open log (runs every few hours); appends wait meanwhile. */
@@ -315,11 +317,21 @@ export class AuditService {
     }
   }
 
+  /** Records the log's last durable line in its anchor, so that cutting lines from its end shows. */
+  private async noteHead(log: OpenLog): Promise<void> {
+    const head = log.file.durableHead
+    const anchor = log.readAnchor()
+    if (anchor.head === head) return
+    await log.writeAnchor({ ...anchor, head }).catch((error) => this.deps.log(`error: could not record the head of ${log.path}: ${(error as Error).message}`))
+  }
+
   async close(): Promise<void> {
     if (this.timer) clearInterval(this.timer)
     for (const opening of this.logs.values()) {
       const log = await opening.catch(() => null)
-      await log?.file.close()
+      if (!log) continue
+      await log.file.close()
+      await this.noteHead(log)
     }
     this.logs.clear()
   }
