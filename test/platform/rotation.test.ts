@@ -30,7 +30,14 @@ function snapshot(dir: string): Record<string, string> {
     const path = join(dir, name)
     // The audit logs grow with every reveal the test makes (issue 17): not the rotation's doing.
     if (name.endsWith('audit.log')) continue
-    if (statSync(path).isFile()) files[name] = readFileSync(path, 'utf8')
+    if (!statSync(path).isFile()) continue
+    files[name] = readFileSync(path, 'utf8')
+    // A vault's audit anchor notes the log's last line at each stop: it moves with those reveals too.
+    if (name.startsWith('vaults/') && name.endsWith('.json')) {
+      const vault = JSON.parse(files[name])
+      if (vault.auditChain) delete vault.auditChain.head
+      files[name] = JSON.stringify(vault)
+    }
   }
   return files
 }

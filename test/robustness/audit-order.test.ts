@@ -2,7 +2,7 @@
 // reveal's audit line is written and fdatasync'ed before the answer holding the value is sent.
 import { expect, test } from 'bun:test'
 import { spawnSync } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { signUp } from '../support/client'
 import { removeDir, spawnServer, tempDir } from '../support/server'
@@ -26,7 +26,8 @@ test.skipIf(!hasStrace)('the audit line is on disk (write, then fdatasync) befor
     // Attached once the traced process's activity shows (a request it answers).
     for (let i = 0; i < 100; i++) {
       await owner.get('/api/auth/me')
-      if (readFileSync(tracePath, 'utf8').includes('sendto') || readFileSync(tracePath, 'utf8').includes('write')) break
+      const soFar = existsSync(tracePath) ? readFileSync(tracePath, 'utf8') : ''
+      if (soFar.includes('sendto') || soFar.includes('write')) break
       await Bun.sleep(50)
     }
     const revealed = await owner.post(`/api/entries/${entry.id}/reveal`)
