@@ -12,6 +12,8 @@
 //                                  hits both sides alike
 //   bun run bench --out=path.json  where the JSON goes (default bench/results/latest.json)
 //   bun run bench --only=stats,2fa.reveal   just these scenarios (ids as in the JSON), for quick A/B runs
+//   bun run bench --only=audit     just the audit log's A/B: reveal and export with the log on
+//                                  (as shipped) and off (SVC_AUDIT=off, a switch for this only)
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
@@ -135,10 +137,10 @@ function serviceEnv(dataDir: string, masterKey: string): Record<string, string> 
   return { SVC_DATA_DIR: dataDir, SVC_MASTER_KEY: masterKey, NODE_ENV: 'production' }
 }
 
-async function startService(dataDir: string, masterKey: string, probe: { path: string; key: string }): Promise<Running & { startupMs: number }> {
+async function startService(dataDir: string, masterKey: string, probe: { path: string; key: string }, extraEnv: Record<string, string> = {}): Promise<Running & { startupMs: number }> {
   const port = freePort()
   const since = performance.now()
-  const server = spawn('service', ['dist/index.js'], serviceEnv(dataDir, masterKey), port)
+  const server = spawn('service', ['dist/index.js'], { ...serviceEnv(dataDir, masterKey), ...extraEnv }, port)
   const startupMs = await waitForAnswer(server, probe.path, probe.key, since)
   return Object.assign(server, { startupMs })
 }
@@ -170,7 +172,8 @@ function memory(server: Running): { rssMb: number; peakMb: number; anonMb: numbe
 // ---------------------------------------------------------------------------------------------
 // Scenarios
 
-type Kind = 'read' | 'write' | 'mix'
+// 'audit': the same read with the audit log on (service) and off (baseline column), issue 17.
+type Kind = 'read' | 'write' | 'mix' | 'audit'
 
 interface Scenario {
   id: string
@@ -221,6 +224,14 @@ const SCENARIOS: Scenario[] = [
   },
 ]
 
+/** The audit log's A/B: the service's own reveal and export, log on against log off. */
+const AUDIT_SCENARIOS: Scenario[] = SCENARIOS.filter((s) => s.id === 'entries.reveal' || s.id === 'export').map((s) => ({
+  ...s,
+  id: `audit.${s.id}`,
+  label: `${s.label} audit on/off`,
+  kind: 'audit' as const,
+}))
+
 interface Row {
   scenario: string
   label: string
@@ -252,6 +263,7 @@ function targetFor(scenario: Scenario, connections: number, smoke: boolean): { t
   if (smoke || connections !== 32) return null
   if (scenario.kind === 'read') return { text: 'ratio>=0.8, p99<10ms', check: (row) => row.ratio! >= 0.8 && row.service!.p99 < 10 }
   if (scenario.kind === 'write') return { text: 'ratio>=0.5', check: (row) => row.ratio! >= 0.5 }
+  if (scenario.kind === 'audit' && scenario.id.includes('reveal')) return { text: 'audit on/off>=0.8', check: (row) => row.ratio! >= 0.8 }
   return null
 }
 
@@ -304,7 +316,8 @@ const median = (values: number[]) => (values.length === 0 ? null : [...values].s
 async function main() {
   const options = parseOptions(process.argv.slice(2))
   const scenarios = options.only ? SCENARIOS.filter((s) => options.only!.includes(s.id)) : SCENARIOS
-  if (options.only && scenarios.length === 0) throw new Error(`--only: no scenario among ${SCENARIOS.map((s) => s.id).join(', ')}`)
+  const auditAB = AUDIT_SCENARIOS.filter((s) => !options.only || options.only.includes('audit') || options.only.includes(s.id))
+  if (options.only && scenarios.length === 0 && auditAB.length === 0) throw new Error(`--only: no scenario among ${SCENARIOS.map((s) => s.id).join(', ')}`)
   const sizes = options.smoke ? SMOKE_SIZES : FULL_SIZES
   const work = mkdtempSync(join(tmpdir(), 'svc-vault-bench-'))
   const masterKey = Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('base64')
@@ -442,6 +455,29 @@ async function main() {
     await service.stop()
     await baseline.stop()
 
+    // The audit log's cost (issue 17): reveal and export with the log on, as shipped, against the
+    // same service with it off (SVC_AUDIT=off, which exists for this comparison only).
+    if (auditAB.length > 0) {
+      const on = await startService(copyOf(main.dataDir), masterKey, { path: readProbe, key: main.key })
+      const off = await startService(copyOf(main.dataDir), masterKey, { path: readProbe, key: main.key }, { SVC_AUDIT: 'off' })
+      for (const scenario of auditAB) {
+        const requests = scenario.requests(main)
+        const skip = await skipReason(scenario, on, requests)
+        if (skip) {
+          for (const connections of options.connections) record(scenario, connections, null, null, skip)
+          continue
+        }
+        await warm(on, requests)
+        await warm(off, requests)
+        for (const connections of options.connections) {
+          const [onResult, offResult] = await alternate(on, off, requests, connections)
+          record(scenario, connections, onResult, offResult, 'baseline column: the audit log off')
+        }
+      }
+      await on.stop()
+      await off.stop()
+    }
+
     // Writes and the mix change the data: each run starts on a fresh copy of the seed, so every
     // connection count sees the same 1,000-entry vault (in smoke mode, one copy per scenario).
     // Memory after each kind of run, with the vault's size then: the write runs grow it by every
@@ -452,7 +488,7 @@ async function main() {
       if (now.rssMb > (afterRuns[kind]?.rssMb ?? 0)) afterRuns[kind] = now
     }
     const baselineWrites: Record<number, LoadResult> = {}
-    for (const scenario of scenarios.filter((s) => s.kind !== 'read')) {
+    for (const scenario of scenarios.filter((s) => s.kind === 'write' || s.kind === 'mix')) {
       const requests = scenario.requests(main)
       let pair: { service: Running; baseline: Running } | null = null
       const fresh = async () => {

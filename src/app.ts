@@ -36,6 +36,9 @@ import { accountRoutes } from './modules/account'
 import { secondFactorRoutes } from './auth/second-factor-routes'
 import { historyRoutes, lifecycleJobs, trashRoutes } from './modules/lifecycle'
 import { notificationRoutes } from './modules/lifecycle/notifications'
+import { auditRoutes } from './modules/audit'
+import { AuditService } from './modules/audit/service'
+import { AUDIT_ACTIONS } from './modules/audit/model'
 
 export type { AppDeps }
 
@@ -83,7 +86,10 @@ export async function openVault(
   }
   accounts = new Accounts(store.accounts, config, now)
   accessKeys = new AccessKeys(store.accounts, now)
-  return { config, store, keyring, accounts, accessKeys, vaults: new Vaults(store, keyring), log, now, metrics, logRequest }
+  const vaults = new Vaults(store, keyring)
+  const audit = new AuditService({ config, store, vaults, now, log })
+  if (!config.audit.enabled) log('warning: SVC_AUDIT=off: nothing is recorded in the audit log; this switch is for the benchmark only')
+  return { config, store, keyring, accounts, accessKeys, vaults, log, now, metrics, logRequest, audit }
 }
 
 export function createApp(deps: AppDeps) {
@@ -119,10 +125,11 @@ export function createApp(deps: AppDeps) {
     .use(healthRoutes(deps))
     .use(secondFactorRoutes(deps))
     .use(accountRoutes(deps))
-      .use(historyRoutes(deps))
+    .use(historyRoutes(deps))
     .use(trashRoutes(deps))
     .use(lifecycleJobs(deps))
     .use(notificationRoutes(deps))
+    .use(auditRoutes(deps))
     .use(webRoutes(deps))
   root = () => app
   if (!deps.config.checkResponses) skipResponseChecks(app)
@@ -138,7 +145,8 @@ function apiDocumentation(config: AppDeps['config']): Documentation {
       title: 'svc-vault API',
       version: '1.0.0',
       description:
-        'A per-user vault for secrets. Authenticate with a session cookie (web interface) or an access key (`Authorization: Bearer svc_…`). A session bypasses scope checks; an access key needs the scope each operation lists (`security` and `x-required-scope`). Every failure answers `{ error, code }`.',
+        'A per-user vault for secrets. Authenticate with a session cookie (web interface) or an access key (`Authorization: Bearer svc_…`). A session bypasses scope checks; an access key needs the scope each operation lists (`security` and `x-required-scope`). Every failure answers `{ error, code }`.' +
+        ` Audit log (GET /api/audit): every action leaves one event (AuditEvent) in the user's hash-chained log; its actions (AuditAction) are ${AUDIT_ACTIONS.map((action) => `\`${action}\``).join(', ')}.`,
     },
     // A client resolves a relative URL against where it fetched the document.
     servers: config.baseUrlConfigured
@@ -158,6 +166,7 @@ function apiDocumentation(config: AppDeps['config']): Documentation {
       { name: 'Trash', description: 'Deleted items, kept for SVC_TRASH_DAYS days' },
       { name: 'Notifications', description: 'A daily webhook listing expired and due keys (session only)' },
       { name: 'API description', description: 'This document' },
+      { name: 'Audit log', description: 'Who did what, when, from where: one event per action, hash-chained (AuditEvent, AuditAction)' },
     ],
     components: {
       securitySchemes: {

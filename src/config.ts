@@ -62,6 +62,8 @@ export interface Config {
   historyVersions: number
   /** How long deleted items stay in the trash (SVC_TRASH_DAYS, default 30), in ms. */
   trashMs: number
+  /** The audit log: SVC_AUDIT_RETENTION (default 365d); SVC_AUDIT=off is for the benchmark's A/B only. */
+  audit: { enabled: boolean; retentionMs: number }
 }
 
 export class ConfigError extends Error {}
@@ -209,6 +211,19 @@ export function loadConfig(env: Env = process.env): Config {
     baseUrlExplicit: Boolean(env.SVC_BASE_URL?.trim()),
     historyVersions: parseHistoryVersions(env),
     trashMs: parseTrashDays(env) * 86_400_000,
+    audit: parseAudit(env),
+  }
+}
+
+function parseAudit(env: Env): Config['audit'] {
+  const switchRaw = env.SVC_AUDIT?.trim().toLowerCase()
+  if (switchRaw !== undefined && switchRaw !== '' && switchRaw !== 'on' && switchRaw !== 'off') {
+    throw new ConfigError(`SVC_AUDIT must be "on" or "off" (off is for the benchmark only), got "${env.SVC_AUDIT}"`)
+  }
+  const retention = setting(env, 'SVC_AUDIT_RETENTION', 'set a duration such as 365d or 52w, or unset it for 365d')
+  return {
+    enabled: switchRaw !== 'off',
+    retentionMs: parseDuration(retention ?? '365d', 'SVC_AUDIT_RETENTION', { min: 60_000, max: 100 * 366 * 86_400_000, hint: '365d, 90d or 52w' }),
   }
 }
 

@@ -7,6 +7,7 @@ import type { Logger } from './http/error-handler'
 import type { Metrics } from './http/metrics'
 import type { RequestRecord } from './log'
 import type { Vaults } from './modules/vault-access'
+import type { AuditService } from './modules/audit/service'
 import type { Store } from './store/store'
 
 export interface AppDeps {
@@ -21,4 +22,6 @@ export interface AppDeps {
   // Operations: counters for GET /metrics, and where answered requests are logged (none: not logged).
   metrics: Metrics
   logRequest?: (record: RequestRecord) => void
+  /** The audit log. */
+  audit: AuditService
 }

@@ -52,6 +52,7 @@ async function main() {
   stop = async () => {
     // Stop accepting, let requests in flight finish, flush every document, release the lock.
     await app.server?.stop(false)
+    await deps.audit.close()
     await deps.store.close()
   }
   const address = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${app.server!.port}`

@@ -4,6 +4,7 @@ import { useEffect } from 'preact/hooks'
 import { api, currentUser, sessionLost, type User } from './api'
 import { AccessKeysPage } from './pages/access-keys'
 import { CliPage } from './pages/cli'
+import { ActivityPage } from './pages/activity'
 import { DashboardPage } from './pages/dashboard'
 import { EnvProjectPage, EnvProjectsPage } from './pages/envs'
 import { ExportPage } from './pages/export'
@@ -27,6 +28,7 @@ const NAV = [
   { href: '/access-keys', label: 'Access keys' },
   { href: '/export', label: 'Export' },
   { href: '/trash', label: 'Trash' },
+  { href: '/activity', label: 'Activity' },
   { href: '/settings', label: 'Settings' },
 ]
 
@@ -46,6 +48,7 @@ function Page(props: { path: string }) {
   if (match('/settings', path)) return <SettingsPage />
   if (match('/trash', path)) return <TrashPage />
   if (match('/cli', path)) return <CliPage />
+  if (match('/activity', path.split('?')[0])) return <ActivityPage />
   return (
     <section>
       <h1>Not found</h1>

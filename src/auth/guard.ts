@@ -10,6 +10,8 @@ import type { AccessKeyRecord, UserRecord } from '../store/records'
 import type { AccessKeys } from './access-keys'
 import type { Accounts } from './accounts'
 import type { Scope } from './scopes'
+import type { AuditAction } from '../modules/audit/model'
+import type { AuditRecordRef, AuditService } from '../modules/audit/service'
 
 /** The session cookie's name over plain http; over https it is `__Host-svc_session` (config.sessionCookie). */
 export const SESSION_COOKIE = 'svc_session'
@@ -41,7 +43,12 @@ export interface GuardDeps {
   config: Pick<Config, 'origin'> & Partial<Pick<Config, 'sessionCookie'>>
   accounts: Accounts
   accessKeys: AccessKeys
+  /** The audit log (issue 17): routes get an `audit` helper; a key's missing scope is recorded. */
+  audit?: AuditService
 }
+
+/** Records an action of the caller; resolves once the event is on disk (await it before sending a secret). */
+export type AuditFn = (action: AuditAction, records?: AuditRecordRef[], details?: Record<string, unknown>) => Promise<void>
 
 export function authenticate(
   deps: GuardDeps,
@@ -95,6 +102,20 @@ export function sessionToken(header: string | null, name = SESSION_COOKIE): stri
   return undefined
 }
 
+async function recordDenied(deps: GuardDeps, audit: AuditService, request: Request, server: Parameters<AuditService['origin']>[0]['server'], need: Requirement) {
+  const bearer = /^Bearer\s+(.+)$/i.exec(request.headers.get('authorization')?.trim() ?? '')
+  const key = bearer ? deps.accessKeys.authenticate(bearer[1].trim()) : null
+  if (!key) return
+  const origin = audit.origin({ request, server }, { accessKey: key, sessionTokenHash: null })
+  await audit.recordQuietly(key.userId, {
+    action: 'scope.denied',
+    outcome: 'denied',
+    ...origin,
+    records: [{ kind: 'access_key', id: key.id, name: key.name }],
+    details: { required: need, method: request.method, path: new URL(request.url).pathname },
+  })
+}
+
 /** Scopes whose answers hold plaintext (reveal, export, AI extract). */
 const carriesSecrets = (need: AuthNeed): boolean =>
   typeof need === 'string' ? need.endsWith(':reveal') || need === 'export:read' || need === 'ai:extract' : need.some(carriesSecrets)
@@ -134,7 +155,14 @@ export function authBeforeBody(deps: GuardDeps, routes: () => readonly GuardedRo
       }),
     )
     const need = needs.get(`${request.method} ${route}`)
-    if (need) authenticatedEarly.set(request, authenticate(deps, request, sessionToken(request.headers.get('cookie'), deps.config.sessionCookie), need))
+    if (!need) return
+    try {
+      authenticatedEarly.set(request, authenticate(deps, request, sessionToken(request.headers.get('cookie'), deps.config.sessionCookie), need))
+    } catch (error) {
+      // Valid credentials short of the scope: the route's own check answers, and records the attempt.
+      if (error instanceof AppError && (error.code === 'AUTH_SCOPE_REQUIRED' || error.code === 'SESSION_REQUIRED')) return
+      throw error
+    }
   })
 }
 
@@ -152,11 +180,34 @@ export function authGuard(deps: GuardDeps) {
         // One scope as its name; several (all needed) as the list.
         'x-required-scope': need === 'session' || need === 'any' ? undefined : typeof need === 'string' ? need : [...need],
       } as Record<string, unknown>,
-      transform({ request }) {
-        resolved.set(request, authenticatedEarly.get(request) ?? authenticate(deps, request, sessionToken(request.headers.get('cookie'), deps.config.sessionCookie), need))
+      transform({ request, server }) {
+        const early = authenticatedEarly.get(request)
+        if (early) {
+          resolved.set(request, early)
+          return
+        }
+        try {
+          resolved.set(request, authenticate(deps, request, sessionToken(request.headers.get('cookie'), deps.config.sessionCookie), need))
+        } catch (error) {
+          // A valid key without the scope: the attempt is recorded (scope.denied), then refused.
+          if (deps.audit && error instanceof AppError && (error.code === 'AUTH_SCOPE_REQUIRED' || error.code === 'SESSION_REQUIRED')) {
+            return recordDenied(deps, deps.audit, request, server, need as Requirement).then(() => Promise.reject(error))
+          }
+          throw error
+        }
       },
-      resolve({ request }) {
-        return { auth: resolved.get(request)! }
+      resolve({ request, server }) {
+        const auth = resolved.get(request)!
+        const audit: AuditFn = deps.audit
+          ? (action, records, details) => deps.audit!.recordFor(auth, { request, server }, action, records, details)
+          : async () => {}
+        // For a scope a handler requires itself (extract's export:read, say): `throw await denyScope('export:read')`
+        // records scope.denied like the guard does, and gives the 403 to throw.
+        const denyScope = async (scope: Scope) => {
+          if (deps.audit && auth.accessKey) await recordDenied(deps, deps.audit, request, server, scope)
+          return new AppError(403, 'AUTH_SCOPE_REQUIRED', `This access key lacks the scope ${scope}`)
+        }
+        return { auth, audit, denyScope }
       },
       // Only answers that carry secrets wait on this check (a hook costs every request it runs on).
       ...(carriesSecrets(need) ? { afterHandle: recheckKey } : {}),

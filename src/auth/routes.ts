@@ -7,6 +7,9 @@ import { errorResponses, NoContent, publicErrorResponses, withResponseHeaders } 
 import type { AccessKeys } from './access-keys'
 import { publicUser, signedInUser, type Accounts, type SignedIn } from './accounts'
 import { authGuard } from './guard'
+import { AppError } from '../http/errors'
+import { sha256Hex } from '../crypto/tokens'
+import type { AuditService } from '../modules/audit/service'
 import type { Scope } from './scopes'
 import { LoginAnswer, LoginBody, MeAnswer, ProvidersAnswer, RegisterBody, UserAnswer } from './model'
 import type { AppDeps } from '../deps'
@@ -17,6 +20,7 @@ export interface AuthRouteDeps extends Pick<AppDeps, 'keyring' | 'vaults' | 'now
   config: Config
   accounts: Accounts
   accessKeys: AccessKeys
+  audit?: AuditService
 }
 
 export function setSessionCookie(cookie: Record<string, Cookie<unknown>>, config: Config, signedIn: SignedIn): void {
@@ -59,6 +63,10 @@ export function authRoutes(deps: AuthRouteDeps) {
       async ({ body, cookie, set, request, server }) => {
         assertSameSite(request, config.origin)
         const signedIn = await accounts.register(body, clientAddress(request, server, config), request.headers.get('user-agent'))
+        if (deps.audit) {
+          const origin = deps.audit.origin({ request, server }, { accessKey: null, sessionTokenHash: sha256Hex(signedIn.token) })
+          await deps.audit.recordQuietly(signedIn.user.id, { action: 'auth.register', ...origin, records: [{ kind: 'user', id: signedIn.user.id, name: null }], details: { method: 'password' } })
+        }
         setSessionCookie(cookie, config, signedIn)
         set.status = 201
         return { user: publicUser(signedIn.user) }
@@ -79,13 +87,26 @@ export function authRoutes(deps: AuthRouteDeps) {
       async ({ body, cookie, request, server }) => {
         assertSameSite(request, config.origin)
         const client = clientAddress(request, server, config)
-        const user = await accounts.checkPassword(body.email, body.password, client)
+        let user
+        try {
+          user = await accounts.checkPassword(body.email, body.password, client)
+        } catch (error) {
+          // A failed sign-in goes to the account's log, or to the server's when no account has the e-mail.
+          if (deps.audit && error instanceof AppError && (error.status === 401 || error.status === 429)) {
+            const throttled = error.status === 429
+            await deps.audit
+              .signIn({ userId: accounts.userByEmail(body.email)?.id ?? null, method: 'password', ok: false, source: { request, server }, email: body.email, reason: throttled ? 'throttled' : 'invalid_credentials', outcome: throttled ? 'denied' : 'failed' })
+              .catch(() => {})
+          }
+          throw error
+        }
         if (user.twoFactor) {
           // Two-factor sign-in: no session yet, only a short-lived single-use challenge.
           setTwoFactorChallengeCookie(cookie, config, challenges, user)
           return { twoFactorRequired: true as const }
         }
         const signedIn = await accounts.startSession(user, { client, userAgent: request.headers.get('user-agent'), method: 'password' })
+        await deps.audit?.signIn({ userId: signedIn.user.id, method: 'password', ok: true, source: { request, server }, sessionTokenHash: sha256Hex(signedIn.token) }).catch(() => {})
         setSessionCookie(cookie, config, signedIn)
         return { user: publicUser(signedIn.user) }
       },
@@ -102,8 +123,9 @@ export function authRoutes(deps: AuthRouteDeps) {
     )
     .post(
       '/logout',
-      async ({ auth, cookie, set }) => {
+      async ({ auth, audit, cookie, set }) => {
         await accounts.endSession(auth.sessionTokenHash!)
+        await audit('auth.logout').catch(() => {})
         clearSessionCookie(cookie, config)
         set.status = 204
       },

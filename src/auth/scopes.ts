@@ -14,6 +14,8 @@ export const SCOPES = [
   'envs:read',
   'envs:write',
   'envs:reveal',
+  // Issue 17: reading the audit log (GET /api/audit, /api/audit/export).
+  'audit:read',
 ] as const
 
 export type Scope = (typeof SCOPES)[number]

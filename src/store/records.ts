@@ -215,11 +215,13 @@ export interface VaultDocument {
   twoFactor: TwoFactorRecord[]
   envProjects: EnvProjectRecord[]
   envFiles: EnvFileRecord[]
-  /** Issue 20; absent in vaults stored before (store.ts adds them on open). */
+  /** Absent in vaults stored before (store.ts adds them on open). */
   versions: VersionRecord[]
   trash: TrashRecord[]
-  /** Issue 20: the due-items webhook; absent until its owner sets one. Replaced, never changed in place. */
+  /** The due-items webhook; absent until its owner sets one. Replaced, never changed in place. */
   notifications?: NotificationSettingsRecord
+  /** Where this vault's audit log chain starts: a random start value, and the checkpoint of the last compaction. */
+  auditChain?: { start: string; checkpoint: string | null; head?: string | null }
 }
 
 export interface NotificationSettingsRecord {

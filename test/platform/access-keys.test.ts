@@ -37,6 +37,7 @@ const ALL_SCOPES = [
   'envs:read',
   'envs:write',
   'envs:reveal',
+  'audit:read',
 ]
 
 describe('create and list', () => {
@@ -72,7 +73,7 @@ describe('create and list', () => {
     expect(accounts).toContain(hash)
   })
 
-  test('duplicate scopes are removed; all 14 scopes are accepted; envs scopes too', async () => {
+  test('duplicate scopes are removed; all 15 scopes (audit:read included) are accepted; envs scopes too', async () => {
     const dup = await alice.post('/api/access-keys', { name: 'dup', scopes: ['stats:read', 'stats:read', 'export:read', 'stats:read'] })
     expect(dup.status).toBe(201)
     expect(dup.body.scopes).toEqual(['stats:read', 'export:read'])

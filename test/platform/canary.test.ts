@@ -65,7 +65,7 @@ test('no planted secret shows up in any other answer, in the log output, or in a
     const text = await response.text()
     const head = [...response.headers.entries()].map(([k, v]) => `${k}: ${v}`).join('\n')
     recorded.push({ label: `${label} (${method} ${path} -> ${response.status})`, text: `${response.status}\n${head}\n\n${text}`, allowed: options.allowed ?? [] })
-    return { status: response.status, headers: response.headers, json: text && response.headers.get('content-type')?.includes('json') ? JSON.parse(text) : text }
+    return { status: response.status, headers: response.headers, json: text && /\/json|\+json/.test(response.headers.get('content-type') ?? '') ? JSON.parse(text) : text }
   }
 
   try {
@@ -180,6 +180,12 @@ test('no planted secret shows up in any other answer, in the log output, or in a
     expect(exported.json).toContain(canaries.simpleValue2)
     await call('ai extract', 'POST', '/api/ai/extract', { prompt: 'the canary app in production' }, { allowed: ['simpleValue2', 'groupValue', 'importValue'] })
 
+    // The audit log (issue 17): a denied scope is recorded too; reading the log shows no secret.
+    await call('missing scope by key', 'POST', '/api/categories', { name: 'denied', keyType: 'group' }, { bearer: true })
+    await call('audit log', 'GET', '/api/audit?limit=500')
+    await call('audit log export', 'GET', '/api/audit/export')
+    canaries.totpCode = code.json.code
+
     // Revoke the key and sign out: answers afterwards must not echo them either.
     await call('revoke key', 'DELETE', `/api/access-keys/${createdKey.json.id}`)
     await call('revoked key', 'GET', '/api/auth/me', undefined, { bearer: true })
@@ -197,7 +203,20 @@ test('no planted secret shows up in any other answer, in the log output, or in a
     for (const name of findCanaries(server.output(), canaries)) leaks.push(`log output carries ${name}`)
     const files = (readdirSync(server.dataDir, { recursive: true }) as string[]).filter((name) => statSync(join(server.dataDir, name)).isFile())
     expect(files).toContain('accounts.json')
-    expect(files.filter((name) => name.startsWith('vaults/')).length).toBe(1)
+    expect(files.filter((name) => name.startsWith('vaults/') && name.endsWith('.json')).length).toBe(1)
+    // The audit logs are among the files searched: the user's, and the server's (the unknown e-mail's failed sign-in).
+    const auditFiles = files.filter((name) => name.endsWith('.audit.log') || name === 'audit.log')
+    expect(auditFiles.length).toBe(2)
+    // The TOTP code (6 digits, too short to search for as text) is no value of any event.
+    const totpCode = canaries.totpCode
+    delete canaries.totpCode
+    for (const name of auditFiles) {
+      const text = readFileSync(join(server.dataDir, name), 'utf8')
+      expect(text.length).toBeGreaterThan(0)
+      const strings: string[] = []
+      JSON.parse(`[${text.trim().split('\n').join(',')}]`, (_key, value) => (typeof value === 'string' && strings.push(value), value))
+      if (strings.includes(totpCode)) leaks.push(`file ${name} carries the TOTP code`)
+    }
     for (const name of files) {
       for (const leak of findCanaries(readFileSync(join(server.dataDir, name), 'utf8'), canaries)) leaks.push(`file ${name} carries ${leak}`)
     }

@@ -28,7 +28,16 @@ function snapshot(dir: string): Record<string, string> {
   const files: Record<string, string> = {}
   for (const name of readdirSync(dir, { recursive: true }) as string[]) {
     const path = join(dir, name)
-    if (statSync(path).isFile()) files[name] = readFileSync(path, 'utf8')
+    // The audit logs grow with every reveal the test makes (issue 17): not the rotation's doing.
+    if (name.endsWith('audit.log')) continue
+    if (!statSync(path).isFile()) continue
+    files[name] = readFileSync(path, 'utf8')
+    // A vault's audit anchor notes the log's last line at each stop: it moves with those reveals too.
+    if (name.startsWith('vaults/') && name.endsWith('.json')) {
+      const vault = JSON.parse(files[name])
+      if (vault.auditChain) delete vault.auditChain.head
+      files[name] = JSON.stringify(vault)
+    }
   }
   return files
 }
@@ -70,7 +79,7 @@ async function expectAllReadable(seeded: Seeded, env: Record<string, string>) {
 }
 
 const sealedFields = (dataDir: string) =>
-  readdirSync(join(dataDir, 'vaults')).map((name) => {
+  readdirSync(join(dataDir, 'vaults')).filter((name) => name.endsWith('.json')).map((name) => {
     const vault = JSON.parse(readFileSync(join(dataDir, 'vaults', name), 'utf8'))
     return {
       dataKey: vault.dataKey as string,

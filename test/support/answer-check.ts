@@ -39,6 +39,15 @@ export class AnswerMismatch extends Error {
 
 const escapePointer = (part: string) => encodeURIComponent(part.replace(/~/g, '~0').replace(/\//g, '~1'))
 
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text)
+    return true
+  } catch {
+    return false
+  }
+}
+
 /** The checker for a served document (exported for tests of the checker itself). */
 export function compileDocument(document: Json): VaultDocument {
   // strict: a keyword that is not JSON Schema (Elysia's `error`, say) fails the compilation.
@@ -76,6 +85,8 @@ export function answerProblem(vault: VaultDocument, method: string, pathname: st
   if (!(mediaType in content)) {
     return `${label} with a ${mediaType || 'untyped'} body, but the document gives ${Object.keys(content).join(', ') || 'no body'} for it`
   }
+  // JSON Lines (the audit log's export): the document describes the text; each line must be JSON.
+  if (/ndjson|jsonl/.test(mediaType)) return text.split('\n').every((line) => line === '' || isJson(line)) ? undefined : `${label} with a line that is not JSON`
   if (!mediaType.includes('json')) return undefined
   let body: unknown
   try {

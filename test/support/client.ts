@@ -36,7 +36,8 @@ export class Client {
     const response = await fetch(this.base + path, { method, headers: all, body: payload, redirect: 'manual' })
     const text = await response.text()
     let parsed: any = text
-    if ((response.headers.get('content-type') ?? '').includes('json') && text) parsed = JSON.parse(text)
+    // JSON, not JSON Lines (application/x-ndjson: the audit export stays text).
+    if (/\/json|\+json/.test(response.headers.get('content-type') ?? '') && text) parsed = JSON.parse(text)
     return { status: response.status, body: parsed, text, headers: response.headers }
   }
 

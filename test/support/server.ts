@@ -45,6 +45,7 @@ export async function startTestServer(options: { env?: Record<string, string>; d
     async stop() {
       forgetVault(url)
       await app.stop(true)
+      await deps.audit?.close()
       await deps.store.close()
     },
   }

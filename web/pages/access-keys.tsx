@@ -2,6 +2,7 @@
 // list with last use, revoke with confirmation.
 import { useState } from 'preact/hooks'
 import { ALL_SCOPES, api, type AccessKey } from '../api'
+import { KeyLastUsedFrom } from './activity'
 import { confirmAction, CopyButton, Field, formatDate, FormError, inputValue, LengthNote, Loading, overLimit, relativeTime, toast, toastError, useLoad, useSubmission, useUnsavedWork } from '../ui'
 
 const SCOPE_GROUPS: { label: string; scopes: string[] }[] = [
@@ -9,7 +10,7 @@ const SCOPE_GROUPS: { label: string; scopes: string[] }[] = [
   { label: 'Entries', scopes: ['entries:read', 'entries:write', 'entries:reveal'] },
   { label: '2FA', scopes: ['2fa:read', '2fa:write', '2fa:reveal'] },
   { label: 'Env projects', scopes: ['envs:read', 'envs:write', 'envs:reveal'] },
-  { label: 'Other', scopes: ['stats:read', 'export:read', 'ai:extract'] },
+  { label: 'Other', scopes: ['stats:read', 'export:read', 'ai:extract', 'audit:read'] },
 ]
 const EXPIRY_DAYS: Record<string, number | null> = { never: null, '7': 7, '30': 30, '90': 90, '365': 365 }
 
@@ -85,6 +86,7 @@ export function AccessKeysPage() {
                     Last used {relativeTime(key.lastUsedAt)} · {key.expiresAt ? `${expired ? 'expired' : 'expires'} ${formatDate(key.expiresAt)}` : 'never expires'} · created{' '}
                     {formatDate(key.createdAt)}
                   </p>
+                  <KeyLastUsedFrom keyId={key.id} />
                 </div>
                 <button type="button" class="btn btn-small btn-danger-quiet" onClick={() => revoke(key)} aria-label={`Revoke ${key.name}`}>
                   Revoke

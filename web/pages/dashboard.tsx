@@ -3,6 +3,7 @@ import { api, ENVIRONMENTS, type Entry, type Stats } from '../api'
 import { EnvBadge, Icon, Link, Loading, relativeTime, useLoad } from '../ui'
 import { projectPath } from './projects'
 import { NeedsAttentionCard } from '../components/needs-attention'
+import { RecentActivityCard } from './activity'
 
 interface Bar {
   label: string
@@ -105,6 +106,7 @@ export function DashboardPage() {
         </>
       )}
       <NeedsAttentionCard />
+      <RecentActivityCard />
       <h2>Recent entries</h2>
       {!entries.data ? (
         <Loading error={entries.error} />

@@ -16,8 +16,9 @@ export function accessKeyRoutes(deps: GuardDeps & { accessKeys: AccessKeys }) {
     })
     .post(
       '/',
-      async ({ auth, body, set }) => {
+      async ({ auth, audit, body, set }) => {
         const created = await accessKeys.create(auth.userId, body)
+        await audit('access_key.create', [{ kind: 'access_key', id: created.id, name: created.name }], { scopes: created.scopes, expiresAt: created.expiresAt })
         set.status = 201
         return created
       },
@@ -30,8 +31,10 @@ export function accessKeyRoutes(deps: GuardDeps & { accessKeys: AccessKeys }) {
     )
     .delete(
       '/:id',
-      async ({ auth, params, set }) => {
+      async ({ auth, audit, params, set }) => {
+        const key = accessKeys.list(auth.userId).find((k) => k.id === params.id)
         await accessKeys.revoke(auth.userId, params.id)
+        await audit('access_key.revoke', [{ kind: 'access_key', id: params.id, name: key?.name ?? null }])
         set.status = 204
       },
       {

@@ -26,7 +26,7 @@ export const CreateAccessKeyBody = component(
   'CreateAccessKeyBody',
   strictObject({
     name: t.String({ minLength: 1, maxLength: 200 }),
-    // Duplicates are removed (docs/api.md), so a list may repeat scopes; 14 distinct is the most there are.
+    // Duplicates are removed (docs/api.md), so a list may repeat scopes; 15 distinct is the most there are (audit:read is the 15th).
     scopes: t.Array(ScopeSchema, { minItems: 1, maxItems: 64 }),
     expiresAt: t.Optional(t.Union([t.String({ maxLength: 64 }), t.Null()], { description: 'ISO 8601 time in the future; omit for no expiry' })),
   }),

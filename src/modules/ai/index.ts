@@ -13,7 +13,7 @@ import { AiService } from './service'
 import { policyOf } from '../lifecycle/trash'
 import { actorOf } from '../lifecycle/versions'
 
-/** Extract answers values: a key needs the export scope too (CONTRACT.md, "AI extraction"). */
+/** Extract answers values: a key needs the export scope too (docs/api.md). */
 export const EXTRACT_SCOPES: readonly Scope[] = ['ai:extract', 'export:read']
 /** Import with `apply` creates categories and entries: a key needs their write scopes too. */
 export const APPLY_SCOPES: readonly Scope[] = ['ai:extract', 'categories:write', 'entries:write']
@@ -24,6 +24,7 @@ function requireScopes(auth: AuthContext, scopes: readonly Scope[]): void {
   const missing = scopes.find((scope) => !auth.scopes!.includes(scope))
   if (missing) throw new AppError(403, 'AUTH_SCOPE_REQUIRED', `This access key lacks the scope ${missing}`)
 }
+import { ref } from '../audit/service'
 
 export function aiRoutes(deps: AppDeps) {
   const ai = new AiService(deps.vaults, createExtractionModel(deps.config.ai, deps.log), deps.now, policyOf(deps.config))
@@ -31,8 +32,10 @@ export function aiRoutes(deps: AppDeps) {
     .use(authGuard(deps))
     .post(
       '/extract',
-      async ({ auth, body }) => {
-        const { source, text } = await ai.extract(auth.userId, body.prompt)
+      async ({ auth, audit, body }) => {
+        const { source, text, variables, entries } = await ai.extract(auth.userId, body.prompt)
+        // Recorded on disk before the values leave: the variable names returned, never the prompt or a value.
+        await audit('ai.extract', entries.map((entry) => ref('entry', entry)), { source, names: variables, count: variables.length })
         // Headers on the Response itself: should the key be revoked meanwhile, the 401 that
         // replaces this answer keeps its own JSON content type.
         return new Response(text, {
@@ -56,9 +59,22 @@ export function aiRoutes(deps: AppDeps) {
     )
     .post(
       '/import',
-      async ({ auth, body }) => {
-        if (body.apply) requireScopes(auth, APPLY_SCOPES)
-        return { data: await ai.import(auth.userId, body, actorOf(auth)) }
+      async ({ auth, audit, denyScope, body }) => {
+        if (body.apply && auth.scopes !== null) {
+          const missing = APPLY_SCOPES.find((scope) => !auth.scopes!.includes(scope))
+          if (missing) throw await denyScope(missing)
+        }
+        const result = await ai.import(auth.userId, body, actorOf(auth))
+        await audit(
+          'ai.import',
+          [
+            ...(result.created?.categories ?? []).map((id) => ({ kind: 'category', id, name: null })),
+            ...(result.created?.entries ?? []).map((id) => ({ kind: 'entry', id, name: body.name ?? null })),
+            ...(result.updated?.entries ?? []).map((id) => ({ kind: 'entry', id, name: body.name ?? null })),
+          ],
+          { apply: body.apply === true, source: result.source, names: result.keys.map((key) => key.name), environment: body.environment ?? null },
+        )
+        return { data: result }
       },
       {
         auth: 'ai:extract',

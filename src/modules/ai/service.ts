@@ -9,7 +9,7 @@ import { ICON_PATTERN } from '../categories/model'
 import { DEFAULT_POLICY, type LifecyclePolicy } from '../lifecycle/trash'
 import { prepareVersion } from '../lifecycle/versions'
 import { MAX_VALUE_BYTES, openEntryValue, sealEntryValue } from '../entries/values'
-import { renderEnvExport } from '../export/render'
+import { exportRows, renderDotenv } from '../export/render'
 import { webBundle } from '../../web/bundle'
 import type { Vaults } from '../vault-access'
 import { classifyKeys, pickEntries, type EntryMetadata, type ImportKey } from './classifier'
@@ -258,7 +258,7 @@ export class AiService {
   ) {}
 
   /** The `.env` text of the entries a prompt asks for, and who chose them. */
-  async extract(userId: string, prompt: string): Promise<{ source: ExtractionSource; text: string }> {
+  async extract(userId: string, prompt: string): Promise<{ source: ExtractionSource; text: string; variables: string[]; entries: { id: string; name: string }[] }> {
     const { data, cipher } = await this.vaults.open(userId)
     const metadata = entryMetadata(data, cipher)
     let source: ExtractionSource = 'builtin'
@@ -272,7 +272,14 @@ export class AiService {
     const current = (await this.vaults.open(userId)).data
     const chosen = new Set(ids)
     const entries = current.entries.filter((e) => chosen.has(e.id))
-    return { source, text: renderEnvExport(current, cipher, entries) }
+    const rows = exportRows(current, cipher, entries)
+    // The names (never the values) go to the audit log.
+    return {
+      source,
+      text: renderDotenv(rows),
+      variables: rows.flatMap((row) => row.variables.map(([name]) => name)),
+      entries: rows.map((row) => ({ id: row.entry.id, name: row.entry.name })),
+    }
   }
 
   /** Parses a pasted config, files its keys, and with `apply` stores them in one write. */

@@ -3,6 +3,7 @@ import { Elysia, t } from 'elysia'
 import { authGuard, type GuardDeps } from '../../auth/guard'
 import { errorResponses, IdParams, NoContent } from '../../http/schemas'
 import type { Vaults } from '../vault-access'
+import { ref } from '../audit/service'
 import { CategorySchema, CreateCategoryBody, UpdateCategoryBody } from './model'
 import { CategoryService } from './service'
 import type { Config } from '../../config'
@@ -20,9 +21,11 @@ export function categoryRoutes(deps: GuardDeps & { vaults: Vaults; now: () => nu
     })
     .post(
       '/',
-      async ({ auth, body, set }) => {
+      async ({ auth, audit, body, set }) => {
+        const category = await categories.create(auth.userId, body)
+        await audit('category.create', [ref('category', category)], { keyType: category.keyType })
         set.status = 201
-        return categories.create(auth.userId, body)
+        return category
       },
       {
         auth: 'categories:write',
@@ -37,7 +40,11 @@ export function categoryRoutes(deps: GuardDeps & { vaults: Vaults; now: () => nu
       response: { 200: CategorySchema, ...errorResponses(404) },
       detail: { operationId: 'getCategory', summary: 'Get a key category' },
     })
-    .put('/:id', ({ auth, params, body }) => categories.update(auth.userId, params.id, body), {
+    .put('/:id', async ({ auth, audit, params, body }) => {
+      const category = await categories.update(auth.userId, params.id, body)
+      await audit('category.update', [ref('category', category)], { fields: Object.keys(body).sort() })
+      return category
+    }, {
       auth: 'categories:write',
       params: IdParams,
       body: UpdateCategoryBody,
@@ -46,8 +53,10 @@ export function categoryRoutes(deps: GuardDeps & { vaults: Vaults; now: () => nu
     })
     .delete(
       '/:id',
-      async ({ auth, params, set }) => {
+      async ({ auth, audit, params, set }) => {
+        const category = await categories.get(auth.userId, params.id)
         await categories.remove(auth.userId, params.id, actorOf(auth))
+        await audit('category.delete', [ref('category', category)])
         set.status = 204
       },
       {

@@ -7,6 +7,7 @@ import type { Config } from '../../config'
 import { actorOf } from '../lifecycle/versions'
 import { policyOf } from '../lifecycle/trash'
 import { CreateEntryBody, EntryListItemSchema, EntrySchema, ListEntriesQuery, RevealedEntrySchema, UpdateEntryBody } from './model'
+import { ref } from '../audit/service'
 import { EntryService } from './service'
 
 export function entryRoutes(deps: GuardDeps & { vaults: Vaults; now: () => number; config: Partial<Pick<Config, 'historyVersions' | 'trashMs'>> }) {
@@ -25,8 +26,9 @@ export function entryRoutes(deps: GuardDeps & { vaults: Vaults; now: () => numbe
     })
     .post(
       '/',
-      async ({ auth, body, set }) => {
+      async ({ auth, audit, body, set }) => {
         const entry = await entries.create(auth.userId, body, actorOf(auth))
+        await audit('entry.create', [ref('entry', entry)], { categoryId: entry.categoryId, environment: entry.environment })
         set.status = 201
         return entry
       },
@@ -48,7 +50,11 @@ export function entryRoutes(deps: GuardDeps & { vaults: Vaults; now: () => numbe
       response: { 200: EntrySchema, ...errorResponses(404) },
       detail: { operationId: 'getEntry', summary: 'Get a key entry (never its value)' },
     })
-    .put('/:id', ({ auth, params, body }) => entries.update(auth.userId, params.id, body, actorOf(auth)), {
+    .put('/:id', async ({ auth, audit, params, body }) => {
+      const entry = await entries.update(auth.userId, params.id, body, actorOf(auth))
+      await audit('entry.update', [ref('entry', entry)], { fields: Object.keys(body).sort() })
+      return entry
+    }, {
       auth: 'entries:write',
       params: IdParams,
       body: UpdateEntryBody,
@@ -62,8 +68,10 @@ export function entryRoutes(deps: GuardDeps & { vaults: Vaults; now: () => numbe
     })
     .delete(
       '/:id',
-      async ({ auth, params, set }) => {
+      async ({ auth, audit, params, set }) => {
+        const entry = await entries.get(auth.userId, params.id)
         await entries.remove(auth.userId, params.id, actorOf(auth))
+        await audit('entry.delete', [ref('entry', entry)])
         set.status = 204
       },
       {
@@ -75,10 +83,13 @@ export function entryRoutes(deps: GuardDeps & { vaults: Vaults; now: () => numbe
     )
     .post(
       '/:id/reveal',
-      ({ auth, params, set }) => {
+      async ({ auth, audit, params, set }) => {
         // Set first, so that the 404 answer is not cached either.
         set.headers['cache-control'] = 'no-store'
-        return entries.reveal(auth.userId, params.id)
+        const revealed = await entries.reveal(auth.userId, params.id)
+        // Recorded on disk before the value leaves; if it cannot be, the answer is 500.
+        await audit('entry.reveal', [ref('entry', revealed)], { environment: revealed.environment })
+        return revealed
       },
       {
         auth: 'entries:reveal',

@@ -3,6 +3,7 @@ import { Elysia } from 'elysia'
 import { authGuard, type GuardDeps } from '../../auth/guard'
 import { errorResponses, IdParams, NoContent } from '../../http/schemas'
 import type { Vaults } from '../vault-access'
+import { ref } from '../audit/service'
 import {
   CreateEnvProjectBody,
   EnvFileAnswer,
@@ -32,8 +33,9 @@ export function envRoutes(deps: GuardDeps & { vaults: Vaults; now: () => number;
     })
     .post(
       '/',
-      async ({ auth, body, set }) => {
+      async ({ auth, audit, body, set }) => {
         const project = await projects.create(auth.userId, body)
+        await audit('envproject.create', [ref('envproject', project)])
         set.status = 201
         return { data: project }
       },
@@ -50,7 +52,11 @@ export function envRoutes(deps: GuardDeps & { vaults: Vaults; now: () => number;
       response: { 200: EnvProjectDetailAnswer, ...errorResponses(404) },
       detail: { operationId: 'getEnvProject', summary: 'Get an env project with its files (never their content)' },
     })
-    .put('/:id', async ({ auth, params, body }) => ({ data: await projects.update(auth.userId, params.id, body) }), {
+    .put('/:id', async ({ auth, audit, params, body }) => {
+      const project = await projects.update(auth.userId, params.id, body)
+      await audit('envproject.update', [ref('envproject', project)], { fields: Object.keys(body).sort() })
+      return { data: project }
+    }, {
       auth: 'envs:write',
       params: IdParams,
       body: UpdateEnvProjectBody,
@@ -59,8 +65,10 @@ export function envRoutes(deps: GuardDeps & { vaults: Vaults; now: () => number;
     })
     .delete(
       '/:id',
-      async ({ auth, params, set }) => {
+      async ({ auth, audit, params, set }) => {
+        const project = await projects.get(auth.userId, params.id)
         await projects.remove(auth.userId, params.id, actorOf(auth))
+        await audit('envproject.delete', [ref('envproject', project), ...project.files.map((file) => ref('envfile', file, file.fileType))])
         set.status = 204
       },
       {
@@ -72,8 +80,9 @@ export function envRoutes(deps: GuardDeps & { vaults: Vaults; now: () => number;
     )
     .post(
       '/:id/files',
-      async ({ auth, params, body, set }) => {
+      async ({ auth, audit, params, body, set }) => {
         const { file, created } = await projects.upsertFile(auth.userId, params.id, body, actorOf(auth))
+        await audit(created ? 'envfile.create' : 'envfile.update', [ref('envproject', { id: params.id }), ref('envfile', file, file.fileType)])
         set.status = created ? 201 : 200
         return { data: file }
       },
@@ -91,8 +100,11 @@ export function envRoutes(deps: GuardDeps & { vaults: Vaults; now: () => number;
     )
     .delete(
       '/:id/files/:fileId',
-      async ({ auth, params, set }) => {
+      async ({ auth, audit, params, set }) => {
+        const project = await projects.get(auth.userId, params.id)
         await projects.removeFile(auth.userId, params.id, params.fileId, actorOf(auth))
+        const file = project.files.find((f) => f.id === params.fileId)
+        await audit('envfile.delete', [ref('envproject', project), ref('envfile', { id: params.fileId }, file?.fileType ?? null)])
         set.status = 204
       },
       {
@@ -104,9 +116,11 @@ export function envRoutes(deps: GuardDeps & { vaults: Vaults; now: () => number;
     )
     .post(
       '/:id/files/:fileId/reveal',
-      async ({ auth, params, set }) => {
-        const file = await projects.revealFile(auth.userId, params.id, params.fileId)
+      async ({ auth, audit, params, set }) => {
         set.headers['cache-control'] = 'no-store'
+        const file = await projects.revealFile(auth.userId, params.id, params.fileId)
+        // Recorded on disk before the content leaves; if it cannot be, the answer is 500.
+        await audit('envfile.read', [ref('envproject', { id: params.id }), ref('envfile', file, file.fileType)])
         return { data: file }
       },
       {

@@ -6,6 +6,7 @@ import { byMediaType, component, errorResponses, withResponseHeaders } from '../
 import { EnvironmentSchema } from '../entries/model'
 import type { Vaults } from '../vault-access'
 import { ExportService } from './service'
+import { ref } from '../audit/service'
 
 const ExportQuery = t.Object({
   environment: t.Optional(EnvironmentSchema),
@@ -53,8 +54,15 @@ export function exportRoutes(deps: GuardDeps & { vaults: Vaults }) {
     .use(authGuard(deps))
     .get(
       '/',
-      async ({ auth, query, set, headers }) => {
+      async ({ auth, audit, query, set, headers }) => {
         const rendered = await exporter.render(auth.userId, query)
+        // Recorded on disk before the values leave (a 304 sends none, but it tells the caller they still hold them).
+        // The entries by name up to 50 (a whole-vault export is told by its filters and counts).
+        await audit(
+          'export.read',
+          rendered.entries.length <= 50 ? rendered.entries.map((entry) => ref('entry', entry)) : [],
+          { filters: { environment: query.environment ?? null, name: query.name ?? null, format: query.format ?? 'dotenv' }, count: rendered.count, entries: rendered.entries.length },
+        )
         // The tag covers who asked and what was answered, so it never matches another user's answer.
         const tag = contentTag(auth.userId, rendered.contentType, rendered.body)
         set.headers['etag'] = tag

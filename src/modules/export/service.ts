@@ -24,6 +24,9 @@ export interface RenderedExport {
   body: string
   contentType: string
   filename: string
+  /** How many values the body holds, and the entries they come from (for the audit log). */
+  count: number
+  entries: { id: string; name: string }[]
 }
 
 const FORMATS: Record<ExportFormat, { render: (rows: readonly ExportRow[]) => string; contentType: string; filename: string }> = {
@@ -95,7 +98,15 @@ export class ExportService {
     if (environment !== undefined) rows = inheritShared(rows, environment)
     // A selection a program runs with (an environment), and a JSON object, hold a variable once.
     if (environment !== undefined || filter.format === 'json') assertUnambiguous(rows, filter)
-    return { body: format.render(rows), contentType: format.contentType, filename: format.filename }
+    let count = 0
+    for (const row of rows) count += row.variables.length
+    return {
+      body: format.render(rows),
+      contentType: format.contentType,
+      filename: format.filename,
+      count,
+      entries: rows.map((row) => ({ id: row.entry.id, name: row.entry.name })),
+    }
   }
 
 }

@@ -3,6 +3,7 @@ import { Elysia, t } from 'elysia'
 import { authGuard, type GuardDeps } from '../../auth/guard'
 import { errorResponses, IdParams, NoContent } from '../../http/schemas'
 import type { Vaults } from '../vault-access'
+import { ref } from '../audit/service'
 import { CreateTwoFactorBody, TwoFactorCodeSchema, TwoFactorSchema, UpdateTwoFactorBody } from './model'
 import { TwoFactorService } from './service'
 import type { Config } from '../../config'
@@ -20,8 +21,9 @@ export function twoFactorRoutes(deps: GuardDeps & { vaults: Vaults; now: () => n
     })
     .post(
       '/',
-      async ({ auth, body, set }) => {
+      async ({ auth, audit, body, set }) => {
         const token = await tokens.create(auth.userId, body, actorOf(auth))
+        await audit('twofa.create', [ref('twofa', token, `${token.service} (${token.accountName})`)])
         set.status = 201
         return token
       },
@@ -38,7 +40,11 @@ export function twoFactorRoutes(deps: GuardDeps & { vaults: Vaults; now: () => n
       response: { 200: TwoFactorSchema, ...errorResponses(404) },
       detail: { operationId: 'getTwoFactorToken', summary: 'Get a two-factor token (never its secret)' },
     })
-    .put('/:id', ({ auth, params, body }) => tokens.update(auth.userId, params.id, body, actorOf(auth)), {
+    .put('/:id', async ({ auth, audit, params, body }) => {
+      const token = await tokens.update(auth.userId, params.id, body, actorOf(auth))
+      await audit('twofa.update', [ref('twofa', token, `${token.service} (${token.accountName})`)], { fields: Object.keys(body).sort() })
+      return token
+    }, {
       auth: '2fa:write',
       params: IdParams,
       body: UpdateTwoFactorBody,
@@ -47,8 +53,10 @@ export function twoFactorRoutes(deps: GuardDeps & { vaults: Vaults; now: () => n
     })
     .delete(
       '/:id',
-      async ({ auth, params, set }) => {
+      async ({ auth, audit, params, set }) => {
+        const token = await tokens.get(auth.userId, params.id)
         await tokens.remove(auth.userId, params.id, actorOf(auth))
+        await audit('twofa.delete', [ref('twofa', token, `${token.service} (${token.accountName})`)])
         set.status = 204
       },
       {
@@ -60,9 +68,11 @@ export function twoFactorRoutes(deps: GuardDeps & { vaults: Vaults; now: () => n
     )
     .post(
       '/:id/reveal',
-      async ({ auth, params, set }) => {
-        const code = await tokens.reveal(auth.userId, params.id)
+      async ({ auth, audit, params, set }) => {
         set.headers['cache-control'] = 'no-store'
+        const code = await tokens.reveal(auth.userId, params.id)
+        // Recorded on disk before the code leaves; if it cannot be, the answer is 500.
+        await audit('twofa.reveal', [ref('twofa', code, `${code.service} (${code.accountName})`)])
         return code
       },
       {

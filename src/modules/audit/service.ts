@@ -1,0 +1,338 @@
+// The audit log (issue 17): one event per action, appended to the user's `vaults/<user>.audit.log`
+// (failed sign-ins for e-mails without an account: the server's `audit.log`), hash-chained
+// (chain.ts), durable before the call resolves. A read of a secret awaits its event before it
+// answers: when the event cannot be written, the request fails and the secret is not sent.
+import { join } from 'node:path'
+import type { AuthContext } from '../../auth/guard'
+import type { Config } from '../../config'
+import { randomBytes } from '../../crypto/tokens'
+import { clientAddress, type PeerSource } from '../../http/client-address'
+import type { Logger } from '../../http/error-handler'
+import { AuditLogFile, readAuditLines, readJsonFile, writeJsonFile } from '../../store/audit-log'
+import { VAULTS_DIR, type Store } from '../../store/store'
+import type { Vaults } from '../vault-access'
+import { parseLine, sealLine, type ChainAnchor } from './chain'
+import type { AuditAction, AuditOutcome } from './model'
+
+export const SERVER_AUDIT_LOG = 'audit.log'
+export const SERVER_AUDIT_ANCHOR = 'audit.chain.json'
+const USER_ID = /^[0-9a-f-]{36}$/
+const COMPACT_EVERY_MS = 6 * 3_600_000
+const MAX_USER_AGENT = 300
+
+export const userAuditLogPath = (dataDir: string, userId: string) => {
+  if (!USER_ID.test(userId)) throw new Error('invalid user id')
+  return join(dataDir, VAULTS_DIR, `${userId}.audit.log`)
+}
+
+export interface AuditRecordRef {
+  kind: string
+  id: string
+  name: string | null
+}
+
+export interface AuditActor {
+  type: 'session' | 'access-key' | 'anonymous'
+  id: string | null
+  name: string | null
+}
+
+export interface AuditEvent {
+  id: string
+  time: string
+  action: AuditAction
+  outcome: AuditOutcome
+  actor: AuditActor
+  clientAddress: string
+  userAgent: string | null
+  records: AuditRecordRef[]
+  details: Record<string, unknown>
+}
+
+/** Where a request came from: what every event of it carries besides the action. */
+export interface AuditSource {
+  request: Request
+  server: PeerSource | null | undefined
+}
+
+export type SignInMethod = 'password' | 'oidc' | 'passkey' | '2fa'
+
+export const ref = (kind: string, record: { id: string; name?: string | null }, name?: string | null): AuditRecordRef => ({
+  kind,
+  id: record.id,
+  name: name ?? record.name ?? null,
+})
+
+export const actorOf = (auth: Pick<AuthContext, 'accessKey' | 'sessionTokenHash'> | null): AuditActor =>
+  auth?.accessKey
+    ? { type: 'access-key', id: auth.accessKey.id, name: auth.accessKey.name }
+    : auth?.sessionTokenHash
+      ? sessionActor(auth.sessionTokenHash)
+      : { type: 'anonymous', id: null, name: null }
+
+export const sessionActor = (tokenHash: string): AuditActor => ({ type: 'session', id: tokenHash.slice(0, 12), name: null })
+
+interface OpenLog {
+  file: AuditLogFile<AuditEvent>
+  path: string
+  /** Set while a compaction runs: appends wait for it. */
+  gate: Promise<void> | null
+  compactedAt: number
+  readAnchor: () => ChainAnchor
+  writeAnchor: (anchor: ChainAnchor) => Promise<void>
+}
+
+export interface AuditQueryInput {
+  limit?: number
+  cursor?: string
+  action?: string
+  actor?: string
+  since?: string
+  until?: string
+}
+
+export class AuditService {
+  /** Events that could not be written (the metrics' "audit failures"). */
+  failures = 0
+  readonly enabled: boolean
+  private readonly logs = new Map<string, Promise<OpenLog>>()
+  private readonly timer: ReturnType<typeof setInterval> | null = null
+
+  constructor(
+    private readonly deps: { config: Pick<Config, 'trustProxy' | 'audit' | 'dataDir'>; store: Store; vaults: Vaults; now: () => number; log: Logger },
+  ) {
+    this.enabled = deps.config.audit.enabled
+    if (this.enabled) {
+      this.timer = setInterval(() => void this.compactOpenLogs(), COMPACT_EVERY_MS)
+      this.timer.unref?.()
+    }
+  }
+
+  /** The event's common fields for a request: actor, client address, user agent. */
+  origin(source: AuditSource, auth: Pick<AuthContext, 'accessKey' | 'sessionTokenHash'> | null) {
+    const agent = source.request.headers.get('user-agent')
+    return {
+      actor: actorOf(auth),
+      clientAddress: clientAddress(source.request, source.server, this.deps.config),
+      userAgent: agent === null ? null : agent.slice(0, MAX_USER_AGENT),
+    }
+  }
+
+  /**
+   * Appends an event to the user's log (null: the server's log); resolves once it is on disk.
+   * Rejects when it cannot be written: a caller about to send a secret must not send it then.
+   */
+  async record(
+    userId: string | null,
+    event: { action: AuditAction; outcome?: AuditOutcome; actor: AuditActor; clientAddress: string; userAgent: string | null; records?: AuditRecordRef[]; details?: Record<string, unknown> },
+  ): Promise<void> {
+    if (!this.enabled) return
+    const full: AuditEvent = {
+      id: crypto.randomUUID(),
+      time: new Date(this.deps.now()).toISOString(),
+      action: event.action,
+      outcome: event.outcome ?? 'ok',
+      actor: event.actor,
+      clientAddress: event.clientAddress,
+      userAgent: event.userAgent,
+      records: event.records ?? [],
+      details: event.details ?? {},
+    }
+    try {
+      const log = await this.open(userId)
+      if (log.gate) await log.gate
+      await log.file.append(full)
+    } catch (error) {
+      this.failures++
+      this.deps.log(`error: could not write the audit event ${full.action}: ${(error as Error)?.message ?? error}`)
+      throw error
+    }
+  }
+
+  /** Records an action of a signed-in caller (the routes' `audit` helper). */
+  recordFor(auth: AuthContext, source: AuditSource, action: AuditAction, records: AuditRecordRef[] = [], details: Record<string, unknown> = {}, outcome: AuditOutcome = 'ok') {
+    return this.record(auth.userId, { action, outcome, ...this.origin(source, auth), records, details })
+  }
+
+  /**
+   * A sign-in attempt, for every sign-in method (password, oidc, passkey, 2fa). `userId` null: no
+   * account has the e-mail (the server's log). `sessionTokenHash`: the session it started.
+   */
+  signIn(input: { userId: string | null; method: SignInMethod; ok: boolean; source: AuditSource; sessionTokenHash?: string | null; email?: string; reason?: string; outcome?: AuditOutcome }) {
+    const origin = this.origin(input.source, null)
+    const details: Record<string, unknown> = { method: input.method }
+    if (input.reason) details.reason = input.reason
+    // The e-mail tried, only in the server's log (the user's own log knows whose it is).
+    if (input.userId === null && input.email) details.email = input.email.slice(0, 200)
+    return this.record(input.userId, {
+      action: input.ok ? 'auth.login' : 'auth.login_failed',
+      outcome: input.outcome ?? (input.ok ? 'ok' : 'failed'),
+      ...origin,
+      actor: input.sessionTokenHash ? sessionActor(input.sessionTokenHash) : origin.actor,
+      records: input.userId ? [{ kind: 'user', id: input.userId, name: null }] : [],
+      details,
+    })
+  }
+
+  /** Like record, but a failure is only logged and counted (sign-in failures, denials: nothing leaves). */
+  async recordQuietly(userId: string | null, event: Parameters<AuditService['record']>[1]): Promise<void> {
+    await this.record(userId, event).catch(() => {})
+  }
+
+  /** One page of the user's events, newest first. */
+  list(userId: string, query: AuditQueryInput): { items: AuditEvent[]; nextCursor: string | null } {
+    const limit = query.limit ?? 50
+    const since = query.since ? Date.parse(query.since) : -Infinity
+    const until = query.until ? Date.parse(query.until) : Infinity
+    const events = this.readEvents(userId)
+    let index = events.length - 1
+    if (query.cursor) {
+      const at = events.findIndex((event) => event.id === query.cursor)
+      index = at < 0 ? -1 : at - 1
+    }
+    const items: AuditEvent[] = []
+    for (; index >= 0 && items.length < limit; index--) {
+      const event = events[index]
+      if (query.action && event.action !== query.action) continue
+      if (query.actor && event.actor.id !== query.actor && event.actor.type !== query.actor) continue
+      const time = Date.parse(event.time)
+      if (time < since || time >= until) continue
+      items.push(event)
+    }
+    // A further page only when an older event could still match.
+    let more = false
+    for (let i = index; i >= 0; i--) {
+      const event = events[i]
+      const time = Date.parse(event.time)
+      if ((query.action && event.action !== query.action) || (query.actor && event.actor.id !== query.actor && event.actor.type !== query.actor) || time < since || time >= until) continue
+      more = true
+      break
+    }
+    return { items, nextCursor: more && items.length > 0 ? items[items.length - 1].id : null }
+  }
+
+  /** The user's log as stored (JSON Lines), from `since` on. */
+  exportLines(userId: string, since?: string): string {
+    const { lines } = readAuditLines(userAuditLogPath(this.deps.config.dataDir, userId))
+    const from = since ? Date.parse(since) : -Infinity
+    const kept = lines.filter((line) => {
+      if (from === -Infinity) return true
+      const time = Date.parse(parseLine(line)?.event.time ?? '')
+      return !(time < from)
+    })
+    return kept.length > 0 ? `${kept.join('\n')}\n` : ''
+  }
+
+  private readEvents(userId: string): AuditEvent[] {
+    const { lines } = readAuditLines(userAuditLogPath(this.deps.config.dataDir, userId))
+    const events: AuditEvent[] = []
+    for (const line of lines) {
+      const parsed = parseLine(line)
+      if (!parsed) continue
+      const { prev: _prev, hash: _hash, ...event } = parsed.event
+      events.push(event as unknown as AuditEvent)
+    }
+    return events
+  }
+
+  private open(userId: string | null): Promise<OpenLog> {
+    const key = userId ?? ''
+    let log = this.logs.get(key)
+    if (!log) {
+      log = userId === null ? this.openServerLog() : this.openUserLog(userId)
+      this.logs.set(key, log)
+      log.catch(() => this.logs.delete(key))
+    }
+    return log
+  }
+
+  private async openUserLog(userId: string): Promise<OpenLog> {
+    const vault = await this.deps.vaults.open(userId)
+    if (!vault.doc.data.auditChain) {
+      await vault.doc.update((data) => {
+        data.auditChain ??= { start: randomBytes(32).toString('hex'), checkpoint: null }
+      })
+    }
+    return this.openFile(userAuditLogPath(this.deps.config.dataDir, userId), () => vault.doc.data.auditChain!, async (anchor) => {
+      await vault.doc.update((data) => {
+        data.auditChain = anchor
+      })
+    })
+  }
+
+  private async openServerLog(): Promise<OpenLog> {
+    const anchorPath = join(this.deps.config.dataDir, SERVER_AUDIT_ANCHOR)
+    let anchor = readJsonFile<ChainAnchor>(anchorPath)
+    if (!anchor) {
+      anchor = { start: randomBytes(32).toString('hex'), checkpoint: null }
+      await writeJsonFile(anchorPath, anchor)
+    }
+    let current = anchor
+    return this.openFile(join(this.deps.config.dataDir, SERVER_AUDIT_LOG), () => current, async (next) => {
+      await writeJsonFile(anchorPath, next)
+      current = next
+    })
+  }
+
+  private async openFile(path: string, readAnchor: () => ChainAnchor, writeAnchor: (anchor: ChainAnchor) => Promise<void>): Promise<OpenLog> {
+    const { lines } = readAuditLines(path)
+    const last = lines.length > 0 ? parseLine(lines[lines.length - 1]) : null
+    const anchor = readAnchor()
+    const head = last?.event.hash ?? anchor.checkpoint ?? anchor.start
+    const file = AuditLogFile.open<AuditEvent>(path, head, sealLine)
+    const log: OpenLog = { file, path, gate: null, compactedAt: 0, readAnchor, writeAnchor }
+    await this.compact(log)
+    return log
+  }
+
+  /** Drops the events older than SVC_AUDIT_RETENTION; the file then starts from a recorded checkpoint. */
+  private async compact(log: OpenLog): Promise<void> {
+    log.compactedAt = this.deps.now()
+    await this.noteHead(log)
+    const cutoff = this.deps.now() - this.deps.config.audit.retentionMs
+    const { lines } = readAuditLines(log.path)
+    let drop = 0
+    while (drop < lines.length && Date.parse(parseLine(lines[drop])?.event.time ?? '') < cutoff) drop++
+    if (drop === 0) return
+    const checkpoint = parseLine(lines[drop - 1])!.event.hash
+    const kept = lines.slice(drop)
+    // The checkpoint is recorded first: should the rewrite not happen, the verifier finds the
+    // checkpoint inside the old file and checks the chain from there.
+    const head = kept.length > 0 ? parseLine(kept[kept.length - 1])!.event.hash : checkpoint
+    await log.writeAnchor({ ...log.readAnchor(), checkpoint, head })
+    await log.file.replace(kept, head)
+  }
+
+  /** Compacts every open log (runs every few hours); appends wait meanwhile. */
+  async compactOpenLogs(): Promise<void> {
+    for (const opening of this.logs.values()) {
+      const log = await opening.catch(() => null)
+      if (!log || log.gate) continue
+      log.gate = this.compact(log)
+        .catch((error) => this.deps.log(`error: could not compact ${log.path}: ${(error as Error).message}`))
+        .finally(() => {
+          log.gate = null
+        })
+      await log.gate
+    }
+  }
+
+  /** Records the log's last durable line in its anchor, so that cutting lines from its end shows. */
+  private async noteHead(log: OpenLog): Promise<void> {
+    const head = log.file.durableHead
+    const anchor = log.readAnchor()
+    if (anchor.head === head) return
+    await log.writeAnchor({ ...anchor, head }).catch((error) => this.deps.log(`error: could not record the head of ${log.path}: ${(error as Error).message}`))
+  }
+
+  async close(): Promise<void> {
+    if (this.timer) clearInterval(this.timer)
+    for (const opening of this.logs.values()) {
+      const log = await opening.catch(() => null)
+      if (!log) continue
+      await log.file.close()
+      await this.noteHead(log)
+    }
+    this.logs.clear()
+  }
+}

@@ -1,0 +1,212 @@
+// Activity: the audit log (issue 17), newest first, filtered by action, access key and date;
+// "last used from" for an access key's row; the dashboard's card of the last 7 days.
+import { useState } from 'preact/hooks'
+import { api, type AccessKey } from '../api'
+import { AUDIT_ACTIONS, SECRET_READS } from '../../src/modules/audit/actions'
+import { Field, formatDate, inputValue, Link, Loading, relativeTime, toastError, useLoad } from '../ui'
+
+export interface AuditEvent {
+  id: string
+  time: string
+  action: string
+  outcome: 'ok' | 'denied' | 'failed'
+  actor: { type: 'session' | 'access-key' | 'anonymous'; id: string | null; name: string | null }
+  clientAddress: string
+  userAgent: string | null
+  records: { kind: string; id: string; name: string | null }[]
+  details: Record<string, unknown>
+}
+interface AuditPage {
+  items: AuditEvent[]
+  nextCursor: string | null
+}
+
+const DAY_MS = 86_400_000
+
+function actorLabel(actor: AuditEvent['actor']): string {
+  if (actor.type === 'access-key') return `key “${actor.name ?? actor.id}”`
+  if (actor.type === 'session') return `session ${actor.id}`
+  return 'not signed in'
+}
+
+/** What the event touched, in words: record names, or what the details say. */
+function subject(event: AuditEvent): string {
+  const names = event.records.filter((r) => r.kind !== 'user').map((r) => r.name ?? r.id)
+  const parts: string[] = []
+  if (names.length > 0) parts.push(names.slice(0, 4).join(', ') + (names.length > 4 ? ` and ${names.length - 4} more` : ''))
+  const d = event.details
+  if (typeof d.method === 'string') parts.push(`via ${d.method}`)
+  if (typeof d.count === 'number') parts.push(`${d.count} value${d.count === 1 ? '' : 's'}`)
+  if (typeof d.required === 'string') parts.push(`needed ${d.required}`)
+  if (typeof d.email === 'string') parts.push(d.email)
+  return parts.join(' · ')
+}
+
+function query(filters: { action: string; actor: string; since: string; until: string }, cursor: string | null): string {
+  const params = new URLSearchParams({ limit: '50' })
+  if (filters.action) params.set('action', filters.action)
+  if (filters.actor) params.set('actor', filters.actor)
+  // Dates are whole local days: from the start of `since` to the end of `until`.
+  if (filters.since) params.set('since', new Date(`${filters.since}T00:00:00`).toISOString())
+  if (filters.until) params.set('until', new Date(new Date(`${filters.until}T00:00:00`).getTime() + DAY_MS).toISOString())
+  if (cursor) params.set('cursor', cursor)
+  return `/api/audit?${params}`
+}
+
+export function ActivityPage() {
+  const initial = new URLSearchParams(location.search)
+  const [filters, setFilters] = useState({ action: initial.get('action') ?? '', actor: initial.get('actor') ?? '', since: '', until: '' })
+  const keys = useLoad(() => api<AccessKey[]>('GET', '/api/access-keys'))
+  const [more, setMore] = useState<AuditEvent[]>([])
+  const [cursor, setCursor] = useState<string | null>(null)
+  const page = useLoad(async () => {
+    const answer = await api<AuditPage>('GET', query(filters, null))
+    setMore([])
+    setCursor(answer.nextCursor)
+    return answer
+  }, [filters.action, filters.actor, filters.since, filters.until])
+  const set = (name: keyof typeof filters) => (event: Parameters<typeof inputValue>[0]) => setFilters({ ...filters, [name]: inputValue(event) })
+  const loadMore = async () => {
+    try {
+      const answer = await api<AuditPage>('GET', query(filters, cursor))
+      setMore([...more, ...answer.items])
+      setCursor(answer.nextCursor)
+    } catch (failure) {
+      toastError(failure)
+    }
+  }
+  const events = [...(page.data?.items ?? []), ...more]
+  return (
+    <section>
+      <h1>Activity</h1>
+      <p class="muted">
+        Every sign-in, every read of a secret and every change, newest first. The log is hash-chained: <code>bun run audit-verify</code> on the server shows whether a line was edited or removed.
+      </p>
+      <form class="card activity-filters" onSubmit={(event) => event.preventDefault()}>
+        <Field label="Action">
+          <select name="action" value={filters.action} onChange={set('action')}>
+            <option value="">All actions</option>
+            {AUDIT_ACTIONS.map((action) => (
+              <option key={action} value={action}>
+                {action}
+              </option>
+            ))}
+          </select>
+        </Field>
+        <Field label="Key">
+          <select name="actor" value={filters.actor} onChange={set('actor')}>
+            <option value="">Anyone</option>
+            <option value="session">Signed-in sessions</option>
+            {(keys.data ?? []).map((key) => (
+              <option key={key.id} value={key.id}>
+                {key.name}
+              </option>
+            ))}
+            {filters.actor && filters.actor !== 'session' && !(keys.data ?? []).some((key) => key.id === filters.actor) && <option value={filters.actor}>A revoked key</option>}
+          </select>
+        </Field>
+        <Field label="From">
+          <input type="date" name="since" value={filters.since} onInput={set('since')} />
+        </Field>
+        <Field label="To">
+          <input type="date" name="until" value={filters.until} onInput={set('until')} />
+        </Field>
+      </form>
+      {!page.data ? (
+        <Loading error={page.error} />
+      ) : events.length === 0 ? (
+        <p class="muted">No activity matches.</p>
+      ) : (
+        <>
+          <ul class="list card activity-list">
+            {events.map((event) => (
+              <li key={event.id} class="list-row activity-event" data-action={event.action}>
+                <span class={`badge ${event.outcome === 'ok' ? 'badge-none' : 'badge-production'}`}>{event.outcome}</span>
+                <span class="grow">
+                  <strong>{event.action}</strong> <span class="muted">{subject(event)}</span>
+                  <br />
+                  <span class="muted small">
+                    {actorLabel(event.actor)} · from {event.clientAddress}
+                    {event.userAgent ? ` · ${event.userAgent.slice(0, 60)}` : ''}
+                  </span>
+                </span>
+                <time class="muted small" dateTime={event.time} title={event.time}>
+                  {formatDate(event.time)}
+                </time>
+              </li>
+            ))}
+          </ul>
+          {cursor && (
+            <div class="actions actions-start">
+              <button type="button" class="btn" onClick={loadMore}>
+                Load older
+              </button>
+            </div>
+          )}
+        </>
+      )}
+    </section>
+  )
+}
+
+/** "last used from <address>" on an access key's row, with a link to its events. */
+export function KeyLastUsedFrom(props: { keyId: string }) {
+  const last = useLoad(() => api<AuditPage>('GET', `/api/audit?actor=${encodeURIComponent(props.keyId)}&limit=1`), [props.keyId])
+  const event = last.data?.items[0]
+  return (
+    <p class="muted small key-activity">
+      {event ? `Last used from ${event.clientAddress} (${relativeTime(event.time)}, ${event.action})` : last.data ? 'No recorded use yet' : ''}
+      {last.data && (
+        <>
+          {' · '}
+          <Link href={`/activity?actor=${encodeURIComponent(props.keyId)}`}>Its events</Link>
+        </>
+      )}
+    </p>
+  )
+}
+
+/** The dashboard's card: failed sign-ins and secret reads of the last 7 days. */
+export function RecentActivityCard() {
+  const week = useLoad(async () => {
+    const since = new Date(Date.now() - 7 * DAY_MS).toISOString()
+    const events: AuditEvent[] = []
+    let cursor: string | null = null
+    // At most a few pages: the card counts, the Activity page lists.
+    for (let page = 0; page < 4; page++) {
+      const answer: AuditPage = await api<AuditPage>('GET', `/api/audit?limit=500&since=${encodeURIComponent(since)}${cursor ? `&cursor=${cursor}` : ''}`)
+      events.push(...answer.items)
+      cursor = answer.nextCursor
+      if (!cursor) break
+    }
+    return events
+  })
+  const events = week.data
+  const failed = events?.filter((e) => e.action === 'auth.login_failed') ?? []
+  const reads = events?.filter((e) => (SECRET_READS as readonly string[]).includes(e.action)) ?? []
+  return (
+    <div class="card recent-activity">
+      <h2>Last 7 days</h2>
+      {!events ? (
+        <Loading error={week.error} />
+      ) : (
+        <ul class="list">
+          <li class="list-row" data-count="failed-sign-ins">
+            <span class="grow">
+              <Link href="/activity?action=auth.login_failed">Failed sign-ins</Link>
+              {failed[0] && <span class="muted small"> · last from {failed[0].clientAddress}, {relativeTime(failed[0].time)}</span>}
+            </span>
+            <strong class="activity-count">{failed.length}</strong>
+          </li>
+          <li class="list-row" data-count="secret-reads">
+            <span class="grow">
+              <Link href="/activity">Secret reads</Link>
+              <span class="muted small"> · reveals, exports, extracts</span>
+            </span>
+            <strong class="activity-count">{reads.length}</strong>
+          </li>
+        </ul>
+      )}
+    </div>
+  )
+}
