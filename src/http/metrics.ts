@@ -37,7 +37,6 @@ export class Metrics {
   readonly fsync = new Histogram(FSYNC_BUCKETS)
   private readonly loginFailures = new Map<LoginFailure, number>()
   writeFailures = 0
-  auditFailures = 0
 
   /** One answered request, by its route template (`unmatched` when no route matched). */
   observeRequest(rawMethod: string, route: string, status: number, seconds: number): void {
@@ -56,7 +55,7 @@ export class Metrics {
     this.loginFailures.set(reason, (this.loginFailures.get(reason) ?? 0) + 1)
   }
 
-  render(gauges: { openVaults: number; version: string }): string {
+  render(gauges: { openVaults: number; version: string; auditFailures: number }): string {
     const out: string[] = []
     const family = (name: string, type: string, help: string) => out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`)
     const histogram = (name: string, pairs: Record<string, string | number>, h: Histogram) => {
@@ -79,7 +78,7 @@ export class Metrics {
     family('svc_vault_write_failures_total', 'counter', 'Writes the data folder refused (the request answered 500 and changed nothing).')
     out.push(`svc_vault_write_failures_total ${this.writeFailures}`)
     family('svc_vault_audit_failures_total', 'counter', 'Audit events that could not be recorded.')
-    out.push(`svc_vault_audit_failures_total ${this.auditFailures}`)
+    out.push(`svc_vault_audit_failures_total ${gauges.auditFailures}`)
     family('svc_vault_login_failures_total', 'counter', 'Failed sign-ins by reason.')
     for (const reason of ['invalid_credentials', 'throttled', 'oidc_failed'] as const) {
       out.push(`svc_vault_login_failures_total${labels({ reason })} ${this.loginFailures.get(reason) ?? 0}`)
