@@ -5,7 +5,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Page } from 'playwright-core'
 import { hasChromium, openBrowser, type BrowserSession } from '../support/browser'
-import { Client, PASSWORD, sessionCookie, signUp } from '../support/client'
+import { Client, PASSWORD, signUp } from '../support/client'
+import { created, openTab, seedOtherPages, signInBrowser as signIn } from '../support/page-session'
 import { startTestServer, type TestServer } from '../support/server'
 
 const STEP = 45_000
@@ -26,30 +27,12 @@ let client: Client & { email: string }
 let browserCookie: string
 const ids: Record<string, string> = {}
 
-async function created(answer: Promise<{ status: number; body: any; text: string }>): Promise<any> {
-  const result = await answer
-  if (result.status !== 201 && result.status !== 200) throw new Error(`setup failed: ${result.status} ${result.text}`)
-  return result.body
-}
-
 async function signInBrowser(): Promise<void> {
-  const response = await fetch(`${server.url}/api/auth/login`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ email: client.email, password: PASSWORD }),
-  })
-  browserCookie = sessionCookie(response.headers)!
-  await browser.context.addCookies([{ name: 'svc_session', value: browserCookie, url: server.url }])
+  browserCookie = await signIn(browser, server.url, client.email)
 }
 
 /** A new tab on `path`, signed in, at this viewport. */
-async function open(path: string, viewport = { width: 1280, height: 860 }): Promise<Page> {
-  const page = await browser.context.newPage()
-  await page.setViewportSize(viewport)
-  await page.goto(server.url + path)
-  await page.locator('main h1').first().waitFor()
-  return page
-}
+const open = (path: string, viewport?: { width: number; height: number }): Promise<Page> => openTab(browser, server.url, path, viewport)
 
 const reveal = async (id: string) => (await client.post(`/api/entries/${id}/reveal`)).body.value
 const dialogNamed = (page: Page, name: string) => page.getByRole('dialog', { name })
@@ -100,11 +83,7 @@ describe.skipIf(!hasChromium())('web page: everyday use loses nothing (issue 23)
     ).id
     ids.misc = (await created(client.post('/api/entries', { categoryId: misc.id, name: 'tools', value: JSON.stringify({ ALPHA: 'a-one', BETA: 'b-two' }) }))).id
     await created(client.post('/api/entries', { categoryId: long.id, name: LONG_NAME, value: 'x' }))
-    const project = await created(client.post('/api/envs', { name: 'site', description: 'The site' }))
-    ids.project = project.data.id
-    await created(client.post(`/api/envs/${ids.project}/files`, { fileType: 'env', content: 'SAVED=1\n' }))
-    await created(client.post('/api/2fa', { service: 'GitHub', accountName: 'alice@example.com', secret: 'JBSWY3DPEHPK3PXPJBSWY3DP' }))
-    await created(client.post('/api/access-keys', { name: 'ci', scopes: ['stats:read'] }))
+    ids.project = await seedOtherPages(client)
     browser = await openBrowser(server.url)
     await signInBrowser()
   }, 30_000)

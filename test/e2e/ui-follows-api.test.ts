@@ -5,7 +5,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
 import { hasChromium, openBrowser, type BrowserSession } from '../support/browser'
-import { PASSWORD, sessionCookie, signUp, type Client } from '../support/client'
+import { signUp, type Client } from '../support/client'
+import { signInBrowser } from '../support/page-session'
 import { startTestServer, type TestServer } from '../support/server'
 
 const STEP = 30_000
@@ -18,12 +19,7 @@ describe.skipIf(!hasChromium())('web page follows the API answers (issue 23)', (
     server = await startTestServer()
     client = await signUp(server.url)
     browser = await openBrowser(server.url)
-    const login = await fetch(`${server.url}/api/auth/login`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ email: client.email, password: PASSWORD }),
-    })
-    await browser.context.addCookies([{ name: 'svc_session', value: sessionCookie(login.headers)!, url: server.url }])
+    await signInBrowser(browser, server.url, client.email)
   }, 20_000)
 
   afterAll(async () => {

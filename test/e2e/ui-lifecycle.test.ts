@@ -5,7 +5,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Page } from 'playwright-core'
 import { hasChromium, openBrowser, type BrowserSession } from '../support/browser'
-import { PASSWORD, sessionCookie, signUp, type Client } from '../support/client'
+import { signUp, type Client } from '../support/client'
+import { openTab, signInBrowser } from '../support/page-session'
 import { startTestServer, type TestServer } from '../support/server'
 
 const STEP = 45_000
@@ -20,13 +21,7 @@ async function ok(answer: Promise<{ status: number; body: any; text: string }>):
   return result.body
 }
 
-async function open(path: string): Promise<Page> {
-  const page = await browser.context.newPage()
-  await page.setViewportSize({ width: 1280, height: 860 })
-  await page.goto(server.url + path)
-  await page.locator('main h1').first().waitFor()
-  return page
-}
+const open = (path: string): Promise<Page> => openTab(browser, server.url, path)
 
 const confirm = async (page: Page, action: string) => {
   const question = page.getByRole('dialog', { name: 'Are you sure?' })
@@ -47,12 +42,7 @@ describe.skipIf(!hasChromium())('web page: history, trash and reminders (issue 2
     ids.file = (await ok(client.post(`/api/envs/${ids.project}/files`, { fileType: 'env', content: 'KEEP=1\nCHANGED=old-secret\nGONE=g\n' }))).data.id
     await ok(client.post(`/api/envs/${ids.project}/files`, { fileType: 'env', content: 'KEEP=1\nCHANGED=new-secret\nADDED=a\n' }))
     browser = await openBrowser(server.url)
-    const response = await fetch(`${server.url}/api/auth/login`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ email: client.email, password: PASSWORD }),
-    })
-    await browser.context.addCookies([{ name: 'svc_session', value: sessionCookie(response.headers)!, url: server.url }])
+    await signInBrowser(browser, server.url, client.email)
   }, 30_000)
 
   afterAll(async () => {

@@ -10,12 +10,12 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Page } from 'playwright-core'
 import { hasChromium, openBrowser, type BrowserSession } from '../support/browser'
-import { Client, PASSWORD, sessionCookie, signUp, uniqueEmail } from '../support/client'
+import { Client, PASSWORD, signUp, uniqueEmail } from '../support/client'
+import { created, DESKTOP, openTab, seedOtherPages, signInBrowser as signIn, useSession } from '../support/page-session'
 import { ROOT, startTestServer, type TestServer } from '../support/server'
 
 const STEP = 60_000
 const PHONE = { width: 390, height: 844 }
-const DESKTOP = { width: 1280, height: 860 }
 // Screenshots of the new pages go to docs/screenshots when asked (SVC_SCREENSHOTS=1) or missing;
 // otherwise to a temporary folder, so a test run does not rewrite the repository.
 const SCREENSHOTS =
@@ -24,12 +24,6 @@ const SCREENSHOTS =
     : mkdtempSync(join(tmpdir(), 'svc-vault-screenshots-'))
 const SHOT = { width: 1100, height: 720 }
 const AXE_SOURCE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8')
-
-async function created(answer: Promise<{ status: number; body: any; text: string }>): Promise<any> {
-  const result = await answer
-  if (result.status !== 201 && result.status !== 200) throw new Error(`setup failed: ${result.status} ${result.text}`)
-  return result.body
-}
 
 interface AxeViolation {
   id: string
@@ -179,23 +173,12 @@ describe.skipIf(!hasChromium())('web page: projects, import, keys, 2FA, everyone
   const entries = async () => (await client.get('/api/entries')).body as { id: string; name: string; categoryId: string; environment: string | null; updatedAt: string }[]
   const reveal = async (id: string) => (await client.post(`/api/entries/${id}/reveal`)).body.value
 
-  async function signInBrowser(): Promise<void> {
-    const response = await fetch(`${server.url}/api/auth/login`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ email: client.email, password: PASSWORD }),
-    })
-    await browser.context.addCookies([{ name: 'svc_session', value: sessionCookie(response.headers)!, url: server.url }])
-  }
+  const signInBrowser = () => signIn(browser, server.url, client.email)
 
   /** A new tab on `path`, signed in. */
   async function open(path: string, viewport = DESKTOP): Promise<Page> {
     if (!(await browser.context.cookies(server.url)).some((cookie) => cookie.name === 'svc_session')) await signInBrowser()
-    const page = await browser.context.newPage()
-    await page.setViewportSize(viewport)
-    await page.goto(server.url + path)
-    await page.locator('main h1').first().waitFor()
-    return page
+    return openTab(browser, server.url, path, viewport)
   }
 
   beforeAll(async () => {
@@ -216,12 +199,8 @@ describe.skipIf(!hasChromium())('web page: projects, import, keys, 2FA, everyone
     ids.shop = await entry(openai.id, 'shop', 'sk-shop', 'production')
     ids.old1 = await entry(openai.id, 'old-name', 'sk-old', 'staging')
     ids.old2 = await entry(sentry.id, 'old-name', 'https://old@sentry.example/2', 'staging')
-    await created(client.post('/api/2fa', { service: 'GitHub', accountName: 'alice@example.com', secret: 'JBSWY3DPEHPK3PXPJBSWY3DP' }))
+    ids.envProject = await seedOtherPages(client)
     await created(client.post('/api/2fa', { service: 'GitLab', accountName: 'alice@example.com', secret: 'JBSWY3DPEHPK3PXPJBSWY3DQ' }))
-    const project = await created(client.post('/api/envs', { name: 'site', description: 'The site' }))
-    ids.envProject = project.data.id
-    await created(client.post(`/api/envs/${ids.envProject}/files`, { fileType: 'env', content: 'SAVED=1\n' }))
-    await created(client.post('/api/access-keys', { name: 'ci', scopes: ['stats:read'] }))
     browser = await openBrowser(server.url)
     await signInBrowser()
   }, 30_000)
@@ -647,7 +626,7 @@ describe.skipIf(!hasChromium())('web page: projects, import, keys, 2FA, everyone
       await Promise.all(Array.from({ length: 10 }, worker))
       const session = await openBrowser(server.url, { viewport: PHONE })
       try {
-        await session.context.addCookies([{ name: 'svc_session', value: heavy.credentials.cookie!, url: server.url }])
+        await useSession(session, server.url, heavy.credentials.cookie!)
         const page = session.page
         await page.goto(server.url + '/')
         await page.getByRole('heading', { level: 1, name: 'Dashboard' }).waitFor()

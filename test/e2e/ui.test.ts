@@ -10,6 +10,7 @@ import type { Page } from 'playwright-core'
 import { CHROMIUM, hasChromium, openBrowser, type BrowserSession } from '../support/browser'
 import { describeNeeding } from '../support/requirements'
 import { Client, PASSWORD, sessionCookie, uniqueEmail } from '../support/client'
+import { useSession } from '../support/page-session'
 import { ROOT, startTestServer, type TestServer } from '../support/server'
 
 // The README's screenshots are rewritten when asked (SVC_SCREENSHOTS=1) or missing; otherwise they
@@ -57,7 +58,7 @@ async function signInAsNewUser() {
   expect(registered.status).toBe(201)
   cookie = sessionCookie(registered.headers)
   await browser.context.clearCookies()
-  await browser.context.addCookies([{ name: 'svc_session', value: cookie!, url: server.url }])
+  await useSession(browser, server.url, cookie!)
   await page.goto(server.url + '/')
   await heading('Dashboard').waitFor()
 }

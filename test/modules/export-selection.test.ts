@@ -8,7 +8,8 @@ import { join } from 'node:path'
 import { parse } from 'dotenv'
 import fc from 'fast-check'
 import { shellLine, shellQuote } from '../../src/modules/export/render'
-import { signUp, type Client } from '../support/client'
+import { signUp } from '../support/client'
+import { createCategory, createEntry } from '../support/records'
 import { startTestServer, type TestServer } from '../support/server'
 
 let server: TestServer
@@ -18,29 +19,17 @@ beforeAll(async () => {
 })
 afterAll(() => server.stop())
 
-async function category(client: Client, body: Record<string, unknown>) {
-  const answer = await client.post('/api/categories', body)
-  if (answer.status !== 201) throw new Error(`category not created: ${answer.text}`)
-  return answer.body
-}
-
-async function entry(client: Client, body: Record<string, unknown>) {
-  const answer = await client.post('/api/entries', body)
-  if (answer.status !== 201) throw new Error(`entry not created: ${answer.text}`)
-  return answer.body
-}
-
 describe('per-environment exports (issue 23)', () => {
   test('an environment includes the shared entries; its own entry wins per variable; all environments unchanged', async () => {
     const alice = await signUp(server.url)
-    const openai = await category(alice, { name: 'OpenAI', keyType: 'simple', envVarName: 'OPENAI_API_KEY' })
-    const sentry = await category(alice, { name: 'Sentry', keyType: 'simple', envVarName: 'SENTRY_DSN' })
-    const db = await category(alice, { name: 'Database', keyType: 'group', fieldDefinitions: ['DB_HOST', 'DB_PASSWORD'] })
-    await entry(alice, { categoryId: openai.id, name: 'blog', value: 'sk-shared' })
-    await entry(alice, { categoryId: openai.id, name: 'blog', value: 'sk-prod', environment: 'production' })
-    await entry(alice, { categoryId: sentry.id, name: 'blog', value: 'https://sentry.example/1' })
-    await entry(alice, { categoryId: db.id, name: 'blog', value: JSON.stringify({ DB_HOST: 'db.local', DB_PASSWORD: 'shared-pw' }) })
-    await entry(alice, { categoryId: db.id, name: 'blog', value: JSON.stringify({ DB_PASSWORD: 'prod-pw' }), environment: 'production' })
+    const openai = await createCategory(alice, { name: 'OpenAI', keyType: 'simple', envVarName: 'OPENAI_API_KEY' })
+    const sentry = await createCategory(alice, { name: 'Sentry', keyType: 'simple', envVarName: 'SENTRY_DSN' })
+    const db = await createCategory(alice, { name: 'Database', keyType: 'group', fieldDefinitions: ['DB_HOST', 'DB_PASSWORD'] })
+    await createEntry(alice, { categoryId: openai.id, name: 'blog', value: 'sk-shared' })
+    await createEntry(alice, { categoryId: openai.id, name: 'blog', value: 'sk-prod', environment: 'production' })
+    await createEntry(alice, { categoryId: sentry.id, name: 'blog', value: 'https://sentry.example/1' })
+    await createEntry(alice, { categoryId: db.id, name: 'blog', value: JSON.stringify({ DB_HOST: 'db.local', DB_PASSWORD: 'shared-pw' }) })
+    await createEntry(alice, { categoryId: db.id, name: 'blog', value: JSON.stringify({ DB_PASSWORD: 'prod-pw' }), environment: 'production' })
 
     const production = await alice.get('/api/export?environment=production')
     expect(production.status).toBe(200)
@@ -72,12 +61,12 @@ describe('per-environment exports (issue 23)', () => {
 
   test('a variable two entries would still write: 409 AMBIGUOUS_EXPORT naming it and the projects; name narrows', async () => {
     const bob = await signUp(server.url)
-    const openai = await category(bob, { name: 'OpenAI', keyType: 'simple', envVarName: 'OPENAI_API_KEY' })
-    const resend = await category(bob, { name: 'Resend', keyType: 'simple', envVarName: 'RESEND_API_KEY' })
+    const openai = await createCategory(bob, { name: 'OpenAI', keyType: 'simple', envVarName: 'OPENAI_API_KEY' })
+    const resend = await createCategory(bob, { name: 'Resend', keyType: 'simple', envVarName: 'RESEND_API_KEY' })
     for (const project of ['blog', 'shop', 'wiki']) {
-      await entry(bob, { categoryId: openai.id, name: project, value: `sk-${project}`, environment: 'production' })
+      await createEntry(bob, { categoryId: openai.id, name: project, value: `sk-${project}`, environment: 'production' })
     }
-    await entry(bob, { categoryId: resend.id, name: 'shop', value: 're-shop' })
+    await createEntry(bob, { categoryId: resend.id, name: 'shop', value: 're-shop' })
 
     const ambiguous = await bob.get('/api/export?environment=production')
     expect(ambiguous.status).toBe(409)
@@ -102,12 +91,12 @@ describe('per-environment exports (issue 23)', () => {
     expect(all.text.match(/^OPENAI_API_KEY=/gm)).toHaveLength(3)
     // Two shared entries of one variable are ambiguous for any environment.
     const carol = await signUp(server.url)
-    const c = await category(carol, { name: 'OpenAI', keyType: 'simple', envVarName: 'OPENAI_API_KEY' })
-    await entry(carol, { categoryId: c.id, name: 'a', value: 'sk-a' })
-    await entry(carol, { categoryId: c.id, name: 'b', value: 'sk-b' })
+    const c = await createCategory(carol, { name: 'OpenAI', keyType: 'simple', envVarName: 'OPENAI_API_KEY' })
+    await createEntry(carol, { categoryId: c.id, name: 'a', value: 'sk-a' })
+    await createEntry(carol, { categoryId: c.id, name: 'b', value: 'sk-b' })
     expect((await carol.get('/api/export?environment=development')).body).toMatchObject({ code: 'AMBIGUOUS_EXPORT', variable: 'OPENAI_API_KEY', projects: ['a', 'b'] })
     // ... until one environment has its own, which then wins over both.
-    await entry(carol, { categoryId: c.id, name: 'a', value: 'sk-dev', environment: 'development' })
+    await createEntry(carol, { categoryId: c.id, name: 'a', value: 'sk-dev', environment: 'development' })
     expect(parse((await carol.get('/api/export?environment=development')).text)).toEqual({ OPENAI_API_KEY: 'sk-dev' })
   })
 
@@ -175,11 +164,11 @@ describe('format=shell (issue 14)', () => {
     require('node:fs').mkdirSync(pwnedDir)
     try {
       const values = Object.fromEntries(Object.entries(HOSTILE).map(([name, value]) => [name, value.replaceAll(PWNED, pwnedDir)]))
-      const group = await category(dave, { name: 'Hostile', keyType: 'group', fieldDefinitions: Object.keys(values) })
-      await entry(dave, { categoryId: group.id, name: 'app', value: JSON.stringify(values), environment: 'production' })
+      const group = await createCategory(dave, { name: 'Hostile', keyType: 'group', fieldDefinitions: Object.keys(values) })
+      await createEntry(dave, { categoryId: group.id, name: 'app', value: JSON.stringify(values), environment: 'production' })
       // A hostile category and entry name too: they go into comment lines.
-      const simple = await category(dave, { name: `x\n$(touch ${pwnedDir}/category)`, keyType: 'simple', envVarName: 'SIMPLE_ONE' })
-      await entry(dave, { categoryId: simple.id, name: `\`touch ${pwnedDir}/entry\`\ny`, value: "it's `here` $(x)" })
+      const simple = await createCategory(dave, { name: `x\n$(touch ${pwnedDir}/category)`, keyType: 'simple', envVarName: 'SIMPLE_ONE' })
+      await createEntry(dave, { categoryId: simple.id, name: `\`touch ${pwnedDir}/entry\`\ny`, value: "it's `here` $(x)" })
       const expected = { ...values, SIMPLE_ONE: "it's `here` $(x)" }
 
       const answer = await dave.get('/api/export?format=shell&environment=production')
@@ -236,11 +225,11 @@ describe('format=shell (issue 14)', () => {
 describe('format=json (issue 14)', () => {
   test('one object, variable name to value, with the same selection and ambiguity rules', async () => {
     const erin = await signUp(server.url)
-    const openai = await category(erin, { name: 'OpenAI', keyType: 'simple', envVarName: 'OPENAI_API_KEY' })
-    const db = await category(erin, { name: 'Database', keyType: 'group', fieldDefinitions: ['DB_HOST', '__proto__'] })
-    await entry(erin, { categoryId: openai.id, name: 'blog', value: 'sk-shared' })
-    await entry(erin, { categoryId: openai.id, name: 'blog', value: 'sk "prod"\n', environment: 'production' })
-    await entry(erin, { categoryId: db.id, name: 'blog', value: JSON.stringify({ DB_HOST: 'db', ['__proto__']: 'p' }) })
+    const openai = await createCategory(erin, { name: 'OpenAI', keyType: 'simple', envVarName: 'OPENAI_API_KEY' })
+    const db = await createCategory(erin, { name: 'Database', keyType: 'group', fieldDefinitions: ['DB_HOST', '__proto__'] })
+    await createEntry(erin, { categoryId: openai.id, name: 'blog', value: 'sk-shared' })
+    await createEntry(erin, { categoryId: openai.id, name: 'blog', value: 'sk "prod"\n', environment: 'production' })
+    await createEntry(erin, { categoryId: db.id, name: 'blog', value: JSON.stringify({ DB_HOST: 'db', ['__proto__']: 'p' }) })
 
     const answer = await erin.get('/api/export?format=json&environment=production')
     expect(answer.status).toBe(200)
@@ -269,8 +258,8 @@ describe('format=json (issue 14)', () => {
 describe('ETag on GET /api/export', () => {
   test('every format carries one; a matching If-None-Match is 304 without a body; a change changes it', async () => {
     const frank = await signUp(server.url)
-    const openai = await category(frank, { name: 'OpenAI', keyType: 'simple', envVarName: 'OPENAI_API_KEY' })
-    const created = await entry(frank, { categoryId: openai.id, name: 'blog', value: 'sk-one', environment: 'production' })
+    const openai = await createCategory(frank, { name: 'OpenAI', keyType: 'simple', envVarName: 'OPENAI_API_KEY' })
+    const created = await createEntry(frank, { categoryId: openai.id, name: 'blog', value: 'sk-one', environment: 'production' })
     for (const query of ['', '?format=shell', '?format=json', '?environment=production', '?format=dotenv']) {
       const first = await frank.get(`/api/export${query}`)
       const tag = first.headers.get('etag')
@@ -298,8 +287,8 @@ describe('ETag on GET /api/export', () => {
   test('the tag reveals nothing of the content: no plain hash of it, and another user with the same content gets another tag', async () => {
     const make = async () => {
       const user = await signUp(server.url)
-      const c = await category(user, { name: 'Tiny', keyType: 'simple', envVarName: 'PIN' })
-      await entry(user, { categoryId: c.id, name: 'x', value: '1234' })
+      const c = await createCategory(user, { name: 'Tiny', keyType: 'simple', envVarName: 'PIN' })
+      await createEntry(user, { categoryId: c.id, name: 'x', value: '1234' })
       return user
     }
     const [one, two] = [await make(), await make()]

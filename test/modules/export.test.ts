@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { parse } from 'dotenv'
 import fc from 'fast-check'
 import { quoteEnvValue } from '../../src/modules/export/render'
-import { signUp, type Client } from '../support/client'
+import { signUp } from '../support/client'
+import { createCategory, createEntry } from '../support/records'
 import { startTestServer, type TestServer } from '../support/server'
 import { setStoredFields } from '../support/stored'
 
@@ -12,18 +13,6 @@ beforeAll(async () => {
   server = await startTestServer()
 })
 afterAll(() => server.stop())
-
-async function category(client: Client, body: Record<string, unknown>) {
-  const answer = await client.post('/api/categories', body)
-  if (answer.status !== 201) throw new Error(`category not created: ${answer.text}`)
-  return answer.body
-}
-
-async function entry(client: Client, body: Record<string, unknown>) {
-  const answer = await client.post('/api/entries', body)
-  if (answer.status !== 201) throw new Error(`entry not created: ${answer.text}`)
-  return answer.body
-}
 
 /** Values that need care in a .env file; every one must come back exactly. */
 const TRICKY: Record<string, string> = {
@@ -55,18 +44,18 @@ const TRICKY: Record<string, string> = {
 describe('export', () => {
   test('the .env text: headers, order, comment lines, group fields in declared order, quoting', async () => {
     const alice = await signUp(server.url)
-    const openai = await category(alice, { name: 'OpenAI', keyType: 'simple', envVarName: 'OPENAI_API_KEY' })
-    const aws = await category(alice, { name: 'AWS', keyType: 'group', fieldDefinitions: ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_REGION'] })
-    const anthropic = await category(alice, { name: 'Anthropic', keyType: 'simple', envVarName: 'ANTHROPIC_API_KEY' })
-    const smtp = await category(alice, { name: 'smtp', keyType: 'group' })
-    await entry(alice, { categoryId: openai.id, name: 'shop', value: 'sk-shop-prod', environment: 'production' })
-    await entry(alice, { categoryId: openai.id, name: 'blog', value: 'sk blog prod', environment: 'production' })
-    await entry(alice, { categoryId: openai.id, name: 'blog', value: 'sk-blog-dev', environment: 'development' })
-    await entry(alice, { categoryId: openai.id, name: 'blog', value: 'sk-blog-none' })
-    await entry(alice, { categoryId: anthropic.id, name: 'blog', value: 'sk-ant', environment: 'staging' })
+    const openai = await createCategory(alice, { name: 'OpenAI', keyType: 'simple', envVarName: 'OPENAI_API_KEY' })
+    const aws = await createCategory(alice, { name: 'AWS', keyType: 'group', fieldDefinitions: ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_REGION'] })
+    const anthropic = await createCategory(alice, { name: 'Anthropic', keyType: 'simple', envVarName: 'ANTHROPIC_API_KEY' })
+    const smtp = await createCategory(alice, { name: 'smtp', keyType: 'group' })
+    await createEntry(alice, { categoryId: openai.id, name: 'shop', value: 'sk-shop-prod', environment: 'production' })
+    await createEntry(alice, { categoryId: openai.id, name: 'blog', value: 'sk blog prod', environment: 'production' })
+    await createEntry(alice, { categoryId: openai.id, name: 'blog', value: 'sk-blog-dev', environment: 'development' })
+    await createEntry(alice, { categoryId: openai.id, name: 'blog', value: 'sk-blog-none' })
+    await createEntry(alice, { categoryId: anthropic.id, name: 'blog', value: 'sk-ant', environment: 'staging' })
     // Fields sent out of the declared order come out in the declared order.
-    await entry(alice, { categoryId: aws.id, name: 'infra', value: JSON.stringify({ AWS_REGION: 'eu-west-1', AWS_ACCESS_KEY_ID: 'AKIA1' }) })
-    await entry(alice, { categoryId: smtp.id, name: 'mail', value: JSON.stringify({ SMTP_USER: 'me', SMTP_HOST: 'mail.example' }), environment: 'production' })
+    await createEntry(alice, { categoryId: aws.id, name: 'infra', value: JSON.stringify({ AWS_REGION: 'eu-west-1', AWS_ACCESS_KEY_ID: 'AKIA1' }) })
+    await createEntry(alice, { categoryId: smtp.id, name: 'mail', value: JSON.stringify({ SMTP_USER: 'me', SMTP_HOST: 'mail.example' }), environment: 'production' })
 
     const answer = await alice.get('/api/export')
     expect(answer.status).toBe(200)
@@ -104,11 +93,11 @@ describe('export', () => {
 
   test('filters: environment (with shared entries, issue 23) and name, exact match; a bad environment is 400', async () => {
     const bob = await signUp(server.url)
-    const github = await category(bob, { name: 'GitHub', keyType: 'simple', envVarName: 'GITHUB_TOKEN' })
-    await entry(bob, { categoryId: github.id, name: 'api', value: 'ghp-api-prod', environment: 'production' })
-    await entry(bob, { categoryId: github.id, name: 'api', value: 'ghp-api-dev', environment: 'development' })
-    await entry(bob, { categoryId: github.id, name: 'api-2', value: 'ghp-api2-prod', environment: 'production' })
-    await entry(bob, { categoryId: github.id, name: 'web', value: 'ghp-web' })
+    const github = await createCategory(bob, { name: 'GitHub', keyType: 'simple', envVarName: 'GITHUB_TOKEN' })
+    await createEntry(bob, { categoryId: github.id, name: 'api', value: 'ghp-api-prod', environment: 'production' })
+    await createEntry(bob, { categoryId: github.id, name: 'api', value: 'ghp-api-dev', environment: 'development' })
+    await createEntry(bob, { categoryId: github.id, name: 'api-2', value: 'ghp-api2-prod', environment: 'production' })
+    await createEntry(bob, { categoryId: github.id, name: 'web', value: 'ghp-web' })
 
     const values = async (query: string) => {
       const answer = await bob.get(`/api/export${query}`)
@@ -137,12 +126,12 @@ describe('export', () => {
 
   test('dotenv reads every stored value back exactly', async () => {
     const carol = await signUp(server.url)
-    const tricky = await category(carol, { name: 'Tricky', keyType: 'group', fieldDefinitions: Object.keys(TRICKY) })
-    await entry(carol, { categoryId: tricky.id, name: 'all', value: JSON.stringify(TRICKY), environment: 'production' })
+    const tricky = await createCategory(carol, { name: 'Tricky', keyType: 'group', fieldDefinitions: Object.keys(TRICKY) })
+    await createEntry(carol, { categoryId: tricky.id, name: 'all', value: JSON.stringify(TRICKY), environment: 'production' })
     const simpleValues: Record<string, string> = { SIMPLE_MULTI: "a 'b'\n\"c\" `d`", SIMPLE_HASH: ' # ' }
     for (const [envVarName, value] of Object.entries(simpleValues)) {
-      const c = await category(carol, { name: envVarName, keyType: 'simple', envVarName })
-      await entry(carol, { categoryId: c.id, name: 'all', value })
+      const c = await createCategory(carol, { name: envVarName, keyType: 'simple', envVarName })
+      await createEntry(carol, { categoryId: c.id, name: 'all', value })
     }
     const text = (await carol.get('/api/export')).text
     expect(parse(text)).toEqual({ ...TRICKY, ...simpleValues })
@@ -157,8 +146,8 @@ describe('export', () => {
   test('a value no dotenv quoting can carry is left out with a comment naming only the variable', async () => {
     const dave = await signUp(server.url)
     const impossible = `it's "quoted" \`all\` # ways`
-    const c = await category(dave, { name: 'Odd', keyType: 'group' })
-    await entry(dave, { categoryId: c.id, name: 'odd', value: JSON.stringify({ FINE: 'ok', ODD: impossible }) })
+    const c = await createCategory(dave, { name: 'Odd', keyType: 'group' })
+    await createEntry(dave, { categoryId: c.id, name: 'odd', value: JSON.stringify({ FINE: 'ok', ODD: impossible }) })
     const text = (await dave.get('/api/export')).text
     expect(text).not.toContain('ways')
     expect(text).toContain('# ODD left out')
@@ -188,8 +177,8 @@ describe('export', () => {
 
   test('names cannot break out of their comment line', async () => {
     const erin = await signUp(server.url)
-    const c = await category(erin, { name: 'Evil\nINJECTED_CAT=1', keyType: 'simple', envVarName: 'REAL' })
-    await entry(erin, { categoryId: c.id, name: 'x\r\nINJECTED=1\u2028INJECTED_LS=1', value: 'real' })
+    const c = await createCategory(erin, { name: 'Evil\nINJECTED_CAT=1', keyType: 'simple', envVarName: 'REAL' })
+    await createEntry(erin, { categoryId: c.id, name: 'x\r\nINJECTED=1\u2028INJECTED_LS=1', value: 'real' })
     const text = (await erin.get('/api/export')).text
     expect(text.split('\n')[0]).toBe('# Evil INJECTED_CAT=1 — x  INJECTED=1 INJECTED_LS=1')
     expect(parse(text)).toEqual({ REAL: 'real' })
@@ -197,23 +186,23 @@ describe('export', () => {
 
   test('categories of the same name sort as one: their entries interleave by entry name', async () => {
     const gina = await signUp(server.url)
-    const first = await category(gina, { name: 'AWS', keyType: 'simple', envVarName: 'AWS_A' })
+    const first = await createCategory(gina, { name: 'AWS', keyType: 'simple', envVarName: 'AWS_A' })
     // Same name, other key type (two of one key type are 409 CATEGORY_EXISTS).
-    const second = await category(gina, { name: 'AWS', keyType: 'group', fieldDefinitions: ['AWS_B'] })
-    const earlier = await category(gina, { name: 'Anthropic', keyType: 'simple', envVarName: 'ANTHROPIC_API_KEY' })
-    await entry(gina, { categoryId: first.id, name: 'zeta', value: 'z' })
-    await entry(gina, { categoryId: second.id, name: 'beta', value: JSON.stringify({ AWS_B: 'b' }) })
-    await entry(gina, { categoryId: first.id, name: 'alpha', value: 'a' })
-    await entry(gina, { categoryId: earlier.id, name: 'main', value: 'm' })
+    const second = await createCategory(gina, { name: 'AWS', keyType: 'group', fieldDefinitions: ['AWS_B'] })
+    const earlier = await createCategory(gina, { name: 'Anthropic', keyType: 'simple', envVarName: 'ANTHROPIC_API_KEY' })
+    await createEntry(gina, { categoryId: first.id, name: 'zeta', value: 'z' })
+    await createEntry(gina, { categoryId: second.id, name: 'beta', value: JSON.stringify({ AWS_B: 'b' }) })
+    await createEntry(gina, { categoryId: first.id, name: 'alpha', value: 'a' })
+    await createEntry(gina, { categoryId: earlier.id, name: 'main', value: 'm' })
     const comments = (await gina.get('/api/export')).text.split('\n').filter((line) => line.startsWith('#'))
     expect(comments).toEqual(['# Anthropic — main', '# AWS — alpha', '# AWS — beta', '# AWS — zeta'])
   })
 
   test('ssh and json entries, and entries that do not decrypt, are skipped', async () => {
     const frank = await signUp(server.url)
-    const c = await category(frank, { name: 'Main', keyType: 'simple', envVarName: 'MAIN_KEY' })
-    const good = await entry(frank, { categoryId: c.id, name: 'good', value: 'good-value' })
-    const broken = await entry(frank, { categoryId: c.id, name: 'broken', value: 'broken-value' })
+    const c = await createCategory(frank, { name: 'Main', keyType: 'simple', envVarName: 'MAIN_KEY' })
+    const good = await createEntry(frank, { categoryId: c.id, name: 'good', value: 'good-value' })
+    const broken = await createEntry(frank, { categoryId: c.id, name: 'broken', value: 'broken-value' })
     const { doc } = await server.deps.vaults.open(frank.user.id)
     const at = new Date().toISOString()
     await doc.update((data) => {
@@ -229,8 +218,8 @@ describe('export', () => {
 
   test('scope export:read; only your own entries', async () => {
     const grace = await signUp(server.url)
-    const c = await category(grace, { name: 'Mine', keyType: 'simple', envVarName: 'MINE' })
-    await entry(grace, { categoryId: c.id, name: 'mine', value: 'grace-only' })
+    const c = await createCategory(grace, { name: 'Mine', keyType: 'simple', envVarName: 'MINE' })
+    await createEntry(grace, { categoryId: c.id, name: 'mine', value: 'grace-only' })
     const exporter = await grace.keyClient(['export:read'])
     const answer = await exporter.get('/api/export')
     expect(answer.status).toBe(200)

@@ -141,6 +141,22 @@ export function diffEnv(before: string, after: string): DiffLine[] {
 
 const SIGN = { added: '+', removed: '−', changed: '~', same: ' ' } as const
 
+/** One end of the comparison: a labelled choice of the current text or a version. */
+function VersionSelect(props: { label: string; ariaLabel: string; options: { value: string; label: string }[]; value: string; onChange(value: string): void }) {
+  return (
+    <label>
+      {props.label}{' '}
+      <select value={props.value} onChange={(event) => props.onChange(event.currentTarget.value)} aria-label={props.ariaLabel}>
+        {props.options.map((o) => (
+          <option key={o.value} value={o.value}>
+            {o.label}
+          </option>
+        ))}
+      </select>
+    </label>
+  )
+}
+
 function EnvDiff(props: { versions: Version[]; revealText(version: number): Promise<string>; revealCurrent?: () => Promise<string> }) {
   const options = [...(props.revealCurrent ? [{ value: 'current', label: 'Current' }] : []), ...props.versions.map((v) => ({ value: String(v.version), label: `Version ${v.version}` }))]
   const [from, setFrom] = useState(props.versions[0] ? String(props.versions[0].version) : '')
@@ -170,26 +186,8 @@ function EnvDiff(props: { versions: Version[]; revealText(version: number): Prom
     <div class="history-diff">
       <h3>Compare two versions</h3>
       <div class="diff-controls">
-        <label>
-          From{' '}
-          <select value={from} onChange={(event) => setFrom(event.currentTarget.value)} aria-label="Compare from">
-            {options.map((o) => (
-              <option key={o.value} value={o.value}>
-                {o.label}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label>
-          to{' '}
-          <select value={to} onChange={(event) => setTo(event.currentTarget.value)} aria-label="Compare to">
-            {options.map((o) => (
-              <option key={o.value} value={o.value}>
-                {o.label}
-              </option>
-            ))}
-          </select>
-        </label>
+        <VersionSelect label="From" ariaLabel="Compare from" options={options} value={from} onChange={setFrom} />
+        <VersionSelect label="to" ariaLabel="Compare to" options={options} value={to} onChange={setTo} />
         <button type="button" class="btn btn-small" onClick={compare}>
           Compare
         </button>

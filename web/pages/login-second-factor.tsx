@@ -2,6 +2,7 @@
 // "Sign in with a passkey" button of the sign-in page (issue 16).
 import { useState } from 'preact/hooks'
 import { api, type User } from '../api'
+import { LoginCard } from '../components/login-card'
 import { signInWithPasskey } from '../passkeys'
 import { Field, FormError, inputValue, useSubmission } from '../ui'
 
@@ -77,17 +78,9 @@ export function SecondFactorStep(props: { onSignedIn(user: User): void; onCancel
 /** The sign-in card while it waits for the second factor. */
 export function SecondFactorCard(props: { onSignedIn(user: User): void; onCancel(): void }) {
   return (
-    <div class="login">
-      <div class="login-card">
-        <h1 class="login-title">
-          <span class="brand-mark" aria-hidden="true">
-            ◆
-          </span>{' '}
-          svc-vault
-        </h1>
-        <SecondFactorStep {...props} />
-      </div>
-    </div>
+    <LoginCard>
+      <SecondFactorStep {...props} />
+    </LoginCard>
   )
 }
 

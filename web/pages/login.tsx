@@ -1,6 +1,7 @@
 // Sign in with e-mail and password, register when sign-up is open, or use the identity provider.
 import { useEffect, useState } from 'preact/hooks'
 import { api, ApiError, currentUser, sessionLost, type Providers, type User } from '../api'
+import { LoginCard } from '../components/login-card'
 import { navigate } from '../router'
 import { Field, FormError, inputValue, useLoad, useSubmission } from '../ui'
 import { PasskeySignInButton, SecondFactorCard } from './login-second-factor'
@@ -57,75 +58,67 @@ export function LoginPage(props: { again?: User }) {
 
   if (secondStep) return <SecondFactorCard onSignedIn={signedIn} onCancel={() => setSecondStep(false)} />
   return (
-    <div class="login">
-      <div class="login-card">
-        <h1 class="login-title">
-          <span class="brand-mark" aria-hidden="true">
-            ◆
-          </span>{' '}
-          svc-vault
-        </h1>
-        {again ? (
-          <p role="alert">Your session has ended. Sign in again to go back to the page you were on; what you typed there is kept.</p>
-        ) : firstRun && mode === 'register' ? (
-          <>
-            <h2 class="login-heading">Create the first account</h2>
-            <p class="muted">
-              This vault has no account yet. The account you create here owns it
-              {providers.data?.signupPolicy === 'first' ? <>; sign-up closes after it, so no one else can register.</> : '.'}
-            </p>
-          </>
-        ) : (
-          <p class="muted">{mode === 'login' ? 'Sign in to your vault.' : 'Create your account.'}</p>
-        )}
-        <form onSubmit={submit} class="stack">
-          {mode === 'register' && (
-            <Field label="Name (optional)">
-              <input name="name" autoComplete="name" value={name} onInput={(event) => setName(inputValue(event))} />
-            </Field>
-          )}
-          <Field label="E-mail">
-            <input name="email" type="email" autoComplete="username" required value={email} onInput={(event) => setEmail(inputValue(event))} />
-          </Field>
-          <Field label="Password" hint={mode === 'register' ? 'At least 8 characters.' : undefined}>
-            <input
-              name="password"
-              type="password"
-              autoComplete={mode === 'register' ? 'new-password' : 'current-password'}
-              required
-              minLength={mode === 'register' ? 8 : undefined}
-              autoFocus={again !== undefined}
-              value={password}
-              onInput={(event) => setPassword(inputValue(event))}
-            />
-          </Field>
-          <FormError error={error} />
-          <button type="submit" class="btn btn-primary btn-block" disabled={busy}>
-            {mode === 'login' ? 'Sign in' : firstRun ? 'Create the first account' : 'Create account'}
-          </button>
-        </form>
-        {mode === 'login' && <PasskeySignInButton onSignedIn={signedIn} onError={setError} />}
-        {oidc?.enabled && (
-          <a class="btn btn-block" href="/api/auth/oidc">
-            Sign in with {oidc.name ?? 'single sign-on'}
-          </a>
-        )}
-        {signupOpen && !again && !firstRun && (
-          <p class="login-switch">
-            {mode === 'login' ? 'No account yet? ' : 'Already registered? '}
-            <button
-              type="button"
-              class="btn-link"
-              onClick={() => {
-                setMode(mode === 'login' ? 'register' : 'login')
-                setError(null)
-              }}
-            >
-              {mode === 'login' ? 'Create one' : 'Sign in'}
-            </button>
+    <LoginCard>
+      {again ? (
+        <p role="alert">Your session has ended. Sign in again to go back to the page you were on; what you typed there is kept.</p>
+      ) : firstRun && mode === 'register' ? (
+        <>
+          <h2 class="login-heading">Create the first account</h2>
+          <p class="muted">
+            This vault has no account yet. The account you create here owns it
+            {providers.data?.signupPolicy === 'first' ? <>; sign-up closes after it, so no one else can register.</> : '.'}
           </p>
+        </>
+      ) : (
+        <p class="muted">{mode === 'login' ? 'Sign in to your vault.' : 'Create your account.'}</p>
+      )}
+      <form onSubmit={submit} class="stack">
+        {mode === 'register' && (
+          <Field label="Name (optional)">
+            <input name="name" autoComplete="name" value={name} onInput={(event) => setName(inputValue(event))} />
+          </Field>
         )}
-      </div>
-    </div>
+        <Field label="E-mail">
+          <input name="email" type="email" autoComplete="username" required value={email} onInput={(event) => setEmail(inputValue(event))} />
+        </Field>
+        <Field label="Password" hint={mode === 'register' ? 'At least 8 characters.' : undefined}>
+          <input
+            name="password"
+            type="password"
+            autoComplete={mode === 'register' ? 'new-password' : 'current-password'}
+            required
+            minLength={mode === 'register' ? 8 : undefined}
+            autoFocus={again !== undefined}
+            value={password}
+            onInput={(event) => setPassword(inputValue(event))}
+          />
+        </Field>
+        <FormError error={error} />
+        <button type="submit" class="btn btn-primary btn-block" disabled={busy}>
+          {mode === 'login' ? 'Sign in' : firstRun ? 'Create the first account' : 'Create account'}
+        </button>
+      </form>
+      {mode === 'login' && <PasskeySignInButton onSignedIn={signedIn} onError={setError} />}
+      {oidc?.enabled && (
+        <a class="btn btn-block" href="/api/auth/oidc">
+          Sign in with {oidc.name ?? 'single sign-on'}
+        </a>
+      )}
+      {signupOpen && !again && !firstRun && (
+        <p class="login-switch">
+          {mode === 'login' ? 'No account yet? ' : 'Already registered? '}
+          <button
+            type="button"
+            class="btn-link"
+            onClick={() => {
+              setMode(mode === 'login' ? 'register' : 'login')
+              setError(null)
+            }}
+          >
+            {mode === 'login' ? 'Create one' : 'Sign in'}
+          </button>
+        </p>
+      )}
+    </LoginCard>
   )
 }
