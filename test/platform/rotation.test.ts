@@ -286,7 +286,7 @@ describe('rotate-master-key --rekey', () => {
       expect(sealedOf(vault).every(({ kind, id, sealed }) => keyOf(oldKey).vault(userId, vault.dataKey).open(kind, id, sealed) === null)).toBe(true)
     }
     // No change log keeps the old ciphertexts beside the files.
-    expect(readdirSync(join(seeded.dataDir, 'vaults')).filter((name) => name.endsWith('.log') && statSync(join(seeded.dataDir, 'vaults', name)).size > 0)).toEqual([])
+    expect(readdirSync(join(seeded.dataDir, 'vaults')).filter((name) => name.endsWith('.json.log') && statSync(join(seeded.dataDir, 'vaults', name)).size > 0)).toEqual([])
 
     await expectAllReadable(seeded, { SVC_MASTER_KEY: '' })
     const after = await writeAfterRotation(seeded, { SVC_MASTER_KEY: '' })
