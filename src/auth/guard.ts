@@ -146,7 +146,7 @@ interface GuardedRoute {
  */
 export function authBeforeBody(deps: GuardDeps, routes: () => readonly GuardedRoute[]) {
   let needs: Map<string, AuthNeed> | undefined
-  return new Elysia({ name: 'auth.before-body' }).onParse({ as: 'global' }, ({ request, route }) => {
+  return new Elysia({ name: 'auth.before-body' }).onParse({ as: 'global' }, ({ request, route, server }) => {
     if (request.body === null || request.headers.get('content-length') === '0') return
     needs ??= new Map(
       routes().flatMap((r): [string, AuthNeed][] => {
@@ -159,8 +159,10 @@ export function authBeforeBody(deps: GuardDeps, routes: () => readonly GuardedRo
     try {
       authenticatedEarly.set(request, authenticate(deps, request, sessionToken(request.headers.get('cookie'), deps.config.sessionCookie), need))
     } catch (error) {
-      // Valid credentials short of the scope: the route's own check answers, and records the attempt.
-      if (error instanceof AppError && (error.code === 'AUTH_SCOPE_REQUIRED' || error.code === 'SESSION_REQUIRED')) return
+      // A valid key without the scope: the attempt is recorded (scope.denied), then refused, still before the body.
+      if (deps.audit && error instanceof AppError && (error.code === 'AUTH_SCOPE_REQUIRED' || error.code === 'SESSION_REQUIRED')) {
+        return recordDenied(deps, deps.audit, request, server, need as Requirement).then(() => Promise.reject(error))
+      }
       throw error
     }
   })
