@@ -218,26 +218,24 @@ testNeeding(straceMissing())(
       return answer
     }
 
-    // Accounts: rewritten whole on every write.
+    // Accounts: rewritten whole on every write. Registering also creates the user's vault (the
+    // start of its audit chain lives there): the vault file (a rewrite) and its change log (a new file).
     const email = uniqueEmail('traced')
+    const vaultOf = (answer: { body: { user: { id: string } } }) => join(dataDir, 'vaults', `${answer.body.user.id}.json`)
     const registered = await step(
       'register',
       (headers) => new Client(server.url).post('/api/auth/register', { email, password: PASSWORD }, headers),
-      () => [{ kind: 'rewrite', file: accounts, marker: email }],
+      (_t, answer) => [
+        { kind: 'rewrite', file: accounts, marker: email },
+        { kind: 'rewrite', file: vaultOf(answer) },
+        { kind: 'append', file: vaultOf(answer), marker: 'auditChain', newLog: true },
+      ],
     )
     const alice = new Client(server.url, { cookie: /svc_session=([^;]*)/.exec(registered.headers.getSetCookie().join('\n'))![1] })
     const vault = join(dataDir, 'vaults', `${registered.body.user.id}.json`)
     await step('create an access key', (h, t) => alice.post('/api/access-keys', { name: t, scopes: ['stats:read'] }, h), (t) => [{ kind: 'rewrite', file: accounts, marker: t }])
 
-    // The first vault write creates the vault file (a rewrite) and its change log (a new file).
-    const first = await step(
-      'first category',
-      (h, t) => alice.post('/api/categories', { name: t, keyType: 'group' }, h),
-      (t) => [
-        { kind: 'rewrite', file: vault },
-        { kind: 'append', file: vault, marker: t, newLog: true },
-      ],
-    )
+    const first = await step('first category', (h, t) => alice.post('/api/categories', { name: t, keyType: 'group' }, h), (t) => [{ kind: 'append', file: vault, marker: t }])
     const second = await step('second category', (h, t) => alice.post('/api/categories', { name: t, keyType: 'group' }, h), (t) => [{ kind: 'append', file: vault, marker: t }])
     await step('rename a category', (h, t) => alice.put(`/api/categories/${first.body.id}`, { name: t }, h), (t) => [{ kind: 'append', file: vault, marker: t }])
     await step('delete a category', (h) => alice.delete(`/api/categories/${second.body.id}`, h), () => [{ kind: 'append', file: vault, marker: second.body.id }])
