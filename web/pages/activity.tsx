@@ -10,7 +10,7 @@ export interface AuditEvent {
   time: string
   action: string
   outcome: 'ok' | 'denied' | 'failed'
-  actor: { type: 'session' | 'access-key' | 'anonymous'; id: string | null; name: string | null }
+  actor: { type: 'session' | 'access-key' | 'anonymous' | 'device-login'; id: string | null; name: string | null }
   clientAddress: string
   userAgent: string | null
   records: { kind: string; id: string; name: string | null }[]
