@@ -501,6 +501,16 @@ test('every operation in the OpenAPI document leaves exactly its events', async 
   const deviceKey = walked.find((e: any) => e.action === 'access_key.create' && e.actor.type === 'device-login')
   expect([deviceKey.actor.name, deviceKey.records[0].name, deviceKey.details.via]).toEqual(['walk-box', 'svc on walk-box', 'device_login'])
   expect(walked.find((e: any) => e.action === 'access_key.revoke' && e.actor.type === 'access-key').records[0].id).toBe(deviceKey.records[0].id)
+  // A key that may see a trashed entry but not restore it: refused, and recorded as scope.denied.
+  const category = await key.post('/api/categories', { name: 'Denied', keyType: 'simple', envVarName: 'DENIED_KEY' })
+  const doomed = await key.post('/api/entries', { categoryId: category.body.id, name: 'doomed', value: 'sk-doomed' })
+  expect((await key.delete(`/api/entries/${doomed.body.id}`)).status).toBe(204)
+  const reader = await session().keyClient(['entries:read'])
+  const trashed = (await reader.get('/api/trash')).body.find((item: any) => item.recordId === doomed.body.id)
+  const refused = await reader.post(`/api/trash/${trashed.id}/restore`)
+  expect([refused.status, refused.body.code]).toEqual([403, 'AUTH_SCOPE_REQUIRED'])
+  const denied = JSON.parse(readFileSync(join(server.dataDir, 'vaults', `${me()}.audit.log`), 'utf8').trim().split('\n').at(-1)!)
+  expect([denied.action, denied.outcome, denied.details.required]).toEqual(['scope.denied', 'denied', 'entries:write'])
   // A passkey nobody registered: a failed sign-in in the server's log.
   const options = await post(base, '/api/auth/passkey/options', {})
   const stranger = new SoftPasskey(base).signIn(options.body)
