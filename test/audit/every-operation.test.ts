@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import { Client, sessionCookie, signUp, uniqueEmail, PASSWORD } from '../support/client'
 import { Browser, freePort, startTestProvider, type TestProvider } from '../support/oidc-provider'
 import { startTestServer, removeDir, type TestServer } from '../support/server'
-import { oathtool, post } from '../account/support'
+import { enableTwoFactor, oathtool, post } from '../account/support'
 import { SoftPasskey } from './soft-passkey'
 
 const CALLBACK = '/api/auth/oidc/callback'
@@ -511,6 +511,15 @@ test('every operation in the OpenAPI document leaves exactly its events', async 
   expect([refused.status, refused.body.code]).toEqual([403, 'AUTH_SCOPE_REQUIRED'])
   const denied = JSON.parse(readFileSync(join(server.dataDir, 'vaults', `${me()}.audit.log`), 'utf8').trim().split('\n').at(-1)!)
   expect([denied.action, denied.outcome, denied.details.required]).toEqual(['scope.denied', 'denied', 'entries:write'])
+  // A wrong second-step code after the right password: a failed sign-in in the account's log.
+  const daveEmail = uniqueEmail('dave')
+  const dave = await signUp(base, daveEmail)
+  await enableTwoFactor(dave, Date.now())
+  const challenge = (await post(base, '/api/auth/login', { email: daveEmail, password: PASSWORD })).cookies.svc_2fa
+  const wrong = await post(base, '/api/auth/login/2fa', { code: '12345678' }, { svc_2fa: challenge })
+  expect([wrong.status, wrong.body.code]).toEqual([401, 'INVALID_TWO_FACTOR_CODE'])
+  const failedStep = JSON.parse(readFileSync(join(server.dataDir, 'vaults', `${dave.user.id}.audit.log`), 'utf8').trim().split('\n').at(-1)!)
+  expect([failedStep.action, failedStep.outcome, failedStep.details]).toEqual(['auth.login_failed', 'failed', { method: '2fa', reason: 'invalid_code' }])
   // A passkey nobody registered: a failed sign-in in the server's log.
   const options = await post(base, '/api/auth/passkey/options', {})
   const stranger = new SoftPasskey(base).signIn(options.body)
