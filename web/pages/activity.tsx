@@ -26,6 +26,7 @@ const DAY_MS = 86_400_000
 function actorLabel(actor: AuditEvent['actor']): string {
   if (actor.type === 'access-key') return `key “${actor.name ?? actor.id}”`
   if (actor.type === 'session') return `session ${actor.id}`
+  if (actor.type === 'device-login') return `device sign-in “${actor.name ?? ''}”`
   return 'not signed in'
 }
 
