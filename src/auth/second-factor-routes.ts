@@ -4,6 +4,8 @@ import { Elysia, t, type Cookie } from 'elysia'
 import type { Config } from '../config'
 import type { AppDeps } from '../deps'
 import { clientAddress } from '../http/client-address'
+import { AppError } from '../http/errors'
+import { sha256Hex } from '../crypto/tokens'
 import { assertSameSite } from '../http/csrf'
 import { component, errorResponses } from '../http/schemas'
 import type { UserRecord } from '../store/records'
@@ -73,11 +75,23 @@ export function secondFactorRoutes(deps: AppDeps) {
         const user = challenge ? accounts.userById(challenge.userId) : undefined
         if (!challenge || !user || !user.twoFactor) throw twoFactorRequired()
         const client = clientAddress(request, server, config)
-        await twoFactor.verify(user, body, client)
+        try {
+          await twoFactor.verify(user, body, client)
+        } catch (error) {
+          // A wrong code after the right password: recorded in the account's log (a throttled one as denied).
+          if (deps.audit && error instanceof AppError && (error.status === 401 || error.status === 429)) {
+            const throttled = error.status === 429
+            await deps.audit
+              .signIn({ userId: user.id, method: '2fa', ok: false, source: { request, server }, reason: throttled ? 'throttled' : 'invalid_code', outcome: throttled ? 'denied' : 'failed' })
+              .catch(() => {})
+          }
+          throw error
+        }
         // The challenge is good for one sign-in: taken before the session's write.
         if (!challenges.consume(challenge)) throw twoFactorRequired()
         setChallengeCookie(cookie, config, TWO_FACTOR_CHALLENGE_COOKIE, '', 0)
         const signedIn = await accounts.startSession(user, { client, userAgent: request.headers.get('user-agent'), method: 'password' })
+        await deps.audit?.signIn({ userId: user.id, method: '2fa', ok: true, source: { request, server }, sessionTokenHash: sha256Hex(signedIn.token) }).catch(() => {})
         setSessionCookie(cookie, config, signedIn)
         return { user: publicUser(signedIn.user) }
       },
@@ -129,7 +143,18 @@ export function secondFactorRoutes(deps: AppDeps) {
         setChallengeCookie(cookie, config, PASSKEY_SIGN_IN_COOKIE, '', 0)
         // One ceremony per challenge, whatever its outcome.
         if (!issued || !challenges.consume(issued)) throw passkeyFailed('Start the passkey sign-in again (no challenge, or it expired)')
-        const user = await passkeys.verifySignIn(body.response as never, issued.challenge, issued.rp, issued.userId)
+        let user
+        try {
+          user = await passkeys.verifySignIn(body.response as never, issued.challenge, issued.rp, issued.userId)
+        } catch (error) {
+          // Recorded in the passkey owner's log (or the account of an open two-step sign-in); an
+          // unknown passkey in the server's.
+          if (deps.audit && error instanceof AppError && error.status === 401) {
+            const userId = issued.userId ?? passkeys.ownerOf((body.response as { id?: unknown })?.id)
+            await deps.audit.signIn({ userId, method: 'passkey', ok: false, source: { request, server }, reason: 'passkey_failed' }).catch(() => {})
+          }
+          throw error
+        }
         // A passkey completes an open two-factor sign-in too.
         const pending = readTwoFactorChallenge(cookie)
         if (pending) {
@@ -141,6 +166,7 @@ export function secondFactorRoutes(deps: AppDeps) {
           userAgent: request.headers.get('user-agent'),
           method: 'passkey',
         })
+        await deps.audit?.signIn({ userId: user.id, method: 'passkey', ok: true, source: { request, server }, sessionTokenHash: sha256Hex(signedIn.token) }).catch(() => {})
         setSessionCookie(cookie, config, signedIn)
         return { user: publicUser(signedIn.user) }
       },

@@ -6,7 +6,7 @@
 //
 // A crash in the middle of an append leaves a last line without its newline (never acknowledged):
 // it is cut off at open. Lines are never changed in place; compaction replaces the whole file.
-import { closeSync, constants, existsSync, fdatasyncSync, fsyncSync, ftruncateSync, openSync, readdirSync, readFileSync, writeSync } from 'node:fs'
+import { closeSync, constants, existsSync, fdatasyncSync, fsyncSync, ftruncateSync, openSync, readdirSync, readFileSync, unlinkSync, writeSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fsyncDirSync, writeFileAtomic } from './atomic-file'
 
@@ -180,6 +180,16 @@ export class AuditLogFile<E> {
     this.flush()
     this.closeFd()
   }
+}
+
+/** Deletes a log file for good (a deleted account's), durably; a missing file is fine. */
+export function deleteAuditLogFile(path: string): void {
+  try {
+    unlinkSync(path)
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error
+  }
+  fsyncDirSync(dirname(path))
 }
 
 /** A small JSON file written atomically (the server log's chain start). */

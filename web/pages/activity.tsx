@@ -10,7 +10,7 @@ export interface AuditEvent {
   time: string
   action: string
   outcome: 'ok' | 'denied' | 'failed'
-  actor: { type: 'session' | 'access-key' | 'anonymous'; id: string | null; name: string | null }
+  actor: { type: 'session' | 'access-key' | 'anonymous' | 'device-login'; id: string | null; name: string | null }
   clientAddress: string
   userAgent: string | null
   records: { kind: string; id: string; name: string | null }[]
@@ -26,6 +26,7 @@ const DAY_MS = 86_400_000
 function actorLabel(actor: AuditEvent['actor']): string {
   if (actor.type === 'access-key') return `key “${actor.name ?? actor.id}”`
   if (actor.type === 'session') return `session ${actor.id}`
+  if (actor.type === 'device-login') return `device sign-in “${actor.name ?? ''}”`
   return 'not signed in'
 }
 

@@ -22,6 +22,9 @@ import {
   TwoFactorSetupAnswer,
 } from './model'
 import { AccountSettings } from './service'
+import { sessionActor } from '../audit/service'
+
+const userRef = (id: string) => ({ kind: 'user', id, name: null })
 
 const REAUTH =
   'The password is checked like a sign-in (401 INVALID_CREDENTIALS, 429 TOO_MANY_ATTEMPTS, counted before the check); an account without a password (single sign-on only) instead needs a single sign-on sign-in within the last 10 minutes (else 403 REAUTHENTICATION_REQUIRED).'
@@ -53,8 +56,9 @@ export function accountRoutes(deps: AppDeps) {
     )
     .post(
       '/2fa/enable',
-      async ({ auth, body, request, server, set }) => {
+      async ({ auth, audit, body, request, server, set }) => {
         const recoveryCodes = await twoFactor.enable(auth.user, body.code, clientAddress(request, server, config))
+        await audit('auth.twofa_change', [userRef(auth.userId)], { change: 'enabled' })
         set.headers['cache-control'] = 'no-store'
         return { recoveryCodes }
       },
@@ -72,11 +76,12 @@ export function accountRoutes(deps: AppDeps) {
     )
     .post(
       '/2fa/disable',
-      async ({ auth, body, request, server, set }) => {
+      async ({ auth, audit, body, request, server, set }) => {
         const client = clientAddress(request, server, config)
         await settings.reauthenticate(auth, body.password, client)
         await twoFactor.verify(auth.user, body, client)
         await twoFactor.disable(auth.user)
+        await audit('auth.twofa_change', [userRef(auth.userId)], { change: 'disabled' })
         set.status = 204
       },
       {
@@ -92,11 +97,13 @@ export function accountRoutes(deps: AppDeps) {
     )
     .post(
       '/2fa/recovery-codes',
-      async ({ auth, body, request, server, set }) => {
+      async ({ auth, audit, body, request, server, set }) => {
         const client = clientAddress(request, server, config)
         await settings.reauthenticate(auth, body.password, client)
         await twoFactor.verify(auth.user, body, client)
         const recoveryCodes = await twoFactor.regenerateRecoveryCodes(auth.user)
+        // That they were replaced; never the codes.
+        await audit('auth.twofa_change', [userRef(auth.userId)], { change: 'recovery_codes' })
         set.headers['cache-control'] = 'no-store'
         return { recoveryCodes }
       },
@@ -118,10 +125,13 @@ export function accountRoutes(deps: AppDeps) {
     })
     .delete(
       '/sessions/:id',
-      async ({ auth, params, cookie, set }) => {
-        const current = settings.sessions(auth).find((s) => s.id === params.id)?.current ?? false
+      async ({ auth, audit, params, cookie, set }) => {
+        const ended = deps.accounts.liveSessions(auth.userId).find((s) => s.id === params.id)
+        const current = ended !== undefined && ended.tokenHash === auth.sessionTokenHash
         await deps.accounts.endSessionById(auth.userId, params.id)
         if (current) clearSessionCookie(cookie, config)
+        // `session`: the ended session's actor id in the log (its events carry the same prefix).
+        await audit('auth.session_end', [{ kind: 'session', id: params.id, name: null }], { current, session: ended ? sessionActor(ended.tokenHash).id : null })
         set.status = 204
       },
       {
@@ -133,8 +143,14 @@ export function accountRoutes(deps: AppDeps) {
     )
     .post(
       '/sessions/revoke-others',
-      async ({ auth, set }) => {
-        await deps.accounts.endOtherSessions(auth.userId, auth.sessionTokenHash)
+      async ({ auth, audit, set }) => {
+        const others = deps.accounts.liveSessions(auth.userId).filter((s) => s.tokenHash !== auth.sessionTokenHash)
+        const count = await deps.accounts.endOtherSessions(auth.userId, auth.sessionTokenHash)
+        await audit(
+          'auth.session_end',
+          others.map((s) => ({ kind: 'session', id: s.id!, name: null })),
+          { others: true, count, sessions: others.map((s) => sessionActor(s.tokenHash).id) },
+        )
         set.status = 204
       },
       {
@@ -145,8 +161,9 @@ export function accountRoutes(deps: AppDeps) {
     )
     .post(
       '/password',
-      async ({ auth, body, request, server, set }) => {
+      async ({ auth, audit, body, request, server, set }) => {
         await settings.changePassword(auth, body, clientAddress(request, server, config))
+        await audit('auth.password_change', [userRef(auth.userId)])
         set.status = 204
       },
       {
@@ -165,6 +182,11 @@ export function accountRoutes(deps: AppDeps) {
       async ({ auth, body, cookie, request, server, set }) => {
         await settings.deleteAccount(auth, body?.password, clientAddress(request, server, config))
         clearSessionCookie(cookie, config)
+        if (deps.audit) {
+          // The account's own log goes with it; the deletion itself is kept in the server's log.
+          await deps.audit.discard(auth.userId)
+          await deps.audit.record(null, { action: 'account.delete', ...deps.audit.origin({ request, server }, auth), records: [userRef(auth.userId)] })
+        }
         set.status = 204
       },
       {
@@ -202,8 +224,9 @@ export function accountRoutes(deps: AppDeps) {
     )
     .post(
       '/passkeys',
-      async ({ auth, body, set }) => {
+      async ({ auth, audit, body, set }) => {
         const created = await passkeys.register(auth.user, auth.sessionTokenHash!, body.name ?? '', body.response as never)
+        await audit('passkey.create', [{ kind: 'passkey', id: created.id, name: created.name }])
         set.status = 201
         return created
       },
@@ -220,8 +243,10 @@ export function accountRoutes(deps: AppDeps) {
     )
     .delete(
       '/passkeys/:id',
-      async ({ auth, params, set }) => {
+      async ({ auth, audit, params, set }) => {
+        const removed = passkeys.list(auth.user).find((p) => p.id === params.id)
         await passkeys.remove(auth.user, params.id)
+        await audit('passkey.delete', [{ kind: 'passkey', id: params.id, name: removed?.name ?? null }])
         set.status = 204
       },
       {

@@ -14,6 +14,13 @@ export const AUDIT_ACTIONS = [
   'auth.oidc_unlink',
   'access_key.create',
   'access_key.revoke',
+  // The account itself (recorded in the server's log: the user's own log goes with the account).
+  'account.delete',
+  'passkey.create',
+  'passkey.delete',
+  // Device sign-in (svc login): the decision; the key it hands out is an access_key.create.
+  'device_login.approve',
+  'device_login.deny',
   // A valid access key without the scope (or on a session-only endpoint).
   'scope.denied',
   'category.create',
@@ -37,10 +44,29 @@ export const AUDIT_ACTIONS = [
   'export.read',
   'ai.extract',
   'ai.import',
+  // Version history and the trash (issue 20).
+  'entry.version_reveal',
+  'entry.version_restore',
+  'envfile.version_reveal',
+  'envfile.version_restore',
+  'twofa.version_reveal',
+  'twofa.version_restore',
+  'trash.restore',
+  'trash.purge',
+  'notifications.update',
 ] as const
 
 export type AuditAction = (typeof AUDIT_ACTIONS)[number]
 export type AuditOutcome = 'ok' | 'denied' | 'failed'
 
 /** The actions that read a secret (the dashboard counts them). */
-export const SECRET_READS: readonly AuditAction[] = ['entry.reveal', 'twofa.reveal', 'envfile.read', 'export.read', 'ai.extract']
+export const SECRET_READS: readonly AuditAction[] = [
+  'entry.reveal',
+  'twofa.reveal',
+  'envfile.read',
+  'export.read',
+  'ai.extract',
+  'entry.version_reveal',
+  'envfile.version_reveal',
+  'twofa.version_reveal',
+]

@@ -27,7 +27,7 @@ export function auditRoutes(deps: AppDeps) {
           operationId: 'listAuditEvents',
           summary: 'Your audit log, newest first',
           description:
-            'One event per action (AuditEvent; `action` is one of AuditAction): sign-ins and sign-outs, every read of a secret (entry.reveal, twofa.reveal, envfile.read, export.read, ai.extract), every write, access keys created and revoked, and scope.denied for a valid key that lacked the scope. Events name records by id and name, never a value. `limit` (1 to 500, default 50), `cursor` (the previous page\'s nextCursor), and filters: `action`, `actor` (an access key id, a session id prefix, or `session`/`access-key`/`anonymous`), `since` (inclusive) and `until` (exclusive). Session, or an access key with audit:read.',
+            'One event per action (AuditEvent; `action` is one of AuditAction): sign-ins and sign-outs, every read of a secret (entry.reveal, twofa.reveal, envfile.read, export.read, ai.extract, and the version reveals), every write, access keys created and revoked, and scope.denied for a valid key that lacked the scope. Events name records by id and name, never a value. `limit` (1 to 500, default 50), `cursor` (the previous page\'s nextCursor), and filters: `action`, `actor` (an access key id, a session id prefix, or `session`/`access-key`/`anonymous`), `since` (inclusive) and `until` (exclusive). Session, or an access key with audit:read.',
         },
       },
     )

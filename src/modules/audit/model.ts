@@ -11,7 +11,7 @@ export const AuditActionSchema = component(
   'AuditAction',
   t.Union(AUDIT_ACTIONS.map((action) => t.Literal(action)) as unknown as [TLiteral<AuditAction>], {
     description:
-      'What happened, `<kind>.<verb>`. Reads of secrets: entry.reveal, twofa.reveal, envfile.read, export.read, ai.extract. auth.login and auth.login_failed carry `details.method` (password, oidc, passkey, 2fa). scope.denied: a valid access key without the scope the operation needs (`details.required`).',
+      'What happened, `<kind>.<verb>`. Reads of secrets: entry.reveal, twofa.reveal, envfile.read, export.read, ai.extract, entry.version_reveal, envfile.version_reveal, twofa.version_reveal. auth.login and auth.login_failed carry `details.method` (password, oidc, passkey, 2fa). scope.denied: a valid access key without the scope the operation needs (`details.required`). auth.twofa_change: `details.change` (enabled, disabled, recovery_codes). account.delete is recorded in the server\'s log (the account\'s own log is deleted with it).',
   }),
 )
 
@@ -19,7 +19,7 @@ export const AuditRecordRef = component(
   'AuditRecord',
   t.Object(
     {
-      kind: t.String({ description: 'category, entry, twofa, envproject, envfile, access_key, user' }),
+      kind: t.String({ description: 'category, entry, twofa, envproject, envfile, access_key, user, session, passkey, trash, device_login' }),
       id: t.String(),
       name: nullable(t.String({ description: 'The record\'s name when it has one (never a value)' })),
     },
@@ -31,11 +31,11 @@ export const AuditActor = component(
   'AuditActor',
   t.Object(
     {
-      type: t.Union([t.Literal('session'), t.Literal('access-key'), t.Literal('anonymous')]),
+      type: t.Union([t.Literal('session'), t.Literal('access-key'), t.Literal('anonymous'), t.Literal('device-login')]),
       id: nullable(t.String({ description: 'The session id prefix (first 12 hex digits of its hash), or the access key id' })),
-      name: nullable(t.String({ description: "The access key's name" })),
+      name: nullable(t.String({ description: "The access key's name; for a device-login, the device's name" })),
     },
-    { description: 'Who acted: a session, an access key, or nobody signed in (a failed sign-in)' },
+    { description: 'Who acted: a session, an access key, nobody signed in (a failed sign-in), or a device sign-in (svc login) receiving its approved key' },
   ),
 )
 

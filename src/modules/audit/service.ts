@@ -8,7 +8,7 @@ import type { Config } from '../../config'
 import { randomBytes } from '../../crypto/tokens'
 import { clientAddress, type PeerSource } from '../../http/client-address'
 import type { Logger } from '../../http/error-handler'
-import { AuditLogFile, readAuditLines, readJsonFile, writeJsonFile } from '../../store/audit-log'
+import { AuditLogFile, deleteAuditLogFile, readAuditLines, readJsonFile, writeJsonFile } from '../../store/audit-log'
 import { VAULTS_DIR, type Store } from '../../store/store'
 import type { Vaults } from '../vault-access'
 import { parseLine, sealLine, type ChainAnchor } from './chain'
@@ -32,7 +32,7 @@ export interface AuditRecordRef {
 }
 
 export interface AuditActor {
-  type: 'session' | 'access-key' | 'anonymous'
+  type: 'session' | 'access-key' | 'anonymous' | 'device-login'
   id: string | null
   name: string | null
 }
@@ -323,6 +323,17 @@ export class AuditService {
     const anchor = log.readAnchor()
     if (anchor.head === head) return
     await log.writeAnchor({ ...anchor, head }).catch((error) => this.deps.log(`error: could not record the head of ${log.path}: ${(error as Error).message}`))
+  }
+
+  /** A deleted account's log goes with it: closed (pending lines written first) and removed. */
+  async discard(userId: string): Promise<void> {
+    const path = userAuditLogPath(this.deps.config.dataDir, userId)
+    const opening = this.logs.get(userId)
+    this.logs.delete(userId)
+    const log = opening ? await opening.catch(() => null) : null
+    if (log?.gate) await log.gate
+    await log?.file.close()
+    deleteAuditLogFile(path)
   }
 
   async close(): Promise<void> {

@@ -23,7 +23,7 @@ import {
   StartDeviceLoginBody,
   UserCodeParams,
 } from './model'
-import { DeviceLogins } from './service'
+import { DeviceLogins, keyNameFor } from './service'
 
 const TOKEN_ERRORS =
   '400 AUTHORIZATION_PENDING (not yet approved: poll again after `interval` seconds), SLOW_DOWN (polled too soon: the interval grows by 5 seconds), EXPIRED_TOKEN (10 minutes passed), ACCESS_DENIED (denied on the page), INVALID_GRANT (unknown or already used device code), VALIDATION_ERROR.'
@@ -50,9 +50,21 @@ export function deviceLoginRoutes(deps: AppDeps) {
     })
     .post(
       '/device/token',
-      async ({ body, set }) => {
+      async ({ body, request, server, set }) => {
         set.headers['cache-control'] = 'no-store'
-        return await logins.poll(body.deviceCode)
+        const issued = await logins.pollIssuing(body.deviceCode)
+        if (deps.audit) {
+          // In the approving user's log before the key leaves (never the key); the actor is the device sign-in.
+          const origin = deps.audit.origin({ request, server }, null)
+          await deps.audit.record(issued.userId, {
+            action: 'access_key.create',
+            ...origin,
+            actor: { type: 'device-login', id: null, name: issued.deviceName },
+            records: [{ kind: 'access_key', id: issued.key.id, name: issued.key.name }],
+            details: { scopes: issued.key.scopes, expiresAt: issued.key.expiresAt, via: 'device_login' },
+          })
+        }
+        return issued.key
       },
       {
         body: PollDeviceLoginBody,
@@ -75,7 +87,11 @@ export function deviceLoginRoutes(deps: AppDeps) {
         description: '404 DEVICE_CODE_NOT_FOUND when the code is unknown, expired or already decided. 429 after 20 unknown codes in 15 minutes.',
       },
     })
-    .post('/device/:userCode/approve', ({ auth, params }) => ({ status: logins.decide(auth.userId, params.userCode, true) }), {
+    .post('/device/:userCode/approve', async ({ auth, audit, params }) => {
+      const decided = logins.decideRequest(auth.userId, params.userCode, true)
+      await audit('device_login.approve', [], { deviceName: decided.deviceName, keyName: keyNameFor(decided.deviceName), scopes: decided.scopes })
+      return { status: decided.status }
+    }, {
       auth: 'session',
       params: UserCodeParams,
       response: { 200: DeviceDecisionSchema, ...errorResponses(404, 413, 429) },
@@ -84,7 +100,11 @@ export function deviceLoginRoutes(deps: AppDeps) {
         summary: 'Approve a device sign-in: the CLI receives a new access key of yours on its next poll',
       },
     })
-    .post('/device/:userCode/deny', ({ auth, params }) => ({ status: logins.decide(auth.userId, params.userCode, false) }), {
+    .post('/device/:userCode/deny', async ({ auth, audit, params }) => {
+      const decided = logins.decideRequest(auth.userId, params.userCode, false)
+      await audit('device_login.deny', [], { deviceName: decided.deviceName, keyName: keyNameFor(decided.deviceName), scopes: decided.scopes })
+      return { status: decided.status }
+    }, {
       auth: 'session',
       params: UserCodeParams,
       response: { 200: DeviceDecisionSchema, ...errorResponses(404, 413, 429) },
@@ -101,8 +121,10 @@ export function deviceLoginRoutes(deps: AppDeps) {
     })
     .delete(
       '/key',
-      async ({ auth, set }) => {
-        await deps.accessKeys.revoke(auth.userId, ownKey(auth).id)
+      async ({ auth, audit, set }) => {
+        const key = ownKey(auth)
+        await deps.accessKeys.revoke(auth.userId, key.id)
+        await audit('access_key.revoke', [{ kind: 'access_key', id: key.id, name: key.name }], { own: true })
         set.status = 204
       },
       {

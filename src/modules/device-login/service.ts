@@ -159,6 +159,11 @@ export class DeviceLogins {
    * approved, the key is created for the approving user and handed over this once.
    */
   async poll(deviceCode: string): Promise<PublicAccessKey & { key: string }> {
+    return (await this.pollIssuing(deviceCode)).key
+  }
+
+  /** As poll, and for whom the key was made, from which device (for the audit log). */
+  async pollIssuing(deviceCode: string): Promise<{ key: PublicAccessKey & { key: string }; userId: string; deviceName: string }> {
     const hash = sha256Hex(deviceCode)
     const request = this.byDeviceCode.get(hash)
     if (!request || !constantTimeEqual(request.deviceCodeHash, hash)) {
@@ -187,11 +192,12 @@ export class DeviceLogins {
     }
     // Approved: single use, so the request goes before the key is written.
     this.remove(request)
-    return await this.accessKeys.create(request.approvedBy!, {
+    const key = await this.accessKeys.create(request.approvedBy!, {
       name: keyNameFor(request.deviceName),
       scopes: request.scopes,
       expiresAt: new Date(now + KEY_TTL_MS).toISOString(),
     })
+    return { key, userId: request.approvedBy!, deviceName: request.deviceName }
   }
 
   /** What the approval page shows: only a pending, unexpired request. */
@@ -208,11 +214,16 @@ export class DeviceLogins {
   }
 
   decide(userId: string, userCode: string, approve: boolean): 'approved' | 'denied' {
+    return this.decideRequest(userId, userCode, approve).status
+  }
+
+  /** As decide, with what was decided on (device name and scopes; never a code), for the audit log. */
+  decideRequest(userId: string, userCode: string, approve: boolean): { status: 'approved' | 'denied'; deviceName: string; scopes: Scope[] } {
     const request = this.pending(userId, userCode)
     const status = approve ? 'approved' : 'denied'
     request.status = status
     request.approvedBy = approve ? userId : null
-    return status
+    return { status, deviceName: request.deviceName, scopes: [...request.scopes] }
   }
 
   private pending(userId: string, userCode: string): DeviceRequest {

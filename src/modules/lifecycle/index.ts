@@ -19,6 +19,7 @@ import {
   TrashItemSchema,
   VersionListSchema,
 } from './model'
+import { ref } from '../audit/service'
 import { HistoryService, TrashService } from './service'
 import { policyOf } from './trash'
 import { actorOf } from './versions'
@@ -43,9 +44,12 @@ export function historyRoutes(deps: AppDeps) {
     })
     .post(
       '/api/entries/:id/versions/:version/reveal',
-      ({ auth, params, set }) => {
+      async ({ auth, audit, params, set }) => {
         set.headers['cache-control'] = NO_STORE
-        return history.revealEntryVersion(auth.userId, params.id, params.version)
+        const revealed = await history.revealEntryVersion(auth.userId, params.id, params.version)
+        // Recorded on disk before the value leaves; if it cannot be, the answer is 500.
+        await audit('entry.version_reveal', [ref('entry', revealed)], { version: revealed.version, environment: revealed.environment })
+        return revealed
       },
       {
         auth: 'entries:reveal',
@@ -54,7 +58,11 @@ export function historyRoutes(deps: AppDeps) {
         detail: { operationId: 'revealEntryVersion', summary: 'Reveal a previous value of an entry', description: `Answers carry Cache-Control: no-store. ${VERSION_404}` },
       },
     )
-    .post('/api/entries/:id/versions/:version/restore', ({ auth, params }) => history.restoreEntryVersion(auth.userId, params.id, params.version, actorOf(auth)), {
+    .post('/api/entries/:id/versions/:version/restore', async ({ auth, audit, params }) => {
+      const entry = await history.restoreEntryVersion(auth.userId, params.id, params.version, actorOf(auth))
+      await audit('entry.version_restore', [ref('entry', entry)], { version: params.version })
+      return entry
+    }, {
       auth: 'entries:write',
       params: EntryVersionParams,
       response: { 200: EntrySchema, ...errorResponses(400, 404) },
@@ -72,9 +80,11 @@ export function historyRoutes(deps: AppDeps) {
     })
     .post(
       '/api/envs/:id/files/:fileId/versions/:version/reveal',
-      async ({ auth, params, set }) => {
+      async ({ auth, audit, params, set }) => {
         set.headers['cache-control'] = NO_STORE
-        return { data: await history.revealEnvFileVersion(auth.userId, params.id, params.fileId, params.version) }
+        const revealed = await history.revealEnvFileVersion(auth.userId, params.id, params.fileId, params.version)
+        await audit('envfile.version_reveal', [ref('envproject', { id: revealed.projectId }), ref('envfile', revealed, revealed.fileType)], { version: revealed.version })
+        return { data: revealed }
       },
       {
         auth: 'envs:reveal',
@@ -85,7 +95,11 @@ export function historyRoutes(deps: AppDeps) {
     )
     .post(
       '/api/envs/:id/files/:fileId/versions/:version/restore',
-      async ({ auth, params }) => ({ data: await history.restoreEnvFileVersion(auth.userId, params.id, params.fileId, params.version, actorOf(auth)) }),
+      async ({ auth, audit, params }) => {
+        const file = await history.restoreEnvFileVersion(auth.userId, params.id, params.fileId, params.version, actorOf(auth))
+        await audit('envfile.version_restore', [ref('envproject', { id: params.id }), ref('envfile', file, file.fileType)], { version: params.version })
+        return { data: file }
+      },
       {
         auth: 'envs:write',
         params: EnvFileVersionParams,
@@ -101,9 +115,11 @@ export function historyRoutes(deps: AppDeps) {
     })
     .post(
       '/api/2fa/:id/versions/:version/reveal',
-      ({ auth, params, set }) => {
+      async ({ auth, audit, params, set }) => {
         set.headers['cache-control'] = NO_STORE
-        return history.revealTokenVersion(auth.userId, params.id, params.version)
+        const revealed = await history.revealTokenVersion(auth.userId, params.id, params.version)
+        await audit('twofa.version_reveal', [ref('twofa', revealed, `${revealed.service} (${revealed.accountName})`)], { version: revealed.version })
+        return revealed
       },
       {
         auth: '2fa:reveal',
@@ -116,12 +132,28 @@ export function historyRoutes(deps: AppDeps) {
         },
       },
     )
-    .post('/api/2fa/:id/versions/:version/restore', ({ auth, params }) => history.restoreTokenVersion(auth.userId, params.id, params.version, actorOf(auth)), {
+    .post('/api/2fa/:id/versions/:version/restore', async ({ auth, audit, params }) => {
+      const token = await history.restoreTokenVersion(auth.userId, params.id, params.version, actorOf(auth))
+      await audit('twofa.version_restore', [ref('twofa', token, `${token.service} (${token.accountName})`)], { version: params.version })
+      return token
+    }, {
       auth: '2fa:write',
       params: EntryVersionParams,
       response: { 200: TwoFactorSchema, ...errorResponses(400, 404) },
       detail: { operationId: 'restoreTwoFactorTokenVersion', summary: 'Make a previous secret (and its code parameters) the current one', description: `The restored secret becomes a new version. ${VERSION_404}` },
     })
+}
+
+/** The trash item, and what it was (kind, record id, name), for an event. */
+const trashItemRef = (item: { id: string; kind: string; name: string; recordId: string }) => ({ kind: 'trash', id: item.id, name: `${item.kind} ${item.recordId} (${item.name})` })
+
+/** A restored item's records back in place (ids; the item's own name on its record). */
+function trashRecords(restored: { id: string; kind: string; name: string; recordId: string; restored: Record<string, string[]> }) {
+  const kinds: Record<string, string> = { categories: 'category', entries: 'entry', twoFactor: 'twofa', envProjects: 'envproject', envFiles: 'envfile' }
+  return [
+    trashItemRef(restored),
+    ...Object.entries(restored.restored).flatMap(([group, ids]) => ids.map((id) => ({ kind: kinds[group] ?? group, id, name: id === restored.recordId ? restored.name : null }))),
+  ]
 }
 
 const TRASH_SCOPE_NOTE =
@@ -140,7 +172,11 @@ export function trashRoutes(deps: AppDeps) {
         description: `Deleted entries, categories (with their entries), two-factor tokens, env projects (with their files) and env files stay here for SVC_TRASH_DAYS (default 30) days, then are purged. ${TRASH_SCOPE_NOTE}`,
       },
     })
-    .post('/:id/restore', ({ auth, params }) => trash.restore(auth.userId, params.id, auth.scopes), {
+    .post('/:id/restore', async ({ auth, audit, denyScope, params }) => {
+      const restored = await trash.restore(auth.userId, params.id, auth.scopes, denyScope)
+      await audit('trash.restore', trashRecords(restored), { kind: restored.kind, name: restored.name })
+      return restored
+    }, {
       auth: 'any',
       params: IdParams,
       response: { 200: RestoredTrashItemSchema, ...errorResponses(404, 409) },
@@ -152,8 +188,9 @@ export function trashRoutes(deps: AppDeps) {
     })
     .delete(
       '/:id',
-      async ({ auth, params, set }) => {
-        await trash.purge(auth.userId, params.id)
+      async ({ auth, audit, params, set }) => {
+        const item = await trash.purge(auth.userId, params.id)
+        await audit('trash.purge', [trashItemRef(item)], { count: 1 })
         set.status = 204
       },
       {
@@ -165,8 +202,10 @@ export function trashRoutes(deps: AppDeps) {
     )
     .delete(
       '/',
-      async ({ auth, set }) => {
-        await trash.purgeAll(auth.userId)
+      async ({ auth, audit, set }) => {
+        const items = await trash.purgeAll(auth.userId)
+        // Nothing purged, nothing written: no event.
+        if (items.length > 0) await audit('trash.purge', items.map(trashItemRef), { count: items.length, all: true })
         set.status = 204
       },
       {

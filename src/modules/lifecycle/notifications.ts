@@ -254,7 +254,12 @@ export function notificationRoutes(deps: AppDeps) {
         summary: 'Your due-items webhook and its last delivery (session only; never the secret)',
       },
     })
-    .put('/', ({ auth, body, request }) => notifier.update(auth.userId, body, request.headers.get('host')), {
+    .put('/', async ({ auth, audit, body, request }) => {
+      const settings = await notifier.update(auth.userId, body, request.headers.get('host'))
+      // Which fields were sent, and whether a webhook is set: never its URL (it may hold a token) or secret.
+      await audit('notifications.update', [{ kind: 'user', id: auth.userId, name: null }], { fields: Object.keys(body).sort(), webhook: settings.webhookUrl !== null })
+      return settings
+    }, {
       auth: 'session',
       body: UpdateNotificationsBody,
       response: { 200: NotificationSettingsSchema, ...errorResponses(400, 413) },

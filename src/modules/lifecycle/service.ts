@@ -1,6 +1,7 @@
 // Version history and trash over the vault document (issue 20). A version or trash item is reached
 // only through its owner's vault, and a version only through its live record: a foreign, missing
 // or trashed record answers its kind's 404, as everywhere.
+import type { Scope } from '../../auth/scopes'
 import { AppError } from '../../http/errors'
 import type { TrashRecord, VaultDocument } from '../../store/records'
 import type { Store } from '../../store/store'
@@ -171,8 +172,14 @@ export class TrashService {
       .sort((a, b) => b.deletedAt.localeCompare(a.deletedAt))
   }
 
-  async restore(userId: string, id: string, scopes: string[] | null) {
-    const { doc } = await this.swept(userId)
+  /** `deny` gives the 403 for a key without the write scope (and records the attempt). */
+  async restore(userId: string, id: string, scopes: string[] | null, deny?: (scope: Scope) => Promise<Error>) {
+    const { doc, data: before } = await this.swept(userId)
+    if (deny && scopes !== null) {
+      const item = before.trash.find((t) => t.id === id)
+      const need = item && mayRead(scopes, item) ? TRASH_SCOPES[item.kind].write : null
+      if (need && !scopes.includes(need)) throw await deny(need)
+    }
     return doc.update((data: VaultDocument) => {
       const item = findTrashItem(data, id, this.now())
       if (!mayRead(scopes, item)) throw new AppError(404, 'TRASH_ITEM_NOT_FOUND', 'Trash item not found')
@@ -196,15 +203,26 @@ export class TrashService {
     })
   }
 
-  /** Purges one item now, with its versions. */
-  async purge(userId: string, id: string): Promise<void> {
+  /** Purges one item now, with its versions; answers what it was. */
+  async purge(userId: string, id: string): Promise<TrashItemSummary> {
     const { doc } = await this.swept(userId)
-    await doc.update((data) => purgeItems(data, [findTrashItem(data, id, this.now())]))
+    return doc.update((data) => {
+      const item = findTrashItem(data, id, this.now())
+      const purged = summary(item)
+      purgeItems(data, [item])
+      return purged
+    })
   }
 
-  async purgeAll(userId: string): Promise<void> {
+  /** Purges every item now; answers what they were. */
+  async purgeAll(userId: string): Promise<TrashItemSummary[]> {
     const { doc, data } = await this.swept(userId)
-    if (data.trash.length > 0) await doc.update((current) => purgeItems(current, current.trash))
+    if (data.trash.length === 0) return []
+    return doc.update((current) => {
+      const purged = current.trash.map(summary)
+      purgeItems(current, current.trash)
+      return purged
+    })
   }
 
   /** Purges the expired items of every vault on disk (the background pass); the number purged. */
