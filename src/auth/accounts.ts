@@ -1,13 +1,19 @@
 // Users and sessions, kept in the accounts document and indexed in memory. Only SHA-256 of a
-// session token is stored; a lookup is one Map hit plus an expiry check.
+// session token is stored; a lookup is one Map hit plus an expiry check. Writes touch only the
+// records they change (the document logs changes: store/changes.ts), and each account's sessions
+// are indexed apart, so no write walks every account's sessions.
 import type { Config } from '../config'
 import { constantTimeEqual, randomToken, sha256Hex } from '../crypto/tokens'
 import { AppError } from '../http/errors'
 import type { Document } from '../store/document'
+import { removeRecord, replaceRecord } from '../store/by-id'
 import type { AccountsDocument, SessionRecord, UserRecord } from '../store/records'
+import { admitSession, removeExpiredSessions } from '../store/sessions'
 import { LoginThrottle, SlidingWindow } from './login-throttle'
 
 export const REGISTER_WINDOW_MS = 60 * 60_000
+/** How often expired sessions of every account are swept out (each account's go at its next sign-in anyway). */
+export const SESSION_SWEEP_MS = 60 * 60_000
 
 export interface PublicUser {
   id: string
@@ -41,6 +47,9 @@ export class Accounts {
   private readonly usersById = new Map<string, UserRecord>()
   private readonly usersByEmail = new Map<string, UserRecord>()
   private readonly sessions = new Map<string, SessionRecord>()
+  /** Each account's sessions, oldest first. */
+  private readonly sessionsByUser = new Map<string, SessionRecord[]>()
+  private lastSweep: number
   readonly throttle: LoginThrottle
   /** Accounts created per client address in the last hour (SVC_REGISTER_LIMIT). */
   private readonly registrations: SlidingWindow
@@ -54,6 +63,7 @@ export class Accounts {
   ) {
     this.throttle = new LoginThrottle(now)
     this.registrations = new SlidingWindow(REGISTER_WINDOW_MS, now)
+    this.lastSweep = now()
     this.reindex(doc.data)
   }
 
@@ -62,8 +72,25 @@ export class Accounts {
     this.usersById.clear()
     this.usersByEmail.clear()
     this.sessions.clear()
+    this.sessionsByUser.clear()
     for (const user of data.users) this.indexUser(user)
-    for (const session of data.sessions) this.sessions.set(session.tokenHash, session)
+    const ordered = [...data.sessions].sort((a, b) => a.createdAt.localeCompare(b.createdAt))
+    for (const session of ordered) this.indexSession(session)
+  }
+
+  private indexSession(session: SessionRecord): void {
+    this.sessions.set(session.tokenHash, session)
+    const ofUser = this.sessionsByUser.get(session.userId)
+    if (ofUser) ofUser.push(session)
+    else this.sessionsByUser.set(session.userId, [session])
+  }
+
+  private unindexSession(session: SessionRecord): void {
+    this.sessions.delete(session.tokenHash)
+    const ofUser = this.sessionsByUser.get(session.userId)
+    const at = ofUser?.indexOf(session) ?? -1
+    if (at >= 0) ofUser!.splice(at, 1)
+    if (ofUser?.length === 0) this.sessionsByUser.delete(session.userId)
   }
 
   private indexUser(user: UserRecord): void {
@@ -178,26 +205,38 @@ export class Accounts {
       if (owner && owner.id !== user.id) {
         throw new AppError(400, 'OIDC_FAILED', 'This identity is already linked to another account of this vault')
       }
-      user.identities = [...user.identities.filter((id) => id.issuer !== identity.issuer), identity]
-      this.dropSessions(data, (s) => s.userId === user.id && s.tokenHash !== keepSessionHash)
+      const current = this.usersById.get(user.id) ?? user
+      this.replaceUser(data, current, { identities: [...current.identities.filter((id) => id.issuer !== identity.issuer), identity] })
+      this.dropSessions(data, user.id, keepSessionHash)
     })
   }
 
   /** Removes the user's provider identities (one provider is configured); refused while they are the account's only way in. */
   async unlinkIdentities(user: UserRecord): Promise<void> {
     if (user.identities.length === 0) return
-    await this.doc.update(() => {
+    await this.doc.update((data) => {
       if (!user.passwordHash) {
         throw new AppError(409, 'LAST_SIGN_IN_METHOD', 'Single sign-on is the only way into this account: it cannot be unlinked')
       }
-      user.identities = []
+      this.replaceUser(data, user, { identities: [] })
     })
   }
 
-  private dropSessions(data: AccountsDocument, drop: (session: SessionRecord) => boolean): void {
-    data.sessions = data.sessions.filter((s) => !drop(s))
-    this.sessions.clear()
-    for (const s of data.sessions) this.sessions.set(s.tokenHash, s)
+  /** Users are frozen once stored (store/changes.ts): a change replaces the record. */
+  private replaceUser(data: AccountsDocument, user: UserRecord, fields: Partial<UserRecord>): UserRecord {
+    const current = this.usersById.get(user.id) ?? user
+    const next = replaceRecord(data.users, current, { ...current, ...fields })
+    this.indexUser(next)
+    return next
+  }
+
+  /** Ends every session of the user except the one with `keepHash`. */
+  private dropSessions(data: AccountsDocument, userId: string, keepHash: string | null): void {
+    for (const session of [...(this.sessionsByUser.get(userId) ?? [])]) {
+      if (session.tokenHash === keepHash) continue
+      removeRecord(data.sessions, session)
+      this.unindexSession(session)
+    }
   }
 
   userByIdentity(issuer: string, subject: string): UserRecord | undefined {
@@ -208,6 +247,7 @@ export class Accounts {
     const token = randomToken(32)
     const now = this.now()
     const session: SessionRecord = {
+      id: crypto.randomUUID(),
       tokenHash: sha256Hex(token),
       userId,
       createdAt: new Date(now).toISOString(),
@@ -217,12 +257,17 @@ export class Accounts {
   }
 
   private addSession(data: AccountsDocument, session: SessionRecord): void {
-    // Expired sessions are dropped whenever a new one is written.
+    // The account's expired sessions, and its oldest beyond the cap, leave with this write.
     const now = this.now()
-    data.sessions = data.sessions.filter((s) => Date.parse(s.expiresAt) > now)
-    data.sessions.push(session)
-    this.sessions.clear()
-    for (const s of data.sessions) this.sessions.set(s.tokenHash, s)
+    let ofUser = this.sessionsByUser.get(session.userId)
+    if (!ofUser) this.sessionsByUser.set(session.userId, (ofUser = []))
+    for (const gone of admitSession(data.sessions, ofUser, session, now)) this.sessions.delete(gone.tokenHash)
+    this.sessions.set(session.tokenHash, session)
+    // Every account's: once in a while, one pass that logs a deletion per expired session.
+    if (now - this.lastSweep >= SESSION_SWEEP_MS) {
+      this.lastSweep = now
+      for (const gone of removeExpiredSessions(data, now)) this.unindexSession(gone)
+    }
   }
 
   /** The live session for a cookie token, or null. */
@@ -238,8 +283,10 @@ export class Accounts {
   async endSession(tokenHash: string): Promise<void> {
     if (!this.sessions.has(tokenHash)) return
     await this.doc.update((data) => {
-      data.sessions = data.sessions.filter((s) => s.tokenHash !== tokenHash)
-      this.sessions.delete(tokenHash)
+      const session = this.sessions.get(tokenHash)
+      if (!session) return
+      removeRecord(data.sessions, session)
+      this.unindexSession(session)
     })
   }
 }

@@ -128,6 +128,7 @@ export class Document<T> {
   private committed: Committed | null = null
   private fileExists = false
   private foldWanted = false
+  private readonly beforeWriteHooks: ((data: T) => void)[] = []
 
   private constructor(
     readonly path: string,
@@ -148,10 +149,12 @@ export class Document<T> {
         throw new CorruptDocumentError(`${path} is missing but its change log is there; restore the data folder from a backup`)
       }
       document.log = log
+      // The file is brought up to the current format before its log (written in that format) is applied.
+      if (document.fileExists && options.migrate) document.low.data = options.migrate(document.low.data)
       if (document.fileExists) applyLog(path, document.low.data, lists, batches)
     }
     if (!document.fileExists) document.low.data = options.create()
-    else if (options.migrate) document.low.data = options.migrate(document.low.data)
+    else if (options.migrate && !lists) document.low.data = options.migrate(document.low.data)
     if (lists) document.committed = commitState(document.untyped(), lists)
     if (!document.fileExists) await document.commit()
     return document
@@ -220,8 +223,17 @@ export class Document<T> {
     })
   }
 
+  /**
+   * Runs `apply` just before each write (synchronously, with the write): bookkeeping kept
+   * outside the frozen records until then (access keys' lastUsedAt) goes into them there.
+   */
+  beforeWrite(apply: (data: T) => void): void {
+    this.beforeWriteHooks.push(apply)
+  }
+
   /** Starts the write of everything committed so far (synchronously: it sees one instant). */
   private write(): Promise<void> {
+    for (const apply of this.beforeWriteHooks) apply(this.low.data)
     const log = this.log
     if (!log) return writeFileAtomic(this.path, JSON.stringify(this.low.data))
     const { changes, next } = changesSince(this.committed!, this.untyped(), this.options.loggedLists!)
@@ -259,8 +271,9 @@ export class Document<T> {
     try {
       const onDisk = this.adapter.readSync()
       if (onDisk !== null) {
-        if (this.log) applyLog(this.path, onDisk, this.options.loggedLists!, readLogSync(this.log.path, this.log.bytes).batches)
-        this.low.data = this.options.migrate ? this.options.migrate(onDisk) : onDisk
+        const current = this.options.migrate ? this.options.migrate(onDisk) : onDisk
+        if (this.log) applyLog(this.path, current, this.options.loggedLists!, readLogSync(this.log.path, this.log.bytes).batches)
+        this.low.data = current
         if (this.log) this.committed = commitState(this.untyped(), this.options.loggedLists!)
         this.options.onReload?.(this.low.data)
       }

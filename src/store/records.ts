@@ -13,6 +13,8 @@ export interface UserRecord {
 }
 
 export interface SessionRecord {
+  /** Names the session in the change log (sessions stored before it had one get one derived at load: store.ts). */
+  id: string
   /** SHA-256 of the cookie token; the token itself is never stored. */
   tokenHash: string
   userId: string
@@ -32,6 +34,9 @@ export interface AccessKeyRecord {
   lastUsedAt: string | null
   createdAt: string
 }
+
+/** The accounts document's lists of records, whose changes are logged like a vault's (store/changes.ts). */
+export const ACCOUNTS_LISTS = ['users', 'sessions', 'accessKeys'] as const
 
 export interface AccountsDocument {
   version: number

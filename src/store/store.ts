@@ -5,7 +5,8 @@ import { join } from 'node:path'
 import { isTempFile } from './atomic-file'
 import { Document } from './document'
 import { acquireLock } from './lock'
-import { FORMAT_VERSION, VAULT_LISTS, type AccountsDocument, type VaultDocument } from './records'
+import { createHash } from 'node:crypto'
+import { ACCOUNTS_LISTS, FORMAT_VERSION, VAULT_LISTS, type AccountsDocument, type VaultDocument } from './records'
 
 export const ACCOUNTS_FILE = 'accounts.json'
 export const VAULTS_DIR = 'vaults'
@@ -36,6 +37,17 @@ function checkVersion<T extends { version: number }>(path: string) {
   }
 }
 
+/**
+ * Sessions stored before sessions had an id get one derived from their token hash: the same at
+ * every load, so the change log (keyed by id) replays over the file that still lacks it.
+ */
+function withSessionIds(data: AccountsDocument): AccountsDocument {
+  for (const session of data.sessions) {
+    if (typeof session.id !== 'string') session.id = createHash('sha256').update(`session-id:${session.tokenHash}`).digest('hex').slice(0, 32)
+  }
+  return data
+}
+
 export interface StoreOptions {
   /** Sealed key-check value for a new data folder. */
   createKeyCheck: () => string
@@ -63,11 +75,15 @@ export class Store {
       removeTempFiles(dataDir)
       removeTempFiles(join(dataDir, VAULTS_DIR))
       const path = join(dataDir, ACCOUNTS_FILE)
+      const checkAccounts = checkVersion<AccountsDocument>(path)
+      // Like a vault, a write appends what changed (a session, a key) to a log: its cost does not
+      // grow with the number of accounts.
       const accounts = await Document.open<AccountsDocument>(path, {
         create: () => ({ version: FORMAT_VERSION, keyCheck: options.createKeyCheck(), users: [], sessions: [], accessKeys: [] }),
-        migrate: checkVersion(path),
+        migrate: (data) => withSessionIds(checkAccounts(data)),
         onWriteError: options.onWriteError,
         onReload: options.onAccountsReload,
+        loggedLists: ACCOUNTS_LISTS,
       })
       return new Store(dataDir, accounts, options, release)
     } catch (error) {
@@ -116,9 +132,10 @@ export class Store {
       .filter((id) => USER_ID.test(id))
   }
 
-  /** Waits for every write and folds each vault's change log into its file, then releases the lock. */
+  /** Waits for every write and folds each change log into its file, then releases the lock. */
   async close(): Promise<void> {
-    await this.accounts.settle()
+    // Folded too: after a clean stop each file alone holds its document.
+    await this.accounts.fold().catch(() => {})
     for (const known of this.vaults.values()) {
       const vault = await Promise.resolve(known).catch(() => null)
       await vault?.fold().catch(() => {})
