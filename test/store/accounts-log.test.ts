@@ -82,3 +82,29 @@ describe('accounts document', () => {
     expect(stored().sessions).toHaveLength(1)
   })
 })
+
+test('sessions stored before sessions had ids get the same id at every load, so a logged logout replays', async () => {
+  const { Store } = await import('../../src/store/store')
+  const { Accounts } = await import('../../src/auth/accounts')
+  const { tempDir } = await import('../support/server')
+  const { writeFileSync } = await import('node:fs')
+  const dir = tempDir()
+  try {
+    const session = (n: number) => ({ tokenHash: String(n).repeat(64).slice(0, 64), userId: 'u1', createdAt: '2030-01-01T00:00:00.000Z', expiresAt: '2031-01-01T00:00:00.000Z' })
+    const user = { id: 'u1', email: 'old@example.test', name: null, passwordHash: null, identities: [], createdAt: '2030-01-01T00:00:00.000Z' }
+    writeFileSync(join(dir, 'accounts.json'), JSON.stringify({ version: 1, keyCheck: 'x', users: [user], sessions: [session(1), session(2)], accessKeys: [] }))
+    const options = { createKeyCheck: () => 'x', lock: false }
+    const first = await Store.open(dir, options)
+    const ids = first.accounts.data.sessions.map((s) => s.id)
+    expect(ids.every((id) => typeof id === 'string' && id.length === 32)).toBe(true)
+    const accounts = new Accounts(first.accounts, { signup: 'open', sessionTtlMs: 1000 }, now)
+    await accounts.endSession(session(1).tokenHash)
+    // Not folded: the deletion is in the log, the file still has both sessions without ids.
+    expect(JSON.parse(readFileSync(join(dir, 'accounts.json'), 'utf8')).sessions).toHaveLength(2)
+    const second = await Store.open(dir, options)
+    expect(second.accounts.data.sessions.map((s) => s.tokenHash)).toEqual([session(2).tokenHash])
+    expect(second.accounts.data.sessions[0].id).toBe(ids[1])
+  } finally {
+    removeDir(dir)
+  }
+})
