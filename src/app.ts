@@ -49,6 +49,10 @@ export async function openVault(config: Config, log: Logger = (line) => console.
       accounts?.reindex(data)
       accessKeys?.reindex(data)
     },
+    maxOpenVaults: config.maxOpenVaults,
+    vaultIdleMs: config.vaultIdleMs,
+    onVaultClosed: (userId) => keyring.forgetVault(userId),
+    now,
   })
   try {
     await keyring.assertKeyCheck(store.accounts.data.keyCheck)

@@ -48,6 +48,10 @@ export interface Config {
   sessionCookie: string
   /** SVC_BASE_URL was set (the OpenAPI document's `servers` names it; else a relative `/`). */
   baseUrlConfigured: boolean
+  /** A vault unused this long is closed: flushed, its data key dropped from memory (SVC_VAULT_IDLE, default 10m). */
+  vaultIdleMs: number
+  /** Vaults kept open at most, least recently used closed first (SVC_OPEN_VAULTS, default 1000). */
+  maxOpenVaults: number
 }
 
 export class ConfigError extends Error {}
@@ -185,7 +189,16 @@ export function loadConfig(env: Env = process.env): Config {
     allowedHosts: env.SVC_BASE_URL?.trim() || isLoopbackHost(host) ? [base.host.toLowerCase()] : null,
     sessionCookie: base.protocol === 'https:' ? '__Host-svc_session' : 'svc_session',
     baseUrlConfigured: Boolean(env.SVC_BASE_URL?.trim()),
+    vaultIdleMs: parseDuration(setting(env, 'SVC_VAULT_IDLE', 'set a duration such as 10m, or unset it for 10m') ?? '10m', 'SVC_VAULT_IDLE', { min: 1000, max: 7 * 86_400_000, hint: '10m or 1h' }),
+    maxOpenVaults: parseOpenVaults(env.SVC_OPEN_VAULTS),
   }
+}
+
+function parseOpenVaults(raw: string | undefined): number {
+  const text = raw?.trim()
+  if (!text) return 1000
+  if (!/^\d{1,9}$/.test(text) || Number(text) < 1) throw new ConfigError(`SVC_OPEN_VAULTS must be a whole number of at least 1, got "${raw}"`)
+  return Number(text)
 }
 
 /**

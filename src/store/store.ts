@@ -1,5 +1,13 @@
-// Every file of the vault: the accounts document and one vault document per user, each opened
-// once per process. Only this folder touches the data files.
+// Every file of the vault: the accounts document and one vault document per user. Only this
+// folder touches the data files.
+//
+// Open vaults are bounded by the active set, not by the number of users: a vault unused for
+// `vaultIdleMs`, or the least recently used beyond `maxOpenVaults`, is closed (dropped from the
+// cache; its data key is forgotten through `onVaultClosed`). Closing never races a request: a
+// closed document stays reachable through a weak reference for as long as anything still holds
+// it (a request between two awaits, a write under way), and opening that vault again revives
+// that same document instead of reading the file beside it. Only a document nothing holds any
+// more is left to the garbage collector, so there is never more than one writer per file.
 import { mkdirSync, readdirSync, unlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import { isTempFile } from './atomic-file'
@@ -55,18 +63,47 @@ export interface StoreOptions {
   onAccountsReload?: (data: AccountsDocument) => void
   /** Skip the lock (read-only tools that run beside a live server, such as backup). */
   lock?: boolean
+  /** Vaults kept open at most (least recently used closed first); default 1,000. */
+  maxOpenVaults?: number
+  /** A vault unused this long is closed at the next sweep; default 10 minutes. */
+  vaultIdleMs?: number
+  /** Called when a vault is closed (the data key cache forgets it). */
+  onVaultClosed?: (userId: string) => void
+  now?: () => number
+}
+
+export const DEFAULT_MAX_OPEN_VAULTS = 1000
+export const DEFAULT_VAULT_IDLE_MS = 10 * 60_000
+
+interface CachedVault {
+  document: Document<VaultDocument> | Promise<Document<VaultDocument>>
+  usedAt: number
 }
 
 export class Store {
-  /** Each user's vault: the promise while it opens, the document once open. */
-  private readonly vaults = new Map<string, Document<VaultDocument> | Promise<Document<VaultDocument>>>()
+  /** Each open vault: the promise while it opens, the document once open. Least recently used first. */
+  private readonly vaults = new Map<string, CachedVault>()
+  /** Closed vaults, reachable while something still holds them (see the top of this file). */
+  private readonly closed = new Map<string, WeakRef<Document<VaultDocument>>>()
+  private readonly forgetClosed = new FinalizationRegistry<string>((userId) => {
+    if (this.closed.get(userId)?.deref() === undefined) this.closed.delete(userId)
+  })
+  private readonly now: () => number
+  private sweepTimer: ReturnType<typeof setInterval> | null = null
 
   private constructor(
     readonly dataDir: string,
     readonly accounts: Document<AccountsDocument>,
     private readonly options: StoreOptions,
     private readonly releaseLock: () => void,
-  ) {}
+  ) {
+    this.now = options.now ?? Date.now
+    const idle = options.vaultIdleMs ?? DEFAULT_VAULT_IDLE_MS
+    if (options.lock !== false) {
+      this.sweepTimer = setInterval(() => this.closeIdleVaults(), Math.min(Math.max(idle / 4, 1000), 60_000))
+      this.sweepTimer.unref?.()
+    }
+  }
 
   static async open(dataDir: string, options: StoreOptions): Promise<Store> {
     mkdirSync(join(dataDir, VAULTS_DIR), { recursive: true, mode: 0o700 })
@@ -97,16 +134,41 @@ export class Store {
     return join(this.dataDir, VAULTS_DIR, `${userId}.json`)
   }
 
-  /** The user's vault document when it is open already (no promise to wait on). */
-  openedVault(userId: string): Document<VaultDocument> | undefined {
-    const vault = this.vaults.get(userId)
-    return vault instanceof Document ? vault : undefined
+  /** How many vaults are open (a gauge for metrics). */
+  get openVaultCount(): number {
+    return this.vaults.size
   }
 
-  /** The user's vault document, opened once and kept; `create` makes a new one on first use. */
+  /** Marks a vault used now: it moves to the end of the least-recently-used order. */
+  private touch(userId: string, cached: CachedVault): void {
+    cached.usedAt = this.now()
+    this.vaults.delete(userId)
+    this.vaults.set(userId, cached)
+  }
+
+  /** The user's vault document when it is open already (no promise to wait on). */
+  openedVault(userId: string): Document<VaultDocument> | undefined {
+    const cached = this.vaults.get(userId)
+    if (!cached || !(cached.document instanceof Document)) return undefined
+    this.touch(userId, cached)
+    return cached.document
+  }
+
+  /** The user's vault document, opened on first use and kept while used; `create` makes a new one. */
   vault(userId: string, create: () => VaultDocument): Promise<Document<VaultDocument>> {
     const known = this.vaults.get(userId)
-    if (known) return Promise.resolve(known)
+    if (known) {
+      this.touch(userId, known)
+      return Promise.resolve(known.document)
+    }
+    // Still held somewhere since it was closed: the same document, never a second one.
+    const revived = this.closed.get(userId)?.deref()
+    if (revived) {
+      this.closed.delete(userId)
+      this.vaults.set(userId, { document: revived, usedAt: this.now() })
+      this.closeBeyondLimit()
+      return Promise.resolve(revived)
+    }
     const path = this.vaultPath(userId)
     // Vaults grow (entries, env files up to 1 MiB each): a write appends its changes to a log
     // instead of rewriting the whole vault. The accounts document is small and rewritten.
@@ -116,12 +178,52 @@ export class Store {
       onWriteError: this.options.onWriteError,
       loggedLists: VAULT_LISTS,
     })
-    this.vaults.set(userId, opening)
+    const cached: CachedVault = { document: opening, usedAt: this.now() }
+    this.vaults.set(userId, cached)
     opening.then(
-      (document) => this.vaults.set(userId, document),
-      () => this.vaults.delete(userId),
+      (document) => {
+        cached.document = document
+        this.closeBeyondLimit()
+      },
+      () => {
+        if (this.vaults.get(userId) === cached) this.vaults.delete(userId)
+      },
     )
     return opening
+  }
+
+  /** Closes one open vault: out of the cache, its key forgotten; kept reachable while held. */
+  private closeVault(userId: string, document: Document<VaultDocument>): void {
+    this.vaults.delete(userId)
+    this.closed.set(userId, new WeakRef(document))
+    this.forgetClosed.register(document, userId)
+    this.options.onVaultClosed?.(userId)
+    // Nothing to wait for: each write was durable before its request was answered.
+  }
+
+  /** Closes the least recently used vaults beyond the limit (still-opening ones stay). */
+  private closeBeyondLimit(): void {
+    let excess = this.vaults.size - (this.options.maxOpenVaults ?? DEFAULT_MAX_OPEN_VAULTS)
+    for (const [userId, cached] of this.vaults) {
+      if (excess <= 0) break
+      if (!(cached.document instanceof Document)) continue
+      this.closeVault(userId, cached.document)
+      excess--
+    }
+  }
+
+  /** Closes every vault unused for the idle time (run by a timer; tests call it with their clock). */
+  closeIdleVaults(): number {
+    const before = this.now() - (this.options.vaultIdleMs ?? DEFAULT_VAULT_IDLE_MS)
+    let closed = 0
+    for (const [userId, cached] of this.vaults) {
+      // Least recently used first: the first one used since is where the idle ones end.
+      if (cached.usedAt > before) break
+      if (!(cached.document instanceof Document)) continue
+      this.closeVault(userId, cached.document)
+      closed++
+    }
+    return closed
   }
 
   /** Ids of every vault on disk. */
@@ -136,7 +238,9 @@ export class Store {
   async close(): Promise<void> {
     // Folded too: after a clean stop each file alone holds its document.
     await this.accounts.fold().catch(() => {})
-    for (const known of this.vaults.values()) {
+    if (this.sweepTimer) clearInterval(this.sweepTimer)
+    const documents = [...[...this.vaults.values()].map((cached) => cached.document), ...[...this.closed.values()].map((ref) => ref.deref())]
+    for (const known of documents) {
       const vault = await Promise.resolve(known).catch(() => null)
       await vault?.fold().catch(() => {})
     }
