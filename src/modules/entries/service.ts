@@ -22,6 +22,13 @@ export type PublicEntry = ReturnType<typeof publicEntry>
 type CategorySummary = Pick<CategoryRecord, 'name' | 'keyType' | 'envVarName' | 'icon'>
 export type ListedEntry = PublicEntry & { category: CategorySummary }
 
+export interface EntryFilters {
+  categoryId?: string
+  environment?: Environment
+  name?: string
+  q?: string
+}
+
 export interface RevealedEntry {
   id: string
   name: string
@@ -96,6 +103,21 @@ export class EntryService {
     const items = listEntries(data)
     this.lastLists.set(data, { entries: [...data.entries], categories: [...data.categories], items })
     return items
+  }
+
+  /** The list narrowed by the filters (each optional): a category, an environment, a name, text. */
+  async find(userId: string, filters: EntryFilters): Promise<ListedEntry[]> {
+    const items = await this.list(userId)
+    const { categoryId, environment, name } = filters
+    const q = filters.q?.trim().toLowerCase()
+    if (categoryId === undefined && environment === undefined && name === undefined && !q) return items
+    return items.filter(
+      (item) =>
+        (categoryId === undefined || item.categoryId === categoryId) &&
+        (environment === undefined || item.environment === environment) &&
+        (name === undefined || item.name === name) &&
+        (!q || item.name.toLowerCase().includes(q) || item.category.name.toLowerCase().includes(q) || (item.category.envVarName?.toLowerCase().includes(q) ?? false)),
+    )
   }
 
   async get(userId: string, id: string): Promise<PublicEntry> {
