@@ -12,6 +12,7 @@
 //                                  hits both sides alike
 //   bun run bench --out=path.json  where the JSON goes (default bench/results/latest.json)
 //   bun run bench --only=stats,2fa.reveal   just these scenarios (ids as in the JSON), for quick A/B runs
+//   bun run bench --scale          the scale curves (users, vault size) and wrk ratios: bench/scale.ts
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
@@ -600,7 +601,9 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   })
 }
 
-main().then(
+// --scale: the curves of issue 19 with wrk (bench/scale.ts).
+const run = process.argv.includes('--scale') ? import('./scale').then((scale) => scale.runScale(process.argv.slice(2))) : main()
+run.then(
   () => process.exit(0),
   (error) => {
     console.error(`bench failed: ${error?.stack ?? error}`)
