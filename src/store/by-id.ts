@@ -47,6 +47,47 @@ export function byId<T extends { id: string }>(records: readonly T[], id: string
   return indexById(records)[id]
 }
 
+/**
+ * Records of a list grouped by a derived key (say category, name and environment), kept up to
+ * date like the id index: pushes are added when next asked, replaceRecord and removeRecord move
+ * or drop the record. For uniqueness checks that would otherwise scan the whole list per write.
+ */
+interface Grouping {
+  keyOf: (record: { id: string }) => string
+  length: number
+  groups: Map<string, { id: string }[]>
+}
+const groupings = new WeakMap<readonly { id: string }[], Map<string, Grouping>>()
+
+function group(grouping: Grouping, record: { id: string }): void {
+  const key = grouping.keyOf(record)
+  const members = grouping.groups.get(key)
+  if (members) members.push(record)
+  else grouping.groups.set(key, [record])
+}
+
+function ungroup(grouping: Grouping, record: { id: string }): void {
+  const key = grouping.keyOf(record)
+  const members = grouping.groups.get(key)
+  const at = members?.indexOf(record) ?? -1
+  if (at >= 0) members!.splice(at, 1)
+  if (members?.length === 0) grouping.groups.delete(key)
+}
+
+/** The records of the list whose `keyOf` is `key` (`name` tells groupings of one list apart). */
+export function recordsWithKey<T extends { id: string }>(records: readonly T[], name: string, keyOf: (record: T) => string, key: string): readonly T[] {
+  let byName = groupings.get(records)
+  if (!byName) groupings.set(records, (byName = new Map()))
+  let grouping = byName.get(name)
+  if (!grouping || grouping.length > records.length) {
+    grouping = { keyOf: keyOf as Grouping['keyOf'], length: 0, groups: new Map() }
+    byName.set(name, grouping)
+  }
+  for (let i = grouping.length; i < records.length; i++) group(grouping, records[i])
+  grouping.length = records.length
+  return (grouping.groups.get(key) ?? []) as unknown as readonly T[]
+}
+
 /** Puts `next` in the place of `current` (committed records are frozen: this is how one changes). */
 export function replaceRecord<T extends { id: string }>(records: T[], current: T, next: T): T {
   const position = records.indexOf(current)
@@ -54,6 +95,12 @@ export function replaceRecord<T extends { id: string }>(records: T[], current: T
   indexById(records)
   records[position] = next
   ;(indexes.get(records)!.byId as Record<string, T>)[next.id] = next
+  for (const grouping of groupings.get(records)?.values() ?? []) {
+    // Only records it has seen: later ones are added when it is next asked.
+    if (position >= grouping.length) continue
+    ungroup(grouping, current)
+    group(grouping, next)
+  }
   journalOf(records).ids.add(next.id)
   return next
 }
@@ -63,6 +110,12 @@ export function removeRecord<T extends { id: string }>(records: T[], record: T):
   const position = records.lastIndexOf(record)
   if (position < 0) return
   const index = indexById(records) as Index
+  for (const grouping of groupings.get(records)?.values() ?? []) {
+    if (position < grouping.length) {
+      ungroup(grouping, record)
+      grouping.length--
+    }
+  }
   records.splice(position, 1)
   delete index[record.id]
   indexes.get(records)!.length = records.length

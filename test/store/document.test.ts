@@ -4,7 +4,7 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { appendFileSync, existsSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { indexById, removeRecord, replaceRecord } from '../../src/store/by-id'
+import { indexById, recordsWithKey, removeRecord, replaceRecord } from '../../src/store/by-id'
 import { ChangeLog } from '../../src/store/change-log'
 import { CorruptDocumentError, Document, readLoggedDocumentSync } from '../../src/store/document'
 import { removeDir, tempDir } from '../support/server'
@@ -238,5 +238,25 @@ describe('document with a change log', () => {
     expect(indexById(doc.data.items)).toBe(index)
     expect(index[added.id]).toBeUndefined()
     expect(Object.keys(index)).toHaveLength(100)
+  })
+
+  test('a grouping by a derived key follows pushes, replacements and removals (uniqueness checks without a scan)', async () => {
+    const doc = await open(newPath())
+    const byName = (name: string) => recordsWithKey(doc.data.items, 'name', (i: Item) => i.name, name).map((i) => i.id)
+    const [a, b] = [item('same'), item('other')]
+    await doc.update((data) => data.items.push(a, b))
+    expect(byName('same')).toEqual([a.id])
+    const c = item('same')
+    await doc.update((data) => data.items.push(c))
+    expect(byName('same')).toEqual([a.id, c.id])
+    await doc.update((data) => replaceRecord(data.items, b, { ...b, name: 'same' }))
+    expect(byName('same').sort()).toEqual([a.id, b.id, c.id].sort())
+    expect(byName('other')).toEqual([])
+    await doc.update((data) => removeRecord(data.items, a))
+    expect(byName('same').sort()).toEqual([b.id, c.id].sort())
+    await doc.update((data) => {
+      data.items = data.items.filter((i) => i.id !== c.id)
+    })
+    expect(byName('same')).toEqual([b.id])
   })
 })

@@ -1,5 +1,5 @@
 // Key entries: per-project values of a category, sealed at once; only reveal opens them.
-import { byId, indexById, replaceRecord } from '../../store/by-id'
+import { byId, indexById, recordsWithKey, replaceRecord } from '../../store/by-id'
 import { conflict, NotFound, validationError } from '../../http/errors'
 import type { CategoryRecord, Environment, EntryRecord, VaultDocument } from '../../store/records'
 import { findCategory } from '../categories/service'
@@ -79,14 +79,15 @@ function listEntries(data: VaultDocument): ListedEntry[] {
  * export could not tell them apart. Names compare exactly, as the export's `name` filter does.
  */
 export function assertNoTwinEntry(data: VaultDocument, entry: Pick<EntryRecord, 'id' | 'categoryId' | 'name' | 'environment'>): void {
-  const twin = data.entries.some(
-    (e) => e.id !== entry.id && e.categoryId === entry.categoryId && e.name === entry.name && e.environment === entry.environment,
-  )
+  // Through a grouping kept up to date with the list: a write does not scan every entry.
+  const twin = recordsWithKey(data.entries, 'twin', twinKey, twinKey(entry)).some((e) => e.id !== entry.id)
   if (twin) {
     const where = entry.environment ? ` for ${entry.environment}` : ' without an environment'
     throw conflict('ENTRY_EXISTS', `An entry named "${entry.name}"${where} exists already in this category; update it instead`)
   }
 }
+
+const twinKey = (e: Pick<EntryRecord, 'categoryId' | 'name' | 'environment'>) => `${e.categoryId}\u0000${e.name}\u0000${e.environment ?? ''}`
 
 export class EntryService {
   private readonly lastLists = new WeakMap<VaultDocument, LastList>()
