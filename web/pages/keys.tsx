@@ -1,6 +1,7 @@
 // Keys: categories (with icons) and their entries. Create, edit and delete with confirmation;
-// reveal on click, copy, and the value hides itself again after 30 seconds.
-import { useEffect, useState } from 'preact/hooks'
+// reveal on click, copy, and the value hides itself again after 30 seconds. Long lists are shown
+// in pages of rows (more as the end scrolls into view), so 10,000 entries stay smooth.
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks'
 import { api, errorMessage, type Category, type Entry, type Environment, type RevealedEntry } from '../api'
 import {
   confirmAction,
@@ -27,6 +28,40 @@ import {
 const ENV_ORDER: Record<string, number> = { development: 0, staging: 1, production: 2 }
 const byNameThenEnv = (a: Entry, b: Entry) => a.name.localeCompare(b.name) || (ENV_ORDER[a.environment ?? ''] ?? -1) - (ENV_ORDER[b.environment ?? ''] ?? -1)
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
+/** Rows (category heads and entries) shown at first and added each time the end comes into view. */
+const ROWS_PER_PAGE = 200
+
+/** Each category's entries, sorted, computed once per load (not per category per render). */
+function groupByCategory(entries: Entry[] | undefined): Map<string, Entry[]> {
+  const groups = new Map<string, Entry[]>()
+  for (const entry of entries ?? []) {
+    const group = groups.get(entry.categoryId)
+    if (group) group.push(entry)
+    else groups.set(entry.categoryId, [entry])
+  }
+  for (const group of groups.values()) group.sort(byNameThenEnv)
+  return groups
+}
+
+/** Calls `onVisible` whenever the element scrolls into view (the list then shows more). */
+function MoreRows(props: { hidden: number; onVisible(): void }) {
+  const sentinel = useRef<HTMLDivElement>(null)
+  const latest = useRef(props.onVisible)
+  latest.current = props.onVisible
+  useEffect(() => {
+    if (!sentinel.current || typeof IntersectionObserver === 'undefined') return
+    const observer = new IntersectionObserver((seen) => seen.some((s) => s.isIntersecting) && latest.current(), { rootMargin: '400px' })
+    observer.observe(sentinel.current)
+    return () => observer.disconnect()
+  }, [])
+  return (
+    <div ref={sentinel} class="more-rows">
+      <button type="button" class="btn btn-small" onClick={() => latest.current()}>
+        Show more ({props.hidden} more {props.hidden === 1 ? 'row' : 'rows'})
+      </button>
+    </div>
+  )
+}
 
 export function KeysPage() {
   const categories = useLoad(() => api<Category[]>('GET', '/api/categories'))
@@ -39,19 +74,38 @@ export function KeysPage() {
     entries.reload()
   }
   const needle = search.trim().toLowerCase()
-  const list = [...(categories.data ?? [])].sort((a, b) => a.name.localeCompare(b.name))
+  const [rowBudget, setRowBudget] = useState(ROWS_PER_PAGE)
+  // A new search starts again from the first page.
+  useEffect(() => setRowBudget(ROWS_PER_PAGE), [needle])
+  const grouped = useMemo(() => groupByCategory(entries.data), [entries.data])
+  const list = useMemo(() => [...(categories.data ?? [])].sort((a, b) => a.name.localeCompare(b.name)), [categories.data])
   // The search looks at the category (name, variable, field names) and the entry (project, environment).
   const has = (text: string | null | undefined) => (text ?? '').toLowerCase().includes(needle)
   const categoryMatches = (category: Category) => has(category.name) || has(category.envVarName) || (category.fieldDefinitions ?? []).some(has)
-  const entriesOf = (category: Category) =>
-    (entries.data ?? [])
-      .filter((entry) => entry.categoryId === category.id)
-      .filter((entry) => !needle || categoryMatches(category) || has(entry.name) || has(entry.environment ?? 'any env'))
-      .sort(byNameThenEnv)
-  const visible = list.filter((category) => !needle || categoryMatches(category) || entriesOf(category).length > 0)
+  const entriesOf = (category: Category) => {
+    const all = grouped.get(category.id) ?? []
+    return !needle || categoryMatches(category) ? all : all.filter((entry) => has(entry.name) || has(entry.environment ?? 'any env'))
+  }
+  const matching = list.map((category) => ({ category, entries: entriesOf(category) })).filter(({ category, entries }) => !needle || categoryMatches(category) || entries.length > 0)
+  const visible = matching.map(({ category }) => category)
+  // The page: categories in order, each with as many of its entries as the row budget leaves.
+  let rowsLeft = rowBudget
+  let hiddenRows = 0
+  const shown: { category: Category; entries: Entry[]; total: number }[] = []
+  for (const { category, entries: ofCategory } of matching) {
+    if (rowsLeft <= 0) {
+      hiddenRows += 1 + ofCategory.length
+      continue
+    }
+    const take = Math.min(ofCategory.length, Math.max(rowsLeft - 1, 0))
+    shown.push({ category, entries: take === ofCategory.length ? ofCategory : ofCategory.slice(0, take), total: ofCategory.length })
+    hiddenRows += ofCategory.length - take
+    rowsLeft -= 1 + take
+  }
 
   const removeCategory = async (category: Category) => {
-    const count = entriesOf(category).length
+    // All of them, whatever the search shows: the delete removes them all.
+    const count = grouped.get(category.id)?.length ?? 0
     const ok = await confirmAction(`Delete the category “${category.name}”${count ? ` and its ${count} ${count === 1 ? 'entry' : 'entries'}` : ''}? This cannot be undone.`)
     if (!ok) return
     try {
@@ -83,11 +137,11 @@ export function KeysPage() {
         </div>
       ) : (
         <div class="categories">
-          {visible.map((category) => (
+          {shown.map(({ category, entries: ofCategory }) => (
             <CategoryCard
               key={category.id}
               category={category}
-              entries={entriesOf(category)}
+              entries={ofCategory}
               onEdit={() => setEditingCategory(category)}
               onDelete={() => removeCategory(category)}
               onAddEntry={() => setEditingEntry({ category, entry: null })}
@@ -95,13 +149,14 @@ export function KeysPage() {
               onChanged={reload}
             />
           ))}
+          {hiddenRows > 0 && <MoreRows hidden={hiddenRows} onVisible={() => setRowBudget((budget) => budget + ROWS_PER_PAGE)} />}
           {visible.length === 0 && <p class="muted">Nothing matches “{search}”.</p>}
         </div>
       )}
       {editingCategory && (
         <CategoryForm
           category={editingCategory === 'new' ? null : editingCategory}
-          hasEntries={editingCategory !== 'new' && (entries.data ?? []).some((entry) => entry.categoryId === editingCategory.id)}
+          hasEntries={editingCategory !== 'new' && (grouped.get(editingCategory.id)?.length ?? 0) > 0}
           onClose={() => setEditingCategory(null)}
           onSaved={() => {
             setEditingCategory(null)
