@@ -17,7 +17,6 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
-import { SCOPES } from '../src/auth/scopes'
 import { Keyring } from '../src/crypto/keyring'
 import { sha256Hex } from '../src/crypto/tokens'
 import { sealEntryValue } from '../src/modules/entries/values'
@@ -160,6 +159,8 @@ end
 // Seeding straight into files (50,000 accounts through the API would take hours of argon2)
 
 interface SeededAccounts {
+  /** Session cookies (the first user also has an access key). */
+  cookies: string[]
   keys: string[]
   emails: string[]
   userIds: string[]
@@ -167,24 +168,28 @@ interface SeededAccounts {
 
 const randomKey = () => `svc_${Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('base64url')}`
 
-/** N users, each with one session, one access key (every scope) and a small vault (1 category, 2 entries). */
-async function seedAccounts(dataDir: string, masterKey: string, users: number): Promise<SeededAccounts> {
+/** N users, each with one session and a small vault (1 category, 2 entries); the first also with an access key (reads). */
+export async function seedAccounts(dataDir: string, masterKey: string, users: number): Promise<SeededAccounts> {
   mkdirSync(join(dataDir, 'vaults'), { recursive: true, mode: 0o700 })
   const keyring = new Keyring(new Uint8Array(Buffer.from(masterKey, 'base64')))
   const passwordHash = await Bun.password.hash(PASSWORD, 'argon2id')
   const at = new Date().toISOString()
   const expires = new Date(Date.now() + 7 * 86_400_000).toISOString()
   const document: AccountsDocument = { version: FORMAT_VERSION, keyCheck: keyring.createKeyCheck(), users: [], sessions: [], accessKeys: [] }
-  const seeded: SeededAccounts = { keys: [], emails: [], userIds: [] }
+  const seeded: SeededAccounts = { cookies: [], keys: [], emails: [], userIds: [] }
   for (let i = 0; i < users; i++) {
     const id = crypto.randomUUID()
     const email = `user-${i}@example.test`
     document.users.push({ id, email, name: null, passwordHash, identities: [], createdAt: at })
-    document.sessions.push({ id: crypto.randomUUID(), tokenHash: sha256Hex(randomKey()), userId: id, createdAt: at, expiresAt: expires })
-    const key = randomKey()
-    const record: AccessKeyRecord = { id: crypto.randomUUID(), userId: id, name: 'bench', keyPrefix: key.slice(0, 12), keyHash: sha256Hex(key), scopes: [...SCOPES], expiresAt: null, lastUsedAt: null, createdAt: at }
-    document.accessKeys.push(record)
-    seeded.keys.push(key)
+    const cookie = Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('base64url')
+    document.sessions.push({ id: crypto.randomUUID(), tokenHash: sha256Hex(cookie), userId: id, createdAt: at, expiresAt: expires })
+    seeded.cookies.push(cookie)
+    if (i < 2) {
+      const key = randomKey()
+      const record: AccessKeyRecord = { id: crypto.randomUUID(), userId: id, name: 'bench', keyPrefix: key.slice(0, 12), keyHash: sha256Hex(key), scopes: ['entries:read', 'entries:reveal', 'entries:write'], expiresAt: null, lastUsedAt: null, createdAt: at }
+      document.accessKeys.push(record)
+      seeded.keys.push(key)
+    }
     seeded.emails.push(email)
     seeded.userIds.push(id)
     const dataKey = keyring.createWrappedDataKey(id)
@@ -202,7 +207,7 @@ async function seedAccounts(dataDir: string, masterKey: string, users: number): 
 }
 
 /** One user whose vault holds `count` entries in 10 categories. */
-async function seedBigVault(dataDir: string, masterKey: string, count: number): Promise<{ key: string; userId: string; categoryId: string; entryIds: string[] }> {
+export async function seedBigVault(dataDir: string, masterKey: string, count: number): Promise<{ key: string; userId: string; categoryId: string; entryIds: string[] }> {
   const seeded = await seedAccounts(dataDir, masterKey, 1)
   const userId = seeded.userIds[0]
   const path = join(dataDir, 'vaults', `${userId}.json`)
@@ -304,13 +309,13 @@ async function measureAccounts(work: string, masterKey: string, users: number, s
     let next = 0
     const lister = async () => {
       while (next < users) {
-        const response = await fetch(`${server.url}/api/entries`, { headers: { authorization: `Bearer ${seeded.keys[next++]}` } })
+        const response = await fetch(`${server.url}/api/entries`, { headers: { cookie: `svc_session=${seeded.cookies[next++]}` } })
         await response.arrayBuffer()
         if (response.status !== 200) throw new Error(`list answered ${response.status}`)
       }
     }
     await Promise.all(Array.from({ length: 32 }, lister))
-    await Bun.sleep(1000)
+    await Bun.sleep(smoke ? 1000 : 5000)
     return {
       users,
       startMs: median(starts),

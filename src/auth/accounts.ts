@@ -47,8 +47,11 @@ export class Accounts {
   private readonly usersById = new Map<string, UserRecord>()
   private readonly usersByEmail = new Map<string, UserRecord>()
   private readonly sessions = new Map<string, SessionRecord>()
-  /** Each account's sessions, oldest first. */
-  private readonly sessionsByUser = new Map<string, SessionRecord[]>()
+  /**
+   * Each account's sessions, oldest first. Built on the first session write rather than at start
+   * (a pass over every session is start-up time on a large vault); null until then.
+   */
+  private byUser: Map<string, SessionRecord[]> | null = null
   private lastSweep: number
   readonly throttle: LoginThrottle
   /** Accounts created per client address in the last hour (SVC_REGISTER_LIMIT). */
@@ -72,17 +75,21 @@ export class Accounts {
     this.usersById.clear()
     this.usersByEmail.clear()
     this.sessions.clear()
-    this.sessionsByUser.clear()
+    this.byUser = null
     for (const user of data.users) this.indexUser(user)
-    const ordered = [...data.sessions].sort((a, b) => a.createdAt.localeCompare(b.createdAt))
-    for (const session of ordered) this.indexSession(session)
+    for (const session of data.sessions) this.sessions.set(session.tokenHash, session)
   }
 
-  private indexSession(session: SessionRecord): void {
-    this.sessions.set(session.tokenHash, session)
-    const ofUser = this.sessionsByUser.get(session.userId)
-    if (ofUser) ofUser.push(session)
-    else this.sessionsByUser.set(session.userId, [session])
+  private get sessionsByUser(): Map<string, SessionRecord[]> {
+    if (this.byUser) return this.byUser
+    const byUser = new Map<string, SessionRecord[]>()
+    // The list is in creation order (sessions are pushed, removed in place, or filtered).
+    for (const session of this.doc.data.sessions) {
+      const ofUser = byUser.get(session.userId)
+      if (ofUser) ofUser.push(session)
+      else byUser.set(session.userId, [session])
+    }
+    return (this.byUser = byUser)
   }
 
   private unindexSession(session: SessionRecord): void {

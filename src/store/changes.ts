@@ -35,8 +35,9 @@ type DocumentData = Record<string, unknown>
 /** Freezes an object and every object inside it. Recurses only into objects: most fields are text. */
 function deepFreeze(value: object): void {
   Object.freeze(value)
-  for (const key in value) {
-    const inner: unknown = (value as Record<string, unknown>)[key]
+  const keys = Object.keys(value)
+  for (let i = 0; i < keys.length; i++) {
+    const inner: unknown = (value as Record<string, unknown>)[keys[i]]
     if (typeof inner === 'object' && inner !== null && !Object.isFrozen(inner)) deepFreeze(inner)
   }
 }
@@ -50,10 +51,19 @@ function listOf(data: DocumentData, name: string): StoredRecord[] {
 const NOTHING_COMMITTED: Committed = { lists: new Map(), fields: new Map() }
 const EMPTY: readonly StoredRecord[] = []
 
-/** Freezes every record of `lists` and notes the document's state as committed. */
+/** Freezes every record of `lists` and notes the document's state as committed (at open, after a reload). */
 export function commitState(data: DocumentData, lists: readonly string[]): Committed {
-  // Every record is new against nothing: changesSince freezes them all.
-  return changesSince(NOTHING_COMMITTED, data, lists).next
+  const committedLists = new Map<string, CommittedList>()
+  for (const name of lists) {
+    const records = listOf(data, name)
+    for (let i = 0; i < records.length; i++) deepFreeze(records[i])
+    // Whatever was noted on these arrays before is in this state already.
+    takeJournal(records)
+    committedLists.set(name, { records, length: records.length })
+  }
+  const fields = new Map<string, unknown>()
+  for (const [name, value] of Object.entries(data)) if (!committedLists.has(name)) fields.set(name, value)
+  return { lists: committedLists, fields }
 }
 
 /** The changes from `committed` to `data`, and the state to note once they are durable. */
