@@ -32,14 +32,22 @@ export interface Committed {
 
 type DocumentData = Record<string, unknown>
 
+/**
+ * One frozen empty list for every empty list inside a record: a frozen array costs the engine a
+ * separate storage object each (50,000 users' empty `identities` were megabytes).
+ */
+const FROZEN_EMPTY: readonly unknown[] = Object.freeze([])
+
 /** Freezes an object and every object inside it. Recurses only into objects: most fields are text. */
 function deepFreeze(value: object): void {
-  Object.freeze(value)
   const keys = Object.keys(value)
   for (let i = 0; i < keys.length; i++) {
     const inner: unknown = (value as Record<string, unknown>)[keys[i]]
-    if (typeof inner === 'object' && inner !== null && !Object.isFrozen(inner)) deepFreeze(inner)
+    if (typeof inner !== 'object' || inner === null || Object.isFrozen(inner)) continue
+    if (Array.isArray(inner) && inner.length === 0 && !Array.isArray(value)) (value as Record<string, unknown>)[keys[i]] = FROZEN_EMPTY
+    else deepFreeze(inner)
   }
+  Object.freeze(value)
 }
 
 function listOf(data: DocumentData, name: string): StoredRecord[] {
