@@ -4,7 +4,7 @@
 import { constantTimeEqual, randomToken, sha256Hex } from '../crypto/tokens'
 import { NotFound, validationError } from '../http/errors'
 import { removeRecord, replaceRecord } from '../store/by-id'
-import type { Document } from '../store/document'
+import type { StoredDocument } from '../store/data-store'
 import type { AccessKeyRecord, AccountsDocument } from '../store/records'
 import { isScope, type Scope } from './scopes'
 
@@ -49,7 +49,7 @@ export class AccessKeys {
   private usedAtText = ''
 
   constructor(
-    private readonly doc: Document<AccountsDocument>,
+    private readonly doc: StoredDocument<AccountsDocument>,
     private readonly now: () => number = Date.now,
   ) {
     this.reindex(doc.data)

@@ -5,7 +5,7 @@
 import type { Config } from '../config'
 import { constantTimeEqual, randomToken, sha256Hex } from '../crypto/tokens'
 import { AppError } from '../http/errors'
-import type { Document } from '../store/document'
+import type { StoredDocument } from '../store/data-store'
 import { removeRecord, replaceRecord } from '../store/by-id'
 import type { AccountsDocument, SessionRecord, UserRecord } from '../store/records'
 import { admitSession, removeExpiredSessions } from '../store/sessions'
@@ -60,7 +60,7 @@ export class Accounts {
   passwordChecks = 0
 
   constructor(
-    private readonly doc: Document<AccountsDocument>,
+    private readonly doc: StoredDocument<AccountsDocument>,
     private readonly config: Pick<Config, 'signup' | 'sessionTtlMs'> & Partial<Pick<Config, 'registerLimit'>>,
     private readonly now: () => number = Date.now,
   ) {

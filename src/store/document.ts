@@ -11,6 +11,7 @@ import { readFileSync, statSync, type Stats } from 'node:fs'
 import { Low, type Adapter } from 'lowdb'
 import { writeFileAtomic } from './atomic-file'
 import { ChangeLog, readLogSync } from './change-log'
+import type { StoredDocument } from './data-store'
 import { CorruptDocumentError } from './errors'
 import { applyChanges, changesSince, commitState, type Change, type Committed } from './changes'
 
@@ -117,7 +118,7 @@ export interface DocumentOptions<T> {
   loggedLists?: readonly string[]
 }
 
-export class Document<T> {
+export class Document<T> implements StoredDocument<T> {
   private readonly low: Low<T>
   private readonly adapter: DurableJsonAdapter<T>
   private flushing: Promise<void> | null = null

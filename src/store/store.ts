@@ -11,6 +11,7 @@
 import { mkdirSync, readdirSync, unlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import { isTempFile } from './atomic-file'
+import type { DataStore } from './data-store'
 import { Document } from './document'
 import { acquireLock } from './lock'
 import { createHash } from 'node:crypto'
@@ -80,7 +81,7 @@ interface CachedVault {
   usedAt: number
 }
 
-export class Store {
+export class Store implements DataStore {
   /** Each open vault: the promise while it opens, the document once open. Least recently used first. */
   private readonly vaults = new Map<string, CachedVault>()
   /** Closed vaults, reachable while something still holds them (see the top of this file). */
