@@ -190,7 +190,7 @@ export function loadConfig(env: Env = process.env): Config {
     sessionCookie: base.protocol === 'https:' ? '__Host-svc_session' : 'svc_session',
     baseUrlConfigured: Boolean(env.SVC_BASE_URL?.trim()),
     vaultIdleMs: parseDuration(setting(env, 'SVC_VAULT_IDLE', 'set a duration such as 10m, or unset it for 10m') ?? '10m', 'SVC_VAULT_IDLE', { min: 1000, max: 7 * 86_400_000, hint: '10m or 1h' }),
-    maxOpenVaults: parseOpenVaults(env.SVC_OPEN_VAULTS),
+    maxOpenVaults: parseOpenVaults(setting(env, 'SVC_OPEN_VAULTS', 'set a whole number such as 1000, or unset it for 1000')),
   }
 }
 
