@@ -4,7 +4,7 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { appendFileSync, existsSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { indexById, recordsWithKey, removeRecord, replaceRecord } from '../../src/store/by-id'
+import { indexById, recordsWithKey, removeRecord, replaceRecord, replaceRecords } from '../../src/store/by-id'
 import { ChangeLog } from '../../src/store/change-log'
 import { CorruptDocumentError, Document, readLoggedDocumentSync } from '../../src/store/document'
 import { removeDir, tempDir } from '../support/server'
@@ -258,5 +258,18 @@ describe('document with a change log', () => {
       data.items = data.items.filter((i) => i.id !== c.id)
     })
     expect(byName('same')).toEqual([b.id])
+  })
+
+  test('replaceRecords replaces many in one pass and logs each as a put', async () => {
+    const path = newPath()
+    const doc = await open(path)
+    await doc.update((data) => {
+      for (let i = 0; i < 20; i++) data.items.push(item(`i${i}`))
+    })
+    const targets = [doc.data.items[3], doc.data.items[17]]
+    await doc.update((data) => replaceRecords(data.items, new Map(targets.map((t) => [t, { ...t, name: `${t.name}!` }]))))
+    expect(doc.data.items[3].name).toBe('i3!')
+    expect(indexById(doc.data.items)[targets[1].id]!.name).toBe('i17!')
+    expect(plain((await open(path)).data)).toEqual(plain(doc.data))
   })
 })
