@@ -108,3 +108,15 @@ test('sessions stored before sessions had ids get the same id at every load, so 
     removeDir(dir)
   }
 })
+
+test('a backup taken beside the running server holds the accounts changes still in the log', async () => {
+  const { createBackup } = await import('../../src/store/backup')
+  const frank = await signUp(server.url)
+  await server.deps.store.accounts.fold()
+  const created = await frank.post('/api/access-keys', { name: 'late', scopes: ['stats:read'] })
+  expect(created.status).toBe(201)
+  expect(logLines().length).toBeGreaterThan(0)
+  const bundle = createBackup(server.dataDir)
+  const accounts = JSON.parse(Buffer.from(bundle.files.find((f) => f.path === 'accounts.json')!.data, 'base64').toString('utf8'))
+  expect(accounts.accessKeys.map((k: { id: string }) => k.id)).toContain(created.body.id)
+})
