@@ -46,6 +46,8 @@ export interface SignedIn {
 export class Accounts {
   private readonly usersById = new Map<string, UserRecord>()
   private readonly usersByEmail = new Map<string, UserRecord>()
+  /** By identity-provider issuer and subject: a single sign-on does not scan every user. */
+  private readonly usersByIdentity = new Map<string, UserRecord>()
   private readonly sessions = new Map<string, SessionRecord>()
   /**
    * Each account's sessions, oldest first. Built on the first session write rather than at start
@@ -74,6 +76,7 @@ export class Accounts {
   reindex(data: AccountsDocument): void {
     this.usersById.clear()
     this.usersByEmail.clear()
+    this.usersByIdentity.clear()
     this.sessions.clear()
     this.byUser = null
     for (const user of data.users) this.indexUser(user)
@@ -101,8 +104,12 @@ export class Accounts {
   }
 
   private indexUser(user: UserRecord): void {
+    // A replaced user's old identities leave the identity index first.
+    const before = this.usersById.get(user.id)
+    if (before) for (const id of before.identities) this.usersByIdentity.delete(identityKey(id.issuer, id.subject))
     this.usersById.set(user.id, user)
     this.usersByEmail.set(user.email, user)
+    for (const id of user.identities) this.usersByIdentity.set(identityKey(id.issuer, id.subject), user)
   }
 
   userById(id: string): UserRecord | undefined {
@@ -247,7 +254,7 @@ export class Accounts {
   }
 
   userByIdentity(issuer: string, subject: string): UserRecord | undefined {
-    return this.doc.data.users.find((user) => user.identities.some((id) => id.issuer === issuer && id.subject === subject))
+    return this.usersByIdentity.get(identityKey(issuer, subject))
   }
 
   private newSession(userId: string): { token: string; session: SessionRecord } {
@@ -297,5 +304,7 @@ export class Accounts {
     })
   }
 }
+
+const identityKey = (issuer: string, subject: string) => `${issuer}\u0000${subject}`
 
 const emailTaken = () => new AppError(409, 'EMAIL_TAKEN', 'An account with this e-mail already exists')
