@@ -37,9 +37,11 @@ export function indexById<T extends { id: string }>(records: readonly T[]): Read
     index = { length: 0, byId: Object.create(null) }
     indexes.set(records, index)
   }
-  // Records pushed since the index last looked.
-  for (let i = index.length; i < records.length; i++) index.byId[records[i].id] = records[i]
-  index.length = records.length
+  if (index.length !== records.length) {
+    // Records pushed since the index last looked.
+    for (let i = index.length; i < records.length; i++) index.byId[records[i].id] = records[i]
+    index.length = records.length
+  }
   return index.byId as Readonly<Record<string, T | undefined>>
 }
 

@@ -75,6 +75,7 @@ export interface StoreOptions {
 
 export const DEFAULT_MAX_OPEN_VAULTS = 1000
 export const DEFAULT_VAULT_IDLE_MS = 10 * 60_000
+const TOUCH_GRANULARITY_MS = 1000
 
 interface CachedVault {
   document: Document<VaultDocument> | Promise<Document<VaultDocument>>
@@ -140,9 +141,15 @@ export class Store implements DataStore {
     return this.vaults.size
   }
 
-  /** Marks a vault used now: it moves to the end of the least-recently-used order. */
+  /**
+   * Marks a vault used now: it moves to the end of the least-recently-used order. Within a
+   * second of the last mark it stays where it is (the order is kept to the second): the hot
+   * reads then skip the reordering.
+   */
   private touch(userId: string, cached: CachedVault): void {
-    cached.usedAt = this.now()
+    const now = this.now()
+    if (now - cached.usedAt < TOUCH_GRANULARITY_MS) return
+    cached.usedAt = now
     this.vaults.delete(userId)
     this.vaults.set(userId, cached)
   }
