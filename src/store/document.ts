@@ -105,8 +105,13 @@ function waiter(): Waiter {
 export interface DocumentOptions<T> {
   /** Data for a file that does not exist yet; it is written at once. */
   create: () => T
-  /** Brings data of an older format up to the current one. */
+  /** Brings data of an older format up to the current one (after its change log is applied: the log is in the file's format). */
   migrate?: (data: T) => T
+  /**
+   * With `loggedLists`: readies the file's data for its log before the log is applied (records
+   * stored before they had an id get one, so the log's changes, keyed by id, find them).
+   */
+  beforeLog?: (data: T) => T
   /** Writes a document that `migrate` brought to a new version back at once (not for read-only tools). */
   persistMigration?: boolean
   onWriteError?: (path: string, error: unknown) => void
@@ -160,12 +165,13 @@ export class Document<T> implements StoredDocument<T> {
         throw new CorruptDocumentError(`${path} is missing but its change log is there; restore the data folder from a backup`)
       }
       document.log = log
-      // The file is brought up to the current format before its log (written in that format) is applied.
-      if (document.fileExists && options.migrate) document.low.data = migrate(document.low.data)
+      // The log was written beside the file in the file's format: applied first, then both are
+      // brought up to the current format together.
+      if (document.fileExists && options.beforeLog) document.low.data = options.beforeLog(document.low.data)
       if (document.fileExists) applyLog(path, document.low.data, lists, batches)
     }
     if (!document.fileExists) document.low.data = options.create()
-    else if (options.migrate && !lists) document.low.data = migrate(document.low.data)
+    else if (options.migrate) document.low.data = migrate(document.low.data)
     if (lists) document.committed = commitState(document.untyped(), lists)
     if (!document.fileExists) await document.commit()
     else if (migrated && options.persistMigration) {
@@ -287,8 +293,9 @@ export class Document<T> implements StoredDocument<T> {
     try {
       const onDisk = this.adapter.readSync()
       if (onDisk !== null) {
-        const current = this.options.migrate ? this.options.migrate(onDisk) : onDisk
+        let current = this.log && this.options.beforeLog ? this.options.beforeLog(onDisk) : onDisk
         if (this.log) applyLog(this.path, current, this.options.loggedLists!, readLogSync(this.log.path, this.log.bytes).batches)
+        if (this.options.migrate) current = this.options.migrate(current)
         this.low.data = current
         if (this.log) this.committed = commitState(this.untyped(), this.options.loggedLists!)
         this.options.onReload?.(this.low.data)

@@ -73,6 +73,8 @@ function checkVersion<T extends { version: number }>(path: string) {
  * every load, so the change log (keyed by id) replays over the file that still lacks it.
  */
 function withSessionIds(data: AccountsDocument): AccountsDocument {
+  // Read before the format check (Document.open's beforeLog): anything but a list is left to it.
+  if (!Array.isArray(data?.sessions)) return data
   for (const session of data.sessions) {
     if (typeof session.id !== 'string') session.id = createHash('sha256').update(`session-id:${session.tokenHash}`).digest('hex').slice(0, 32)
   }
@@ -147,6 +149,7 @@ export class Store implements DataStore {
       // grow with the number of accounts.
       const accounts = await Document.open<AccountsDocument>(path, {
         create: () => ({ version: FORMAT_VERSION, keyCheck: options.createKeyCheck(), users: [], sessions: [], accessKeys: [] }),
+        beforeLog: withSessionIds,
         migrate: (data) => withSessionIds(checkAccounts(data)),
         persistMigration: options.lock !== false,
         onWriteError: options.onWriteError,
