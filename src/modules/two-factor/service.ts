@@ -79,13 +79,14 @@ export class TwoFactorService {
   async find(userId: string, filters: { name?: string; q?: string }): Promise<PublicTwoFactor[]> {
     const { data } = await this.vaults.open(userId)
     const q = filters.q?.trim().toLowerCase()
+    const now = this.now()
     const records =
       filters.name === undefined && !q
         ? data.twoFactor
         : data.twoFactor.filter(
             (r) => (filters.name === undefined || r.service === filters.name) && (!q || r.service.toLowerCase().includes(q) || r.accountName.toLowerCase().includes(q)),
           )
-    return records.map(publicTwoFactor)
+    return records.map((r) => publicTwoFactor(r, now))
   }
 
   async get(userId: string, id: string): Promise<PublicTwoFactor> {
