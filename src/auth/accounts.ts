@@ -304,7 +304,8 @@ export class Accounts {
   async unlinkIdentities(user: UserRecord): Promise<void> {
     if (user.identities.length === 0) return
     await this.doc.update((data) => {
-      if (!user.passwordHash) {
+      // The current record: a password set meanwhile replaced the one the caller holds.
+      if (!(this.usersById.get(user.id) ?? user).passwordHash) {
         throw new AppError(409, 'LAST_SIGN_IN_METHOD', 'Single sign-on is the only way into this account: it cannot be unlinked')
       }
       this.replaceUser(data, user, { identities: [] })
