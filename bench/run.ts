@@ -14,6 +14,7 @@
 //   bun run bench --only=stats,2fa.reveal   just these scenarios (ids as in the JSON), for quick A/B runs
 //   bun run bench --only=audit     just the audit log's A/B: reveal and export with the log on
 //                                  (as shipped) and off (SVC_AUDIT=off, a switch for this only)
+//   bun run bench --scale          the scale curves (users, vault size) and wrk ratios: bench/scale.ts
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
@@ -636,7 +637,9 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   })
 }
 
-main().then(
+// --scale: the curves of issue 19 with wrk (bench/scale.ts).
+const run = process.argv.includes('--scale') ? import('./scale').then((scale) => scale.runScale(process.argv.slice(2))) : main()
+run.then(
   () => process.exit(0),
   (error) => {
     console.error(`bench failed: ${error?.stack ?? error}`)

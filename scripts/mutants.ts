@@ -28,9 +28,9 @@ export interface Mutant {
 export const MUTANTS: Mutant[] = [
   {
     name: 'log-datasync',
-    guarantee: 'crash safety: a vault write is answered only once its change log line is fsynced',
+    guarantee: 'crash safety: a vault or accounts write is answered only once its change log line is fsynced',
     file: 'src/store/change-log.ts',
-    search: 'await handle.datasync()',
+    search: 'await timedSync(() => handle.datasync())',
     replace: '',
     test: 'test/robustness/durability-order.test.ts',
   },
@@ -46,7 +46,7 @@ export const MUTANTS: Mutant[] = [
     name: 'temp-file-fsync',
     guarantee: 'crash safety: a rewritten file is fsynced before it is renamed into place',
     file: 'src/store/atomic-file.ts',
-    search: '      await handle.sync()',
+    search: '      await timedSync(() => handle.sync())',
     replace: '',
     test: 'test/robustness/durability-order.test.ts',
   },
@@ -76,9 +76,9 @@ export const MUTANTS: Mutant[] = [
   },
   {
     name: 'backup-ignores-logs',
-    guarantee: 'backups: a vault in the bundle includes the commits still in its change log',
+    guarantee: 'backups: a vault (and the accounts) in the bundle includes the commits still in its change log',
     file: 'src/store/backup.ts',
-    search: 'readLoggedDocumentSync(join(dataDir, path), VAULT_LISTS)',
+    search: 'readLoggedDocumentSync(join(dataDir, path), path === ACCOUNTS_FILE ? ACCOUNTS_LISTS : VAULT_LISTS)',
     replace: "readFileSync(join(dataDir, path), 'utf8')",
     test: 'test/robustness/backup.test.ts',
   },

@@ -64,6 +64,10 @@ export interface Config {
   trashMs: number
   /** The audit log: SVC_AUDIT_RETENTION (default 365d); SVC_AUDIT=off is for the benchmark's A/B only. */
   audit: { enabled: boolean; retentionMs: number }
+  /** A vault unused this long is closed: flushed, its data key dropped from memory (SVC_VAULT_IDLE, default 10m). */
+  vaultIdleMs: number
+  /** Vaults kept open at most, least recently used closed first (SVC_OPEN_VAULTS, default 1000). */
+  maxOpenVaults: number
 }
 
 export class ConfigError extends Error {}
@@ -211,6 +215,8 @@ export function loadConfig(env: Env = process.env): Config {
     baseUrlExplicit: Boolean(env.SVC_BASE_URL?.trim()),
     historyVersions: parseHistoryVersions(env),
     trashMs: parseTrashDays(env) * 86_400_000,
+    vaultIdleMs: parseDuration(setting(env, 'SVC_VAULT_IDLE', 'set a duration such as 10m, or unset it for 10m') ?? '10m', 'SVC_VAULT_IDLE', { min: 1000, max: 7 * 86_400_000, hint: '10m or 1h' }),
+    maxOpenVaults: parseOpenVaults(setting(env, 'SVC_OPEN_VAULTS', 'set a whole number such as 1000, or unset it for 1000')),
     audit: parseAudit(env),
   }
 }
@@ -227,7 +233,6 @@ function parseAudit(env: Env): Config['audit'] {
   }
 }
 
-// Issue 20: version history and trash.
 function parseHistoryVersions(env: Env): number {
   const raw = setting(env, 'SVC_HISTORY_VERSIONS', 'set a whole number such as 20, or unset it for 20')
   if (raw === undefined) return 20
@@ -244,6 +249,13 @@ function parseTrashDays(env: Env): number {
   const days = /^\d{1,4}(\.\d{1,6})?$/.test(raw) ? Number(raw) : NaN
   if (!(days > 0 && days <= 3650)) throw new ConfigError(`SVC_TRASH_DAYS must be a number of days above 0 and at most 3650, got "${raw}"`)
   return days
+}
+
+function parseOpenVaults(raw: string | undefined): number {
+  const text = raw?.trim()
+  if (!text) return 1000
+  if (!/^\d{1,9}$/.test(text) || Number(text) < 1) throw new ConfigError(`SVC_OPEN_VAULTS must be a whole number of at least 1, got "${raw}"`)
+  return Number(text)
 }
 
 /**

@@ -1,8 +1,10 @@
 // Access keys: "svc_" + 32 random bytes (base64url), shown once. Stored as SHA-256 of the whole
-// key and found through an in-memory Map (no scan, no slow hash per request).
+// key and found through an in-memory Map (no scan, no slow hash per request). Each user's keys
+// are indexed apart, so listing and revoking do not walk every account's keys.
 import { constantTimeEqual, randomToken, sha256Hex } from '../crypto/tokens'
 import { NotFound, validationError } from '../http/errors'
-import type { Document } from '../store/document'
+import { removeRecord, replaceRecords } from '../store/by-id'
+import type { StoredDocument } from '../store/data-store'
 import type { AccessKeyRecord, AccountsDocument } from '../store/records'
 import { isScope, type Scope } from './scopes'
 
@@ -21,38 +23,70 @@ export interface PublicAccessKey {
   createdAt: string
 }
 
-export const publicAccessKey = (record: AccessKeyRecord): PublicAccessKey => ({
+export const publicAccessKey = (record: AccessKeyRecord, lastUsedAt = record.lastUsedAt): PublicAccessKey => ({
   id: record.id,
   name: record.name,
   keyPrefix: record.keyPrefix,
   // Only known scopes are ever stored (create checks each).
   scopes: [...record.scopes] as Scope[],
   expiresAt: record.expiresAt,
-  lastUsedAt: record.lastUsedAt,
+  lastUsedAt,
   createdAt: record.createdAt,
 })
 
 export class AccessKeys {
   private readonly byHash = new Map<string, AccessKeyRecord>()
+  /** Each user's keys in creation order. */
+  private readonly byUser = new Map<string, AccessKeyRecord[]>()
+  /**
+   * Uses not yet in the stored records (frozen: store/changes.ts), by key hash: answers show them
+   * at once; they go into the records with the document's next write (at the latest 30 s later).
+   */
+  private readonly lastUsed = new Map<string, string>()
   // The ISO text of the last millisecond a key was used in: under load, many uses share one
   // millisecond, and formatting a date was a few per cent of a reveal.
   private usedAtMs = Number.NaN
   private usedAtText = ''
 
   constructor(
-    private readonly doc: Document<AccountsDocument>,
+    private readonly doc: StoredDocument<AccountsDocument>,
     private readonly now: () => number = Date.now,
   ) {
     this.reindex(doc.data)
+    doc.beforeWrite((data) => this.storeLastUsed(data))
   }
 
   reindex(data: AccountsDocument): void {
     this.byHash.clear()
-    for (const record of data.accessKeys) this.byHash.set(record.keyHash, record)
+    this.byUser.clear()
+    for (const record of data.accessKeys) this.index(record)
+  }
+
+  private index(record: AccessKeyRecord): void {
+    this.byHash.set(record.keyHash, record)
+    const ofUser = this.byUser.get(record.userId)
+    if (ofUser) ofUser.push(record)
+    else this.byUser.set(record.userId, [record])
+  }
+
+  private storeLastUsed(data: AccountsDocument): void {
+    // One pass over the keys for all of them (a search per key was a pass each).
+    const replacements = new Map<AccessKeyRecord, AccessKeyRecord>()
+    for (const [keyHash, at] of this.lastUsed) {
+      const record = this.byHash.get(keyHash)
+      if (!record || record.lastUsedAt === at) continue
+      const next = { ...record, lastUsedAt: at }
+      replacements.set(record, next)
+      this.byHash.set(keyHash, next)
+      const ofUser = this.byUser.get(next.userId)!
+      ofUser[ofUser.indexOf(record)] = next
+    }
+    this.lastUsed.clear()
+    replaceRecords(data.accessKeys, replacements)
   }
 
   list(userId: string): PublicAccessKey[] {
-    return this.doc.data.accessKeys.filter((k) => k.userId === userId).map(publicAccessKey)
+    return (this.byUser.get(userId) ?? []).map((record) => publicAccessKey(record, this.lastUsed.get(record.keyHash) ?? record.lastUsedAt))
   }
 
   async create(
@@ -84,18 +118,22 @@ export class AccessKeys {
     }
     await this.doc.update((data) => {
       data.accessKeys.push(record)
-      this.byHash.set(record.keyHash, record)
+      this.index(record)
     })
     return { ...publicAccessKey(record), key }
   }
 
   /** Deletes the key; from the moment this runs, the key no longer authenticates. */
   async revoke(userId: string, id: string): Promise<void> {
-    const record = this.doc.data.accessKeys.find((k) => k.id === id && k.userId === userId)
-    if (!record) throw NotFound.accessKey()
+    if (!this.byUser.get(userId)?.some((k) => k.id === id)) throw NotFound.accessKey()
     await this.doc.update((data) => {
-      data.accessKeys = data.accessKeys.filter((k) => k.id !== id)
+      const ofUser = this.byUser.get(userId) ?? []
+      const at = ofUser.findIndex((k) => k.id === id)
+      if (at < 0) return
+      const [record] = ofUser.splice(at, 1)
+      removeRecord(data.accessKeys, record)
       this.byHash.delete(record.keyHash)
+      this.lastUsed.delete(record.keyHash)
     })
   }
 
@@ -111,7 +149,8 @@ export class AccessKeys {
 
   /** Still present and unexpired: checked again when an answer is ready, so revocation wins. */
   isLive(record: AccessKeyRecord): boolean {
-    return this.byHash.get(record.keyHash) === record && (record.expiresAt === null || Date.parse(record.expiresAt) > this.now())
+    // By id: a use may have replaced the record the request holds (lastUsedAt) since.
+    return this.byHash.get(record.keyHash)?.id === record.id && (record.expiresAt === null || Date.parse(record.expiresAt) > this.now())
   }
 
   markUsed(record: AccessKeyRecord): void {
@@ -120,7 +159,7 @@ export class AccessKeys {
       this.usedAtMs = now
       this.usedAtText = new Date(now).toISOString()
     }
-    record.lastUsedAt = this.usedAtText
+    this.lastUsed.set(record.keyHash, this.usedAtText)
     this.doc.commitSoon(LAST_USED_FLUSH_MS)
   }
 }

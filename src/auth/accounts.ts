@@ -1,15 +1,21 @@
 // Users and sessions, kept in the accounts document and indexed in memory. Only SHA-256 of a
-// session token is stored; a lookup is one Map hit plus an expiry check.
+// session token is stored; a lookup is one Map hit plus an expiry check. Writes touch only the
+// records they change (the document logs changes: store/changes.ts), and each account's sessions
+// are indexed apart, so no write walks every account's sessions.
 import type { Config } from '../config'
 import { constantTimeEqual, randomToken, sha256Hex } from '../crypto/tokens'
 import { AppError } from '../http/errors'
-import type { Document } from '../store/document'
+import type { StoredDocument } from '../store/data-store'
+import { removeRecord, replaceRecord, replaceRecords } from '../store/by-id'
 import type { AccountsDocument, SessionRecord, SignInMethod, UserRecord } from '../store/records'
+import { admitSession, MAX_SESSIONS_PER_ACCOUNT, removeExpiredSessions } from '../store/sessions'
 import { LoginThrottle, SlidingWindow } from './login-throttle'
 
 export const REGISTER_WINDOW_MS = 60 * 60_000
-/** Live sessions one account may hold; the oldest goes when a new one starts (issue 16). */
-export const MAX_SESSIONS_PER_USER = 50
+/** Live sessions one account may hold; the oldest goes when a new one starts (issue 16; store/sessions.ts). */
+export const MAX_SESSIONS_PER_USER = MAX_SESSIONS_PER_ACCOUNT
+/** How often expired sessions of every account are swept out (each account's go at its next sign-in anyway). */
+export const SESSION_SWEEP_MS = 60 * 60_000
 /** lastSeenAt moves at most this often, and reaches disk lazily (within LAST_SEEN_FLUSH_MS). */
 const LAST_SEEN_STEP_MS = 60_000
 const LAST_SEEN_FLUSH_MS = 30_000
@@ -60,8 +66,20 @@ export interface SignedIn {
 export class Accounts {
   private readonly usersById = new Map<string, UserRecord>()
   private readonly usersByEmail = new Map<string, UserRecord>()
+  /** By identity-provider issuer and subject: a single sign-on does not scan every user. */
+  private readonly usersByIdentity = new Map<string, UserRecord>()
   private readonly sessions = new Map<string, SessionRecord>()
-  private readonly sessionsById = new Map<string, SessionRecord>()
+  /**
+   * Each account's sessions, oldest first. Built on the first session write rather than at start
+   * (a pass over every session is start-up time on a large vault); null until then.
+   */
+  private byUser: Map<string, SessionRecord[]> | null = null
+  private lastSweep: number
+  /**
+   * Uses not yet in the stored sessions (frozen: store/changes.ts), by token hash: the session
+   * list shows them at once; they go into the records with the document's next write.
+   */
+  private readonly lastSeen = new Map<string, string>()
   readonly throttle: LoginThrottle
   /** Accounts created per client address in the last hour (SVC_REGISTER_LIMIT). */
   private readonly registrations: SlidingWindow
@@ -69,44 +87,74 @@ export class Accounts {
   passwordChecks = 0
 
   constructor(
-    private readonly doc: Document<AccountsDocument>,
+    private readonly doc: StoredDocument<AccountsDocument>,
     private readonly config: Pick<Config, 'signup' | 'sessionTtlMs'> & Partial<Pick<Config, 'registerLimit'>>,
     private readonly now: () => number = Date.now,
   ) {
     this.throttle = new LoginThrottle(now)
     this.registrations = new SlidingWindow(REGISTER_WINDOW_MS, now)
+    this.lastSweep = now()
     this.reindex(doc.data)
+    doc.beforeWrite((data) => this.storeLastSeen(data))
   }
 
   /** Rebuilds the indexes from the document (at start, and after a failed write reloaded it). */
   reindex(data: AccountsDocument): void {
     this.usersById.clear()
     this.usersByEmail.clear()
-    for (const user of data.users) this.indexUser(user)
-    this.reindexSessions(data)
-  }
-
-  private reindexSessions(data: AccountsDocument): void {
+    this.usersByIdentity.clear()
     this.sessions.clear()
-    this.sessionsById.clear()
-    for (const session of data.sessions) this.indexSession(session)
+    this.byUser = null
+    for (const user of data.users) this.indexUser(user)
+    for (const session of data.sessions) this.sessions.set(session.tokenHash, session)
   }
 
-  private indexSession(session: SessionRecord): void {
-    // Sessions from before issue 16 get their public id here (stored with the next write).
-    session.id ??= crypto.randomUUID()
-    this.sessions.set(session.tokenHash, session)
-    this.sessionsById.set(session.id, session)
+  private get sessionsByUser(): Map<string, SessionRecord[]> {
+    if (this.byUser) return this.byUser
+    const byUser = new Map<string, SessionRecord[]>()
+    // The list is in creation order (sessions are pushed, removed in place, or filtered).
+    for (const session of this.doc.data.sessions) {
+      const ofUser = byUser.get(session.userId)
+      if (ofUser) ofUser.push(session)
+      else byUser.set(session.userId, [session])
+    }
+    return (this.byUser = byUser)
   }
 
   private unindexSession(session: SessionRecord): void {
     this.sessions.delete(session.tokenHash)
-    if (session.id) this.sessionsById.delete(session.id)
+    this.lastSeen.delete(session.tokenHash)
+    const ofUser = this.sessionsByUser.get(session.userId)
+    const at = ofUser?.indexOf(session) ?? -1
+    if (at >= 0) ofUser!.splice(at, 1)
+    if (ofUser?.length === 0) this.sessionsByUser.delete(session.userId)
+  }
+
+  /** Puts the uses noted by touchSession into the session records (replaced: they are frozen), just before a write. */
+  private storeLastSeen(data: AccountsDocument): void {
+    if (this.lastSeen.size === 0) return
+    const replacements = new Map<SessionRecord, SessionRecord>()
+    for (const [tokenHash, at] of this.lastSeen) {
+      const session = this.sessions.get(tokenHash)
+      if (!session || session.lastSeenAt === at) continue
+      const next = { ...session, lastSeenAt: at }
+      replacements.set(session, next)
+      this.sessions.set(tokenHash, next)
+      const ofUser = this.byUser?.get(next.userId)
+      const position = ofUser?.indexOf(session) ?? -1
+      if (position >= 0) ofUser![position] = next
+    }
+    this.lastSeen.clear()
+    replaceRecords(data.sessions, replacements)
   }
 
   private indexUser(user: UserRecord): void {
+    // A replaced user's old identities leave the identity index first.
+    const before = this.usersById.get(user.id)
+    if (before) for (const id of before.identities) this.usersByIdentity.delete(identityKey(id.issuer, id.subject))
     this.usersById.set(user.id, user)
     this.usersByEmail.set(user.email, user)
+    for (const id of user.identities) this.usersByIdentity.set(identityKey(id.issuer, id.subject), user)
   }
 
   userById(id: string): UserRecord | undefined {
@@ -246,32 +294,46 @@ export class Accounts {
       if (owner && owner.id !== user.id) {
         throw new AppError(400, 'OIDC_FAILED', 'This identity is already linked to another account of this vault')
       }
-      user.identities = [...user.identities.filter((id) => id.issuer !== identity.issuer), identity]
-      this.dropSessions(data, (s) => s.userId === user.id && s.tokenHash !== keepSessionHash)
+      const current = this.usersById.get(user.id) ?? user
+      this.replaceUser(data, current, { identities: [...current.identities.filter((id) => id.issuer !== identity.issuer), identity] })
+      this.dropSessions(data, user.id, keepSessionHash)
     })
   }
 
   /** Removes the user's provider identities (one provider is configured); refused while they are the account's only way in. */
   async unlinkIdentities(user: UserRecord): Promise<void> {
     if (user.identities.length === 0) return
-    await this.doc.update(() => {
-      if (!user.passwordHash) {
+    await this.doc.update((data) => {
+      // The current record: a password set meanwhile replaced the one the caller holds.
+      if (!(this.usersById.get(user.id) ?? user).passwordHash) {
         throw new AppError(409, 'LAST_SIGN_IN_METHOD', 'Single sign-on is the only way into this account: it cannot be unlinked')
       }
-      user.identities = []
+      this.replaceUser(data, user, { identities: [] })
     })
   }
 
-  private dropSessions(data: AccountsDocument, drop: (session: SessionRecord) => boolean): void {
-    data.sessions = data.sessions.filter((s) => {
-      if (!drop(s)) return true
-      this.unindexSession(s)
-      return false
-    })
+  /** Users are frozen once stored (store/changes.ts): a change replaces the record. */
+  private replaceUser(data: AccountsDocument, user: UserRecord, fields: Partial<UserRecord>): UserRecord {
+    const current = this.usersById.get(user.id) ?? user
+    const next = replaceRecord(data.users, current, { ...current, ...fields })
+    this.indexUser(next)
+    return next
+  }
+
+  /** Ends every session of the user except the one with `keepHash`; answers how many ended. */
+  private dropSessions(data: AccountsDocument, userId: string, keepHash: string | null): number {
+    let ended = 0
+    for (const session of [...(this.sessionsByUser.get(userId) ?? [])]) {
+      if (session.tokenHash === keepHash) continue
+      removeRecord(data.sessions, session)
+      this.unindexSession(session)
+      ended++
+    }
+    return ended
   }
 
   userByIdentity(issuer: string, subject: string): UserRecord | undefined {
-    return this.doc.data.users.find((user) => user.identities.some((id) => id.issuer === issuer && id.subject === subject))
+    return this.usersByIdentity.get(identityKey(issuer, subject))
   }
 
   private newSession(userId: string, meta: SessionMeta = {}): { token: string; session: SessionRecord } {
@@ -279,11 +341,11 @@ export class Accounts {
     const now = this.now()
     const at = new Date(now).toISOString()
     const session: SessionRecord = {
+      id: crypto.randomUUID(),
       tokenHash: sha256Hex(token),
       userId,
       createdAt: at,
       expiresAt: new Date(now + this.config.sessionTtlMs).toISOString(),
-      id: crypto.randomUUID(),
       lastSeenAt: at,
       clientAddress: meta.client ?? 'unknown',
       userAgent: (meta.userAgent ?? '').slice(0, 300),
@@ -293,52 +355,59 @@ export class Accounts {
   }
 
   private addSession(data: AccountsDocument, session: SessionRecord): void {
-    // Expired sessions leave with a write that happens anyway (this one): never a write of their own.
-    // The indexes lose only what leaves, rather than being rebuilt.
+    // The account's expired sessions, and its oldest beyond the cap, leave with this write.
     const now = this.now()
-    const own = data.sessions.filter((s) => s.userId === session.userId && Date.parse(s.expiresAt) > now)
-    // At most MAX_SESSIONS_PER_USER live ones: the oldest go first.
-    own.sort((a, b) => Date.parse(a.createdAt) - Date.parse(b.createdAt))
-    const evicted = new Set(own.slice(0, Math.max(0, own.length - MAX_SESSIONS_PER_USER + 1)))
-    this.dropSessions(data, (s) => evicted.has(s) || Date.parse(s.expiresAt) <= now)
-    data.sessions.push(session)
-    this.indexSession(session)
+    let ofUser = this.sessionsByUser.get(session.userId)
+    if (!ofUser) this.sessionsByUser.set(session.userId, (ofUser = []))
+    for (const gone of admitSession(data.sessions, ofUser, session, now)) {
+      this.sessions.delete(gone.tokenHash)
+      this.lastSeen.delete(gone.tokenHash)
+    }
+    this.sessions.set(session.tokenHash, session)
+    // Every account's: once in a while, one pass that logs a deletion per expired session.
+    if (now - this.lastSweep >= SESSION_SWEEP_MS) {
+      this.lastSweep = now
+      for (const gone of removeExpiredSessions(data, now)) this.unindexSession(gone)
+    }
   }
 
   /** Notes that a session was used now (in memory at once; on disk lazily, at most once a minute per session). */
   touchSession(session: SessionRecord): void {
     const now = this.now()
-    if (session.lastSeenAt && now - Date.parse(session.lastSeenAt) < LAST_SEEN_STEP_MS) return
-    session.lastSeenAt = new Date(now).toISOString()
+    const seen = this.lastSeen.get(session.tokenHash) ?? session.lastSeenAt
+    if (seen && now - Date.parse(seen) < LAST_SEEN_STEP_MS) return
+    // Not in the record itself (frozen once stored): storeLastSeen replaces it before the next write.
+    this.lastSeen.set(session.tokenHash, new Date(now).toISOString())
     this.doc.commitSoon(LAST_SEEN_FLUSH_MS)
   }
 
-  /** The user's live sessions, oldest first. */
+  /** The user's live sessions, oldest first, with their latest use. */
   liveSessions(userId: string): SessionRecord[] {
     const now = this.now()
-    return this.doc.data.sessions.filter((s) => s.userId === userId && Date.parse(s.expiresAt) > now)
+    return (this.sessionsByUser.get(userId) ?? [])
+      .filter((s) => Date.parse(s.expiresAt) > now)
+      .map((s) => {
+        const seen = this.lastSeen.get(s.tokenHash)
+        return seen === undefined ? s : { ...s, lastSeenAt: seen }
+      })
   }
 
   /** Ends one of the user's sessions by its public id; a foreign or unknown id is 404 alike. */
   async endSessionById(userId: string, id: string): Promise<void> {
-    const session = this.sessionsById.get(id)
-    if (!session || session.userId !== userId || Date.parse(session.expiresAt) <= this.now()) {
-      throw new AppError(404, 'SESSION_NOT_FOUND', 'Session not found')
-    }
-    await this.doc.update((data) => this.dropSessions(data, (s) => s === session))
+    // Looked up among the user's own sessions only: another account's id is simply not there.
+    const find = () => this.sessionsByUser.get(userId)?.find((s) => s.id === id && Date.parse(s.expiresAt) > this.now())
+    if (!find()) throw new AppError(404, 'SESSION_NOT_FOUND', 'Session not found')
+    await this.doc.update((data) => {
+      const session = find()
+      if (!session) return
+      removeRecord(data.sessions, session)
+      this.unindexSession(session)
+    })
   }
 
   /** Ends every session of the user but `keepHash` (the caller's own). */
   async endOtherSessions(userId: string, keepHash: string | null): Promise<number> {
-    let ended = 0
-    await this.doc.update((data) =>
-      this.dropSessions(data, (s) => {
-        const drop = s.userId === userId && s.tokenHash !== keepHash
-        if (drop) ended++
-        return drop
-      }),
-    )
-    return ended
+    return this.doc.update((data) => this.dropSessions(data, userId, keepHash))
   }
 
   /** Whether this session signed in through single sign-on within FRESH_SIGN_IN_MS. */
@@ -347,30 +416,54 @@ export class Accounts {
     return session?.signInMethod === 'oidc' && this.now() - Date.parse(session.createdAt) <= FRESH_SIGN_IN_MS
   }
 
-  /** Applies a change to a user and writes it (2FA, passkeys). The mutation runs synchronously. */
+  /**
+   * Applies a change to a user and writes it (2FA, passkeys). The stored record is frozen:
+   * `mutate` gets a copy of the current one (its nested values still frozen: replace them whole),
+   * which then replaces it. The mutation runs synchronously; what it answers is answered.
+   */
   async updateUser<R>(user: UserRecord, mutate: (user: UserRecord) => R): Promise<R> {
-    return this.doc.update(() => {
-      if (this.usersById.get(user.id) !== user) throw new AppError(401, 'AUTH_REQUIRED', 'This account no longer exists')
-      return mutate(user)
+    return this.doc.update((data) => {
+      const current = this.usersById.get(user.id)
+      if (!current) throw new AppError(401, 'AUTH_REQUIRED', 'This account no longer exists')
+      const draft: UserRecord = { ...current }
+      const result = mutate(draft)
+      this.replaceUser(data, current, draft)
+      return result
     })
+  }
+
+  /**
+   * Replaces the user's record in memory now, unwritten: the caller's next write (a new session)
+   * stores it, or updateUser(user, () => {}). For a sign-in's second factor, whose use (a TOTP
+   * step, a recovery code, a passkey counter) must be seen by a racing request at once.
+   */
+  changeUser(user: UserRecord, fields: Partial<UserRecord>): UserRecord {
+    return this.replaceUser(this.doc.data, user, fields)
   }
 
   /** Sets a new password hash and ends every other session of the user, in one write. */
   async setPasswordHash(user: UserRecord, passwordHash: string, keepSessionHash: string | null): Promise<void> {
     await this.doc.update((data) => {
-      user.passwordHash = passwordHash
-      this.dropSessions(data, (s) => s.userId === user.id && s.tokenHash !== keepSessionHash)
+      if (!this.usersById.has(user.id)) throw new AppError(401, 'AUTH_REQUIRED', 'This account no longer exists')
+      this.replaceUser(data, user, { passwordHash })
+      this.dropSessions(data, user.id, keepSessionHash)
     })
   }
 
-  /** Removes the user, their sessions and their access keys from the accounts document, in one write. */
+  /**
+   * Removes the user, their sessions and their access keys from the accounts document, in one
+   * write (the caller reindexes AccessKeys).
+   */
   async removeUser(user: UserRecord): Promise<void> {
     await this.doc.update((data) => {
-      data.users = data.users.filter((u) => u.id !== user.id)
-      data.accessKeys = data.accessKeys.filter((k) => k.userId !== user.id)
-      this.dropSessions(data, (s) => s.userId === user.id)
-      this.usersById.delete(user.id)
-      if (this.usersByEmail.get(user.email) === user) this.usersByEmail.delete(user.email)
+      const current = this.usersById.get(user.id)
+      if (!current) return
+      removeRecord(data.users, current)
+      for (const key of data.accessKeys.filter((k) => k.userId === current.id)) removeRecord(data.accessKeys, key)
+      this.dropSessions(data, current.id, null)
+      this.usersById.delete(current.id)
+      if (this.usersByEmail.get(current.email)?.id === current.id) this.usersByEmail.delete(current.email)
+      for (const id of current.identities) this.usersByIdentity.delete(identityKey(id.issuer, id.subject))
     })
   }
 
@@ -386,8 +479,15 @@ export class Accounts {
 
   async endSession(tokenHash: string): Promise<void> {
     if (!this.sessions.has(tokenHash)) return
-    await this.doc.update((data) => this.dropSessions(data, (s) => s.tokenHash === tokenHash))
+    await this.doc.update((data) => {
+      const session = this.sessions.get(tokenHash)
+      if (!session) return
+      removeRecord(data.sessions, session)
+      this.unindexSession(session)
+    })
   }
 }
+
+const identityKey = (issuer: string, subject: string) => `${issuer}\u0000${subject}`
 
 const emailTaken = () => new AppError(409, 'EMAIL_TAKEN', 'An account with this e-mail already exists')

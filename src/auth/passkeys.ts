@@ -163,8 +163,8 @@ export class Passkeys {
   /**
    * Verifies a sign-in assertion against the challenge it was issued with; `onlyUserId` restricts
    * it to one account (the second factor). The signature counter must move forward (a replayed or
-   * cloned authenticator's assertion is refused). Answers the user, whose passkey is updated in
-   * memory (the new session's write stores it).
+   * cloned authenticator's assertion is refused). Answers the user, whose record is replaced in
+   * memory with the passkey's new counter (the new session's write stores it).
    */
   async verifySignIn(response: AuthenticationResponseJSON, challenge: string, rp: RelyingParty, onlyUserId: string | null): Promise<UserRecord> {
     const found = typeof response?.id === 'string' ? this.find(response.id) : undefined
@@ -191,10 +191,14 @@ export class Passkeys {
     if (!verified.verified) throw passkeyFailed()
     // Checked again after the await: two racing uses of one assertion cannot both pass.
     const newCounter = verified.authenticationInfo.newCounter
-    const current = user.passkeys?.find((p) => p.id === passkey.id)
-    if (!current) throw passkeyFailed('This passkey was removed')
+    // From the current record: a racing use replaces it (records are frozen once stored).
+    const owner = this.accounts.userById(user.id)
+    const current = owner?.passkeys?.find((p) => p.id === passkey.id)
+    if (!owner || !current) throw passkeyFailed('This passkey was removed')
     if ((newCounter > 0 || current.counter > 0) && newCounter <= current.counter) throw counterRefused()
-    user.passkeys = user.passkeys!.map((p) => (p.id === passkey.id ? { ...p, counter: newCounter, lastUsedAt: new Date(this.now()).toISOString() } : p))
-    return user
+    const at = new Date(this.now()).toISOString()
+    return this.accounts.changeUser(owner, {
+      passkeys: owner.passkeys!.map((p) => (p.id === passkey.id ? { ...p, counter: newCounter, lastUsedAt: at } : p)),
+    })
   }
 }

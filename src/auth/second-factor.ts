@@ -172,7 +172,7 @@ export class TwoFactorSignIn {
   /**
    * Checks a second factor for a user with 2FA on, throttled like passwords (counted before the
    * check). A code is good once (a step whose code was accepted is not accepted again); a recovery
-   * code is removed. The change is made in memory here and written by the caller's next write
+   * code is removed. The record is replaced in memory here and written by the caller's next write
    * (the new session), or by `persist`.
    */
   async verify(user: UserRecord, proof: SecondFactorProof, client: string): Promise<void> {
@@ -185,9 +185,11 @@ export class TwoFactorSignIn {
       `2fa:${user.id}`,
       client,
       () => {
-        // Read again after the await: another request may have used a code meanwhile.
-        const twoFactor = user.twoFactor
-        if (!twoFactor) return false
+        // Read again after the await, from the current record (a use replaces it): another
+        // request may have used a code meanwhile.
+        const current = this.deps.accounts.userById(user.id)
+        const twoFactor = current?.twoFactor
+        if (!current || !twoFactor) return false
         if (hasCode) {
           const secret = cipher!.open('account-totp', user.id, twoFactor.encryptedSecret)
           const used = twoFactor.usedSteps ?? []
@@ -195,13 +197,13 @@ export class TwoFactorSignIn {
           if (step < 0) return false
           // Steps older than the drift window can no longer match: only recent ones are kept.
           const oldest = stepAt(this.deps.now()) - DRIFT_STEPS
-          user.twoFactor = { ...twoFactor, usedSteps: [...used.filter((s) => s >= oldest), step] }
+          this.deps.accounts.changeUser(current, { twoFactor: { ...twoFactor, usedSteps: [...used.filter((s) => s >= oldest), step] } })
           return true
         }
         const hash = hashRecoveryCode(proof.recoveryCode!)
         const index = twoFactor.recoveryCodeHashes.findIndex((stored) => constantTimeEqual(stored, hash))
         if (index < 0) return false
-        user.twoFactor = { ...twoFactor, recoveryCodeHashes: twoFactor.recoveryCodeHashes.filter((_, i) => i !== index) }
+        this.deps.accounts.changeUser(current, { twoFactor: { ...twoFactor, recoveryCodeHashes: twoFactor.recoveryCodeHashes.filter((_, i) => i !== index) } })
         return true
       },
       invalidCode,

@@ -135,6 +135,11 @@ export class Keyring {
     return cipher
   }
 
+  /** Drops a closed vault's cipher and with it the unwrapped data key (store.ts closes idle vaults). */
+  forgetVault(userId: string): void {
+    this.ciphers.delete(userId)
+  }
+
   /** Re-wraps a data key under another master key, for rotation. Throws when it does not open. */
   rewrapDataKey(userId: string, wrappedDataKey: string, newMaster: Keyring): string {
     const dataKey = open(this.masterKey, wrappedDataKey, dataKeyAad(userId))

@@ -1,19 +1,18 @@
 // Opens a user's vault document with its cipher. A vault is created, with a fresh data key,
 // the first time its owner stores anything.
 import type { Keyring, VaultCipher } from '../crypto/keyring'
-import type { Document } from '../store/document'
+import type { DataStore, StoredDocument } from '../store/data-store'
 import { FORMAT_VERSION, type VaultDocument } from '../store/records'
-import type { Store } from '../store/store'
 
 export interface OpenVault {
-  doc: Document<VaultDocument>
+  doc: StoredDocument<VaultDocument>
   data: VaultDocument
   cipher: VaultCipher
 }
 
 export class Vaults {
   constructor(
-    private readonly store: Store,
+    private readonly store: DataStore,
     private readonly keyring: Keyring,
   ) {}
 
@@ -30,11 +29,11 @@ export class Vaults {
     return this.withVault(userId, (vault) => vault)
   }
 
-  private access(userId: string, doc: Document<VaultDocument>): OpenVault {
+  private access(userId: string, doc: StoredDocument<VaultDocument>): OpenVault {
     return { doc, data: doc.data, cipher: this.keyring.vault(userId, doc.data.dataKey) }
   }
 
-  private openDocument(userId: string): Promise<Document<VaultDocument>> {
+  private openDocument(userId: string): Promise<StoredDocument<VaultDocument>> {
     return this.store.vault(userId, () => ({
       version: FORMAT_VERSION,
       userId,

@@ -18,7 +18,7 @@ import { isTempFile, writeFileAtomic } from './atomic-file'
 import { KEY_CHECK_ROTATING } from '../crypto/keyring'
 import { MASTER_KEY_FILE } from '../crypto/master-key'
 import { readLoggedDocumentSync } from './document'
-import { VAULT_LISTS } from './records'
+import { ACCOUNTS_LISTS, VAULT_LISTS } from './records'
 import { ACCOUNTS_FILE, VAULTS_DIR } from './store'
 
 export const BACKUP_FORMAT = 'svc-vault-backup'
@@ -54,9 +54,9 @@ function keyCheckOf(bytes: Uint8Array): string | undefined {
 function readDocument(dataDir: string, path: string): Buffer | null {
   let bytes: Buffer
   try {
-    if (path.startsWith(`${VAULTS_DIR}/`)) {
-      // A vault's recent commits may still be in its change log: the bundle holds the whole document.
-      const text = readLoggedDocumentSync(join(dataDir, path), VAULT_LISTS)
+    if (path.startsWith(`${VAULTS_DIR}/`) || path === ACCOUNTS_FILE) {
+      // Recent commits may still be in the change log: the bundle holds the whole document.
+      const text = readLoggedDocumentSync(join(dataDir, path), path === ACCOUNTS_FILE ? ACCOUNTS_LISTS : VAULT_LISTS)
       if (text === null) return null
       bytes = Buffer.from(text)
     } else {

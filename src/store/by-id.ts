@@ -1,20 +1,46 @@
-// Lookup by id in a document's record list without scanning it: an index per list, rebuilt
-// whenever the list's length changes (records are only ever pushed, replaced through
-// replaceRecord, or removed by filtering into a new list; ids never change), so it cannot go
-// stale. A null-prototype object rather than a Map: ids parsed from JSON are separate string
-// copies, and a property lookup with one is about three times faster than Map#get (stats and the
-// list look up a category per entry).
-type Index = Readonly<Record<string, { id: string } | undefined>>
+// Lookup by id in a document's record list without scanning it, and the journal of what changed
+// in a list since its last commit (changes.ts reads it).
+//
+// Records are only ever pushed, replaced through replaceRecord, removed through removeRecord or
+// by filtering into a new list; ids never change. The index of a list follows pushes by adding
+// the records past the length it last saw, and replaceRecord/removeRecord update it in place:
+// it is never rebuilt whole after a write (only for a new list). A null-prototype object rather
+// than a Map: ids parsed from JSON are separate string copies, and a property lookup with one is
+// about three times faster than Map#get (stats and the list look up a category per entry).
+type Index = Record<string, { id: string } | undefined>
 const indexes = new WeakMap<readonly { id: string }[], { length: number; byId: Index }>()
 
-/** The records of this list by id (cached until the list's length changes). */
+/** Ids replaced or removed in a list since its last commit, and how many were removed in place. */
+export interface Journal {
+  ids: Set<string>
+  removed: number
+}
+const journals = new WeakMap<readonly { id: string }[], Journal>()
+
+function journalOf(records: readonly { id: string }[]): Journal {
+  let journal = journals.get(records)
+  if (!journal) journals.set(records, (journal = { ids: new Set(), removed: 0 }))
+  return journal
+}
+
+/** The list's journal since the last call (changes.ts, at a commit), emptied. */
+export function takeJournal(records: readonly { id: string }[]): Journal | undefined {
+  const journal = journals.get(records)
+  if (journal) journals.delete(records)
+  return journal
+}
+
+/** The records of this list by id (kept up to date as records are pushed, replaced or removed). */
 export function indexById<T extends { id: string }>(records: readonly T[]): Readonly<Record<string, T | undefined>> {
   let index = indexes.get(records)
-  if (!index || index.length !== records.length) {
-    const byId: Record<string, T> = Object.create(null)
-    for (const record of records) byId[record.id] = record
-    index = { length: records.length, byId }
+  if (!index || index.length > records.length) {
+    index = { length: 0, byId: Object.create(null) }
     indexes.set(records, index)
+  }
+  if (index.length !== records.length) {
+    // Records pushed since the index last looked.
+    for (let i = index.length; i < records.length; i++) index.byId[records[i].id] = records[i]
+    index.length = records.length
   }
   return index.byId as Readonly<Record<string, T | undefined>>
 }
@@ -23,12 +49,95 @@ export function byId<T extends { id: string }>(records: readonly T[], id: string
   return indexById(records)[id]
 }
 
+/**
+ * Records of a list grouped by a derived key (say category, name and environment), kept up to
+ * date like the id index: pushes are added when next asked, replaceRecord and removeRecord move
+ * or drop the record. For uniqueness checks that would otherwise scan the whole list per write.
+ */
+interface Grouping {
+  keyOf: (record: { id: string }) => string
+  length: number
+  groups: Map<string, { id: string }[]>
+}
+const groupings = new WeakMap<readonly { id: string }[], Map<string, Grouping>>()
+
+function group(grouping: Grouping, record: { id: string }): void {
+  const key = grouping.keyOf(record)
+  const members = grouping.groups.get(key)
+  if (members) members.push(record)
+  else grouping.groups.set(key, [record])
+}
+
+function ungroup(grouping: Grouping, record: { id: string }): void {
+  const key = grouping.keyOf(record)
+  const members = grouping.groups.get(key)
+  const at = members?.indexOf(record) ?? -1
+  if (at >= 0) members!.splice(at, 1)
+  if (members?.length === 0) grouping.groups.delete(key)
+}
+
+/** The records of the list whose `keyOf` is `key` (`name` tells groupings of one list apart). */
+export function recordsWithKey<T extends { id: string }>(records: readonly T[], name: string, keyOf: (record: T) => string, key: string): readonly T[] {
+  let byName = groupings.get(records)
+  if (!byName) groupings.set(records, (byName = new Map()))
+  let grouping = byName.get(name)
+  if (!grouping || grouping.length > records.length) {
+    grouping = { keyOf: keyOf as Grouping['keyOf'], length: 0, groups: new Map() }
+    byName.set(name, grouping)
+  }
+  for (let i = grouping.length; i < records.length; i++) group(grouping, records[i])
+  grouping.length = records.length
+  return (grouping.groups.get(key) ?? []) as unknown as readonly T[]
+}
+
 /** Puts `next` in the place of `current` (committed records are frozen: this is how one changes). */
 export function replaceRecord<T extends { id: string }>(records: T[], current: T, next: T): T {
   const position = records.indexOf(current)
   if (position < 0 || next.id !== current.id) throw new Error('replaceRecord: not a record of this list')
-  records[position] = next
-  const index = indexes.get(records)
-  if (index && index.length === records.length) (index.byId as Record<string, T>)[next.id] = next
+  replaceAt(records, position, current, next)
   return next
+}
+
+/** replaceRecord for many records at once: one pass over the list instead of a search per record. */
+export function replaceRecords<T extends { id: string }>(records: T[], replacements: ReadonlyMap<T, T>): void {
+  if (replacements.size === 0) return
+  for (let position = 0; position < records.length; position++) {
+    const current = records[position]
+    const next = replacements.get(current)
+    if (next === undefined) continue
+    if (next.id !== current.id) throw new Error('replaceRecords: a replacement has another id')
+    replaceAt(records, position, current, next)
+  }
+}
+
+function replaceAt<T extends { id: string }>(records: T[], position: number, current: T, next: T): void {
+  indexById(records)
+  records[position] = next
+  ;(indexes.get(records)!.byId as Record<string, T>)[next.id] = next
+  for (const grouping of groupings.get(records)?.values() ?? []) {
+    // Only records it has seen: later ones are added when it is next asked.
+    if (position >= grouping.length) continue
+    ungroup(grouping, current)
+    group(grouping, next)
+  }
+  journalOf(records).ids.add(next.id)
+}
+
+/** Removes `record` from the list in place (no new list: a commit then costs what changed). */
+export function removeRecord<T extends { id: string }>(records: T[], record: T): void {
+  const position = records.lastIndexOf(record)
+  if (position < 0) return
+  const index = indexById(records) as Index
+  for (const grouping of groupings.get(records)?.values() ?? []) {
+    if (position < grouping.length) {
+      ungroup(grouping, record)
+      grouping.length--
+    }
+  }
+  records.splice(position, 1)
+  delete index[record.id]
+  indexes.get(records)!.length = records.length
+  const journal = journalOf(records)
+  journal.ids.add(record.id)
+  journal.removed++
 }

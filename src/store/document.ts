@@ -11,6 +11,7 @@ import { readFileSync, statSync, type Stats } from 'node:fs'
 import { Low, type Adapter } from 'lowdb'
 import { writeFileAtomic } from './atomic-file'
 import { ChangeLog, readLogSync } from './change-log'
+import type { StoredDocument } from './data-store'
 import { CorruptDocumentError } from './errors'
 import { applyChanges, changesSince, commitState, type Change, type Committed } from './changes'
 
@@ -104,8 +105,13 @@ function waiter(): Waiter {
 export interface DocumentOptions<T> {
   /** Data for a file that does not exist yet; it is written at once. */
   create: () => T
-  /** Brings data of an older format up to the current one. */
+  /** Brings data of an older format up to the current one (after its change log is applied: the log is in the file's format). */
   migrate?: (data: T) => T
+  /**
+   * With `loggedLists`: readies the file's data for its log before the log is applied (records
+   * stored before they had an id get one, so the log's changes, keyed by id, find them).
+   */
+  beforeLog?: (data: T) => T
   /** Writes a document that `migrate` brought to a new version back at once (not for read-only tools). */
   persistMigration?: boolean
   onWriteError?: (path: string, error: unknown) => void
@@ -119,7 +125,7 @@ export interface DocumentOptions<T> {
   loggedLists?: readonly string[]
 }
 
-export class Document<T> {
+export class Document<T> implements StoredDocument<T> {
   private readonly low: Low<T>
   private readonly adapter: DurableJsonAdapter<T>
   private flushing: Promise<void> | null = null
@@ -130,6 +136,7 @@ export class Document<T> {
   private committed: Committed | null = null
   private fileExists = false
   private foldWanted = false
+  private readonly beforeWriteHooks: ((data: T) => void)[] = []
 
   private constructor(
     readonly path: string,
@@ -144,21 +151,27 @@ export class Document<T> {
     await document.low.read()
     document.fileExists = document.low.data !== null && document.low.data !== undefined
     const lists = options.loggedLists
+    // Whether opening upgraded the stored format (the upgraded document is then written back).
+    let migrated = false
+    const migrate = (data: T): T => {
+      const before = (data as Record<string, unknown>).version
+      const after = options.migrate!(data)
+      if ((after as Record<string, unknown>).version !== before) migrated = true
+      return after
+    }
     if (lists) {
       const { log, batches } = ChangeLog.open(`${path}.log`)
       if (!document.fileExists && batches.length > 0) {
         throw new CorruptDocumentError(`${path} is missing but its change log is there; restore the data folder from a backup`)
       }
       document.log = log
+      // The log was written beside the file in the file's format: applied first, then both are
+      // brought up to the current format together.
+      if (document.fileExists && options.beforeLog) document.low.data = options.beforeLog(document.low.data)
       if (document.fileExists) applyLog(path, document.low.data, lists, batches)
     }
-    let migrated = false
     if (!document.fileExists) document.low.data = options.create()
-    else if (options.migrate) {
-      const before = document.untyped().version
-      document.low.data = options.migrate(document.low.data)
-      migrated = document.untyped().version !== before
-    }
+    else if (options.migrate) document.low.data = migrate(document.low.data)
     if (lists) document.committed = commitState(document.untyped(), lists)
     if (!document.fileExists) await document.commit()
     else if (migrated && options.persistMigration) {
@@ -232,8 +245,17 @@ export class Document<T> {
     })
   }
 
+  /**
+   * Runs `apply` just before each write (synchronously, with the write): bookkeeping kept
+   * outside the frozen records until then (access keys' lastUsedAt) goes into them there.
+   */
+  beforeWrite(apply: (data: T) => void): void {
+    this.beforeWriteHooks.push(apply)
+  }
+
   /** Starts the write of everything committed so far (synchronously: it sees one instant). */
   private write(): Promise<void> {
+    for (const apply of this.beforeWriteHooks) apply(this.low.data)
     const log = this.log
     if (!log) return writeFileAtomic(this.path, JSON.stringify(this.low.data))
     const { changes, next } = changesSince(this.committed!, this.untyped(), this.options.loggedLists!)
@@ -271,8 +293,10 @@ export class Document<T> {
     try {
       const onDisk = this.adapter.readSync()
       if (onDisk !== null) {
-        if (this.log) applyLog(this.path, onDisk, this.options.loggedLists!, readLogSync(this.log.path, this.log.bytes).batches)
-        this.low.data = this.options.migrate ? this.options.migrate(onDisk) : onDisk
+        let current = this.log && this.options.beforeLog ? this.options.beforeLog(onDisk) : onDisk
+        if (this.log) applyLog(this.path, current, this.options.loggedLists!, readLogSync(this.log.path, this.log.bytes).batches)
+        if (this.options.migrate) current = this.options.migrate(current)
+        this.low.data = current
         if (this.log) this.committed = commitState(this.untyped(), this.options.loggedLists!)
         this.options.onReload?.(this.low.data)
       }

@@ -43,14 +43,18 @@ export interface PasskeyRecord {
 }
 
 export interface SessionRecord {
+  /**
+   * Names the session in the change log and is its public id (the session list, DELETE
+   * /api/account/sessions/{id}); never the token. Sessions stored before it had one get one
+   * derived at load (store.ts).
+   */
+  id: string
   /** SHA-256 of the cookie token; the token itself is never stored. */
   tokenHash: string
   userId: string
   createdAt: string
   expiresAt: string
   // Issue 16: what the session list shows. Optional for sessions written before it.
-  /** Public id (not the token), for the session list and DELETE /api/account/sessions/{id}. */
-  id?: string
   lastSeenAt?: string
   clientAddress?: string
   userAgent?: string
@@ -72,6 +76,9 @@ export interface AccessKeyRecord {
   lastUsedAt: string | null
   createdAt: string
 }
+
+/** The accounts document's lists of records, whose changes are logged like a vault's (store/changes.ts). */
+export const ACCOUNTS_LISTS = ['users', 'sessions', 'accessKeys'] as const
 
 export interface AccountsDocument {
   version: number

@@ -1,12 +1,22 @@
-// Every file of the vault: the accounts document and one vault document per user, each opened
-// once per process. Only this folder touches the data files.
+// Every file of the vault: the accounts document and one vault document per user. Only this
+// folder touches the data files.
+//
+// Open vaults are bounded by the active set, not by the number of users: a vault unused for
+// `vaultIdleMs`, or the least recently used beyond `maxOpenVaults`, is closed (dropped from the
+// cache; its data key is forgotten through `onVaultClosed`). Closing never races a request: a
+// closed document stays reachable through a weak reference for as long as anything still holds
+// it (a request between two awaits, a write under way), and opening that vault again revives
+// that same document instead of reading the file beside it. Only a document nothing holds any
+// more is left to the garbage collector, so there is never more than one writer per file.
 import { mkdirSync, readdirSync, unlinkSync } from 'node:fs'
 import { fsyncDir } from './atomic-file'
 import { join } from 'node:path'
 import { isTempFile, onFsync, probeWritable } from './atomic-file'
+import type { DataStore } from './data-store'
 import { Document } from './document'
 import { acquireLock } from './lock'
-import { FORMAT_VERSION, VAULT_LISTS, type AccountsDocument, type VaultDocument } from './records'
+import { createHash } from 'node:crypto'
+import { ACCOUNTS_LISTS, FORMAT_VERSION, VAULT_LISTS, type AccountsDocument, type VaultDocument } from './records'
 import { VERSION } from '../version'
 
 export const ACCOUNTS_FILE = 'accounts.json'
@@ -58,6 +68,19 @@ function checkVersion<T extends { version: number }>(path: string) {
   }
 }
 
+/**
+ * Sessions stored before sessions had an id get one derived from their token hash: the same at
+ * every load, so the change log (keyed by id) replays over the file that still lacks it.
+ */
+function withSessionIds(data: AccountsDocument): AccountsDocument {
+  // Read before the format check (Document.open's beforeLog): anything but a list is left to it.
+  if (!Array.isArray(data?.sessions)) return data
+  for (const session of data.sessions) {
+    if (typeof session.id !== 'string') session.id = createHash('sha256').update(`session-id:${session.tokenHash}`).digest('hex').slice(0, 32)
+  }
+  return data
+}
+
 export interface StoreOptions {
   /** Sealed key-check value for a new data folder. */
   createKeyCheck: () => string
@@ -67,12 +90,36 @@ export interface StoreOptions {
   lock?: boolean
   /** Told the seconds each file sync of a write takes (every store of the process: syncs are the disk's). */
   onFsync?: (seconds: number) => void
+  /** Vaults kept open at most (least recently used closed first); default 1,000. */
+  maxOpenVaults?: number
+  /** A vault unused this long is closed at the next sweep; default 10 minutes. */
+  vaultIdleMs?: number
+  /** Called when a vault is closed (the data key cache forgets it). */
+  onVaultClosed?: (userId: string) => void
+  now?: () => number
 }
 
-export class Store {
-  /** Each user's vault: the promise while it opens, the document once open. */
-  private readonly vaults = new Map<string, Document<VaultDocument> | Promise<Document<VaultDocument>>>()
-  private closed = false
+export const DEFAULT_MAX_OPEN_VAULTS = 1000
+export const DEFAULT_VAULT_IDLE_MS = 10 * 60_000
+const TOUCH_GRANULARITY_MS = 1000
+
+interface CachedVault {
+  document: Document<VaultDocument> | Promise<Document<VaultDocument>>
+  usedAt: number
+}
+
+export class Store implements DataStore {
+  /** Each open vault: the promise while it opens, the document once open. Least recently used first. */
+  private readonly vaults = new Map<string, CachedVault>()
+  /** Closed vaults, reachable while something still holds them (see the top of this file). */
+  private readonly closed = new Map<string, WeakRef<Document<VaultDocument>>>()
+  private readonly forgetClosed = new FinalizationRegistry<string>((userId) => {
+    if (this.closed.get(userId)?.deref() === undefined) this.closed.delete(userId)
+  })
+  private readonly now: () => number
+  private sweepTimer: ReturnType<typeof setInterval> | null = null
+  /** Set by close(): the store takes no more writes. */
+  private stopped = false
   private readonly stopObservingFsync: () => void
 
   private constructor(
@@ -82,6 +129,12 @@ export class Store {
     private readonly releaseLock: () => void,
   ) {
     this.stopObservingFsync = options.onFsync ? onFsync(options.onFsync) : () => {}
+    this.now = options.now ?? Date.now
+    const idle = options.vaultIdleMs ?? DEFAULT_VAULT_IDLE_MS
+    if (options.lock !== false) {
+      this.sweepTimer = setInterval(() => this.closeIdleVaults(), Math.min(Math.max(idle / 4, 1000), 60_000))
+      this.sweepTimer.unref?.()
+    }
   }
 
   static async open(dataDir: string, options: StoreOptions): Promise<Store> {
@@ -91,12 +144,17 @@ export class Store {
       removeTempFiles(dataDir)
       removeTempFiles(join(dataDir, VAULTS_DIR))
       const path = join(dataDir, ACCOUNTS_FILE)
+      const checkAccounts = checkVersion<AccountsDocument>(path)
+      // Like a vault, a write appends what changed (a session, a key) to a log: its cost does not
+      // grow with the number of accounts.
       const accounts = await Document.open<AccountsDocument>(path, {
         create: () => ({ version: FORMAT_VERSION, keyCheck: options.createKeyCheck(), users: [], sessions: [], accessKeys: [] }),
-        migrate: checkVersion(path),
+        beforeLog: withSessionIds,
+        migrate: (data) => withSessionIds(checkAccounts(data)),
         persistMigration: options.lock !== false,
         onWriteError: options.onWriteError,
         onReload: options.onAccountsReload,
+        loggedLists: ACCOUNTS_LISTS,
       })
       return new Store(dataDir, accounts, options, release)
     } catch (error) {
@@ -110,16 +168,47 @@ export class Store {
     return join(this.dataDir, VAULTS_DIR, `${userId}.json`)
   }
 
-  /** The user's vault document when it is open already (no promise to wait on). */
-  openedVault(userId: string): Document<VaultDocument> | undefined {
-    const vault = this.vaults.get(userId)
-    return vault instanceof Document ? vault : undefined
+  /** How many vaults are open (a gauge for metrics). */
+  get openVaultCount(): number {
+    return this.vaults.size
   }
 
-  /** The user's vault document, opened once and kept; `create` makes a new one on first use. */
+  /**
+   * Marks a vault used now: it moves to the end of the least-recently-used order. Within a
+   * second of the last mark it stays where it is (the order is kept to the second): the hot
+   * reads then skip the reordering.
+   */
+  private touch(userId: string, cached: CachedVault): void {
+    const now = this.now()
+    if (now - cached.usedAt < TOUCH_GRANULARITY_MS) return
+    cached.usedAt = now
+    this.vaults.delete(userId)
+    this.vaults.set(userId, cached)
+  }
+
+  /** The user's vault document when it is open already (no promise to wait on). */
+  openedVault(userId: string): Document<VaultDocument> | undefined {
+    const cached = this.vaults.get(userId)
+    if (!cached || !(cached.document instanceof Document)) return undefined
+    this.touch(userId, cached)
+    return cached.document
+  }
+
+  /** The user's vault document, opened on first use and kept while used; `create` makes a new one. */
   vault(userId: string, create: () => VaultDocument): Promise<Document<VaultDocument>> {
     const known = this.vaults.get(userId)
-    if (known) return Promise.resolve(known)
+    if (known) {
+      this.touch(userId, known)
+      return Promise.resolve(known.document)
+    }
+    // Still held somewhere since it was closed: the same document, never a second one.
+    const revived = this.closed.get(userId)?.deref()
+    if (revived) {
+      this.closed.delete(userId)
+      this.vaults.set(userId, { document: revived, usedAt: this.now() })
+      this.closeBeyondLimit()
+      return Promise.resolve(revived)
+    }
     const path = this.vaultPath(userId)
     // Vaults grow (entries, env files up to 1 MiB each): a write appends its changes to a log
     // instead of rewriting the whole vault. The accounts document is small and rewritten.
@@ -130,22 +219,23 @@ export class Store {
       onWriteError: this.options.onWriteError,
       loggedLists: VAULT_LISTS,
     })
-    this.vaults.set(userId, opening)
+    const cached: CachedVault = { document: opening, usedAt: this.now() }
+    this.vaults.set(userId, cached)
     opening.then(
-      (document) => this.vaults.set(userId, document),
-      () => this.vaults.delete(userId),
+      (document) => {
+        cached.document = document
+        this.closeBeyondLimit()
+      },
+      () => {
+        if (this.vaults.get(userId) === cached) this.vaults.delete(userId)
+      },
     )
     return opening
   }
 
-  /** How many user vaults are loaded (GET /metrics). */
-  openVaultCount(): number {
-    return this.vaults.size
-  }
-
   /** Throws unless the store is open and its data folder takes a durable write (GET /readyz). */
   async checkWritable(): Promise<void> {
-    if (this.closed) throw new Error('the store is closed')
+    if (this.stopped) throw new Error('the store is closed')
     await probeWritable(this.dataDir)
     await probeWritable(join(this.dataDir, VAULTS_DIR))
   }
@@ -156,8 +246,9 @@ export class Store {
    */
   async deleteVault(userId: string): Promise<void> {
     const path = this.vaultPath(userId)
-    const known = this.vaults.get(userId)
+    const known = this.vaults.get(userId)?.document ?? this.closed.get(userId)?.deref()
     this.vaults.delete(userId)
+    this.closed.delete(userId)
     const vault = known ? await Promise.resolve(known).catch(() => null) : null
     await vault?.settle()
     for (const file of [`${path}.log`, path]) {
@@ -170,6 +261,40 @@ export class Store {
     await fsyncDir(join(this.dataDir, VAULTS_DIR))
   }
 
+  /** Closes one open vault: out of the cache, its key forgotten; kept reachable while held. */
+  private closeVault(userId: string, document: Document<VaultDocument>): void {
+    this.vaults.delete(userId)
+    this.closed.set(userId, new WeakRef(document))
+    this.forgetClosed.register(document, userId)
+    this.options.onVaultClosed?.(userId)
+    // Nothing to wait for: each write was durable before its request was answered.
+  }
+
+  /** Closes the least recently used vaults beyond the limit (still-opening ones stay). */
+  private closeBeyondLimit(): void {
+    let excess = this.vaults.size - (this.options.maxOpenVaults ?? DEFAULT_MAX_OPEN_VAULTS)
+    for (const [userId, cached] of this.vaults) {
+      if (excess <= 0) break
+      if (!(cached.document instanceof Document)) continue
+      this.closeVault(userId, cached.document)
+      excess--
+    }
+  }
+
+  /** Closes every vault unused for the idle time (run by a timer; tests call it with their clock). */
+  closeIdleVaults(): number {
+    const before = this.now() - (this.options.vaultIdleMs ?? DEFAULT_VAULT_IDLE_MS)
+    let closed = 0
+    for (const [userId, cached] of this.vaults) {
+      // Least recently used first: the first one used since is where the idle ones end.
+      if (cached.usedAt > before) break
+      if (!(cached.document instanceof Document)) continue
+      this.closeVault(userId, cached.document)
+      closed++
+    }
+    return closed
+  }
+
   /** Ids of every vault on disk. */
   vaultIds(): string[] {
     return readdirSync(join(this.dataDir, VAULTS_DIR))
@@ -178,12 +303,15 @@ export class Store {
       .filter((id) => USER_ID.test(id))
   }
 
-  /** Waits for every write and folds each vault's change log into its file, then releases the lock. */
+  /** Waits for every write and folds each change log into its file, then releases the lock. */
   async close(): Promise<void> {
-    this.closed = true
+    this.stopped = true
     this.stopObservingFsync()
-    await this.accounts.settle()
-    for (const known of this.vaults.values()) {
+    // Folded too: after a clean stop each file alone holds its document.
+    await this.accounts.fold().catch(() => {})
+    if (this.sweepTimer) clearInterval(this.sweepTimer)
+    const documents = [...[...this.vaults.values()].map((cached) => cached.document), ...[...this.closed.values()].map((ref) => ref.deref())]
+    for (const known of documents) {
       const vault = await Promise.resolve(known).catch(() => null)
       await vault?.fold().catch(() => {})
     }

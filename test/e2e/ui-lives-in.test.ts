@@ -637,11 +637,15 @@ describe.skipIf(!hasChromium())('web page: projects, import, keys, 2FA, everyone
         const render = await page.evaluate(async () => {
           const start = performance.now()
           ;(document.querySelector('nav a[href="/keys"]') as HTMLAnchorElement).click()
-          while (document.querySelectorAll('.entry').length < 1000) await new Promise((resolve) => requestAnimationFrame(resolve))
+          // The page shows long lists a page of rows at a time (issue 19: 200 rows, headings
+          // included, more on scroll), rendered in one pass: its first row means its first page.
+          while (document.querySelectorAll('.entry').length === 0) await new Promise((resolve) => requestAnimationFrame(resolve))
           return Math.round(performance.now() - start)
         })
-        expect(await page.locator('.entry').count()).toBe(1000)
-        console.log(`[issue 22] phone width: DOMContentLoaded ${load.domContentLoaded} ms, load ${load.load} ms; Keys page with 1,000 entries rendered in ${render} ms`)
+        const shown = await page.locator('.entry').count()
+        expect(shown).toBeGreaterThan(100)
+        expect(shown).toBeLessThan(1000)
+        console.log(`[issue 22] phone width: DOMContentLoaded ${load.domContentLoaded} ms, load ${load.load} ms; Keys page with 1,000 entries: first ${shown} rows rendered in ${render} ms`)
       } finally {
         await session.close()
       }

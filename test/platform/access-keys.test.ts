@@ -5,6 +5,8 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { signUp, type Client } from '../support/client'
 import { removeDir, startTestServer, type TestServer } from '../support/server'
+import { readLoggedDocumentSync } from '../../src/store/document'
+import { ACCOUNTS_LISTS } from '../../src/store/records'
 
 let server: TestServer
 let alice: Client
@@ -68,7 +70,7 @@ describe('create and list', () => {
     expect(list.text).not.toContain('keyHash')
     // Stored as its SHA-256 only.
     await server.deps.store.accounts.settle()
-    const accounts = readFileSync(join(server.dataDir, 'accounts.json'), 'utf8')
+    const accounts = readLoggedDocumentSync(join(server.dataDir, 'accounts.json'), ACCOUNTS_LISTS)!
     expect(accounts).not.toContain(key)
     expect(accounts).toContain(hash)
   })

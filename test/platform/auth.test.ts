@@ -5,6 +5,8 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Client, PASSWORD, sessionCookie, signUp, uniqueEmail } from '../support/client'
 import { removeDir, startTestServer, type TestServer } from '../support/server'
+import { readLoggedDocumentSync } from '../../src/store/document'
+import { ACCOUNTS_LISTS } from '../../src/store/records'
 
 let server: TestServer
 
@@ -157,7 +159,7 @@ describe('sessions', () => {
     const alice = await signUp(server.url)
     await server.deps.store.accounts.settle()
     const token = alice.credentials.cookie!
-    const accounts = readFileSync(join(server.dataDir, 'accounts.json'), 'utf8')
+    const accounts = readLoggedDocumentSync(join(server.dataDir, 'accounts.json'), ACCOUNTS_LISTS)!
     expect(accounts).not.toContain(token)
     expect(accounts).toContain(createHash('sha256').update(token).digest('hex'))
   })
@@ -177,7 +179,7 @@ describe('sessions', () => {
     expect(me.status).toBe(401)
     expect(me.body.code).toBe('AUTH_REQUIRED')
     await server.deps.store.accounts.settle()
-    expect(readFileSync(join(server.dataDir, 'accounts.json'), 'utf8')).not.toContain(hash)
+    expect(readLoggedDocumentSync(join(server.dataDir, 'accounts.json'), ACCOUNTS_LISTS)!).not.toContain(hash)
   })
 
   test('logout with an access key: 403 SESSION_REQUIRED; without credentials: 401', async () => {

@@ -3,9 +3,10 @@
 // byte of the 2xx answer leaves on the socket. A `kill -9` keeps the page cache, so only this
 // test notices a missing fsync (or an answer sent before the fsync returned).
 //
-//  - a vault write: pwrite of the change log line, then fdatasync (or fsync) of the log, and for
-//    a log the write created, fsync of the vaults folder;
-//  - a rewrite (accounts.json; a vault file when its log is folded into it): write of the
+//  - a vault or accounts write: pwrite of the change log line (`<file>.log`), then fdatasync (or
+//    fsync) of the log, and for a log the write created, fsync of its folder; accounts.json
+//    itself is not rewritten for it (issue 19: an accounts write costs what changed);
+//  - a rewrite (a vault file on creation or when its log is folded into it): write of the
 //    temporary file, fsync of it, rename over the target, fsync of the folder.
 //
 // Requests and answers are matched by a unique header in each request (seen in `recvfrom`) and
@@ -86,6 +87,8 @@ type Durable =
   | { kind: 'append'; file: string; marker: string; newLog?: boolean }
   /** An atomic rewrite of `file` (with the marker in it, when given). */
   | { kind: 'rewrite'; file: string; marker?: string }
+  /** No temporary file of `file` is written between the request and its answer (an append only). */
+  | { kind: 'noRewrite'; file: string }
 
 interface Step {
   label: string
@@ -106,8 +109,14 @@ function checkStep(events: Event[], step: Step): string[] {
   if (!firstString(sent).startsWith('HTTP/1.1 2')) return [`${step.label}: the answer is not 2xx: ${firstString(sent).slice(0, 40)}`]
   const before = (e: Event) => e.end < sent.start
   const on = (path: string) => (e: Event) => fdPath(e) === path
+  const tempOf = (file: string) => (path: string | undefined) =>
+    !!path && dirname(path) === dirname(file) && basename(path).startsWith(`.${basename(file)}.`) && path.endsWith('.tmp')
   for (const durable of step.durable) {
-    if (durable.kind === 'append') {
+    if (durable.kind === 'noRewrite') {
+      const temp = tempOf(durable.file)
+      const rewrite = events.find((e) => WRITES.has(e.name) && temp(fdPath(e)) && e.start > received.end && before(e))
+      if (rewrite) problems.push(`${step.label}: ${basename(durable.file)} was rewritten whole (${basename(fdPath(rewrite)!)}) rather than only logged`)
+    } else if (durable.kind === 'append') {
       const log = `${durable.file}.log`
       const written = events.find((e) => WRITES.has(e.name) && on(log)(e) && firstString(e).includes(durable.marker) && succeeded(e))
       if (!written) {
@@ -122,7 +131,7 @@ function checkStep(events: Event[], step: Step): string[] {
         if (!dir) problems.push(`${step.label}: answered before the folder of the new ${basename(log)} was fsynced`)
       }
     } else {
-      const temp = (path: string | undefined) => !!path && dirname(path) === dirname(durable.file) && basename(path).startsWith(`.${basename(durable.file)}.`) && path.endsWith('.tmp')
+      const temp = tempOf(durable.file)
       const written = events.filter(
         (e) => WRITES.has(e.name) && temp(fdPath(e)) && (!durable.marker || firstString(e).includes(durable.marker)) && succeeded(e) && before(e),
       )
@@ -218,22 +227,25 @@ testNeeding(straceMissing())(
       return answer
     }
 
-    // Accounts: rewritten whole on every write. Registering also creates the user's vault (the
-    // start of its audit chain lives there): the vault file (a rewrite) and its change log (a new file).
+    // Accounts: every write appends what changed (the user, a session, a key) to accounts.json.log,
+    // fdatasynced, and never rewrites accounts.json (the first one creates the log: its folder is
+    // fsynced too). Registering also creates the user's vault (the start of its audit chain lives
+    // there): the vault file (a rewrite) and its change log (a new file).
     const email = uniqueEmail('traced')
     const vaultOf = (answer: { body: { user: { id: string } } }) => join(dataDir, 'vaults', `${answer.body.user.id}.json`)
     const registered = await step(
       'register',
       (headers) => new Client(server.url).post('/api/auth/register', { email, password: PASSWORD }, headers),
       (_t, answer) => [
-        { kind: 'rewrite', file: accounts, marker: email },
+        { kind: 'append', file: accounts, marker: email, newLog: true },
+        { kind: 'noRewrite', file: accounts },
         { kind: 'rewrite', file: vaultOf(answer) },
         { kind: 'append', file: vaultOf(answer), marker: 'auditChain', newLog: true },
       ],
     )
     const alice = new Client(server.url, { cookie: /svc_session=([^;]*)/.exec(registered.headers.getSetCookie().join('\n'))![1] })
     const vault = join(dataDir, 'vaults', `${registered.body.user.id}.json`)
-    await step('create an access key', (h, t) => alice.post('/api/access-keys', { name: t, scopes: ['stats:read'] }, h), (t) => [{ kind: 'rewrite', file: accounts, marker: t }])
+    await step('create an access key', (h, t) => alice.post('/api/access-keys', { name: t, scopes: ['stats:read'] }, h), (t) => [{ kind: 'append', file: accounts, marker: t }, { kind: 'noRewrite', file: accounts }])
 
     const first = await step('first category', (h, t) => alice.post('/api/categories', { name: t, keyType: 'group' }, h), (t) => [{ kind: 'append', file: vault, marker: t }])
     const second = await step('second category', (h, t) => alice.post('/api/categories', { name: t, keyType: 'group' }, h), (t) => [{ kind: 'append', file: vault, marker: t }])
@@ -265,8 +277,8 @@ testNeeding(straceMissing())(
     )
     const bob = await signUp(server.url)
     await Promise.all([
-      step('concurrent access key', (h, t) => bob.post('/api/access-keys', { name: t, scopes: ['stats:read'] }, h), (t) => [{ kind: 'rewrite', file: accounts, marker: t }]),
-      step('concurrent access key 2', (h, t) => alice.post('/api/access-keys', { name: t, scopes: ['stats:read'] }, h), (t) => [{ kind: 'rewrite', file: accounts, marker: t }]),
+      step('concurrent access key', (h, t) => bob.post('/api/access-keys', { name: t, scopes: ['stats:read'] }, h), (t) => [{ kind: 'append', file: accounts, marker: t }, { kind: 'noRewrite', file: accounts }]),
+      step('concurrent access key 2', (h, t) => alice.post('/api/access-keys', { name: t, scopes: ['stats:read'] }, h), (t) => [{ kind: 'append', file: accounts, marker: t }, { kind: 'noRewrite', file: accounts }]),
     ])
 
     await server.stop()

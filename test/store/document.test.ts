@@ -4,7 +4,7 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { appendFileSync, existsSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { replaceRecord } from '../../src/store/by-id'
+import { indexById, recordsWithKey, removeRecord, replaceRecord, replaceRecords } from '../../src/store/by-id'
 import { ChangeLog } from '../../src/store/change-log'
 import { CorruptDocumentError, Document, readLoggedDocumentSync } from '../../src/store/document'
 import { removeDir, tempDir } from '../support/server'
@@ -165,8 +165,9 @@ describe('document with a change log', () => {
         for (let change = random(4); change >= 0; change--) {
           const list = random(2) === 0 ? 'items' : 'others'
           const records = data[list]
-          const pick = random(5)
+          const pick = random(6)
           if (pick <= 1 || records.length === 0) records.push(item(`s${step}`))
+          else if (pick === 5) removeRecord(records, records[random(records.length)])
           else if (pick === 2) {
             const target = records[random(records.length)]
             replaceRecord(records, target, { ...target, name: `r${step}`, tags: [] })
@@ -185,6 +186,90 @@ describe('document with a change log', () => {
         }
       }
     }
+    expect(plain((await open(path)).data)).toEqual(plain(doc.data))
+  })
+
+  test('a commit logs only what changed: one pushed record into a long list is one put', async () => {
+    const path = newPath()
+    const doc = await open(path)
+    await doc.update((data) => {
+      for (let i = 0; i < 5000; i++) data.items.push(item(`i${i}`))
+    })
+    await doc.fold()
+    const logLines = () => (existsSync(`${path}.log`) ? readFileSync(`${path}.log`, 'utf8').trim().split('\n') : [])
+    const lastBatch = () => JSON.parse(logLines().at(-1)!.slice(9))
+    await doc.update((data) => data.items.push(item('one more')))
+    expect(lastBatch()).toEqual([['put', 'items', plain(doc.data).items.at(-1)]])
+    const target = doc.data.items[10]
+    await doc.update((data) => replaceRecord(data.items, target, { ...target, name: 'replaced' }))
+    expect(lastBatch()).toEqual([['put', 'items', plain(doc.data).items[10]]])
+    const gone = doc.data.items[20]
+    await doc.update((data) => removeRecord(data.items, gone))
+    expect(lastBatch()).toEqual([['del', 'items', gone.id]])
+    const first = doc.data.items[0].id
+    await doc.update((data) => {
+      const pushed = item('pushed then replaced')
+      data.items.push(pushed)
+      replaceRecord(data.items, pushed, { ...pushed, name: 'replaced before commit' })
+      removeRecord(data.items, data.items[0])
+    })
+    const batch = lastBatch()
+    expect(batch).toHaveLength(2)
+    expect(batch).toContainEqual(['del', 'items', first])
+    expect(batch).toContainEqual(['put', 'items', plain(doc.data).items.at(-1)])
+    expect(plain((await open(path)).data)).toEqual(plain(doc.data))
+  })
+
+  test('the id index follows pushes, replacements and removals without a rebuild', async () => {
+    const doc = await open(newPath())
+    await doc.update((data) => {
+      for (let i = 0; i < 100; i++) data.items.push(item(`i${i}`))
+    })
+    const index = indexById(doc.data.items)
+    const added = item('added')
+    await doc.update((data) => data.items.push(added))
+    // The same object, caught up: a reveal after a write does not pay for the whole list.
+    expect(indexById(doc.data.items)).toBe(index)
+    expect(index[added.id]).toBe(added)
+    const next = { ...added, name: 'next' }
+    await doc.update((data) => replaceRecord(data.items, added, next))
+    expect(indexById(doc.data.items)[added.id]).toBe(next)
+    await doc.update((data) => removeRecord(data.items, next))
+    expect(indexById(doc.data.items)).toBe(index)
+    expect(index[added.id]).toBeUndefined()
+    expect(Object.keys(index)).toHaveLength(100)
+  })
+
+  test('a grouping by a derived key follows pushes, replacements and removals (uniqueness checks without a scan)', async () => {
+    const doc = await open(newPath())
+    const byName = (name: string) => recordsWithKey(doc.data.items, 'name', (i: Item) => i.name, name).map((i) => i.id)
+    const [a, b] = [item('same'), item('other')]
+    await doc.update((data) => data.items.push(a, b))
+    expect(byName('same')).toEqual([a.id])
+    const c = item('same')
+    await doc.update((data) => data.items.push(c))
+    expect(byName('same')).toEqual([a.id, c.id])
+    await doc.update((data) => replaceRecord(data.items, b, { ...b, name: 'same' }))
+    expect(byName('same').sort()).toEqual([a.id, b.id, c.id].sort())
+    expect(byName('other')).toEqual([])
+    await doc.update((data) => removeRecord(data.items, a))
+    expect(byName('same').sort()).toEqual([b.id, c.id].sort())
+    await doc.update((data) => {
+      data.items = data.items.filter((i) => i.id !== c.id)
+    })
+    expect(byName('same')).toEqual([b.id])
+  })
+
+  test('replaceRecords replaces many in one pass and logs each as a put', async () => {
+    const path = newPath()
+    const doc = await open(path)
+    await doc.update((data) => {
+      for (let i = 0; i < 20; i++) data.items.push(item(`i${i}`))
+    })
+    const targets = [doc.data.items[3], doc.data.items[17]]
+    await doc.update((data) => replaceRecords(data.items, new Map(targets.map((t) => [t, { ...t, name: `${t.name}!` }]))))
+    expect(doc.data.items[3].name).toBe('i3!')
+    expect(indexById(doc.data.items)[targets[1].id]!.name).toBe('i17!')
     expect(plain((await open(path)).data)).toEqual(plain(doc.data))
   })
 })

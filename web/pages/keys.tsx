@@ -1,6 +1,7 @@
 // Keys: categories (with icons) and their entries. Create, edit and delete with confirmation;
-// reveal on click, copy, and the value hides itself again after 30 seconds.
-import { useEffect, useRef, useState } from 'preact/hooks'
+// reveal on click, copy, and the value hides itself again after 30 seconds. Long lists are shown
+// in pages of rows (more as the end scrolls into view), so 10,000 entries stay smooth.
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks'
 import { api, errorMessage, type Category, type Entry, type Environment, type RevealedEntry } from '../api'
 import {
   confirmAction,
@@ -30,6 +31,40 @@ import { DueBadge, HistoryPanel } from '../components/history'
 const ENV_ORDER: Record<string, number> = { development: 0, staging: 1, production: 2 }
 const byNameThenEnv = (a: Entry, b: Entry) => a.name.localeCompare(b.name) || (ENV_ORDER[a.environment ?? ''] ?? -1) - (ENV_ORDER[b.environment ?? ''] ?? -1)
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
+/** Rows (category heads and entries) shown at first and added each time the end comes into view. */
+const ROWS_PER_PAGE = 200
+
+/** Each category's entries, sorted, computed once per load (not per category per render). */
+function groupByCategory(entries: Entry[] | undefined): Map<string, Entry[]> {
+  const groups = new Map<string, Entry[]>()
+  for (const entry of entries ?? []) {
+    const group = groups.get(entry.categoryId)
+    if (group) group.push(entry)
+    else groups.set(entry.categoryId, [entry])
+  }
+  for (const group of groups.values()) group.sort(byNameThenEnv)
+  return groups
+}
+
+/** Calls `onVisible` whenever the element scrolls into view (the list then shows more). */
+function MoreRows(props: { hidden: number; onVisible(): void }) {
+  const sentinel = useRef<HTMLDivElement>(null)
+  const latest = useRef(props.onVisible)
+  latest.current = props.onVisible
+  useEffect(() => {
+    if (!sentinel.current || typeof IntersectionObserver === 'undefined') return
+    const observer = new IntersectionObserver((seen) => seen.some((s) => s.isIntersecting) && latest.current(), { rootMargin: '400px' })
+    observer.observe(sentinel.current)
+    return () => observer.disconnect()
+  }, [])
+  return (
+    <div ref={sentinel} class="more-rows">
+      <button type="button" class="btn btn-small" onClick={() => latest.current()}>
+        Show more ({props.hidden} more {props.hidden === 1 ? 'row' : 'rows'})
+      </button>
+    </div>
+  )
+}
 
 
 type KeySort = 'name' | 'changed'
@@ -51,24 +86,27 @@ export function KeysPage() {
     entries.reload()
   }
   const needle = search.trim().toLowerCase()
-  // Entries by category, once per render (not one scan of every entry per category).
-  const byCategory = new Map<string, Entry[]>()
-  for (const entry of entries.data ?? []) {
-    const list = byCategory.get(entry.categoryId)
-    if (list) list.push(entry)
-    else byCategory.set(entry.categoryId, [entry])
-  }
-  const lastChange = (category: Category) => (byCategory.get(category.id) ?? []).reduce((latest, entry) => (entry.updatedAt > latest ? entry.updatedAt : latest), category.updatedAt ?? '')
-  const list = [...(categories.data ?? [])].sort(sort === 'name' ? (a, b) => a.name.localeCompare(b.name) : (a, b) => lastChange(b).localeCompare(lastChange(a)) || a.name.localeCompare(b.name))
+  const [rowBudget, setRowBudget] = useState(ROWS_PER_PAGE)
+  // A new search starts again from the first page.
+  useEffect(() => setRowBudget(ROWS_PER_PAGE), [needle])
+  // Entries by category, once per load (not one scan of every entry per category).
+  const grouped = useMemo(() => groupByCategory(entries.data), [entries.data])
+  const lastChange = (category: Category) => (grouped.get(category.id) ?? []).reduce((latest, entry) => (entry.updatedAt > latest ? entry.updatedAt : latest), category.updatedAt ?? '')
+  const list = useMemo(
+    () => [...(categories.data ?? [])].sort(sort === 'name' ? (a, b) => a.name.localeCompare(b.name) : (a, b) => lastChange(b).localeCompare(lastChange(a)) || a.name.localeCompare(b.name)),
+    [categories.data, grouped, sort],
+  )
   // The search looks at the category (name, variable, field names) and the entry (project, environment).
   const has = (text: string | null | undefined) => (text ?? '').toLowerCase().includes(needle)
   const categoryMatches = (category: Category) => has(category.name) || has(category.envVarName) || (category.fieldDefinitions ?? []).some(has)
   const entriesOf = (category: Category) => {
-    const all = byCategory.get(category.id) ?? []
-    const shown = !needle || categoryMatches(category) ? [...all] : all.filter((entry) => has(entry.name) || has(entry.environment ?? 'any env'))
-    return shown.sort(sort === 'name' ? byNameThenEnv : (a, b) => b.updatedAt.localeCompare(a.updatedAt) || byNameThenEnv(a, b))
+    const all = grouped.get(category.id) ?? []
+    const matched = !needle || categoryMatches(category) ? all : all.filter((entry) => has(entry.name) || has(entry.environment ?? 'any env'))
+    // Grouped entries come sorted by name; by last change they are sorted afresh.
+    return sort === 'name' ? matched : [...matched].sort((a, b) => b.updatedAt.localeCompare(a.updatedAt) || byNameThenEnv(a, b))
   }
-  const visible = list.filter((category) => !needle || categoryMatches(category) || entriesOf(category).length > 0)
+  const matching = list.map((category) => ({ category, entries: entriesOf(category) })).filter(({ category, entries }) => !needle || categoryMatches(category) || entries.length > 0)
+  const visible = matching.map(({ category }) => category)
   const toggle = (category: Category) => {
     const next = new Set(collapsed)
     if (next.has(category.id)) next.delete(category.id)
@@ -83,9 +121,29 @@ export function KeysPage() {
     for (const id of next) collapsedCategories.add(id)
     setCollapsed(next)
   }
+  const isCollapsed = (category: Category) => collapsed.has(category.id) && !needle
+  // The page: categories in order, each with as many of its entries as the row budget leaves
+  // (a folded category takes its heading's row only).
+  let rowsLeft = rowBudget
+  let hiddenRows = 0
+  const shown: { category: Category; entries: Entry[]; total: number }[] = []
+  for (const { category, entries: ofCategory } of matching) {
+    const rows = isCollapsed(category) ? 0 : ofCategory.length
+    if (rowsLeft <= 0) {
+      hiddenRows += 1 + rows
+      continue
+    }
+    const take = Math.min(rows, Math.max(rowsLeft - 1, 0))
+    // A folded category lists none of them, whatever it is given; its count stays whole.
+    const given = isCollapsed(category) || take === ofCategory.length ? ofCategory : ofCategory.slice(0, take)
+    shown.push({ category, entries: given, total: grouped.get(category.id)?.length ?? 0 })
+    hiddenRows += rows - take
+    rowsLeft -= 1 + take
+  }
 
   const removeCategory = async (category: Category) => {
-    const count = (byCategory.get(category.id) ?? []).length
+    // All of them, whatever the search shows: the delete removes them all.
+    const count = grouped.get(category.id)?.length ?? 0
     const ok = await confirmAction(`Delete the category “${category.name}”${count ? ` and its ${count} ${count === 1 ? 'entry' : 'entries'}` : ''}? It goes to the trash, where it can be restored.`)
     if (!ok) return
     try {
@@ -149,13 +207,13 @@ export function KeysPage() {
         </div>
       ) : (
         <div class="categories">
-          {visible.map((category) => (
+          {shown.map(({ category, entries: ofCategory, total }) => (
             <CategoryCard
               key={category.id}
               category={category}
-              entries={entriesOf(category)}
-              total={(byCategory.get(category.id) ?? []).length}
-              collapsed={collapsed.has(category.id) && !needle}
+              entries={ofCategory}
+              total={total}
+              collapsed={isCollapsed(category)}
               onToggle={() => toggle(category)}
               onEdit={() => setEditingCategory(category)}
               onDelete={() => removeCategory(category)}
@@ -164,13 +222,14 @@ export function KeysPage() {
               onChanged={reload}
             />
           ))}
+          {hiddenRows > 0 && <MoreRows hidden={hiddenRows} onVisible={() => setRowBudget((budget) => budget + ROWS_PER_PAGE)} />}
           {visible.length === 0 && <p class="muted">Nothing matches “{search}”.</p>}
         </div>
       )}
       {editingCategory && (
         <CategoryForm
           category={editingCategory === 'new' ? null : editingCategory}
-          hasEntries={editingCategory !== 'new' && (entries.data ?? []).some((entry) => entry.categoryId === editingCategory.id)}
+          hasEntries={editingCategory !== 'new' && (grouped.get(editingCategory.id)?.length ?? 0) > 0}
           onClose={() => setEditingCategory(null)}
           onSaved={() => {
             setEditingCategory(null)

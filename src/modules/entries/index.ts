@@ -1,7 +1,8 @@
 // /api/entries
 import { Elysia, t } from 'elysia'
 import { authGuard, type GuardDeps } from '../../auth/guard'
-import { errorResponses, IdParams, NoContent } from '../../http/schemas'
+import { paginate, PAGE_HEADERS, setPageHeaders } from '../../http/pagination'
+import { errorResponses, IdParams, NoContent, withResponseHeaders } from '../../http/schemas'
 import type { Vaults } from '../vault-access'
 import type { Config } from '../../config'
 import { actorOf } from '../lifecycle/versions'
@@ -14,16 +15,25 @@ export function entryRoutes(deps: GuardDeps & { vaults: Vaults; now: () => numbe
   const entries = new EntryService(deps.vaults, deps.now, policyOf(deps.config))
   return new Elysia({ prefix: '/api/entries', tags: ['Entries'] })
     .use(authGuard(deps))
-    .get('/', ({ auth, query }) => entries.list(auth.userId, query.due), {
-      auth: 'entries:read',
-      query: ListEntriesQuery,
-      response: { 200: t.Array(EntryListItemSchema), ...errorResponses(400) },
-      detail: {
-        operationId: 'listEntries',
-        summary: 'List your key entries, each with its category (never a value)',
-        description: '`due=N`: only the entries that expire or are due for rotation within N days, or already are (dueStatus expired or rotation_due).',
+    .get(
+      '/',
+      async ({ auth, query, set, request }) => {
+        const page = paginate(await entries.find(auth.userId, query), query)
+        setPageHeaders(set.headers, request, page)
+        return page.items
       },
-    })
+      {
+        auth: 'entries:read',
+        query: ListEntriesQuery,
+        response: { 200: withResponseHeaders(t.Array(EntryListItemSchema), PAGE_HEADERS), ...errorResponses(400) },
+        detail: {
+          operationId: 'listEntries',
+          summary: 'List your key entries, each with its category (never a value)',
+          description:
+            'In creation order. Without `limit` and `cursor`, every entry (that the filters let through). With `limit` (1-1000), one page; when more follow, `X-Next-Cursor` holds the cursor of the next page and `Link` its URL (rel="next"). A cursor that this list did not give out is 400 VALIDATION_ERROR. `due=N`: only the entries that expire or are due for rotation within N days, or already are (dueStatus expired or rotation_due).',
+        },
+      },
+    )
     .post(
       '/',
       async ({ auth, audit, body, set }) => {

@@ -1,4 +1,5 @@
 import { t } from 'elysia'
+import { PageQuery } from '../../http/pagination'
 import { component, Integer, strictObject, Timestamp, withProperties } from '../../http/schemas'
 import { KeyTypeSchema } from '../categories/model'
 import { MAX_VALUE_BYTES } from './values'
@@ -103,11 +104,17 @@ export const UpdateEntryBody = component(
   }),
 )
 
-export const ListEntriesQuery = t.Object({
-  due: t.Optional(
-    t.Integer({ minimum: 0, maximum: 3650, description: 'Only entries that expire or are due for rotation within this many days (or already are)' }),
-  ),
-})
 
 export type CreateEntryInput = typeof CreateEntryBody.static
 export type UpdateEntryInput = typeof UpdateEntryBody.static
+
+export const ListEntriesQuery = t.Object({
+  ...PageQuery,
+  due: t.Optional(
+    t.Integer({ minimum: 0, maximum: 3650, description: 'Only entries that expire or are due for rotation within this many days (or already are)' }),
+  ),
+  categoryId: t.Optional(t.String({ maxLength: 200, description: 'Only the entries of this category' })),
+  environment: t.Optional(EnvironmentSchema),
+  name: t.Optional(t.String({ maxLength: 200, description: 'Only the entries of exactly this name (project)' })),
+  q: t.Optional(t.String({ maxLength: 200, description: 'Case-insensitive text in the entry name, category name or variable name' })),
+})

@@ -1,5 +1,5 @@
 // Key entries: per-project values of a category, sealed at once; only reveal opens them.
-import { byId, indexById, replaceRecord } from '../../store/by-id'
+import { byId, indexById, recordsWithKey, replaceRecord } from '../../store/by-id'
 import { conflict, NotFound, validationError } from '../../http/errors'
 import type { CategoryRecord, Environment, EntryRecord, VaultDocument } from '../../store/records'
 import { findCategory } from '../categories/service'
@@ -38,6 +38,15 @@ function statusChangesAt(e: EntryRecord, now: number): number {
 type CategorySummary = Pick<CategoryRecord, 'name' | 'keyType' | 'envVarName' | 'icon'>
 export type ListedEntry = PublicEntry & { category: CategorySummary }
 
+export interface EntryFilters {
+  /** Only what expires or is due for rotation within this many days. */
+  due?: number
+  categoryId?: string
+  environment?: Environment
+  name?: string
+  q?: string
+}
+
 export interface RevealedEntry {
   id: string
   name: string
@@ -61,7 +70,7 @@ interface LastList {
   entries: readonly EntryRecord[]
   categories: readonly CategoryRecord[]
   items: ListedEntry[]
-  /** The answer holds due statuses: it is good until the first of them changes (issue 20). */
+  /** The answer holds due statuses: it is good until the first of them changes. */
   validUntil: number
 }
 
@@ -91,14 +100,15 @@ function listEntries(data: VaultDocument, now: number): { items: ListedEntry[]; 
  * export could not tell them apart. Names compare exactly, as the export's `name` filter does.
  */
 export function assertNoTwinEntry(data: VaultDocument, entry: Pick<EntryRecord, 'id' | 'categoryId' | 'name' | 'environment'>): void {
-  const twin = data.entries.some(
-    (e) => e.id !== entry.id && e.categoryId === entry.categoryId && e.name === entry.name && e.environment === entry.environment,
-  )
+  // Through a grouping kept up to date with the list: a write does not scan every entry.
+  const twin = recordsWithKey(data.entries, 'twin', twinKey, twinKey(entry)).some((e) => e.id !== entry.id)
   if (twin) {
     const where = entry.environment ? ` for ${entry.environment}` : ' without an environment'
     throw conflict('ENTRY_EXISTS', `An entry named "${entry.name}"${where} exists already in this category; update it instead`)
   }
 }
+
+const twinKey = (e: Pick<EntryRecord, 'categoryId' | 'name' | 'environment'>) => `${e.categoryId}\u0000${e.name}\u0000${e.environment ?? ''}`
 
 export class EntryService {
   private readonly lastLists = new WeakMap<VaultDocument, LastList>()
@@ -109,7 +119,7 @@ export class EntryService {
     private readonly policy: LifecyclePolicy = DEFAULT_POLICY,
   ) {}
 
-  /** `due`: only the entries that expire or are due for rotation within that many days (issue 20). */
+  /** `due`: only the entries that expire or are due for rotation within that many days. */
   async list(userId: string, due?: number): Promise<ListedEntry[]> {
     const { data } = await this.vaults.open(userId)
     const now = this.now()
@@ -123,6 +133,21 @@ export class EntryService {
     }
     if (due === undefined) return items
     return items.filter((item) => dueWithin(item, now, due))
+  }
+
+  /** The list narrowed by the filters (each optional): a category, an environment, a name, text. */
+  async find(userId: string, filters: EntryFilters): Promise<ListedEntry[]> {
+    const items = await this.list(userId, filters.due)
+    const { categoryId, environment, name } = filters
+    const q = filters.q?.trim().toLowerCase()
+    if (categoryId === undefined && environment === undefined && name === undefined && !q) return items
+    return items.filter(
+      (item) =>
+        (categoryId === undefined || item.categoryId === categoryId) &&
+        (environment === undefined || item.environment === environment) &&
+        (name === undefined || item.name === name) &&
+        (!q || item.name.toLowerCase().includes(q) || item.category.name.toLowerCase().includes(q) || (item.category.envVarName?.toLowerCase().includes(q) ?? false)),
+    )
   }
 
   async get(userId: string, id: string): Promise<PublicEntry> {

@@ -1,7 +1,8 @@
 // /api/2fa: two-factor (TOTP) tokens. The secret goes in; only codes come out, by reveal.
 import { Elysia, t } from 'elysia'
 import { authGuard, type GuardDeps } from '../../auth/guard'
-import { errorResponses, IdParams, NoContent } from '../../http/schemas'
+import { paginate, PAGE_HEADERS, PageQuery, setPageHeaders } from '../../http/pagination'
+import { errorResponses, IdParams, NoContent, withResponseHeaders } from '../../http/schemas'
 import type { Vaults } from '../vault-access'
 import { ref } from '../audit/service'
 import { CreateTwoFactorBody, TwoFactorCodeSchema, TwoFactorSchema, UpdateTwoFactorBody } from './model'
@@ -10,15 +11,35 @@ import type { Config } from '../../config'
 import { policyOf } from '../lifecycle/trash'
 import { actorOf } from '../lifecycle/versions'
 
+const ListTwoFactorQuery = t.Object({
+  ...PageQuery,
+  name: t.Optional(t.String({ maxLength: 200, description: 'Only the tokens of exactly this service' })),
+  q: t.Optional(t.String({ maxLength: 200, description: 'Case-insensitive text in the service or account name' })),
+})
+
 export function twoFactorRoutes(deps: GuardDeps & { vaults: Vaults; now: () => number; config: Partial<Pick<Config, 'historyVersions' | 'trashMs'>> }) {
   const tokens = new TwoFactorService(deps.vaults, deps.now, policyOf(deps.config))
   return new Elysia({ prefix: '/api/2fa', tags: ['Two-factor tokens'] })
     .use(authGuard(deps))
-    .get('/', ({ auth }) => tokens.list(auth.userId), {
-      auth: '2fa:read',
-      response: { 200: t.Array(TwoFactorSchema), ...errorResponses() },
-      detail: { operationId: 'listTwoFactorTokens', summary: 'List your two-factor tokens (never their secrets)' },
-    })
+    .get(
+      '/',
+      async ({ auth, query, set, request }) => {
+        const page = paginate(await tokens.find(auth.userId, query), query)
+        setPageHeaders(set.headers, request, page)
+        return page.items
+      },
+      {
+        auth: '2fa:read',
+        query: ListTwoFactorQuery,
+        response: { 200: withResponseHeaders(t.Array(TwoFactorSchema), PAGE_HEADERS), ...errorResponses(400) },
+        detail: {
+          operationId: 'listTwoFactorTokens',
+          summary: 'List your two-factor tokens (never their secrets)',
+          description:
+            'In creation order. Without `limit` and `cursor`, every token (that the filters let through). With `limit` (1-1000), one page; when more follow, `X-Next-Cursor` holds the cursor of the next page and `Link` its URL (rel="next").',
+        },
+      },
+    )
     .post(
       '/',
       async ({ auth, audit, body, set }) => {

@@ -75,6 +75,20 @@ export class TwoFactorService {
     return data.twoFactor.map((r) => publicTwoFactor(r, now))
   }
 
+  /** The list narrowed by the filters (each optional): a service name, text. */
+  async find(userId: string, filters: { name?: string; q?: string }): Promise<PublicTwoFactor[]> {
+    const { data } = await this.vaults.open(userId)
+    const q = filters.q?.trim().toLowerCase()
+    const now = this.now()
+    const records =
+      filters.name === undefined && !q
+        ? data.twoFactor
+        : data.twoFactor.filter(
+            (r) => (filters.name === undefined || r.service === filters.name) && (!q || r.service.toLowerCase().includes(q) || r.accountName.toLowerCase().includes(q)),
+          )
+    return records.map((r) => publicTwoFactor(r, now))
+  }
+
   async get(userId: string, id: string): Promise<PublicTwoFactor> {
     const { data } = await this.vaults.open(userId)
     return publicTwoFactor(findToken(data, id), this.now())

@@ -1,0 +1,41 @@
+// What the rest of the service needs from storage, so that a second implementation (a
+// PostgreSQL-backed store beside this file store: docs/scaling.md) is an addition, not a rewrite.
+//
+// A document is the service's unit of consistency: one user's vault, or the accounts. Services
+// read `data` synchronously and change it only inside `update`, whose mutation is synchronous
+// and whose promise resolves once the change is durable. What a commit changed is known as a
+// list of record puts and deletes (changes.ts: the journal of replaceRecord/removeRecord and
+// pushes past the committed length), which a file store appends to a change log and a database
+// store would write as row upserts and deletes in one transaction.
+import type { AccountsDocument, VaultDocument } from './records'
+
+export interface StoredDocument<T> {
+  /** The current data; records in its lists are frozen: change one by replacing it (by-id.ts). */
+  readonly data: T
+  /** Applies a synchronous mutation and resolves once it is durable (fails, changing nothing durable, when it cannot be). */
+  update<R>(mutate: (data: T) => R): Promise<R>
+  /** Resolves once the current data is durable. */
+  commit(): Promise<void>
+  /** For bookkeeping that may become durable later (lastUsedAt): commits within `delayMs`. */
+  commitSoon(delayMs: number): void
+  /** Runs `apply` just before each write, with the write. */
+  beforeWrite(apply: (data: T) => void): void
+  /** Waits for every write under way or queued. */
+  settle(): Promise<void>
+}
+
+export interface DataStore {
+  readonly accounts: StoredDocument<AccountsDocument>
+  /** The user's vault, opened (or created with `create`) on first use and kept while used. */
+  vault(userId: string, create: () => VaultDocument): Promise<StoredDocument<VaultDocument>>
+  /** The user's vault when it is open already (no promise to wait on: the hot reads). */
+  openedVault(userId: string): StoredDocument<VaultDocument> | undefined
+  /** How many vaults are open (a gauge for metrics). */
+  readonly openVaultCount: number
+  /** Closes the vaults unused for the idle time; returns how many. */
+  closeIdleVaults(): number
+  /** Ids of every vault stored. */
+  vaultIds(): string[]
+  /** Waits for every write, then releases what the store holds (the data folder's lock). */
+  close(): Promise<void>
+}

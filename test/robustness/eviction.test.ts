@@ -1,0 +1,102 @@
+// Closing vaults (SVC_OPEN_VAULTS, SVC_VAULT_IDLE) loses no write and races no request: many users
+// write and read at once through a cache of two open vaults, the server is killed -9 in the
+// middle, and every acknowledged write is found on disk after a restart. In process: a closed
+// vault still held by a request is the same document when opened again (never a second writer
+// on one file), idle vaults close on the clock, and a closed vault's data key is forgotten.
+import { afterAll, describe, expect, test } from 'bun:test'
+import { signUp } from '../support/client'
+import { removeDir, spawnServer, startTestServer, tempDir, type SpawnedServer } from '../support/server'
+import { makeActor, modules, startWorkload, unparsableJson, verifyLanes, type Actor } from './support'
+
+const dirs: string[] = []
+let spawned: SpawnedServer | undefined
+afterAll(async () => {
+  await spawned?.kill()
+  dirs.forEach(removeDir)
+})
+
+const SMALL_CACHE = { SVC_OPEN_VAULTS: '2', SVC_VAULT_IDLE: '1s' }
+
+test('under load through a cache of 2 open vaults, every acknowledged write survives kill -9', async () => {
+  const dataDir = tempDir('svc-vault-evict-')
+  dirs.push(dataDir)
+  spawned = await spawnServer({ dataDir, env: SMALL_CACHE })
+  const mods = await modules(spawned.url)
+  const actors: Actor[] = []
+  for (let i = 0; i < 8; i++) actors.push(await makeActor(await signUp(spawned.url), mods, 1))
+  const load = startWorkload(actors, mods, 160, 'evict')
+  // Reads of every vault at the same time, each forcing others out of the cache.
+  const readFailures: string[] = []
+  let reading = true
+  const readers = actors.map(async (actor) => {
+    while (reading) {
+      const answer = await actor.session.get('/api/categories').catch(() => null)
+      if (answer && answer.status !== 200) readFailures.push(`${answer.status} ${answer.text}`)
+      if (!answer) return
+    }
+  })
+  let finished = false
+  void load.done.then(() => (finished = true))
+  while (load.acked() < 250 && !finished) await Bun.sleep(1)
+  await spawned.kill()
+  reading = false
+  await Promise.all([load.done, ...readers])
+  expect(load.acked()).toBeGreaterThan(0)
+  expect(readFailures).toEqual([])
+  expect(unparsableJson(dataDir)).toEqual([])
+
+  spawned = await spawnServer({ dataDir, env: SMALL_CACHE })
+  for (const actor of actors) for (const client of actor.writers) (client as { base: string }).base = spawned.url
+  expect(await verifyLanes(load.lanes)).toEqual([])
+  await spawned.stop()
+  spawned = undefined
+}, 60_000)
+
+describe('open vaults in process', () => {
+  let clock = Date.parse('2030-01-01T00:00:00Z')
+  const now = () => clock
+
+  test('beyond SVC_OPEN_VAULTS the least recently used close; a closed vault still held is the same document again', async () => {
+    const server = await startTestServer({ env: { SVC_OPEN_VAULTS: '2' }, now })
+    dirs.push(server.dataDir)
+    try {
+      const users = [await signUp(server.url), await signUp(server.url), await signUp(server.url)]
+      const held = await server.deps.vaults.open(users[0].user.id)
+      for (const user of users.slice(1)) {
+        expect((await user.post('/api/categories', { name: 'c', keyType: 'simple', envVarName: 'C' })).status).toBe(201)
+      }
+      expect(server.deps.store.openVaultCount).toBe(2)
+      expect(server.deps.store.openedVault(users[0].user.id)).toBeUndefined()
+      // The request that held it writes; whoever opens the vault next sees the same document.
+      const again = await server.deps.vaults.open(users[0].user.id)
+      expect(again.doc).toBe(held.doc)
+      expect((await users[0].post('/api/categories', { name: 'mine', keyType: 'simple', envVarName: 'MINE' })).status).toBe(201)
+      expect((await users[0].get('/api/categories')).body.map((c: any) => c.name)).toEqual(['mine'])
+    } finally {
+      await server.stop()
+    }
+  })
+
+  test('a vault unused for SVC_VAULT_IDLE is closed and its data key forgotten; it opens again on use', async () => {
+    const server = await startTestServer({ env: { SVC_VAULT_IDLE: '10m' }, now })
+    dirs.push(server.dataDir)
+    try {
+      const alice = await signUp(server.url)
+      const bob = await signUp(server.url)
+      expect((await alice.post('/api/categories', { name: 'a', keyType: 'simple', envVarName: 'A' })).status).toBe(201)
+      clock += 6 * 60_000
+      expect((await bob.post('/api/categories', { name: 'b', keyType: 'simple', envVarName: 'B' })).status).toBe(201)
+      clock += 5 * 60_000
+      expect(server.deps.store.closeIdleVaults()).toBe(1)
+      expect(server.deps.store.openedVault(alice.user.id)).toBeUndefined()
+      expect(server.deps.store.openVaultCount).toBe(1)
+      const ciphers = (server.deps.keyring as unknown as { ciphers: Map<string, unknown> }).ciphers
+      expect(ciphers.has(alice.user.id)).toBe(false)
+      expect(ciphers.has(bob.user.id)).toBe(true)
+      expect((await alice.get('/api/categories')).body.map((c: any) => c.name)).toEqual(['a'])
+      expect(server.deps.store.openVaultCount).toBe(2)
+    } finally {
+      await server.stop()
+    }
+  })
+})
