@@ -48,6 +48,9 @@ describe('parseConfig on hostile input', () => {
       ['env: many keys', fill('', 'K=v\n', '')],
       ['yaml: many keys with numbers', Array.from({ length: MiB / 12 }, (_, i) => `k${i}: 0${i}`).join('\n')],
       ['json: a long list of numbers', fill('{"a":[', '1.10,', '1]}')],
+      // dotenv's reader ran a backtracking regex over a value holding U+2028 (about two minutes here).
+      ['env: line separators in a value', fill('k: [', `'\u2028"k"::`, '}')],
+      ['env: paragraph separators in a quoted value', fill('K="', `a\u2029'`, '"')],
     ]
     for (const [label, text] of cases) {
       const { ms, outcome } = timed(text)

@@ -303,6 +303,29 @@ function looksLikeYaml(text: string): boolean {
   return yaml
 }
 
+/**
+ * dotenv's fast reader runs a backtracking multi-line regex over any value holding U+2028 or
+ * U+2029 (seconds on a long one: one request would stall the server). Those two characters are
+ * swapped for private-use characters the text does not hold before it reads, and back after; a
+ * value keeps them exactly as pasted.
+ */
+function withoutLineSeparators(text: string): { text: string; restore: (value: string) => string } {
+  if (!text.includes('\u2028') && !text.includes('\u2029')) return { text, restore: (value) => value }
+  const used = new Set<number>()
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (c >= 0xe000 && c <= 0xf8ff) used.add(c)
+  }
+  const free: string[] = []
+  for (let c = 0xe000; c <= 0xf8ff && free.length < 2; c++) if (!used.has(c)) free.push(String.fromCharCode(c))
+  if (free.length < 2) throw validationError('text', 'holds every private-use character and a line separator (U+2028 or U+2029)')
+  const [line, paragraph] = free
+  return {
+    text: text.replaceAll('\u2028', line).replaceAll('\u2029', paragraph),
+    restore: (value) => value.replaceAll(line, '\u2028').replaceAll(paragraph, '\u2029'),
+  }
+}
+
 export type ConfigFormat = 'json' | 'yaml' | 'env'
 
 /** The keys of a pasted config, in the order they appear. An empty list means nothing was recognised. */
@@ -315,12 +338,13 @@ export function parseConfig(input: string): { format: ConfigFormat; keys: Parsed
   const yaml = looksLikeYaml(text) ? parseYaml(text) : null
   if (yaml) return { format: 'yaml', keys: yaml.map((leaf) => ({ name: leaf.name, value: scalarText(leaf.value) })) }
   const out = new Map<string, string>()
+  const separators = withoutLineSeparators(text)
   // dotenv's own linear reader (`fast`): its default one is a regex that backtracks on `'\'\'…`.
-  for (const [name, value] of Object.entries(parseDotenv(text, { fast: true } as never))) {
+  for (const [name, value] of Object.entries(parseDotenv(separators.text, { fast: true } as never))) {
     // dotenv's names are distinct already: past MAX_KEYS nothing more is kept.
     if (out.size >= MAX_KEYS) break
     const variable = toVariableName(name)
-    if (variable) out.set(variable, value)
+    if (variable) out.set(variable, separators.restore(value))
   }
   return { format: 'env', keys: [...out].map(([name, value]) => ({ name, value })) }
 }
