@@ -61,7 +61,8 @@ describe.skipIf(!hasChromium())('Settings → Security in Chromium', () => {
       await page.getByRole('heading', { name: 'Two-factor sign-in' }).waitFor()
       await page.locator('input[name="password"]').first().fill(PASSWORD)
       await page.getByRole('button', { name: 'Set up two-factor sign-in' }).click()
-      await page.getByRole('img', { name: 'QR code of the two-factor secret' }).waitFor()
+      // The first setup loads the QR and TOTP libraries and checks the password (argon2): give it time.
+      await page.getByRole('img', { name: 'QR code of the two-factor secret' }).waitFor({ timeout: 20_000 })
       const secret = (await page.locator('.totp-secret').textContent())!.trim()
       expect(secret).toMatch(/^[A-Z2-7]{32}$/)
       await page.locator('input[name="code"]').fill(oathtool(secret, Date.now()))
