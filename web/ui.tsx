@@ -485,3 +485,21 @@ export function useSlashFocus(field: { current: HTMLInputElement | null }): void
     return () => removeEventListener('keydown', onKey)
   }, [])
 }
+
+/** A page's search field: `/` focuses it (useSlashFocus); `noun` names what it searches. */
+export function SlashSearch(props: { noun: string; value: string; onSearch(value: string): void }) {
+  const field = useRef<HTMLInputElement>(null)
+  useSlashFocus(field)
+  return (
+    <input
+      type="search"
+      class="search"
+      placeholder={`Search ${props.noun}… (press /)`}
+      aria-label={`Search ${props.noun}`}
+      aria-keyshortcuts="/"
+      ref={field}
+      value={props.value}
+      onInput={(event) => props.onSearch(inputValue(event))}
+    />
+  )
+}

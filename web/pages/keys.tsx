@@ -23,7 +23,7 @@ import {
   toastError,
   useLoad,
   useRevealTimer,
-  useSlashFocus,
+  SlashSearch,
   useSubmission,
 } from '../ui'
 import { DueBadge, HistoryPanel } from '../components/history'
@@ -79,8 +79,6 @@ export function KeysPage() {
   const [collapsed, setCollapsed] = useState<Set<string>>(() => new Set(collapsedCategories))
   const [editingCategory, setEditingCategory] = useState<Category | 'new' | null>(null)
   const [editingEntry, setEditingEntry] = useState<{ category: Category; entry: Entry | null } | null>(null)
-  const searchField = useRef<HTMLInputElement>(null)
-  useSlashFocus(searchField)
   const reload = () => {
     categories.reload()
     entries.reload()
@@ -165,16 +163,7 @@ export function KeysPage() {
       </div>
       {list.length > 0 && (
         <div class="toolbar">
-          <input
-            type="search"
-            class="search"
-            placeholder="Search keys… (press /)"
-            aria-label="Search keys"
-            aria-keyshortcuts="/"
-            ref={searchField}
-            value={search}
-            onInput={(event) => setSearch(inputValue(event))}
-          />
+          <SlashSearch noun="keys" value={search} onSearch={setSearch} />
           <label class="inline-field">
             <span>Sort by</span>
             <select name="sort" value={sort} onChange={(event) => setSort(inputValue(event) as KeySort)}>

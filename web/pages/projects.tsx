@@ -2,7 +2,7 @@
 // grouped by environment; per environment: reveal all, copy or download it as .env (the export's
 // `name` and `environment` filters) and the `svc run` line. From a project: add a key of an
 // existing category, or rename the project (a PUT of each entry's name).
-import { useRef, useState } from 'preact/hooks'
+import { useState } from 'preact/hooks'
 import { api, apiText, ENVIRONMENTS, type Category, type Entry, type Environment, type RevealedEntry } from '../api'
 import { navigate } from '../router'
 import {
@@ -23,7 +23,7 @@ import {
   toastError,
   useLoad,
   useRevealTimer,
-  useSlashFocus,
+  SlashSearch,
   useSubmission,
 } from '../ui'
 import { EntryForm } from './keys'
@@ -60,8 +60,6 @@ const keysWord = (count: number) => `${count} ${count === 1 ? 'key' : 'keys'}`
 export function ProjectsPage() {
   const entries = useLoad(() => api<Entry[]>('GET', '/api/entries'))
   const [search, setSearch] = useState('')
-  const searchField = useRef<HTMLInputElement>(null)
-  useSlashFocus(searchField)
   const needle = search.trim().toLowerCase()
   const projects = projectsOf(entries.data ?? []).filter((project) => !needle || project.name.toLowerCase().includes(needle))
   return (
@@ -90,16 +88,7 @@ export function ProjectsPage() {
         </div>
       ) : (
         <>
-          <input
-            type="search"
-            class="search"
-            placeholder="Search projects… (press /)"
-            aria-label="Search projects"
-            aria-keyshortcuts="/"
-            ref={searchField}
-            value={search}
-            onInput={(event) => setSearch(inputValue(event))}
-          />
+          <SlashSearch noun="projects" value={search} onSearch={setSearch} />
           <ul class="list card projects">
             {projects.map((project) => (
               <li key={project.name} class="list-row" data-project={project.name}>

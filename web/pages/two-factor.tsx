@@ -3,7 +3,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks'
 import { api, errorMessage, type TotpCode, type TwoFactorToken } from '../api'
 import { DueBadge } from '../components/history'
-import { confirmAction, DialogActions, Field, Icon, inputValue, LengthNote, Loading, Modal, overLimit, toast, toastError, useLoad, useSubmission, useSlashFocus } from '../ui'
+import { confirmAction, DialogActions, Field, Icon, inputValue, LengthNote, Loading, Modal, overLimit, toast, toastError, useLoad, useSubmission, SlashSearch } from '../ui'
 
 /** A plain base32 secret's settings; a token from an otpauth:// link may carry others. */
 const DEFAULT_PERIOD = 30
@@ -19,8 +19,6 @@ export function TwoFactorPage() {
   const tokens = useLoad(() => api<TwoFactorToken[]>('GET', '/api/2fa'))
   const [adding, setAdding] = useState(false)
   const [search, setSearch] = useState('')
-  const searchField = useRef<HTMLInputElement>(null)
-  useSlashFocus(searchField)
   const needle = search.trim().toLowerCase()
   const list = [...(tokens.data ?? [])]
     .sort((a, b) => a.service.localeCompare(b.service) || a.accountName.localeCompare(b.accountName))
@@ -34,16 +32,7 @@ export function TwoFactorPage() {
         </button>
       </div>
       {(tokens.data?.length ?? 0) > 0 && (
-        <input
-          type="search"
-          class="search"
-          placeholder="Search tokens… (press /)"
-          aria-label="Search tokens"
-          aria-keyshortcuts="/"
-          ref={searchField}
-          value={search}
-          onInput={(event) => setSearch(inputValue(event))}
-        />
+        <SlashSearch noun="tokens" value={search} onSearch={setSearch} />
       )}
       {!tokens.data ? (
         <Loading error={tokens.error} />
