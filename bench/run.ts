@@ -21,6 +21,7 @@ import { dirname, join, resolve } from 'node:path'
 import { FULL_SIZES, SMOKE_SIZES, type SeededVault } from './fixture'
 import { combineRuns, runLoad, UNIQUE_ID, type LoadRequest, type LoadResult } from './load'
 import { seedMainVault, seedManyUsers, type SeededUsers } from './seed'
+import { freePort, liveProcesses, spawnBench, type BenchProcess } from './processes'
 
 const ROOT = resolve(import.meta.dir, '..')
 
@@ -66,60 +67,7 @@ function parseOptions(argv: string[]): Options {
 // ---------------------------------------------------------------------------------------------
 // Processes
 
-interface Running {
-  name: string
-  url: string
-  pid: number
-  proc: ReturnType<typeof Bun.spawn>
-  output(): string
-  stop(): Promise<void>
-}
-
-const live = new Set<Running>()
-
-function freePort(): number {
-  const probe = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response() })
-  const port = probe.port!
-  probe.stop(true)
-  return port
-}
-
-function spawn(name: string, args: string[], env: Record<string, string>, port: number): Running {
-  let output = ''
-  const proc = Bun.spawn(['bun', ...args], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', HOST: '127.0.0.1', PORT: String(port), ...env },
-    stdout: 'pipe',
-    stderr: 'pipe',
-  })
-  const collect = async (stream: ReadableStream<Uint8Array>) => {
-    const decoder = new TextDecoder()
-    for await (const chunk of stream) output = (output + decoder.decode(chunk)).slice(-20_000)
-  }
-  void collect(proc.stdout as ReadableStream<Uint8Array>)
-  void collect(proc.stderr as ReadableStream<Uint8Array>)
-  const running: Running = {
-    name,
-    url: `http://127.0.0.1:${port}`,
-    pid: proc.pid,
-    proc,
-    output: () => output,
-    async stop() {
-      live.delete(running)
-      if (proc.exitCode === null) {
-        proc.kill('SIGTERM')
-        const killer = setTimeout(() => proc.kill('SIGKILL'), 5000)
-        await proc.exited
-        clearTimeout(killer)
-      }
-    },
-  }
-  live.add(running)
-  return running
-}
-
-/** Polls until `path` answers 200 with this bearer key; returns milliseconds since `since`. */
-async function waitForAnswer(server: Running, path: string, key: string, since: number, timeoutMs = 20_000): Promise<number> {
+async function waitForAnswer(server: BenchProcess, path: string, key: string, since: number, timeoutMs = 20_000): Promise<number> {
   while (true) {
     try {
       const response = await fetch(server.url + path, { headers: { authorization: `Bearer ${key}` } })
@@ -138,18 +86,18 @@ function serviceEnv(dataDir: string, masterKey: string): Record<string, string> 
   return { SVC_DATA_DIR: dataDir, SVC_MASTER_KEY: masterKey, NODE_ENV: 'production' }
 }
 
-async function startService(dataDir: string, masterKey: string, probe: { path: string; key: string }, extraEnv: Record<string, string> = {}): Promise<Running & { startupMs: number }> {
+async function startService(dataDir: string, masterKey: string, probe: { path: string; key: string }, extraEnv: Record<string, string> = {}): Promise<BenchProcess & { startupMs: number }> {
   const port = freePort()
   const since = performance.now()
-  const server = spawn('service', ['dist/index.js'], { ...serviceEnv(dataDir, masterKey), ...extraEnv }, port)
+  const server = spawnBench('service', ['dist/index.js'], { ...serviceEnv(dataDir, masterKey), ...extraEnv }, port)
   const startupMs = await waitForAnswer(server, probe.path, probe.key, since)
   return Object.assign(server, { startupMs })
 }
 
-async function startBaseline(fixturePath: string, dataDir: string, key: string): Promise<Running> {
+async function startBaseline(fixturePath: string, dataDir: string, key: string): Promise<BenchProcess> {
   const port = freePort()
   const since = performance.now()
-  const server = spawn('baseline', ['bench/baseline-server.ts'], { BENCH_FIXTURE: fixturePath, BENCH_DATA_DIR: dataDir, NODE_ENV: 'production' }, port)
+  const server = spawnBench('baseline', ['bench/baseline-server.ts'], { BENCH_FIXTURE: fixturePath, BENCH_DATA_DIR: dataDir, NODE_ENV: 'production' }, port)
   await waitForAnswer(server, '/api/stats', key, since)
   return server
 }
@@ -161,7 +109,7 @@ async function startBaseline(fixturePath: string, dataDir: string, key: string):
  * each page touched, so after something read the whole executable (a `bun build --compile`
  * copies it), the same server idles about 2.5 MB higher.
  */
-function memory(server: Running): { rssMb: number; peakMb: number; anonMb: number } {
+function memory(server: BenchProcess): { rssMb: number; peakMb: number; anonMb: number } {
   if (server.proc.exitCode !== null || server.proc.signalCode) {
     throw new Error(`${server.name} (pid ${server.pid}) exited (${server.proc.exitCode ?? server.proc.signalCode}): ${server.output()}`)
   }
@@ -247,7 +195,7 @@ interface Row {
 }
 
 /** null when the scenario can run; otherwise why not (an endpoint still being built, a failure). */
-async function probe(server: Running, key: string, request: LoadRequest): Promise<string | null> {
+async function probe(server: BenchProcess, key: string, request: LoadRequest): Promise<string | null> {
   const response = await fetch(server.url + request.path, {
     method: request.method,
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
@@ -366,7 +314,7 @@ async function main() {
     const startup: number[] = []
     const idleRss: number[] = []
     const idleAnon: number[] = []
-    const noteIdleMemory = async (server: Running, settleMs: number) => {
+    const noteIdleMemory = async (server: BenchProcess, settleMs: number) => {
       await Bun.sleep(settleMs)
       const settled = memory(server)
       idleRss.push(settled.rssMb)
@@ -397,10 +345,10 @@ async function main() {
     const headers = { authorization: `Bearer ${main.key}` }
 
     const rows: Row[] = []
-    const measure = (server: Running, requests: LoadRequest[], connections: number, seconds = options.duration) =>
+    const measure = (server: BenchProcess, requests: LoadRequest[], connections: number, seconds = options.duration) =>
       runLoad({ url: server.url, connections, requests, headers, duration: seconds, amount: options.amount })
     /** The service and the baseline in turns, `rounds` slices each; the slices combined per side. */
-    const alternate = async (service: Running, baseline: Running, requests: LoadRequest[], connections: number) => {
+    const alternate = async (service: BenchProcess, baseline: BenchProcess, requests: LoadRequest[], connections: number) => {
       const slice = options.duration / options.rounds
       const serviceRuns: LoadResult[] = []
       const baselineRuns: LoadResult[] = []
@@ -410,7 +358,7 @@ async function main() {
       }
       return [combineRuns(serviceRuns), combineRuns(baselineRuns)] as const
     }
-    const warm = async (server: Running, requests: LoadRequest[]) => {
+    const warm = async (server: BenchProcess, requests: LoadRequest[]) => {
       if (options.warmup > 0) await measure(server, requests, 8, options.warmup)
     }
 
@@ -432,7 +380,7 @@ async function main() {
       log(`${scenario.label} x${connections}: ${fmt(serviceResult?.rps, 0)} req/s vs baseline ${fmt(baselineResult?.rps, 0)}${note ? ` (${note})` : ''}`)
     }
 
-    const skipReason = async (scenario: Scenario, server: Running, requests: LoadRequest[]) => {
+    const skipReason = async (scenario: Scenario, server: BenchProcess, requests: LoadRequest[]) => {
       if (scenario.needs && !main.available[scenario.needs]) return 'not seeded: endpoint not built yet'
       if (requests.length === 0) return 'nothing to request'
       return probe(server, main.key, requests[0])
@@ -484,14 +432,14 @@ async function main() {
     // Memory after each kind of run, with the vault's size then: the write runs grow it by every
     // write they manage (tens of thousands of entries), so their memory tracks their speed.
     const afterRuns: Partial<Record<Kind, { rssMb: number; entries: number | null }>> = {}
-    const noteMemory = async (kind: Kind, server: Running) => {
+    const noteMemory = async (kind: Kind, server: BenchProcess) => {
       const now = { rssMb: memory(server).rssMb, entries: await totalEntries(server, main.key) }
       if (now.rssMb > (afterRuns[kind]?.rssMb ?? 0)) afterRuns[kind] = now
     }
     const baselineWrites: Record<number, LoadResult> = {}
     for (const scenario of scenarios.filter((s) => s.kind === 'write' || s.kind === 'mix')) {
       const requests = scenario.requests(main)
-      let pair: { service: Running; baseline: Running } | null = null
+      let pair: { service: BenchProcess; baseline: BenchProcess } | null = null
       const fresh = async () => {
         if (pair) {
           await noteMemory(scenario.kind, pair.service)
@@ -518,7 +466,7 @@ async function main() {
           record(scenario, connections, serviceResult, baselineResult)
         }
       }
-      const last = pair as { service: Running; baseline: Running } | null
+      const last = pair as { service: BenchProcess; baseline: BenchProcess } | null
       if (last) {
         await noteMemory(scenario.kind, last.service)
         await last.service.stop()
@@ -615,13 +563,13 @@ async function main() {
     writeFileSync(options.out, JSON.stringify(report, (key, value) => (key === 'latencies' ? undefined : value), 2) + '\n')
     console.log(`\nwritten to ${options.out} in ${report.totalSeconds.toFixed(1)} s`)
   } finally {
-    for (const running of [...live]) await running.stop()
+    for (const running of [...liveProcesses]) await running.stop()
     rmSync(work, { recursive: true, force: true })
   }
 }
 
 /** The vault's entry count as the service reports it (null when it cannot say). */
-async function totalEntries(server: Running, key: string): Promise<number | null> {
+async function totalEntries(server: BenchProcess, key: string): Promise<number | null> {
   try {
     const answer = await fetch(`${server.url}/api/stats`, { headers: { authorization: `Bearer ${key}` } })
     return answer.ok ? (((await answer.json()) as { totalEntries?: number }).totalEntries ?? null) : null
@@ -632,7 +580,7 @@ async function totalEntries(server: Running, key: string): Promise<number | null
 
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => {
-    for (const running of live) running.proc.kill('SIGKILL')
+    for (const running of liveProcesses) running.proc.kill('SIGKILL')
     process.exit(130)
   })
 }
@@ -643,7 +591,7 @@ run.then(
   () => process.exit(0),
   (error) => {
     console.error(`bench failed: ${error?.stack ?? error}`)
-    for (const running of live) running.proc.kill('SIGKILL')
+    for (const running of liveProcesses) running.proc.kill('SIGKILL')
     process.exit(1)
   },
 )

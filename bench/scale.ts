@@ -23,6 +23,7 @@ import { sealEntryValue } from '../src/modules/entries/values'
 import { FORMAT_VERSION, type AccessKeyRecord, type AccountsDocument, type CategoryRecord, type EntryRecord, type VaultDocument } from '../src/store/records'
 import { SMOKE_SIZES } from './fixture'
 import { seedMainVault } from './seed'
+import { freePort, liveProcesses, spawnBench, type BenchProcess } from './processes'
 
 const ROOT = resolve(import.meta.dir, '..')
 const PASSWORD = 'bench password 1234'
@@ -30,61 +31,13 @@ const PASSWORD = 'bench password 1234'
 // ---------------------------------------------------------------------------------------------
 // Processes
 
-interface Server {
-  url: string
-  pid: number
-  proc: ReturnType<typeof Bun.spawn>
-  output(): string
-  stop(): Promise<void>
-}
-
-const live = new Set<Server>()
-
-function freePort(): number {
-  const probe = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response() })
-  const port = probe.port!
-  probe.stop(true)
-  return port
-}
-
-function spawn(args: string[], env: Record<string, string>): Server {
-  const port = freePort()
-  let output = ''
-  const proc = Bun.spawn(['bun', ...args], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', HOST: '127.0.0.1', PORT: String(port), NODE_ENV: 'production', ...env },
-    stdout: 'pipe',
-    stderr: 'pipe',
-  })
-  const collect = async (stream: ReadableStream<Uint8Array>) => {
-    const decoder = new TextDecoder()
-    for await (const chunk of stream) output = (output + decoder.decode(chunk)).slice(-20_000)
-  }
-  void collect(proc.stdout as ReadableStream<Uint8Array>)
-  void collect(proc.stderr as ReadableStream<Uint8Array>)
-  const server: Server = {
-    url: `http://127.0.0.1:${port}`,
-    pid: proc.pid,
-    proc,
-    output: () => output,
-    async stop() {
-      live.delete(server)
-      if (proc.exitCode === null) {
-        proc.kill('SIGTERM')
-        const killer = setTimeout(() => proc.kill('SIGKILL'), 10_000)
-        await proc.exited
-        clearTimeout(killer)
-      }
-    },
-  }
-  live.add(server)
-  return server
-}
+/** `bun <args>` on a free port, in production mode; ten seconds to stop before SIGKILL (a large vault folds its log). */
+const startBun = (args: string[], env: Record<string, string>): BenchProcess => spawnBench('server', args, { NODE_ENV: 'production', ...env }, freePort(), 10_000)
 
 /** Starts the service; resolves with the milliseconds until `path` first answered 200. */
-async function startService(dataDir: string, masterKey: string, key: string, env: Record<string, string> = {}): Promise<{ server: Server; startMs: number }> {
+async function startService(dataDir: string, masterKey: string, key: string, env: Record<string, string> = {}): Promise<{ server: BenchProcess; startMs: number }> {
   const since = performance.now()
-  const server = spawn(['dist/index.js'], { SVC_DATA_DIR: dataDir, SVC_MASTER_KEY: masterKey, SVC_SIGNUP: 'open', SVC_REGISTER_LIMIT: '0', ...env })
+  const server = startBun(['dist/index.js'], { SVC_DATA_DIR: dataDir, SVC_MASTER_KEY: masterKey, SVC_SIGNUP: 'open', SVC_REGISTER_LIMIT: '0', ...env })
   while (true) {
     try {
       const response = await fetch(`${server.url}/api/access-keys`, { headers: { authorization: `Bearer ${key}` } })
@@ -390,7 +343,7 @@ async function measureAgainstBaseline(work: string, masterKey: string, smoke: bo
   const fixturePath = join(work, 'wrk-fixture.json')
   writeFileSync(fixturePath, JSON.stringify(main.baseline))
   const { server: service } = await startService(main.dataDir, masterKey, main.key)
-  const baseline = spawn(['bench/baseline-server.ts'], { BENCH_FIXTURE: fixturePath, BENCH_DATA_DIR: join(work, 'wrk-baseline') })
+  const baseline = startBun(['bench/baseline-server.ts'], { BENCH_FIXTURE: fixturePath, BENCH_DATA_DIR: join(work, 'wrk-baseline') })
   for (let i = 0; ; i++) {
     const ok = await fetch(`${baseline.url}/api/stats`, { headers: { authorization: `Bearer ${main.key}` } }).then((r) => r.status === 200, () => false)
     if (ok) break
@@ -507,7 +460,7 @@ export async function runScale(argv: string[]): Promise<void> {
 
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => {
-    for (const server of live) server.proc.kill('SIGKILL')
+    for (const server of liveProcesses) server.proc.kill('SIGKILL')
     process.exit(130)
   })
 }
