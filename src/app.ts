@@ -80,6 +80,7 @@ export async function openVault(
   const keyring = new Keyring(loadMasterKey(config.dataDir, config.masterKey, log, () => holdsVaults(config.dataDir)))
   let accounts: Accounts | undefined
   let accessKeys: AccessKeys | undefined
+  let audit: AuditService | undefined
   const store = await Store.open(config.dataDir, {
     createKeyCheck: () => keyring.createKeyCheck(),
     onWriteError: (path, error) => {
@@ -95,6 +96,7 @@ export async function openVault(
     vaultIdleMs: config.vaultIdleMs,
     onVaultClosed: (userId) => {
       keyring.forgetVault(userId)
+      audit?.closeUserLog(userId)
       collectSoon()
     },
     now,
@@ -113,7 +115,7 @@ export async function openVault(
   accounts = new Accounts(store.accounts, config, now)
   accessKeys = new AccessKeys(store.accounts, now)
   const vaults = new Vaults(store, keyring)
-  const audit = new AuditService({ config, store, vaults, now, log })
+  audit = new AuditService({ config, store, vaults, now, log })
   if (!config.audit.enabled) log('warning: SVC_AUDIT=off: nothing is recorded in the audit log; this switch is for the benchmark only')
   return { config, store, keyring, accounts, accessKeys, vaults, log, now, metrics, logRequest, audit }
 }

@@ -1,12 +1,18 @@
-// An append-only audit log file (JSON Lines). Events queued in one turn of the event loop share
+// An append-only audit log file (JSON Lines). Events queued while the previous batch syncs share
 // one write and one fdatasync (group commit), and each caller's promise resolves only once its
 // line is on disk. What a line holds, and the hash chain, is the caller's business (`seal`): the
-// writer seals the queued events in order at write time, from the hash of the last durable line,
-// so that a failed write leaves nothing for later lines to chain from.
+// writer seals the queued events in order at write time, from the hash of the last line written,
+// and a failed batch is cut off again, so that nothing chains from a line that is not on disk.
 //
-// A crash in the middle of an append leaves a last line without its newline (never acknowledged):
-// it is cut off at open. Lines are never changed in place; compaction replaces the whole file.
-import { closeSync, constants, existsSync, fdatasyncSync, fsyncSync, ftruncateSync, openSync, readdirSync, readFileSync, unlinkSync, writeSync } from 'node:fs'
+// Speed (docs/performance.md, "The audit log's cost"): the fdatasync runs in the thread pool, so
+// the server goes on answering while the disk syncs; and the file keeps a reserve of zero bytes
+// past its last line, written and synced ahead, so that a batch overwrites blocks the file already
+// has: its fdatasync then flushes data only, without a journal commit for a new file size. The
+// reserve is cut off at close; a crash leaves it, and whatever follows the first zero byte or the
+// last newline (never acknowledged) is cut off at open. Readers stop at the first zero byte too,
+// and the server's own readers at the last durable line. Lines are never changed once durable;
+// compaction replaces the whole file.
+import { closeSync, constants, existsSync, fdatasync, fsyncSync, ftruncateSync, openSync, readdirSync, readFileSync, unlinkSync, writeSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fsyncDirSync, writeFileAtomic } from './atomic-file'
 
@@ -23,8 +29,18 @@ interface Pending<E> {
   reject: (error: unknown) => void
 }
 
-/** The complete lines of a log file (a torn last line left out), and their length in bytes. */
-export function readAuditLines(path: string): { lines: string[]; bytes: number } {
+/** Zero bytes kept written past the last line (see the top of this file). */
+export const AUDIT_RESERVE_BYTES = 64 * 1024
+
+/** Syncs a file's data (fs.fdatasync in the thread pool; tests hold it to look in between). */
+export type DataSync = (fd: number, done: (error: Error | null) => void) => void
+
+/**
+ * The complete lines of a log file, and their length in bytes: a torn last line, the zero reserve
+ * and anything after a zero byte (a batch a crash left half on disk) are left out. `limit`: read
+ * no further than this many bytes (the last durable line of a log being written).
+ */
+export function readAuditLines(path: string, limit = Infinity): { lines: string[]; bytes: number } {
   let bytes: Buffer
   try {
     bytes = readFileSync(path)
@@ -32,7 +48,9 @@ export function readAuditLines(path: string): { lines: string[]; bytes: number }
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { lines: [], bytes: 0 }
     throw error
   }
-  const end = bytes.lastIndexOf(0x0a) + 1
+  const zero = bytes.indexOf(0)
+  const cut = Math.min(limit, zero < 0 ? bytes.length : zero, bytes.length)
+  const end = cut === 0 ? 0 : bytes.lastIndexOf(0x0a, cut - 1) + 1
   const text = bytes.subarray(0, end).toString('utf8')
   return { lines: text === '' ? [] : text.slice(0, -1).split('\n'), bytes: end }
 }
@@ -44,6 +62,12 @@ export class AuditLogFile<E> {
   private paused = false
   /** A write failed and its bytes could not be cut: the next write cuts them first. */
   private dirty = false
+  /** A batch's sync is in flight. */
+  private syncing = false
+  /** Waiting for the batch in flight (compaction, close). */
+  private drained: (() => void)[] = []
+  /** Where the zero reserve ends (0: no reserve written since the last cut). */
+  private reserved = 0
 
   private constructor(
     readonly path: string,
@@ -53,19 +77,21 @@ export class AuditLogFile<E> {
     private head: string,
     private readonly seal: (event: E, prev: string) => SealedLine,
     private exists: boolean,
+    private readonly dataSync: DataSync,
   ) {}
 
   /**
    * Opens a log whose last durable line hashes to `head` (the caller read and checked the lines
    * with readAuditLines); a torn last line is cut off.
    */
-  static open<E>(path: string, head: string, seal: (event: E, prev: string) => SealedLine): AuditLogFile<E> {
+  static open<E>(path: string, head: string, seal: (event: E, prev: string) => SealedLine, dataSync: DataSync = fdatasync): AuditLogFile<E> {
     const { bytes } = readAuditLines(path)
     let exists = true
     try {
       const fd = openSync(path, 'r+')
       try {
-        // A torn last line (a crash mid-append) was never acknowledged.
+        // A torn last line (a crash mid-append) was never acknowledged; nor was anything in the
+        // reserve.
         ftruncateSync(fd, bytes)
         fsyncSync(fd)
       } finally {
@@ -75,12 +101,17 @@ export class AuditLogFile<E> {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error
       exists = false
     }
-    return new AuditLogFile(path, bytes, head, seal, exists)
+    return new AuditLogFile(path, bytes, head, seal, exists, dataSync)
   }
 
   /** The hash of the last durable line (or the chain's start). */
   get durableHead(): string {
     return this.head
+  }
+
+  /** Length of the durable lines: readers look no further (a batch in flight may still fail). */
+  get durableBytes(): number {
+    return this.bytes
   }
 
   /** Resolves once the event's line is durable; rejects when it could not be written. */
@@ -96,17 +127,20 @@ export class AuditLogFile<E> {
 
   /** Waits for every queued line. */
   async settle(): Promise<void> {
-    while (this.queue.length > 0 && !this.paused) await new Promise((resolve) => setImmediate(resolve))
+    while ((this.queue.length > 0 || this.syncing) && !this.paused) {
+      this.flush()
+      await this.idle()
+    }
   }
 
   /**
-   * Writes every event queued in this turn of the event loop as one write and one fdatasync, on
-   * the main thread: under load, two trips through the thread pool (write, then sync) cost more
-   * than the sync itself, and everything queued meanwhile waits for the next batch anyway.
+   * Writes every event queued meanwhile as one write (on the main thread: it only reaches the page
+   * cache) and syncs it in the thread pool. One batch is in flight at a time: what is queued while
+   * it syncs goes in the next one, started as soon as it is done.
    */
   private flush(): void {
     this.scheduled = false
-    if (this.paused || this.queue.length === 0) return
+    if (this.paused || this.syncing || this.queue.length === 0) return
     const batch = this.queue
     this.queue = []
     let head = this.head
@@ -117,37 +151,79 @@ export class AuditLogFile<E> {
       head = sealed.hash
     }
     const bytes = Buffer.from(`${texts.join('\n')}\n`)
+    const end = this.bytes + bytes.length
+    let fd: number
     try {
-      this.fd ??= openSync(this.path, constants.O_WRONLY | constants.O_CREAT, 0o600)
+      fd = this.fd ??= openSync(this.path, constants.O_WRONLY | constants.O_CREAT, 0o600)
       if (this.dirty) {
+        ftruncateSync(fd, this.bytes)
+        this.dirty = false
+      }
+      writeAll(fd, bytes, this.bytes)
+      // The next reserve goes with this batch's sync: one journal commit per reserve. A disk too
+      // full for it still takes the lines themselves.
+      if (end > this.reserved) {
+        try {
+          writeAll(fd, Buffer.alloc(AUDIT_RESERVE_BYTES), end)
+          this.reserved = end + AUDIT_RESERVE_BYTES
+        } catch {
+          ftruncateSync(fd, end)
+          this.reserved = 0
+        }
+      }
+    } catch (error) {
+      this.failed(batch, error)
+      return
+    }
+    this.syncing = true
+    this.dataSync(fd, (error) => {
+      this.syncing = false
+      try {
+        if (error) throw error
+        // A new file is durable only once its folder entry is.
+        if (!this.exists) {
+          fsyncDirSync(dirname(this.path))
+          this.exists = true
+        }
+      } catch (error) {
+        this.failed(batch, error)
+        this.afterBatch()
+        return
+      }
+      this.bytes = end
+      this.head = head
+      for (const pending of batch) pending.resolve()
+      this.afterBatch()
+    })
+  }
+
+  /** Starts the next batch, or tells those waiting that nothing is in flight. */
+  private afterBatch(): void {
+    this.flush()
+    if (!this.syncing) for (const resolve of this.drained.splice(0)) resolve()
+  }
+
+  /**
+   * A write or its sync failed: cut what it left, reserve included (a reader sees no
+   * unacknowledged line; if even that fails, the next write cuts it first), and fail the batch.
+   */
+  private failed(batch: Pending<E>[], error: unknown): void {
+    this.dirty = true
+    this.reserved = 0
+    try {
+      if (this.fd !== null) {
         ftruncateSync(this.fd, this.bytes)
         this.dirty = false
       }
-      let written = 0
-      while (written < bytes.length) written += writeSync(this.fd, bytes, written, bytes.length - written, this.bytes + written)
-      fdatasyncSync(this.fd)
-      // A new file is durable only once its folder entry is.
-      if (!this.exists) {
-        fsyncDirSync(dirname(this.path))
-        this.exists = true
-      }
-    } catch (error) {
-      // Cut what the failed write left (a reader sees no unacknowledged line); if even that
-      // fails, the next write cuts it first.
-      this.dirty = true
-      try {
-        if (this.fd !== null) {
-          ftruncateSync(this.fd, this.bytes)
-          this.dirty = false
-        }
-      } catch {}
-      this.closeFd()
-      for (const pending of batch) pending.reject(error)
-      return
-    }
-    this.bytes += bytes.length
-    this.head = head
-    for (const pending of batch) pending.resolve()
+    } catch {}
+    this.closeFd()
+    for (const pending of batch) pending.reject(error)
+  }
+
+  /** Resolves once no batch is in flight. */
+  private idle(): Promise<void> {
+    if (!this.syncing) return Promise.resolve()
+    return new Promise((resolve) => this.drained.push(resolve))
   }
 
   private closeFd(): void {
@@ -158,16 +234,23 @@ export class AuditLogFile<E> {
     this.fd = null
   }
 
-  /** Replaces the file with these lines (compaction); appends wait meanwhile. */
-  async replace(lines: string[], head: string): Promise<void> {
-    this.flush()
+  /**
+   * Compaction: `plan` gets the durable lines and answers the lines (and their last hash) that
+   * replace the file, or null to keep it. Appends wait meanwhile, so no line is written to the
+   * file being replaced after it was read.
+   */
+  async rewrite(plan: (lines: string[]) => Promise<{ lines: string[]; head: string } | null>): Promise<void> {
     this.paused = true
     try {
+      await this.idle()
+      const next = await plan(readAuditLines(this.path, this.bytes).lines)
+      if (!next) return
       this.closeFd()
-      const text = lines.length > 0 ? `${lines.join('\n')}\n` : ''
+      this.reserved = 0
+      const text = next.lines.length > 0 ? `${next.lines.join('\n')}\n` : ''
       await writeFileAtomic(this.path, text)
       this.bytes = Buffer.byteLength(text)
-      this.head = head
+      this.head = next.head
       this.exists = true
       this.dirty = false
     } finally {
@@ -176,10 +259,23 @@ export class AuditLogFile<E> {
     }
   }
 
+  /** Writes what is queued, cuts the reserve off (best effort: open cuts it too) and closes. */
   async close(): Promise<void> {
-    this.flush()
+    await this.settle()
+    if (this.fd !== null && this.reserved > 0 && !this.dirty) {
+      try {
+        ftruncateSync(this.fd, this.bytes)
+        fsyncSync(this.fd)
+        this.reserved = 0
+      } catch {}
+    }
     this.closeFd()
   }
+}
+
+function writeAll(fd: number, bytes: Uint8Array, at: number): void {
+  let written = 0
+  while (written < bytes.length) written += writeSync(fd, bytes, written, bytes.length - written, at + written)
 }
 
 /** Deletes a log file for good (a deleted account's), durably; a missing file is fine. */

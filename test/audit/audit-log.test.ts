@@ -2,8 +2,9 @@
 // server's own log for unknown e-mails, the hash chain and `bun run audit-verify` catching an
 // edited, removed or reordered line, and retention (compaction keeps the chain verifiable).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { cpSync, readFileSync, writeFileSync } from 'node:fs'
+import { cpSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { auditFileLines, auditFileText } from '../support/audit-file'
 import { Client, signUp, uniqueEmail, PASSWORD } from '../support/client'
 import { removeDir, ROOT, startTestServer, tempDir, type TestServer } from '../support/server'
 
@@ -20,7 +21,7 @@ afterAll(async () => {
 })
 
 const logPath = (s: TestServer, userId: string) => join(s.dataDir, 'vaults', `${userId}.audit.log`)
-const lines = (path: string) => readFileSync(path, 'utf8').trim().split('\n')
+const lines = auditFileLines
 
 function verify(dataDir: string): { code: number; output: string } {
   const run = Bun.spawnSync(['bun', 'src/cli/audit-verify.ts', '--data-dir', dataDir], { cwd: ROOT, stdout: 'pipe', stderr: 'pipe' })
@@ -134,7 +135,7 @@ describe('reading', () => {
     const exported = await key.get('/api/audit/export')
     expect(exported.status).toBe(200)
     expect(exported.headers.get('content-type')).toContain('application/x-ndjson')
-    expect(exported.text).toBe(readFileSync(logPath(server, carol.user.id), 'utf8'))
+    expect(exported.text).toBe(auditFileText(logPath(server, carol.user.id)))
     const first = JSON.parse(exported.text.split('\n')[0])
     expect(first).toHaveProperty('prev')
     expect(first).toHaveProperty('hash')

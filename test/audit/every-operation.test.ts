@@ -2,8 +2,9 @@
 // user's audit log (issue 17): one per action, none for reads that show no secret. A new
 // operation without a case here fails the test, so it cannot join the API unaudited by accident.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync } from 'node:fs'
 import { join } from 'node:path'
+import { auditFileLines, auditFileText } from '../support/audit-file'
 import { Client, sessionCookie, signUp, uniqueEmail, PASSWORD } from '../support/client'
 import { Browser, freePort, startTestProvider, type TestProvider } from '../support/oidc-provider'
 import { startTestServer, removeDir, type TestServer } from '../support/server'
@@ -35,7 +36,7 @@ afterAll(async () => {
 function actionsIn(userId: string | null): string[] {
   const path = userId ? join(server.dataDir, 'vaults', `${userId}.audit.log`) : join(server.dataDir, 'audit.log')
   if (!existsSync(path)) return []
-  return readFileSync(path, 'utf8').trim().split('\n').filter(Boolean).map((line) => JSON.parse(line).action)
+  return auditFileLines(path).map((line) => JSON.parse(line).action)
 }
 
 /** Walks the provider's pages up to its redirect back to the vault's callback. */
@@ -452,7 +453,7 @@ test('every operation in the OpenAPI document leaves exactly its events', async 
       status: 204,
       setup: async () => {
         // The two-step and passkey sign-ins are named so; the 2FA changes say which.
-        const events = readFileSync(join(server.dataDir, 'vaults', `${carolId()}.audit.log`), 'utf8').trim().split('\n').map((line) => JSON.parse(line))
+        const events = auditFileLines(join(server.dataDir, 'vaults', `${carolId()}.audit.log`)).map((line) => JSON.parse(line))
         expect(events.filter((e) => e.action === 'auth.login').map((e) => e.details.method)).toEqual(['2fa', 'password', 'passkey'])
         expect(events.filter((e) => e.action === 'auth.twofa_change').map((e) => e.details.change)).toEqual(['enabled', 'recovery_codes', 'disabled'])
       },
@@ -494,7 +495,7 @@ test('every operation in the OpenAPI document leaves exactly its events', async 
   }
 
   // The sign-in methods are named; the device sign-in's key names its device; the deletion its account.
-  const serverEvents = readFileSync(join(server.dataDir, 'audit.log'), 'utf8').trim().split('\n').map((line) => JSON.parse(line))
+  const serverEvents = auditFileLines(join(server.dataDir, 'audit.log')).map((line) => JSON.parse(line))
   const deletion = serverEvents.find((e) => e.action === 'account.delete')
   expect([deletion.outcome, deletion.actor.type, deletion.records]).toEqual(['ok', 'session', [{ kind: 'user', id: ids.carol, name: null }]])
   const walked = (await key.get('/api/audit?limit=500')).body.items
@@ -509,7 +510,7 @@ test('every operation in the OpenAPI document leaves exactly its events', async 
   const trashed = (await reader.get('/api/trash')).body.find((item: any) => item.recordId === doomed.body.id)
   const refused = await reader.post(`/api/trash/${trashed.id}/restore`)
   expect([refused.status, refused.body.code]).toEqual([403, 'AUTH_SCOPE_REQUIRED'])
-  const denied = JSON.parse(readFileSync(join(server.dataDir, 'vaults', `${me()}.audit.log`), 'utf8').trim().split('\n').at(-1)!)
+  const denied = JSON.parse(auditFileLines(join(server.dataDir, 'vaults', `${me()}.audit.log`)).at(-1)!)
   expect([denied.action, denied.outcome, denied.details.required]).toEqual(['scope.denied', 'denied', 'entries:write'])
   // A wrong second-step code after the right password: a failed sign-in in the account's log.
   const daveEmail = uniqueEmail('dave')
@@ -518,15 +519,15 @@ test('every operation in the OpenAPI document leaves exactly its events', async 
   const challenge = (await post(base, '/api/auth/login', { email: daveEmail, password: PASSWORD })).cookies.svc_2fa
   const wrong = await post(base, '/api/auth/login/2fa', { code: '12345678' }, { svc_2fa: challenge })
   expect([wrong.status, wrong.body.code]).toEqual([401, 'INVALID_TWO_FACTOR_CODE'])
-  const failedStep = JSON.parse(readFileSync(join(server.dataDir, 'vaults', `${dave.user.id}.audit.log`), 'utf8').trim().split('\n').at(-1)!)
+  const failedStep = JSON.parse(auditFileLines(join(server.dataDir, 'vaults', `${dave.user.id}.audit.log`)).at(-1)!)
   expect([failedStep.action, failedStep.outcome, failedStep.details]).toEqual(['auth.login_failed', 'failed', { method: '2fa', reason: 'invalid_code' }])
   // A passkey nobody registered: a failed sign-in in the server's log.
   const options = await post(base, '/api/auth/passkey/options', {})
   const stranger = new SoftPasskey(base).signIn(options.body)
   expect((await post(base, '/api/auth/passkey/login', { response: stranger }, { svc_passkey: options.cookies.svc_passkey })).status).toBe(401)
-  const strangerEvent = JSON.parse(readFileSync(join(server.dataDir, 'audit.log'), 'utf8').trim().split('\n').at(-1)!)
+  const strangerEvent = JSON.parse(auditFileLines(join(server.dataDir, 'audit.log')).at(-1)!)
   expect([strangerEvent.action, strangerEvent.outcome, strangerEvent.details.method]).toEqual(['auth.login_failed', 'failed', 'passkey'])
-  const oidcEvents = readFileSync(join(server.dataDir, 'vaults', `${oidcUser}.audit.log`), 'utf8')
+  const oidcEvents = auditFileText(join(server.dataDir, 'vaults', `${oidcUser}.audit.log`))
   expect(JSON.parse(oidcEvents.trim().split('\n')[0]).details.method).toBe('oidc')
   // A failed OIDC callback (no transaction) goes to the server's log.
   const failed = await new Browser().request(`${base}${CALLBACK}?code=x&state=y`)

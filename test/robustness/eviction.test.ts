@@ -4,6 +4,12 @@
 // vault still held by a request is the same document when opened again (never a second writer
 // on one file), idle vaults close on the clock, and a closed vault's data key is forgotten.
 import { afterAll, describe, expect, test } from 'bun:test'
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs'
+import { join } from 'node:path'
+import { verifyChain } from '../../src/modules/audit/chain'
+import { AuditService } from '../../src/modules/audit/service'
+import { auditFileLines } from '../support/audit-file'
+import { heldSync, turn } from '../support/held-sync'
 import { signUp } from '../support/client'
 import { removeDir, spawnServer, startTestServer, tempDir, type SpawnedServer } from '../support/server'
 import { makeActor, modules, startWorkload, unparsableJson, verifyLanes, type Actor } from './support'
@@ -95,6 +101,87 @@ describe('open vaults in process', () => {
       expect(ciphers.has(bob.user.id)).toBe(true)
       expect((await alice.get('/api/categories')).body.map((c: any) => c.name)).toEqual(['a'])
       expect(server.deps.store.openVaultCount).toBe(2)
+    } finally {
+      await server.stop()
+    }
+  })
+
+  test('a closed vault closes its audit log too; reveals racing the closes are each recorded once, in one chain', async () => {
+    const server = await startTestServer({ env: { SVC_VAULT_IDLE: '10m' }, now })
+    dirs.push(server.dataDir)
+    try {
+      const alice = await signUp(server.url)
+      const category = (await alice.post('/api/categories', { name: 'a', keyType: 'simple', envVarName: 'A' })).body
+      const entry = (await alice.post('/api/entries', { categoryId: category.id, name: 'shop', value: 'sk_evict_audit' })).body
+      const logPath = join(server.dataDir, 'vaults', `${alice.user.id}.audit.log`)
+      const openFiles = () => readdirSync('/proc/self/fd').filter((fd) => {
+        try {
+          return readlinkSync(`/proc/self/fd/${fd}`) === logPath
+        } catch {
+          return false
+        }
+      }).length
+      expect((await alice.post(`/api/entries/${entry.id}/reveal`)).status).toBe(200)
+      expect(openFiles()).toBe(1)
+      clock += 11 * 60_000
+      expect(server.deps.store.closeIdleVaults()).toBe(1)
+      await server.deps.audit.settle()
+      expect(openFiles()).toBe(0)
+      // The reserve of zero bytes is cut off with it.
+      expect(readFileSync(logPath).includes(0)).toBe(false)
+      // 200 reveals while the vault (and its log) is closed again and again.
+      let settled = false
+      const reveals = Promise.all(Array.from({ length: 200 }, () => alice.post(`/api/entries/${entry.id}/reveal`))).finally(() => (settled = true))
+      let closes = 0
+      while (!settled) {
+        clock += 11 * 60_000
+        closes += server.deps.store.closeIdleVaults()
+        await new Promise((resolve) => setImmediate(resolve))
+      }
+      expect((await reveals).every((answer) => answer.status === 200)).toBe(true)
+      expect(closes).toBeGreaterThan(1)
+      await server.deps.audit.settle()
+      const events = auditFileLines(logPath).map((line) => JSON.parse(line))
+      expect(events.filter((event) => event.action === 'entry.reveal').length).toBe(201)
+      const chain = verifyChain(auditFileLines(logPath), server.deps.store.openedVault(alice.user.id)?.data.auditChain ?? (await server.deps.vaults.open(alice.user.id)).doc.data.auditChain!)
+      expect(chain).toMatchObject({ ok: true })
+    } finally {
+      await server.stop()
+    }
+  })
+
+  test('a log closed while a batch syncs and more wait: the next open waits for them, one chain', async () => {
+    const server = await startTestServer({ now })
+    dirs.push(server.dataDir)
+    try {
+      const alice = await signUp(server.url)
+      const disk = heldSync()
+      // The server's own service lets go of the log; a second one on the same store takes it, with
+      // a sync the test holds.
+      server.deps.audit.closeUserLog(alice.user.id)
+      await server.deps.audit.settle()
+      const audit = new AuditService({ ...server.deps, dataSync: disk.sync })
+      const event = (n: number) => ({ action: 'entry.reveal' as const, actor: { type: 'anonymous' as const, id: null, name: null }, clientAddress: '127.0.0.1', userAgent: null, details: { n } })
+      const first = audit.record(alice.user.id, event(1))
+      while (disk.held.length === 0) await turn()
+      // Queued behind the batch in flight, then the log is closed, then one more event comes.
+      const second = audit.record(alice.user.id, event(2))
+      await turn()
+      audit.closeUserLog(alice.user.id)
+      const third = audit.record(alice.user.id, event(3))
+      for (let i = 0; i < 20; i++) await turn()
+      // Nothing was opened again while the old log still had lines to write.
+      expect(disk.held.length).toBe(1)
+      while (disk.held.length > 0 || !(await Promise.race([Promise.all([first, second, third]).then(() => true), turn().then(() => false)]))) {
+        if (disk.held.length > 0) disk.release()
+        await turn()
+      }
+      await audit.close()
+      const path = join(server.dataDir, 'vaults', `${alice.user.id}.audit.log`)
+      const lines = auditFileLines(path)
+      expect(lines.map((line) => JSON.parse(line)).filter((e) => e.action === 'entry.reveal').map((e) => e.details.n)).toEqual([1, 2, 3])
+      const anchor = (await server.deps.vaults.open(alice.user.id)).doc.data.auditChain!
+      expect(verifyChain(lines, anchor)).toMatchObject({ ok: true, lines: lines.length })
     } finally {
       await server.stop()
     }

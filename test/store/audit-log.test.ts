@@ -1,11 +1,16 @@
 // The audit log writer (src/store/audit-log.ts): concurrent appends share writes and syncs, keep
 // their order and the hash chain; when writes fail in the middle of a stream of appends, exactly
-// the events whose promise resolved are in the file, and the chain goes on from them.
+// the events whose promise resolved are in the file, and the chain goes on from them. With the
+// sync held by the test: nothing is acknowledged or shown before its sync, one batch is in flight
+// at a time, a failed sync is cut off, compaction loses nothing appended meanwhile, and the zero
+// reserve (or a batch a crash left half on disk) is never read as lines.
 import { afterAll, expect, test } from 'bun:test'
 import { spawnSync } from 'node:child_process'
+import { closeSync, openSync, readFileSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
 import { sealLine, verifyChain } from '../../src/modules/audit/chain'
-import { AuditLogFile, readAuditLines } from '../../src/store/audit-log'
+import { AUDIT_RESERVE_BYTES, AuditLogFile, readAuditLines } from '../../src/store/audit-log'
+import { heldSync, turn } from '../support/held-sync'
 import { removeDir, tempDir } from '../support/server'
 
 const dir = tempDir('svc-vault-audit-writer-')
@@ -51,4 +56,111 @@ test.skipIf(process.getuid?.() !== 0)('a write failure mid-stream: resolved even
   const written = lines.map((line) => JSON.parse(line).n)
   expect(written).toEqual([-1, ...results.flatMap((ok, index) => (ok ? [index] : []))])
   expect(verifyChain(lines, { start: START, checkpoint: null })).toMatchObject({ ok: true })
+})
+
+test('one batch in flight: not acknowledged, not shown before its sync; what comes meanwhile is the next batch', async () => {
+  const path = join(dir, 'c.log')
+  const disk = heldSync()
+  const log = AuditLogFile.open<{ n: number }>(path, START, sealLine, disk.sync)
+  const resolved: number[] = []
+  const first = [0, 1, 2].map((n) => log.append({ n }).then(() => resolved.push(n)))
+  await turn()
+  // Written, syncing: not acknowledged, and a reader of the durable lines does not see it.
+  expect(disk.held.length).toBe(1)
+  expect(resolved).toEqual([])
+  expect(readAuditLines(path, log.durableBytes).lines).toEqual([])
+  // Three more while it syncs: they wait for it, then go together.
+  const second = [3, 4, 5].map((n) => log.append({ n }).then(() => resolved.push(n)))
+  await turn()
+  expect(disk.held.length).toBe(1)
+  disk.release()
+  await Promise.all(first)
+  expect(resolved).toEqual([0, 1, 2])
+  expect(readAuditLines(path, log.durableBytes).lines.map((line) => JSON.parse(line).n)).toEqual([0, 1, 2])
+  expect(disk.held.length).toBe(1)
+  disk.release()
+  await Promise.all(second)
+  expect(resolved).toEqual([0, 1, 2, 3, 4, 5])
+  // The file keeps a reserve of zero bytes past its lines while open; close cuts it off.
+  const open = readFileSync(path)
+  expect(open.length).toBeGreaterThanOrEqual(log.durableBytes + AUDIT_RESERVE_BYTES / 2)
+  expect(open.subarray(log.durableBytes).every((byte) => byte === 0)).toBe(true)
+  const closing = log.close()
+  await closing
+  expect(readFileSync(path, 'utf8')).toBe(`${readAuditLines(path).lines.join('\n')}\n`)
+  expect(verifyChain(readAuditLines(path).lines, { start: START, checkpoint: null })).toMatchObject({ ok: true, lines: 6 })
+})
+
+test('a failed sync: its batch is refused and cut off, reserve included; the chain goes on from the last durable line', async () => {
+  const path = join(dir, 'd.log')
+  const disk = heldSync()
+  const log = AuditLogFile.open<{ n: number }>(path, START, sealLine, disk.sync)
+  const kept = log.append({ n: 0 })
+  await turn()
+  disk.release()
+  await kept
+  const durable = log.durableBytes
+  const lost = log.append({ n: 1 })
+  await turn()
+  disk.release(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }))
+  expect(await lost.then(() => 'acknowledged', (error: Error) => error.message)).toContain('EIO')
+  expect(readFileSync(path).length).toBe(durable)
+  const next = log.append({ n: 2 })
+  await turn()
+  disk.release()
+  await next
+  await log.close()
+  const { lines } = readAuditLines(path)
+  expect(lines.map((line) => JSON.parse(line).n)).toEqual([0, 2])
+  expect(verifyChain(lines, { start: START, checkpoint: null })).toMatchObject({ ok: true, lines: 2 })
+})
+
+test('compaction waits for the batch in flight and keeps what is appended meanwhile', async () => {
+  const path = join(dir, 'e.log')
+  const disk = heldSync()
+  const log = AuditLogFile.open<{ n: number }>(path, START, sealLine, disk.sync)
+  const appended = [0, 1, 2].map((n) => log.append({ n }))
+  await turn()
+  let planned = null as number[] | null
+  // Drops the first line, as a retention would.
+  const compacting = log.rewrite(async (lines) => {
+    planned = lines.map((line) => JSON.parse(line).n)
+    const kept = lines.slice(1)
+    return { lines: kept, head: JSON.parse(kept.at(-1)!).hash }
+  })
+  const during = log.append({ n: 3 })
+  await turn()
+  expect(planned).toBeNull()
+  disk.release()
+  await Promise.all(appended)
+  await compacting
+  expect(planned).toEqual([0, 1, 2])
+  await turn()
+  disk.release()
+  await during
+  await log.close()
+  const { lines } = readAuditLines(path)
+  expect(lines.map((line) => JSON.parse(line).n)).toEqual([1, 2, 3])
+  expect(verifyChain(lines, { start: START, checkpoint: JSON.parse(lines[0]).prev })).toMatchObject({ ok: true, lines: 3 })
+})
+
+test('a crash leaves the reserve, or a batch half on disk: readers and the next open stop at the first zero byte', async () => {
+  const path = join(dir, 'f.log')
+  const log = AuditLogFile.open<{ n: number }>(path, START, sealLine)
+  await log.append({ n: 0 })
+  await log.append({ n: 1 })
+  const durable = log.durableBytes
+  // What kill -9 leaves: the file as it is, reserve and all (the log is never closed). Then a
+  // batch of which only a later block reached the disk: zeros, then the end of a line.
+  const fd = openSync(path, 'r+')
+  writeSync(fd, Buffer.from('{"n":3,"torn":true}\n'), 0, 20, durable + 5000)
+  closeSync(fd)
+  expect(readAuditLines(path).lines.map((line) => JSON.parse(line).n)).toEqual([0, 1])
+  const { lines } = readAuditLines(path)
+  const again = AuditLogFile.open<{ n: number }>(path, JSON.parse(lines.at(-1)!).hash, sealLine)
+  expect(readFileSync(path).length).toBe(durable)
+  await again.append({ n: 2 })
+  await again.close()
+  expect(readAuditLines(path).lines.map((line) => JSON.parse(line).n)).toEqual([0, 1, 2])
+  expect(verifyChain(readAuditLines(path).lines, { start: START, checkpoint: null })).toMatchObject({ ok: true, lines: 3 })
 })

@@ -8,7 +8,7 @@ import type { Config } from '../../config'
 import { randomBytes } from '../../crypto/tokens'
 import { clientAddress, type PeerSource } from '../../http/client-address'
 import type { Logger } from '../../http/error-handler'
-import { AuditLogFile, deleteAuditLogFile, readAuditLines, readJsonFile, writeJsonFile } from '../../store/audit-log'
+import { AuditLogFile, deleteAuditLogFile, readAuditLines, readJsonFile, writeJsonFile, type DataSync } from '../../store/audit-log'
 import { VAULTS_DIR, type Store } from '../../store/store'
 import type { Vaults } from '../vault-access'
 import { parseLine, sealLine, type ChainAnchor } from './chain'
@@ -96,10 +96,14 @@ export class AuditService {
   failures = 0
   readonly enabled: boolean
   private readonly logs = new Map<string, Promise<OpenLog>>()
+  /** The same logs once open (the readers' view of how far each is durable). */
+  private readonly openLogs = new Map<string, OpenLog>()
+  /** Logs being closed (their vault was closed): opening one again waits for it. */
+  private readonly closing = new Map<string, Promise<void>>()
   private readonly timer: ReturnType<typeof setInterval> | null = null
 
   constructor(
-    private readonly deps: { config: Pick<Config, 'trustProxy' | 'audit' | 'dataDir'>; store: Store; vaults: Vaults; now: () => number; log: Logger },
+    private readonly deps: { config: Pick<Config, 'trustProxy' | 'audit' | 'dataDir'>; store: Store; vaults: Vaults; now: () => number; log: Logger; dataSync?: DataSync },
   ) {
     this.enabled = deps.config.audit.enabled
     if (this.enabled) {
@@ -139,9 +143,15 @@ export class AuditService {
       details: event.details ?? {},
     }
     try {
-      const log = await this.open(userId)
-      if (log.gate) await log.gate
-      await log.file.append(full)
+      for (;;) {
+        const opening = this.open(userId)
+        const log = await opening
+        if (log.gate) await log.gate
+        // Closed meanwhile (its vault was closed): the next open waits for that and reads on.
+        if (this.logs.get(userId ?? '') !== opening) continue
+        await log.file.append(full)
+        break
+      }
     } catch (error) {
       this.failures++
       this.deps.log(`error: could not write the audit event ${full.action}: ${(error as Error)?.message ?? error}`)
@@ -213,7 +223,7 @@ export class AuditService {
 
   /** The user's log as stored (JSON Lines), from `since` on. */
   exportLines(userId: string, since?: string): string {
-    const { lines } = readAuditLines(userAuditLogPath(this.deps.config.dataDir, userId))
+    const lines = this.readLines(userId)
     const from = since ? Date.parse(since) : -Infinity
     const kept = lines.filter((line) => {
       if (from === -Infinity) return true
@@ -223,8 +233,14 @@ export class AuditService {
     return kept.length > 0 ? `${kept.join('\n')}\n` : ''
   }
 
+  /** The user's durable lines: a batch still syncing (and perhaps failing) is not shown. */
+  private readLines(userId: string): string[] {
+    const log = this.openLogs.get(userId)
+    return readAuditLines(userAuditLogPath(this.deps.config.dataDir, userId), log ? log.file.durableBytes : Infinity).lines
+  }
+
   private readEvents(userId: string): AuditEvent[] {
-    const { lines } = readAuditLines(userAuditLogPath(this.deps.config.dataDir, userId))
+    const lines = this.readLines(userId)
     const events: AuditEvent[] = []
     for (const line of lines) {
       const parsed = parseLine(line)
@@ -239,11 +255,44 @@ export class AuditService {
     const key = userId ?? ''
     let log = this.logs.get(key)
     if (!log) {
-      log = userId === null ? this.openServerLog() : this.openUserLog(userId)
-      this.logs.set(key, log)
-      log.catch(() => this.logs.delete(key))
+      const closing = this.closing.get(key)
+      const opening = (closing ? closing.then(() => this.openLog(userId)) : this.openLog(userId)).then((open) => {
+        if (this.logs.get(key) === opening) this.openLogs.set(key, open)
+        return open
+      })
+      log = opening
+      this.logs.set(key, opening)
+      opening.catch(() => {
+        if (this.logs.get(key) === opening) this.logs.delete(key)
+      })
     }
     return log
+  }
+
+  private openLog(userId: string | null): Promise<OpenLog> {
+    return userId === null ? this.openServerLog() : this.openUserLog(userId)
+  }
+
+  /**
+   * Closes a user's log when the store closes their vault (idle, or beyond SVC_OPEN_VAULTS), so
+   * that open files and memory follow the active users: what is queued is written first, and an
+   * append that comes meanwhile opens it again once that is done.
+   */
+  closeUserLog(userId: string): void {
+    const opening = this.logs.get(userId)
+    if (!opening) return
+    this.logs.delete(userId)
+    this.openLogs.delete(userId)
+    const closed: Promise<void> = (async () => {
+      const log = await opening.catch(() => null)
+      if (log?.gate) await log.gate
+      await log?.file.close()
+    })()
+      .catch((error) => this.deps.log(`error: could not close the audit log of ${userId}: ${(error as Error).message}`))
+      .finally(() => {
+        if (this.closing.get(userId) === closed) this.closing.delete(userId)
+      })
+    this.closing.set(userId, closed)
   }
 
   private async openUserLog(userId: string): Promise<OpenLog> {
@@ -279,7 +328,7 @@ export class AuditService {
     const last = lines.length > 0 ? parseLine(lines[lines.length - 1]) : null
     const anchor = readAnchor()
     const head = last?.event.hash ?? anchor.checkpoint ?? anchor.start
-    const file = AuditLogFile.open<AuditEvent>(path, head, sealLine)
+    const file = AuditLogFile.open<AuditEvent>(path, head, sealLine, this.deps.dataSync)
     const log: OpenLog = { file, path, gate: null, compactedAt: 0, readAnchor, writeAnchor }
     await this.compact(log)
     return log
@@ -290,17 +339,18 @@ export class AuditService {
     log.compactedAt = this.deps.now()
     await this.noteHead(log)
     const cutoff = this.deps.now() - this.deps.config.audit.retentionMs
-    const { lines } = readAuditLines(log.path)
-    let drop = 0
-    while (drop < lines.length && Date.parse(parseLine(lines[drop])?.event.time ?? '') < cutoff) drop++
-    if (drop === 0) return
-    const checkpoint = parseLine(lines[drop - 1])!.event.hash
-    const kept = lines.slice(drop)
-    // The checkpoint is recorded first: should the rewrite not happen, the verifier finds the
-    // checkpoint inside the old file and checks the chain from there.
-    const head = kept.length > 0 ? parseLine(kept[kept.length - 1])!.event.hash : checkpoint
-    await log.writeAnchor({ ...log.readAnchor(), checkpoint, head })
-    await log.file.replace(kept, head)
+    await log.file.rewrite(async (lines) => {
+      let drop = 0
+      while (drop < lines.length && Date.parse(parseLine(lines[drop])?.event.time ?? '') < cutoff) drop++
+      if (drop === 0) return null
+      const checkpoint = parseLine(lines[drop - 1])!.event.hash
+      const kept = lines.slice(drop)
+      // The checkpoint is recorded first: should the rewrite not happen, the verifier finds the
+      // checkpoint inside the old file and checks the chain from there.
+      const head = kept.length > 0 ? parseLine(kept[kept.length - 1])!.event.hash : checkpoint
+      await log.writeAnchor({ ...log.readAnchor(), checkpoint, head })
+      return { lines: kept, head }
+    })
   }
 
   /** Compacts every open log (runs every few hours); appends wait meanwhile. */
@@ -330,10 +380,18 @@ export class AuditService {
     const path = userAuditLogPath(this.deps.config.dataDir, userId)
     const opening = this.logs.get(userId)
     this.logs.delete(userId)
+    this.openLogs.delete(userId)
+    await this.closing.get(userId)
     const log = opening ? await opening.catch(() => null) : null
     if (log?.gate) await log.gate
     await log?.file.close()
     deleteAuditLogFile(path)
+  }
+
+  /** Waits for every queued event and every log being closed (tests, shutdown). */
+  async settle(): Promise<void> {
+    await Promise.all(this.closing.values())
+    for (const log of this.openLogs.values()) await log.file.settle()
   }
 
   async close(): Promise<void> {
@@ -344,6 +402,8 @@ export class AuditService {
       await log.file.close()
       await this.noteHead(log)
     }
+    await Promise.all(this.closing.values())
     this.logs.clear()
+    this.openLogs.clear()
   }
 }
