@@ -22,6 +22,7 @@ import { FULL_SIZES, SMOKE_SIZES, type SeededVault } from './fixture'
 import { combineRuns, runLoad, UNIQUE_ID, type LoadRequest, type LoadResult } from './load'
 import { seedMainVault, seedManyUsers, type SeededUsers } from './seed'
 import { freePort, liveProcesses, spawnBench, type BenchProcess } from './processes'
+import { ensureWrk, wrk } from './wrk'
 
 const ROOT = resolve(import.meta.dir, '..')
 
@@ -358,6 +359,28 @@ async function main() {
       }
       return [combineRuns(serviceRuns), combineRuns(baselineRuns)] as const
     }
+    /** As alternate, with wrk: req/s over all slices, p50 the slices' median, p99 their highest. */
+    const alternateWrk = (service: BenchProcess, baseline: BenchProcess, requests: LoadRequest[], connections: number) => {
+      ensureWrk()
+      const slice = Math.max(1, Math.round(options.duration / options.rounds))
+      const runs: [LoadResult[], LoadResult[]] = [[], []]
+      for (let round = 0; round < options.rounds; round++) {
+        for (const [side, server] of [service, baseline].entries()) {
+          const result = wrk(server.url, { connections, seconds: slice, method: requests[0].method, paths: requests.map((request) => request.path), headers })
+          const ok = Math.round(result.rps * slice)
+          runs[side].push({ rps: result.rps, p50: result.p50, p99: result.p99, ok, failures: result.non2xx > 0 ? { 'non-2xx': result.non2xx } : {}, errors: result.errors, seconds: slice })
+        }
+      }
+      const combine = (slices: LoadResult[]): LoadResult => {
+        const p50s = slices.map((run) => run.p50).sort((a, b) => a - b)
+        const failures: Record<string, number> = {}
+        for (const run of slices) for (const [status, count] of Object.entries(run.failures)) failures[status] = (failures[status] ?? 0) + count
+        const ok = slices.reduce((sum, run) => sum + run.ok, 0)
+        const seconds = slices.reduce((sum, run) => sum + run.seconds, 0)
+        return { rps: ok / seconds, p50: p50s[Math.floor(p50s.length / 2)], p99: Math.max(...slices.map((run) => run.p99)), ok, failures, errors: slices.reduce((sum, run) => sum + run.errors, 0), seconds }
+      }
+      return [combine(runs[0]), combine(runs[1])] as const
+    }
     const warm = async (server: BenchProcess, requests: LoadRequest[]) => {
       if (options.warmup > 0) await measure(server, requests, 8, options.warmup)
     }
@@ -419,8 +442,10 @@ async function main() {
         await warm(on, requests)
         await warm(off, requests)
         for (const connections of options.connections) {
-          const [onResult, offResult] = await alternate(on, off, requests, connections)
-          record(scenario, connections, onResult, offResult, 'baseline column: the audit log off')
+          // wrk (one thread) rather than autocannon, which takes a whole core of the two (issue 19);
+          // the smoke run keeps autocannon's fixed request count.
+          const [onResult, offResult] = options.smoke ? await alternate(on, off, requests, connections) : alternateWrk(on, off, requests, connections)
+          record(scenario, connections, onResult, offResult, `baseline column: the audit log off${options.smoke ? '' : '; wrk'}`)
         }
       }
       await on.stop()

@@ -24,6 +24,7 @@ import { FORMAT_VERSION, type AccessKeyRecord, type AccountsDocument, type Categ
 import { SMOKE_SIZES } from './fixture'
 import { seedMainVault } from './seed'
 import { freePort, liveProcesses, spawnBench, type BenchProcess } from './processes'
+import { ensureWrk, wrk, type WrkResult } from './wrk'
 
 const ROOT = resolve(import.meta.dir, '..')
 const PASSWORD = 'bench password 1234'
@@ -56,56 +57,6 @@ async function startService(dataDir: string, masterKey: string, key: string, env
 function rssMb(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8')
   return Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1] ?? NaN) / 1024
-}
-
-// ---------------------------------------------------------------------------------------------
-// wrk
-
-interface WrkResult {
-  rps: number
-  p50: number
-  p99: number
-  non2xx: number
-  errors: number
-}
-
-function ensureWrk(): void {
-  if (Bun.which('wrk')) return
-  console.error('[bench] wrk is missing: apt-get install -y wrk')
-  const install = Bun.spawnSync(['apt-get', 'install', '-y', 'wrk'], { stdout: 'inherit', stderr: 'inherit' })
-  if (install.exitCode !== 0 || !Bun.which('wrk')) throw new Error('wrk is needed for --scale (apt-get install -y wrk failed)')
-}
-
-const luaString = (text: string) => JSON.stringify(text)
-
-/** wrk on one thread, `connections` connections, cycling through `paths`; latencies in ms. */
-function wrk(url: string, options: { connections: number; seconds: number; method: string; paths: string[]; headers: Record<string, string>; body?: string }): WrkResult {
-  const script = join(tmpdir(), `svc-vault-wrk-${process.pid}.lua`)
-  const headers = Object.entries({ 'content-type': 'application/json', ...options.headers })
-    .map(([name, value]) => `[${luaString(name)}] = ${luaString(value)}`)
-    .join(', ')
-  writeFileSync(
-    script,
-    `local paths = { ${options.paths.map(luaString).join(', ')} }
-local headers = { ${headers} }
-local body = ${options.body === undefined ? 'nil' : luaString(options.body)}
-local n = 0
-request = function()
-  n = n + 1
-  return wrk.format(${luaString(options.method)}, paths[(n % #paths) + 1], headers, body)
-end
-done = function(summary, latency, requests)
-  local e = summary.errors
-  io.write(string.format("RESULT %d %d %f %f %d %d\\n", summary.requests, summary.duration, latency:percentile(50), latency:percentile(99), e.status, e.connect + e.read + e.write + e.timeout))
-end
-`,
-  )
-  const run = Bun.spawnSync(['wrk', '-t1', `-c${options.connections}`, `-d${options.seconds}s`, '--timeout', '30s', '-s', script, url], { stdout: 'pipe', stderr: 'pipe' })
-  rmSync(script, { force: true })
-  const line = /RESULT (\d+) (\d+) ([\d.]+) ([\d.]+) (\d+) (\d+)/.exec(run.stdout.toString())
-  if (!line) throw new Error(`wrk gave no result: ${run.stdout.toString()} ${run.stderr.toString()}`)
-  const [requests, durationUs, p50Us, p99Us, non2xx, errors] = line.slice(1).map(Number)
-  return { rps: (requests - non2xx) / (durationUs / 1e6), p50: p50Us / 1000, p99: p99Us / 1000, non2xx, errors }
 }
 
 // ---------------------------------------------------------------------------------------------
