@@ -14,7 +14,7 @@
 //   bun run bench --scale --entries=1000     other vault sizes
 //   bun run bench --scale --smoke            tiny sizes, seconds (checks the bench itself runs)
 //   bun run bench --scale --out=path.json    where the JSON goes (default bench/results/scale.json)
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { Keyring } from '../src/crypto/keyring'
@@ -293,7 +293,12 @@ async function measureAgainstBaseline(work: string, masterKey: string, smoke: bo
   const main = await seedMainVault(join(work, 'wrk-main'), masterKey, smoke ? SMOKE_SIZES : { ...SMOKE_SIZES, categories: 100, entries: 1000, twoFactor: 50, envProjects: 0, users: 0 })
   const fixturePath = join(work, 'wrk-fixture.json')
   writeFileSync(fixturePath, JSON.stringify(main.baseline))
+  const unauditedDir = join(work, 'wrk-main-unaudited')
+  cpSync(main.dataDir, unauditedDir, { recursive: true })
   const { server: service } = await startService(main.dataDir, masterKey, main.key)
+  // The same service with its audit log off (SVC_AUDIT=off, a switch for benchmarks only): a reveal
+  // as shipped waits for its audit event's disk sync (issue 17), which the baseline does not do.
+  const { server: unaudited } = await startService(unauditedDir, masterKey, main.key, { SVC_AUDIT: 'off' })
   const baseline = startBun(['bench/baseline-server.ts'], { BENCH_FIXTURE: fixturePath, BENCH_DATA_DIR: join(work, 'wrk-baseline') })
   for (let i = 0; ; i++) {
     const ok = await fetch(`${baseline.url}/api/stats`, { headers: { authorization: `Bearer ${main.key}` } }).then((r) => r.status === 200, () => false)
@@ -302,21 +307,23 @@ async function measureAgainstBaseline(work: string, masterKey: string, smoke: bo
     await Bun.sleep(2)
   }
   const headers = { authorization: `Bearer ${main.key}` }
+  const revealPaths = main.entryIds.slice(0, 64).map((id) => `/api/entries/${id}/reveal`)
   const scenarios = [
-    { scenario: 'POST /api/entries/{id}/reveal', method: 'POST', paths: main.entryIds.slice(0, 64).map((id) => `/api/entries/${id}/reveal`) },
-    { scenario: 'GET /api/entries', method: 'GET', paths: ['/api/entries'] },
+    { scenario: 'POST /api/entries/{id}/reveal', method: 'POST', paths: revealPaths, service },
+    { scenario: 'POST /api/entries/{id}/reveal, audit log off', method: 'POST', paths: revealPaths, service: unaudited },
+    { scenario: 'GET /api/entries', method: 'GET', paths: ['/api/entries'], service },
   ]
   const rows: WrkRow[] = []
   try {
     for (const s of scenarios) {
       const run = (url: string) => wrk(url, { connections: 32, seconds: smoke ? 1 : 4, method: s.method, paths: s.paths, headers })
       // Warm both, then alternate so that a drift of the machine's speed hits both alike.
-      run(service.url)
+      run(s.service.url)
       run(baseline.url)
       const serviceRuns: WrkResult[] = []
       const baselineRuns: WrkResult[] = []
       for (let round = 0; round < (smoke ? 1 : 3); round++) {
-        serviceRuns.push(run(service.url))
+        serviceRuns.push(run(s.service.url))
         baselineRuns.push(run(baseline.url))
       }
       const pick = (runs: WrkResult[]) => runs.sort((a, b) => a.rps - b.rps)[Math.floor(runs.length / 2)]
@@ -326,6 +333,7 @@ async function measureAgainstBaseline(work: string, masterKey: string, smoke: bo
     }
   } finally {
     await service.stop()
+    await unaudited.stop()
     await baseline.stop()
   }
   return rows
