@@ -59,6 +59,22 @@ export const MUTANTS: Mutant[] = [
     test: 'test/robustness/durability-order.test.ts',
   },
   {
+    name: 'audit-ack-before-sync',
+    guarantee: 'recorded before the secret leaves: a reveal answers only once its audit line is fdatasynced',
+    file: 'src/store/audit-log.ts',
+    search: 'this.dataSync(fd, (error) => {',
+    replace: '((_fd: number, done: (error: Error | null) => void) => done(null))(fd, (error) => {',
+    test: 'test/robustness/audit-order.test.ts',
+  },
+  {
+    name: 'audit-read-unsynced',
+    guarantee: 'nothing half-written is shown: the audit log is read only up to its last durable line',
+    file: 'src/modules/audit/service.ts',
+    search: 'log ? log.file.durableBytes : Infinity',
+    replace: 'Infinity',
+    test: 'test/audit/audit-log.test.ts',
+  },
+  {
     name: 'reply-before-durable',
     guarantee: 'crash safety: a write is answered only once it is on disk',
     file: 'src/store/document.ts',

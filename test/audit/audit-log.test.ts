@@ -4,7 +4,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { cpSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { AuditService } from '../../src/modules/audit/service'
 import { auditFileLines, auditFileText } from '../support/audit-file'
+import { heldSync, turn } from '../support/held-sync'
 import { Client, signUp, uniqueEmail, PASSWORD } from '../support/client'
 import { removeDir, ROOT, startTestServer, tempDir, type TestServer } from '../support/server'
 
@@ -101,6 +103,32 @@ describe('events', () => {
 })
 
 describe('reading', () => {
+  test('an event still syncing is not listed nor exported: only durable lines are shown', async () => {
+    const dave = await signUp(server.url)
+    server.deps.audit.closeUserLog(dave.user.id)
+    await server.deps.audit.settle()
+    const disk = heldSync()
+    // A service on the same store whose syncs the test holds (the server's own let go of the log).
+    const audit = new AuditService({ ...server.deps, dataSync: disk.sync })
+    const actor = { type: 'anonymous' as const, id: null, name: null }
+    const durable = audit.record(dave.user.id, { action: 'entry.reveal', actor, clientAddress: '127.0.0.1', userAgent: null, details: { n: 1 } })
+    while (disk.held.length === 0) await turn()
+    disk.release()
+    await durable
+    const syncing = audit.record(dave.user.id, { action: 'entry.reveal', actor, clientAddress: '127.0.0.1', userAgent: null, details: { n: 2 } })
+    while (disk.held.length === 0) await turn()
+    // Written to the file, not yet synced.
+    expect(auditFileText(logPath(server, dave.user.id))).toContain('"n":2')
+    const listed = () => audit.list(dave.user.id, { action: 'entry.reveal' }).items.map((event) => event.details.n)
+    expect(listed()).toEqual([1])
+    expect(audit.exportLines(dave.user.id)).not.toContain('"n":2')
+    disk.release()
+    await syncing
+    expect(listed()).toEqual([2, 1])
+    expect(audit.exportLines(dave.user.id)).toContain('"n":2')
+    await audit.close()
+  })
+
   test('newest first, pages by cursor, filters by action, actor and time; export answers the stored lines', async () => {
     const carol = await signUp(server.url)
     const key = await carol.keyClient(['categories:write', 'audit:read'])

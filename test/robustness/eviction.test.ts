@@ -107,7 +107,7 @@ describe('open vaults in process', () => {
   })
 
   test('a closed vault closes its audit log too; reveals racing the closes are each recorded once, in one chain', async () => {
-    const server = await startTestServer({ env: { SVC_VAULT_IDLE: '10m' }, now })
+    const server = await startTestServer({ env: { SVC_VAULT_IDLE: '10m', SVC_SESSION_TTL: '366d' }, now })
     dirs.push(server.dataDir)
     try {
       const alice = await signUp(server.url)
@@ -129,17 +129,24 @@ describe('open vaults in process', () => {
       expect(openFiles()).toBe(0)
       // The reserve of zero bytes is cut off with it.
       expect(readFileSync(logPath).includes(0)).toBe(false)
-      // 200 reveals while the vault (and its log) is closed again and again.
-      let settled = false
-      const reveals = Promise.all(Array.from({ length: 200 }, () => alice.post(`/api/entries/${entry.id}/reveal`))).finally(() => (settled = true))
+      // 200 reveals in 10 waves, the vault (and its log) closed before each and again and again
+      // while they run.
       let closes = 0
-      while (!settled) {
+      const answers: { status: number }[] = []
+      for (let wave = 0; wave < 10; wave++) {
         clock += 11 * 60_000
         closes += server.deps.store.closeIdleVaults()
-        await new Promise((resolve) => setImmediate(resolve))
+        let settled = false
+        const reveals = Promise.all(Array.from({ length: 20 }, () => alice.post(`/api/entries/${entry.id}/reveal`))).finally(() => (settled = true))
+        while (!settled) {
+          clock += 11 * 60_000
+          closes += server.deps.store.closeIdleVaults()
+          await new Promise((resolve) => setImmediate(resolve))
+        }
+        answers.push(...(await reveals))
       }
-      expect((await reveals).every((answer) => answer.status === 200)).toBe(true)
-      expect(closes).toBeGreaterThan(1)
+      expect(answers.filter((answer) => answer.status !== 200)).toEqual([])
+      expect(closes).toBeGreaterThanOrEqual(10)
       await server.deps.audit.settle()
       const events = auditFileLines(logPath).map((line) => JSON.parse(line))
       expect(events.filter((event) => event.action === 'entry.reveal').length).toBe(201)
