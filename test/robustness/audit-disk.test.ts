@@ -5,43 +5,28 @@
 //    audit log's open file refuses writes (EPERM);
 //  - full: a 1 MiB tmpfs as the data folder, filled up: the audit log's last page may still take
 //    a few lines (those answers are 200 and recorded), then ENOSPC.
-import { afterAll, describe, expect, test } from 'bun:test'
-import { spawnSync } from 'node:child_process'
-import { closeSync, openSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync, writeSync } from 'node:fs'
+import { describe, expect, test } from 'bun:test'
+import { readdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { signUp } from '../support/client'
 import { removeDir, ROOT, startTestServer, tempDir, type TestServer } from '../support/server'
+import { cleanupAfterAll, fullDisk, isRoot, run, type Disk } from './disks'
 
-const isRoot = process.getuid?.() === 0
-const cleanups: (() => void)[] = []
-afterAll(() => {
-  for (const cleanup of cleanups.reverse()) {
-    try {
-      cleanup()
-    } catch {
-      // best effort
-    }
-  }
-})
+const afterAllTests = cleanupAfterAll()
 
-const run = (command: string, args: string[]) => spawnSync(command, args, { stdio: 'ignore' }).status === 0
-
-interface Disk {
-  dataDir: string
+interface AuditDisk extends Disk {
   /** Every request after break() must fail (no page left to take a line). */
   strict: boolean
-  break(): void
-  fix(): void
 }
 
-function readOnlyDisk(): Disk | string {
+function readOnlyDisk(): AuditDisk | string {
   if (!isRoot) return 'chattr needs root'
   const dataDir = tempDir('svc-vault-audit-ro-')
   const paths = () => [dataDir, join(dataDir, 'vaults'), ...readdirSync(join(dataDir, 'vaults')).map((name) => join(dataDir, 'vaults', name)), ...readdirSync(dataDir).filter((n) => n !== 'vaults').map((n) => join(dataDir, n))]
   const set = (on: boolean) => {
     for (const path of paths()) run('chattr', [on ? '+i' : '-i', path])
   }
-  cleanups.push(() => removeDir(dataDir), () => set(false))
+  afterAllTests(() => removeDir(dataDir), () => set(false))
   const probe = join(dataDir, 'probe')
   writeFileSync(probe, 'x')
   run('chattr', ['+i', probe])
@@ -57,40 +42,18 @@ function readOnlyDisk(): Disk | string {
   return { dataDir, strict: true, break: () => set(true), fix: () => set(false) }
 }
 
-function fullDisk(): Disk | string {
-  if (!isRoot) return 'mounting a tmpfs needs root'
-  const dataDir = tempDir('svc-vault-audit-full-')
-  if (!run('mount', ['-t', 'tmpfs', '-o', 'size=1m,mode=0700', 'tmpfs', dataDir])) {
-    removeDir(dataDir)
-    return 'mount -t tmpfs is not permitted here'
-  }
-  cleanups.push(() => removeDir(dataDir), () => run('umount', ['-l', dataDir]))
-  const filler = join(dataDir, 'filler.bin')
-  return {
-    dataDir,
-    strict: false,
-    break() {
-      const fd = openSync(filler, 'w')
-      const chunk = Buffer.alloc(64 * 1024, 1)
-      try {
-        for (;;) writeSync(fd, chunk)
-      } catch {}
-      try {
-        for (;;) writeSync(fd, chunk.subarray(0, 512))
-      } catch {}
-      closeSync(fd)
-    },
-    fix: () => rmSync(filler, { force: true }),
-  }
+function auditFullDisk(): AuditDisk | string {
+  const disk = fullDisk('svc-vault-audit-full-', afterAllTests)
+  return typeof disk === 'string' ? disk : { ...disk, strict: false }
 }
 
 const INTERNAL = { error: 'Internal server error', code: 'INTERNAL_ERROR' }
 const SECRET = 'sk_live_audit_disk_canary_4d1e'
 const ENV_SECRET = 'ENV_CANARY=env_audit_disk_canary_93bc'
 
-async function exercise(disk: Disk) {
+async function exercise(disk: AuditDisk) {
   let server: TestServer | null = await startTestServer({ dataDir: disk.dataDir })
-  cleanups.push(() => void server?.stop().catch(() => {}))
+  afterAllTests(() => void server?.stop().catch(() => {}))
   const alice = await signUp(server.url)
   const category = (await alice.post('/api/categories', { name: 'Stripe', keyType: 'simple', envVarName: 'STRIPE_KEY' })).body
   const entry = (await alice.post('/api/entries', { categoryId: category.id, name: 'shop', value: SECRET })).body
@@ -157,11 +120,11 @@ async function exercise(disk: Disk) {
 describe('the audit log on a failing disk', () => {
   const readOnly = readOnlyDisk()
   test.skipIf(typeof readOnly === 'string')(`read-only: no secret leaves unrecorded${typeof readOnly === 'string' ? ` (skipped: ${readOnly})` : ''}`, async () => {
-    await exercise(readOnly as Disk)
+    await exercise(readOnly as AuditDisk)
   }, 30_000)
 
-  const full = fullDisk()
+  const full = auditFullDisk()
   test.skipIf(typeof full === 'string')(`full: no secret leaves unrecorded${typeof full === 'string' ? ` (skipped: ${full})` : ''}`, async () => {
-    await exercise(full as Disk)
+    await exercise(full as AuditDisk)
   }, 30_000)
 })

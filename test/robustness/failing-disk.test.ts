@@ -8,32 +8,18 @@
 //  - full: a 1 MiB tmpfs mounted as the data folder (root with CAP_SYS_ADMIN) and filled up:
 //    the write of the temporary file fails with ENOSPC.
 // Whichever cannot be set up here is skipped, saying why; under CI=true it fails instead.
-import { afterAll, describe, expect, test } from 'bun:test'
-import { spawnSync } from 'node:child_process'
-import { chmodSync, closeSync, existsSync, mkdirSync, openSync, rmSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs'
+import { describe, expect } from 'bun:test'
+import { chmodSync, existsSync, mkdirSync, statSync, unlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { signUp, uniqueEmail, PASSWORD, type Client } from '../support/client'
 import { readLoggedDocumentSync } from '../../src/store/document'
 import { VAULT_LISTS, type VaultDocument } from '../../src/store/records'
 import { testNeeding } from '../support/requirements'
 import { removeDir, startTestServer, tempDir, type TestServer } from '../support/server'
+import { cleanupAfterAll, fullDisk, isRoot, run, type Disk } from './disks'
 import { listFiles, makeActor, modules, TOTP_SECRET, unparsableJson } from './support'
 
-const isRoot = process.getuid?.() === 0
-const cleanups: (() => void)[] = []
-afterAll(() => {
-  for (const cleanup of cleanups.reverse()) {
-    try {
-      cleanup()
-    } catch {
-      // best effort
-    }
-  }
-})
-
-function run(command: string, args: string[]): boolean {
-  return spawnSync(command, args, { stdio: 'ignore' }).status === 0
-}
+const afterAllTests = cleanupAfterAll()
 
 /** Whether creating a file in `dir` fails now. */
 function writesFail(dir: string): boolean {
@@ -47,12 +33,6 @@ function writesFail(dir: string): boolean {
   }
 }
 
-interface Disk {
-  dataDir: string
-  break(): void
-  fix(): void
-}
-
 function readOnlyDisk(): Disk | string {
   const dataDir = tempDir('svc-vault-rodisk-')
   mkdirSync(join(dataDir, 'vaults'), { recursive: true })
@@ -63,7 +43,7 @@ function readOnlyDisk(): Disk | string {
       else chmodSync(dir, on ? 0o500 : 0o700)
     }
   }
-  cleanups.push(() => removeDir(dataDir), () => set(false))
+  afterAllTests(() => removeDir(dataDir), () => set(false))
   set(true)
   const works = writesFail(dataDir) && writesFail(join(dataDir, 'vaults'))
   set(false)
@@ -71,40 +51,11 @@ function readOnlyDisk(): Disk | string {
   return { dataDir, break: () => set(true), fix: () => set(false) }
 }
 
-function fullDisk(): Disk | string {
-  if (!isRoot) return 'mounting a tmpfs needs root'
-  const dataDir = tempDir('svc-vault-fulldisk-')
-  if (!run('mount', ['-t', 'tmpfs', '-o', 'size=1m,mode=0700', 'tmpfs', dataDir])) {
-    removeDir(dataDir)
-    return 'mount -t tmpfs is not permitted here'
-  }
-  cleanups.push(() => removeDir(dataDir), () => run('umount', ['-l', dataDir]))
-  const filler = join(dataDir, 'filler.bin')
-  return {
-    dataDir,
-    break() {
-      const fd = openSync(filler, 'w')
-      const chunk = Buffer.alloc(64 * 1024, 1)
-      try {
-        for (;;) writeSync(fd, chunk)
-      } catch {
-        // ENOSPC: full.
-      }
-      // Fill the last partial page too.
-      try {
-        for (;;) writeSync(fd, chunk.subarray(0, 512))
-      } catch {}
-      closeSync(fd)
-    },
-    fix: () => rmSync(filler, { force: true }),
-  }
-}
-
 const INTERNAL = { error: 'Internal server error', code: 'INTERNAL_ERROR' }
 
 async function exercise(disk: Disk) {
   let server: TestServer = await startTestServer({ dataDir: disk.dataDir })
-  cleanups.push(() => live && void live.stop().catch(() => {}))
+  afterAllTests(() => live && void live.stop().catch(() => {}))
   let live: TestServer | null = server
   const mods = await modules(server.url)
   const alice = await signUp(server.url)
@@ -207,7 +158,7 @@ function onDisk(dataDir: string, userId: string) {
 async function appendToExistingLog(disk: Disk) {
   let server: TestServer = await startTestServer({ dataDir: disk.dataDir })
   let live: TestServer | null = server
-  cleanups.push(() => live && void live.stop().catch(() => {}))
+  afterAllTests(() => live && void live.stop().catch(() => {}))
   const alice = await signUp(server.url)
   const userId = alice.user.id as string
   // The first write creates the vault file and its change log.
@@ -261,12 +212,12 @@ describe('failing disk', () => {
     await exercise(readOnly as Disk)
   }, 20_000)
 
-  const full = fullDisk()
+  const full = fullDisk('svc-vault-fulldisk-', afterAllTests)
   testNeeding(typeof full === 'string' ? full : null)('full data folder', async () => {
     await exercise(full as Disk)
   }, 20_000)
 
-  const fullAgain = fullDisk()
+  const fullAgain = fullDisk('svc-vault-fulldisk-', afterAllTests)
   testNeeding(typeof fullAgain === 'string' ? fullAgain : null)('full data folder: an append to an existing change log', async () => {
     await appendToExistingLog(fullAgain as Disk)
   }, 20_000)
