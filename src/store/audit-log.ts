@@ -4,13 +4,13 @@
 // writer seals the queued events in order at write time, from the hash of the last line written,
 // and a failed batch is cut off again, so that nothing chains from a line that is not on disk.
 //
-// Speed (docs/performance.md, "The audit log's cost"): the fdatasync runs in the thread pool, so
-// the server goes on answering while the disk syncs; and the file keeps a reserve of zero bytes
-// past its last line, written and synced ahead, so that a batch overwrites blocks the file already
-// has: its fdatasync then flushes data only, without a journal commit for a new file size. The
-// reserve is cut off at close; a crash leaves it, and whatever follows the first zero byte or the
-// last newline (never acknowledged) is cut off at open. Readers stop at the first zero byte too,
-// and the server's own readers at the last durable line. Lines are never changed once durable;
+// The write goes to the page cache from the main thread (microseconds); the fdatasync runs in the
+// thread pool, so the server goes on answering while the disk syncs (docs/performance.md, "The
+// audit log's cost"). The server's own readers stop at the last durable line.
+//
+// A crash in the middle of an append leaves a last line without its newline (never acknowledged),
+// or, on filesystems that extend a file before its data lands, zero bytes: whatever follows the
+// first zero byte or the last newline is cut off at open. Lines are never changed once durable;
 // compaction replaces the whole file.
 import { closeSync, constants, existsSync, fdatasync, fsyncSync, ftruncateSync, openSync, readdirSync, readFileSync, unlinkSync, writeSync } from 'node:fs'
 import { dirname, join } from 'node:path'
@@ -29,15 +29,12 @@ interface Pending<E> {
   reject: (error: unknown) => void
 }
 
-/** Zero bytes kept written past the last line (see the top of this file). */
-export const AUDIT_RESERVE_BYTES = 64 * 1024
-
 /** Syncs a file's data (fs.fdatasync in the thread pool; tests hold it to look in between). */
 export type DataSync = (fd: number, done: (error: Error | null) => void) => void
 
 /**
- * The complete lines of a log file, and their length in bytes: a torn last line, the zero reserve
- * and anything after a zero byte (a batch a crash left half on disk) are left out. `limit`: read
+ * The complete lines of a log file, and their length in bytes: a torn last line and anything after
+ * a zero byte (a batch a crash left half on disk) are left out. `limit`: read
  * no further than this many bytes (the last durable line of a log being written).
  */
 export function readAuditLines(path: string, limit = Infinity): { lines: string[]; bytes: number } {
@@ -66,8 +63,6 @@ export class AuditLogFile<E> {
   private syncing = false
   /** Waiting for the batch in flight (compaction, close). */
   private drained: (() => void)[] = []
-  /** Where the zero reserve ends (0: no reserve written since the last cut). */
-  private reserved = 0
 
   private constructor(
     readonly path: string,
@@ -90,8 +85,7 @@ export class AuditLogFile<E> {
     try {
       const fd = openSync(path, 'r+')
       try {
-        // A torn last line (a crash mid-append) was never acknowledged; nor was anything in the
-        // reserve.
+        // A torn last line (a crash mid-append) was never acknowledged.
         ftruncateSync(fd, bytes)
         fsyncSync(fd)
       } finally {
@@ -160,17 +154,6 @@ export class AuditLogFile<E> {
         this.dirty = false
       }
       writeAll(fd, bytes, this.bytes)
-      // The next reserve goes with this batch's sync: one journal commit per reserve. A disk too
-      // full for it still takes the lines themselves.
-      if (end > this.reserved) {
-        try {
-          writeAll(fd, Buffer.alloc(AUDIT_RESERVE_BYTES), end)
-          this.reserved = end + AUDIT_RESERVE_BYTES
-        } catch {
-          ftruncateSync(fd, end)
-          this.reserved = 0
-        }
-      }
     } catch (error) {
       this.failed(batch, error)
       return
@@ -204,12 +187,11 @@ export class AuditLogFile<E> {
   }
 
   /**
-   * A write or its sync failed: cut what it left, reserve included (a reader sees no
-   * unacknowledged line; if even that fails, the next write cuts it first), and fail the batch.
+   * A write or its sync failed: cut what it left (a reader sees no unacknowledged line; if even
+   * that fails, the next write cuts it first), and fail the batch.
    */
   private failed(batch: Pending<E>[], error: unknown): void {
     this.dirty = true
-    this.reserved = 0
     try {
       if (this.fd !== null) {
         ftruncateSync(this.fd, this.bytes)
@@ -246,7 +228,6 @@ export class AuditLogFile<E> {
       const next = await plan(readAuditLines(this.path, this.bytes).lines)
       if (!next) return
       this.closeFd()
-      this.reserved = 0
       const text = next.lines.length > 0 ? `${next.lines.join('\n')}\n` : ''
       await writeFileAtomic(this.path, text)
       this.bytes = Buffer.byteLength(text)
@@ -259,16 +240,9 @@ export class AuditLogFile<E> {
     }
   }
 
-  /** Writes what is queued, cuts the reserve off (best effort: open cuts it too) and closes. */
+  /** Writes what is queued and closes the file. */
   async close(): Promise<void> {
     await this.settle()
-    if (this.fd !== null && this.reserved > 0 && !this.dirty) {
-      try {
-        ftruncateSync(this.fd, this.bytes)
-        fsyncSync(this.fd)
-        this.reserved = 0
-      } catch {}
-    }
     this.closeFd()
   }
 }

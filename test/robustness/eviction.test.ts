@@ -127,7 +127,7 @@ describe('open vaults in process', () => {
       expect(server.deps.store.closeIdleVaults()).toBe(1)
       await server.deps.audit.settle()
       expect(openFiles()).toBe(0)
-      // The reserve of zero bytes is cut off with it.
+      // The file holds its lines and nothing else.
       expect(readFileSync(logPath).includes(0)).toBe(false)
       // 200 reveals in 10 waves, the vault (and its log) closed before each and again and again
       // while they run.

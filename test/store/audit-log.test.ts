@@ -2,14 +2,14 @@
 // their order and the hash chain; when writes fail in the middle of a stream of appends, exactly
 // the events whose promise resolved are in the file, and the chain goes on from them. With the
 // sync held by the test: nothing is acknowledged or shown before its sync, one batch is in flight
-// at a time, a failed sync is cut off, compaction loses nothing appended meanwhile, and the zero
-// reserve (or a batch a crash left half on disk) is never read as lines.
+// at a time, a failed sync is cut off, compaction loses nothing appended meanwhile, and a batch a
+// crash left half on disk is never read as lines.
 import { afterAll, expect, test } from 'bun:test'
 import { spawnSync } from 'node:child_process'
 import { closeSync, openSync, readFileSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
 import { sealLine, verifyChain } from '../../src/modules/audit/chain'
-import { AUDIT_RESERVE_BYTES, AuditLogFile, readAuditLines } from '../../src/store/audit-log'
+import { AuditLogFile, readAuditLines } from '../../src/store/audit-log'
 import { heldSync, turn } from '../support/held-sync'
 import { removeDir, tempDir } from '../support/server'
 
@@ -81,17 +81,13 @@ test('one batch in flight: not acknowledged, not shown before its sync; what com
   disk.release()
   await Promise.all(second)
   expect(resolved).toEqual([0, 1, 2, 3, 4, 5])
-  // The file keeps a reserve of zero bytes past its lines while open; close cuts it off.
-  const open = readFileSync(path)
-  expect(open.length).toBeGreaterThanOrEqual(log.durableBytes + AUDIT_RESERVE_BYTES / 2)
-  expect(open.subarray(log.durableBytes).every((byte) => byte === 0)).toBe(true)
-  const closing = log.close()
-  await closing
+  // The file holds exactly its lines, one JSON object each.
   expect(readFileSync(path, 'utf8')).toBe(`${readAuditLines(path).lines.join('\n')}\n`)
+  await log.close()
   expect(verifyChain(readAuditLines(path).lines, { start: START, checkpoint: null })).toMatchObject({ ok: true, lines: 6 })
 })
 
-test('a failed sync: its batch is refused and cut off, reserve included; the chain goes on from the last durable line', async () => {
+test('a failed sync: its batch is refused and cut off; the chain goes on from the last durable line', async () => {
   const path = join(dir, 'd.log')
   const disk = heldSync()
   const log = AuditLogFile.open<{ n: number }>(path, START, sealLine, disk.sync)
@@ -144,14 +140,14 @@ test('compaction waits for the batch in flight and keeps what is appended meanwh
   expect(verifyChain(lines, { start: START, checkpoint: JSON.parse(lines[0]).prev })).toMatchObject({ ok: true, lines: 3 })
 })
 
-test('a crash leaves the reserve, or a batch half on disk: readers and the next open stop at the first zero byte', async () => {
+test('a crash leaves a batch half on disk after zero bytes: readers and the next open stop at the first zero byte', async () => {
   const path = join(dir, 'f.log')
   const log = AuditLogFile.open<{ n: number }>(path, START, sealLine)
   await log.append({ n: 0 })
   await log.append({ n: 1 })
   const durable = log.durableBytes
-  // What kill -9 leaves: the file as it is, reserve and all (the log is never closed). Then a
-  // batch of which only a later block reached the disk: zeros, then the end of a line.
+  // What a crash can leave on a filesystem that extends a file before its data lands: a batch of
+  // which only a later block reached the disk (zeros, then the end of a line).
   const fd = openSync(path, 'r+')
   writeSync(fd, Buffer.from('{"n":3,"torn":true}\n'), 0, 20, durable + 5000)
   closeSync(fd)
