@@ -29,6 +29,10 @@ interface Pending<E> {
   reject: (error: unknown) => void
 }
 
+/** The server's own log (failed sign-ins of unknown e-mails) and its chain's anchor, in the data folder. */
+export const SERVER_AUDIT_LOG = 'audit.log'
+export const SERVER_AUDIT_ANCHOR = 'audit.chain.json'
+
 /** Syncs a file's data (fs.fdatasync in the thread pool; tests hold it to look in between). */
 export type DataSync = (fd: number, done: (error: Error | null) => void) => void
 
@@ -291,9 +295,9 @@ export interface StoredAuditChain {
  */
 export function readAuditChains(dataDir: string, readVault: (path: string) => string | null): StoredAuditChain[] {
   const chains: StoredAuditChain[] = []
-  const server = join(dataDir, 'audit.log')
-  if (existsSync(server) || existsSync(join(dataDir, 'audit.chain.json'))) {
-    chains.push({ file: 'audit.log', lines: readAuditLines(server).lines, anchor: readJsonFile(join(dataDir, 'audit.chain.json')) })
+  const server = join(dataDir, SERVER_AUDIT_LOG)
+  if (existsSync(server) || existsSync(join(dataDir, SERVER_AUDIT_ANCHOR))) {
+    chains.push({ file: SERVER_AUDIT_LOG, lines: readAuditLines(server).lines, anchor: readJsonFile(join(dataDir, SERVER_AUDIT_ANCHOR)) })
   }
   const vaults = join(dataDir, 'vaults')
   const names = existsSync(vaults) ? readdirSync(vaults) : []

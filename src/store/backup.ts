@@ -11,12 +11,19 @@
 // break a reference. A master-key rotation (server stopped) changes every document; while one is
 // under way (its marker in the key check), or if the key check changed while the bundle was read,
 // the read is done again, and after a few tries the backup gives up rather than mix two keys.
+//
+// Audit logs come along, each read after the document holding its chain's anchor (a vault file,
+// or audit.chain.json for the server's log) and checked against a second read of that anchor: a
+// compaction or a noted head in between (both rewrite the anchor) makes it read again. So the
+// anchor's head is a line of the log read, and its checkpoint either starts the log or is in it:
+// a restored log verifies. A line written but not yet synced may come along too.
 import { createHash } from 'node:crypto'
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { dirname, join, posix } from 'node:path'
 import { isTempFile, writeFileAtomic } from './atomic-file'
 import { KEY_CHECK_ROTATING } from '../crypto/keyring'
 import { MASTER_KEY_FILE } from '../crypto/master-key'
+import { readAuditLines, SERVER_AUDIT_ANCHOR, SERVER_AUDIT_LOG } from './audit-log'
 import { readLoggedDocumentSync } from './document'
 import { ACCOUNTS_LISTS, VAULT_LISTS } from './records'
 import { ACCOUNTS_FILE, VAULTS_DIR } from './store'
@@ -42,8 +49,11 @@ export interface BackupBundle {
   files: BackupFile[]
 }
 
-/** Files a bundle may hold: the accounts document, vault documents and the master key. */
-const ALLOWED_PATH = /^(accounts\.json|master\.key|vaults\/[0-9a-f-]{36}\.json)$/
+/** Files a bundle may hold: the accounts document, vault documents, audit logs and the master key. */
+const ALLOWED_PATH = /^(accounts\.json|master\.key|audit\.log|audit\.chain\.json|vaults\/[0-9a-f-]{36}\.(json|audit\.log))$/
+const VAULT_FILE = /^[0-9a-f-]{36}\.json$/
+/** The owner's id in a vault file's or a vault audit log's path. */
+const ownerOf = (path: string) => path.slice(VAULTS_DIR.length + 1, VAULTS_DIR.length + 1 + 36)
 
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex')
 
@@ -87,6 +97,29 @@ function ownersOf(accounts: Buffer): Set<string> {
   return new Set((Array.isArray(users) ? users : []).map((user) => String(user?.id)))
 }
 
+/** The anchor of an audit chain in a document's text (a vault's `auditChain`, or the whole file). */
+function anchorIn(path: string, bytes: Buffer | null): string {
+  if (bytes === null) return 'null'
+  const parsed = JSON.parse(bytes.toString('utf8')) as { auditChain?: unknown }
+  return JSON.stringify(path === SERVER_AUDIT_ANCHOR ? parsed : (parsed.auditChain ?? null))
+}
+
+/**
+ * A document and, when it has one, the audit log whose chain it anchors, read so that the two
+ * agree (see the top of this file).
+ */
+function withAuditLog(dataDir: string, documentPath: string, logPath: string): BackupFile[] {
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const document = readDocument(dataDir, documentPath)
+    if (!document) return []
+    if (!existsSync(join(dataDir, logPath))) return [entry(documentPath, document)]
+    const { lines } = readAuditLines(join(dataDir, logPath))
+    if (anchorIn(documentPath, readDocument(dataDir, documentPath)) !== anchorIn(documentPath, document)) continue
+    return [entry(documentPath, document), entry(logPath, Buffer.from(lines.length > 0 ? `${lines.join('\n')}\n` : ''))]
+  }
+  throw new BackupError(`the audit chain's anchor of ${join(dataDir, documentPath)} kept changing while it was read; try again`)
+}
+
 /** A consistent snapshot of the data folder (see the top of this file). */
 export function createBackup(dataDir: string, options: { includeMasterKey?: boolean; now?: () => number } = {}): BackupBundle {
   if (!existsSync(join(dataDir, ACCOUNTS_FILE))) {
@@ -96,12 +129,12 @@ export function createBackup(dataDir: string, options: { includeMasterKey?: bool
     const before = readDocument(dataDir, ACCOUNTS_FILE)
     const files: BackupFile[] = []
     const vaultsDir = join(dataDir, VAULTS_DIR)
-    const names = existsSync(vaultsDir) ? readdirSync(vaultsDir).filter((name) => ALLOWED_PATH.test(`${VAULTS_DIR}/${name}`) && !isTempFile(name)) : []
+    const names = existsSync(vaultsDir) ? readdirSync(vaultsDir).filter((name) => VAULT_FILE.test(name) && !isTempFile(name)) : []
     for (const name of names.sort()) {
       const path = `${VAULTS_DIR}/${name}`
-      const bytes = readDocument(dataDir, path)
-      if (bytes) files.push(entry(path, bytes))
+      files.push(...withAuditLog(dataDir, path, `${VAULTS_DIR}/${name.slice(0, -'.json'.length)}.audit.log`))
     }
+    if (existsSync(join(dataDir, SERVER_AUDIT_ANCHOR))) files.push(...withAuditLog(dataDir, SERVER_AUDIT_ANCHOR, SERVER_AUDIT_LOG))
     const accounts = readDocument(dataDir, ACCOUNTS_FILE)
     if (!before || !accounts) throw new BackupError(`${join(dataDir, ACCOUNTS_FILE)} vanished during the backup`)
     // A rotation under way, or one between the two reads: the vaults may be wrapped under either
@@ -111,7 +144,7 @@ export function createBackup(dataDir: string, options: { includeMasterKey?: bool
       continue
     }
     const owners = ownersOf(accounts)
-    const owned = files.filter((file) => owners.has(file.path.slice(VAULTS_DIR.length + 1, -'.json'.length)))
+    const owned = files.filter((file) => !file.path.startsWith(`${VAULTS_DIR}/`) || owners.has(ownerOf(file.path)))
     files.length = 0
     files.push(...owned, entry(ACCOUNTS_FILE, accounts))
     const includeMasterKey = options.includeMasterKey === true
@@ -197,5 +230,5 @@ export async function restoreBackup(bundle: BackupBundle, dataDir: string): Prom
   for (const file of ordered) {
     await writeFileAtomic(join(dataDir, file.path), Buffer.from(file.data, 'base64'), 0o600)
   }
-  return { files: ordered.length, vaults: ordered.filter((f) => f.path.startsWith(`${VAULTS_DIR}/`)).length }
+  return { files: ordered.length, vaults: ordered.filter((f) => f.path.startsWith(`${VAULTS_DIR}/`) && f.path.endsWith('.json')).length }
 }

@@ -1,9 +1,11 @@
 // Backup and restore: `bun run backup` under write load, `bun run restore` into a new folder, a
-// server on it finds every write acknowledged before the backup began.
+// server on it finds every write acknowledged before the backup began; audit logs taken under
+// reveal load come along and verify.
 import { afterAll, expect, test } from 'bun:test'
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { signUp } from '../support/client'
+import { auditFileLines } from '../support/audit-file'
+import { signUp, uniqueEmail } from '../support/client'
 import { removeDir, ROOT, spawnServer, startTestServer, tempDir, TEST_MASTER_KEY, type SpawnedServer } from '../support/server'
 import { ABSENT, listFiles, makeActor, modules, startWorkload, TOTP_SECRET, verifyLanes, type Actor } from './support'
 
@@ -203,3 +205,45 @@ test('a backup refuses a folder in the middle of a master-key rotation', async (
   expect(backup.output).toContain('rotation')
   expect(existsSync(bundle)).toBe(false)
 })
+
+test('audit logs come along: taken under reveal load, restored logs verify and hold every event recorded before the backup', async () => {
+  const dataDir = dir('svc-vault-audit-src-')
+  const server = await spawnServer({ dataDir })
+  servers.push(server)
+  const alice = await signUp(server.url)
+  const category = (await alice.post('/api/categories', { name: 'Stripe', keyType: 'simple', envVarName: 'STRIPE_KEY' })).body
+  const entry = (await alice.post('/api/entries', { categoryId: category.id, name: 'shop', value: 'sk_backup_audit' })).body
+  for (let i = 0; i < 20; i++) expect((await alice.post(`/api/entries/${entry.id}/reveal`)).status).toBe(200)
+  // A failed sign-in of an unknown e-mail: the server's own log.
+  expect((await alice.anonymous().post('/api/auth/login', { email: uniqueEmail('nobody'), password: 'wrong password' })).status).toBe(401)
+  // Reveals go on while the backup is taken.
+  let revealing = true
+  const load = (async () => {
+    while (revealing) await alice.post(`/api/entries/${entry.id}/reveal`)
+  })()
+  const bundle = join(dir('svc-vault-bundle-'), 'audit.json')
+  const taken = await cli('backup', [bundle, '--data-dir', dataDir])
+  revealing = false
+  await load
+  expect(taken.code).toBe(0)
+  const target = dir('svc-vault-audit-restored-')
+  expect((await cli('restore', [bundle, '--data-dir', target])).code).toBe(0)
+  const verify = (folder: string) => Bun.spawnSync(['bun', 'src/cli/audit-verify.ts', '--data-dir', folder], { cwd: ROOT, stdout: 'pipe' })
+  const checked = verify(target)
+  expect(checked.stdout.toString()).toContain('2 audit log(s) verified')
+  expect(checked.exitCode).toBe(0)
+  const logPath = join(target, 'vaults', `${alice.user.id}.audit.log`)
+  const reveals = () => auditFileLines(logPath).filter((line) => JSON.parse(line).action === 'entry.reveal').length
+  expect(reveals()).toBeGreaterThanOrEqual(20)
+  expect(auditFileLines(join(target, 'audit.log')).map((line) => JSON.parse(line).action)).toEqual(['auth.login_failed'])
+  // A server on the restored folder goes on with the chain.
+  const restoredReveals = reveals()
+  await server.stop()
+  const restored = await spawnServer({ dataDir: target })
+  servers.push(restored)
+  ;(alice as unknown as { base: string }).base = restored.url
+  expect((await alice.post(`/api/entries/${entry.id}/reveal`)).status).toBe(200)
+  await restored.stop()
+  expect(reveals()).toBe(restoredReveals + 1)
+  expect(verify(target).exitCode).toBe(0)
+}, 60_000)

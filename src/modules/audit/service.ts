@@ -8,14 +8,12 @@ import type { Config } from '../../config'
 import { randomBytes } from '../../crypto/tokens'
 import { clientAddress, type PeerSource } from '../../http/client-address'
 import type { Logger } from '../../http/error-handler'
-import { AuditLogFile, deleteAuditLogFile, readAuditLines, readJsonFile, writeJsonFile, type DataSync } from '../../store/audit-log'
+import { AuditLogFile, deleteAuditLogFile, readAuditLines, readJsonFile, SERVER_AUDIT_ANCHOR, SERVER_AUDIT_LOG, writeJsonFile, type DataSync } from '../../store/audit-log'
 import { VAULTS_DIR, type Store } from '../../store/store'
 import type { Vaults } from '../vault-access'
 import { parseLine, sealLine, type ChainAnchor } from './chain'
 import type { AuditAction, AuditOutcome } from './model'
 
-export const SERVER_AUDIT_LOG = 'audit.log'
-export const SERVER_AUDIT_ANCHOR = 'audit.chain.json'
 const USER_ID = /^[0-9a-f-]{36}$/
 const COMPACT_EVERY_MS = 6 * 3_600_000
 const MAX_USER_AGENT = 300
