@@ -59,10 +59,28 @@ describe.skipIf(!hasChromium())('Settings → Security in Chromium', () => {
       const page = browser.page
       await page.goto(`${base}/settings`)
       await page.getByRole('heading', { name: 'Two-factor sign-in' }).waitFor()
-      await page.locator('input[name="password"]').first().fill(PASSWORD)
-      await page.getByRole('button', { name: 'Set up two-factor sign-in' }).click()
-      // The first setup loads the QR and TOTP libraries and checks the password (argon2): give it time.
-      await page.getByRole('img', { name: 'QR code of the two-factor secret' }).waitFor({ timeout: 20_000 })
+      const setupForm = page.locator('form', { has: page.getByRole('button', { name: 'Set up two-factor sign-in' }) })
+      const password = setupForm.locator('input[name="password"]')
+      await password.fill(PASSWORD)
+      // Typed into the field that is there once the page has loaded (a re-render must not lose it).
+      await page.waitForLoadState('networkidle')
+      if ((await password.inputValue()) !== PASSWORD) await password.fill(PASSWORD)
+      await setupForm.getByRole('button', { name: 'Set up two-factor sign-in' }).click()
+      // The first setup loads the QR and TOTP libraries and checks the password (argon2): give it
+      // time. An error the page shows instead ends the wait with its text.
+      const qr = page.getByRole('img', { name: 'QR code of the two-factor secret' })
+      const qrShown = qr.waitFor({ timeout: 20_000 }).then(
+        () => null,
+        (error: Error) => `no QR code: ${error.message}`,
+      )
+      const alertShown = setupForm
+        .getByRole('alert')
+        .waitFor({ timeout: 20_000 })
+        .then(
+          async () => `the page showed: ${await setupForm.getByRole('alert').textContent()}`,
+          () => new Promise<never>(() => {}),
+        )
+      expect(await Promise.race([qrShown, alertShown])).toBeNull()
       const secret = (await page.locator('.totp-secret').textContent())!.trim()
       expect(secret).toMatch(/^[A-Z2-7]{32}$/)
       await page.locator('input[name="code"]').fill(oathtool(secret, Date.now()))
