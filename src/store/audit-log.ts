@@ -12,7 +12,7 @@
 // or, on filesystems that extend a file before its data lands, zero bytes: whatever follows the
 // first zero byte or the last newline is cut off at open. Lines are never changed once durable;
 // compaction replaces the whole file.
-import { closeSync, constants, existsSync, fdatasync, fsyncSync, ftruncateSync, openSync, readdirSync, readFileSync, unlinkSync, writeSync } from 'node:fs'
+import { closeSync, constants, existsSync, fdatasync, fstatSync, fsyncSync, ftruncateSync, openSync, readdirSync, readFileSync, readSync, unlinkSync, writeSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fsyncDirSync, writeFileAtomic } from './atomic-file'
 
@@ -56,6 +56,65 @@ export function readAuditLines(path: string, limit = Infinity): { lines: string[
   return { lines: text === '' ? [] : text.slice(0, -1).split('\n'), bytes: end }
 }
 
+/**
+ * Where the complete lines of a log file end, and its last line, read from the file's tail (a log
+ * opened again after its vault was idle should not cost a read of the whole file). A torn last
+ * line and zero bytes at the end (crash debris, as readAuditLines) are left out; the tail read
+ * grows until it holds a whole line.
+ */
+export function readAuditTail(path: string): { bytes: number; size: number; last: string | null } {
+  let fd: number
+  try {
+    fd = openSync(path, 'r')
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { bytes: 0, size: 0, last: null }
+    throw error
+  }
+  try {
+    const size = fstatSync(fd).size
+    for (let chunk = 64 * 1024; ; chunk *= 4) {
+      const start = Math.max(0, size - chunk)
+      const tail = Buffer.alloc(size - start)
+      let read = 0
+      while (read < tail.length) read += readSync(fd, tail, read, tail.length - read, start + read)
+      const zero = tail.indexOf(0)
+      const cut = zero < 0 ? tail.length : zero
+      const end = cut === 0 ? -1 : tail.lastIndexOf(0x0a, cut - 1)
+      const before = end <= 0 ? -1 : tail.lastIndexOf(0x0a, end - 1)
+      // The last line is whole once the newline before it is in the tail (or the file starts there).
+      if (end >= 0 && (before >= 0 || start === 0)) return { bytes: start + end + 1, size, last: tail.subarray(before + 1, end).toString('utf8') }
+      if (start === 0) return { bytes: 0, size, last: null }
+    }
+  } finally {
+    closeSync(fd)
+  }
+}
+
+/** The first line of a log file (null: none whole), without reading the rest. */
+export function readFirstAuditLine(path: string): string | null {
+  let fd: number
+  try {
+    fd = openSync(path, 'r')
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null
+    throw error
+  }
+  try {
+    const size = fstatSync(fd).size
+    for (let chunk = 64 * 1024; ; chunk *= 4) {
+      const head = Buffer.alloc(Math.min(size, chunk))
+      let read = 0
+      while (read < head.length) read += readSync(fd, head, read, head.length - read, read)
+      const zero = head.indexOf(0)
+      const newline = head.indexOf(0x0a)
+      if (newline >= 0 && (zero < 0 || newline < zero)) return head.subarray(0, newline).toString('utf8')
+      if (head.length === size || (zero >= 0 && zero < head.length)) return null
+    }
+  } finally {
+    closeSync(fd)
+  }
+}
+
 export class AuditLogFile<E> {
   private queue: Pending<E>[] = []
   private fd: number | null = null
@@ -80,24 +139,21 @@ export class AuditLogFile<E> {
   ) {}
 
   /**
-   * Opens a log whose last durable line hashes to `head` (the caller read and checked the lines
-   * with readAuditLines); a torn last line is cut off.
+   * Opens a log whose last durable line hashes to `head` (the caller read its last line with
+   * readAuditTail); a torn last line is cut off.
    */
   static open<E>(path: string, head: string, seal: (event: E, prev: string) => SealedLine, dataSync: DataSync = fdatasync): AuditLogFile<E> {
-    const { bytes } = readAuditLines(path)
-    let exists = true
-    try {
+    const { bytes, size } = readAuditTail(path)
+    const exists = existsSync(path)
+    if (bytes < size) {
+      // A torn last line (a crash mid-append) was never acknowledged.
       const fd = openSync(path, 'r+')
       try {
-        // A torn last line (a crash mid-append) was never acknowledged.
         ftruncateSync(fd, bytes)
         fsyncSync(fd)
       } finally {
         closeSync(fd)
       }
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error
-      exists = false
     }
     return new AuditLogFile(path, bytes, head, seal, exists, dataSync)
   }

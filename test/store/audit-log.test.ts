@@ -6,10 +6,10 @@
 // crash left half on disk is never read as lines.
 import { afterAll, expect, test } from 'bun:test'
 import { spawnSync } from 'node:child_process'
-import { closeSync, openSync, readFileSync, writeSync } from 'node:fs'
+import { closeSync, openSync, readFileSync, writeFileSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
 import { sealLine, verifyChain } from '../../src/modules/audit/chain'
-import { AuditLogFile, readAuditLines } from '../../src/store/audit-log'
+import { AuditLogFile, readAuditLines, readAuditTail, readFirstAuditLine } from '../../src/store/audit-log'
 import { heldSync, turn } from '../support/held-sync'
 import { removeDir, tempDir } from '../support/server'
 
@@ -159,4 +159,25 @@ test('a crash leaves a batch half on disk after zero bytes: readers and the next
   await again.close()
   expect(readAuditLines(path).lines.map((line) => JSON.parse(line).n)).toEqual([0, 1, 2])
   expect(verifyChain(readAuditLines(path).lines, { start: START, checkpoint: null })).toMatchObject({ ok: true, lines: 3 })
+})
+
+test('the tail read (a log opened again) finds the same end and last line as reading the whole file', () => {
+  const path = join(dir, 'g.log')
+  const line = (n: number, pad = 0) => JSON.stringify({ n, pad: 'x'.repeat(pad) })
+  const cases: [string, Buffer][] = [
+    ['empty', Buffer.alloc(0)],
+    ['one line', Buffer.from(`${line(1)}\n`)],
+    ['a torn line only', Buffer.from('{"n":1')],
+    ['many lines past 64 KiB', Buffer.from(`${Array.from({ length: 3000 }, (_, n) => line(n)).join('\n')}\n`)],
+    ['a last line longer than 64 KiB', Buffer.from(`${line(1)}\n${line(2, 200_000)}\n`)],
+    ['a torn tail', Buffer.from(`${Array.from({ length: 3000 }, (_, n) => line(n)).join('\n')}\n{"n":"torn`)],
+    ['zeros past 64 KiB, then a fragment', Buffer.concat([Buffer.from(`${Array.from({ length: 3000 }, (_, n) => line(n)).join('\n')}\n`), Buffer.alloc(300_000), Buffer.from('tail of a line"}\n')])],
+  ]
+  for (const [name, bytes] of cases) {
+    writeFileSync(path, bytes)
+    const whole = readAuditLines(path)
+    const tail = readAuditTail(path)
+    expect({ name, bytes: tail.bytes, last: tail.last }).toEqual({ name, bytes: whole.bytes, last: whole.lines.at(-1) ?? null })
+    expect({ name, first: readFirstAuditLine(path) }).toEqual({ name, first: whole.lines[0] ?? null })
+  }
 })

@@ -8,7 +8,7 @@ import type { Config } from '../../config'
 import { randomBytes } from '../../crypto/tokens'
 import { clientAddress, type PeerSource } from '../../http/client-address'
 import type { Logger } from '../../http/error-handler'
-import { AuditLogFile, deleteAuditLogFile, readAuditLines, readJsonFile, SERVER_AUDIT_ANCHOR, SERVER_AUDIT_LOG, writeJsonFile, type DataSync } from '../../store/audit-log'
+import { AuditLogFile, deleteAuditLogFile, readAuditLines, readAuditTail, readFirstAuditLine, readJsonFile, SERVER_AUDIT_ANCHOR, SERVER_AUDIT_LOG, writeJsonFile, type DataSync } from '../../store/audit-log'
 import { VAULTS_DIR, type Store } from '../../store/store'
 import type { Vaults } from '../vault-access'
 import { parseLine, sealLine, type ChainAnchor } from './chain'
@@ -322,8 +322,8 @@ export class AuditService {
   }
 
   private async openFile(path: string, readAnchor: () => ChainAnchor, writeAnchor: (anchor: ChainAnchor) => Promise<void>): Promise<OpenLog> {
-    const { lines } = readAuditLines(path)
-    const last = lines.length > 0 ? parseLine(lines[lines.length - 1]) : null
+    const { last: lastLine } = readAuditTail(path)
+    const last = lastLine === null ? null : parseLine(lastLine)
     const anchor = readAnchor()
     const head = last?.event.hash ?? anchor.checkpoint ?? anchor.start
     const file = AuditLogFile.open<AuditEvent>(path, head, sealLine, this.deps.dataSync)
@@ -337,6 +337,9 @@ export class AuditService {
     log.compactedAt = this.deps.now()
     await this.noteHead(log)
     const cutoff = this.deps.now() - this.deps.config.audit.retentionMs
+    // Nothing to drop while the oldest event is recent (no read of the whole file).
+    const first = readFirstAuditLine(log.path)
+    if (first === null || !(Date.parse(parseLine(first)?.event.time ?? '') < cutoff)) return
     await log.file.rewrite(async (lines) => {
       let drop = 0
       while (drop < lines.length && Date.parse(parseLine(lines[drop])?.event.time ?? '') < cutoff) drop++
