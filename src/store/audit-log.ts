@@ -90,6 +90,43 @@ export function readAuditTail(path: string): { bytes: number; size: number; last
   }
 }
 
+/**
+ * The complete lines of a log file, newest first, read backwards in chunks: a page of recent
+ * events costs the same however long the log is. Ends as readAuditTail does, or at `limit` bytes
+ * (the last durable line of a log being written).
+ */
+export function* readAuditLinesBackwards(path: string, limit = Infinity): Generator<string> {
+  const end = Math.min(readAuditTail(path).bytes, limit)
+  if (end === 0) return
+  const fd = openSync(path, 'r')
+  try {
+    let pos = end
+    // The bytes not yet given out: they start inside a line whose beginning is further back.
+    let pending: Buffer = Buffer.alloc(0)
+    while (pos > 0) {
+      const start = Math.max(0, pos - 64 * 1024)
+      const chunk = Buffer.alloc(pos - start)
+      let read = 0
+      while (read < chunk.length) read += readSync(fd, chunk, read, chunk.length - read, start + read)
+      const data = pending.length > 0 ? Buffer.concat([chunk, pending]) : chunk
+      // data ends with a newline: the end of the next line to give out.
+      let lineEnd = data.length
+      for (;;) {
+        const newline = lineEnd < 2 ? -1 : data.lastIndexOf(0x0a, lineEnd - 2)
+        if (newline < 0) break
+        yield data.subarray(newline + 1, lineEnd - 1).toString('utf8')
+        lineEnd = newline + 1
+      }
+      pending = data.subarray(0, lineEnd)
+      pos = start
+    }
+    // The file's first line.
+    if (pending.length > 0) yield pending.subarray(0, pending.length - 1).toString('utf8')
+  } finally {
+    closeSync(fd)
+  }
+}
+
 /** The first line of a log file (null: none whole), without reading the rest. */
 export function readFirstAuditLine(path: string): string | null {
   let fd: number

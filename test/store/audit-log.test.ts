@@ -9,7 +9,7 @@ import { spawnSync } from 'node:child_process'
 import { closeSync, openSync, readFileSync, writeFileSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
 import { sealLine, verifyChain } from '../../src/modules/audit/chain'
-import { AuditLogFile, readAuditLines, readAuditTail, readFirstAuditLine } from '../../src/store/audit-log'
+import { AuditLogFile, readAuditLines, readAuditLinesBackwards, readAuditTail, readFirstAuditLine } from '../../src/store/audit-log'
 import { heldSync, turn } from '../support/held-sync'
 import { removeDir, tempDir } from '../support/server'
 
@@ -161,7 +161,7 @@ test('a crash leaves a batch half on disk after zero bytes: readers and the next
   expect(verifyChain(readAuditLines(path).lines, { start: START, checkpoint: null })).toMatchObject({ ok: true, lines: 3 })
 })
 
-test('the tail read (a log opened again) finds the same end and last line as reading the whole file', () => {
+test('the tail, first-line and backwards reads (a log opened again, a page of recent events) agree with reading the whole file', () => {
   const path = join(dir, 'g.log')
   const line = (n: number, pad = 0) => JSON.stringify({ n, pad: 'x'.repeat(pad) })
   const cases: [string, Buffer][] = [
@@ -179,5 +179,9 @@ test('the tail read (a log opened again) finds the same end and last line as rea
     const tail = readAuditTail(path)
     expect({ name, bytes: tail.bytes, last: tail.last }).toEqual({ name, bytes: whole.bytes, last: whole.lines.at(-1) ?? null })
     expect({ name, first: readFirstAuditLine(path) }).toEqual({ name, first: whole.lines[0] ?? null })
+    // Backwards (a page of the newest events), the same lines in reverse, also up to a limit.
+    expect({ name, lines: [...readAuditLinesBackwards(path)] }).toEqual({ name, lines: [...whole.lines].reverse() })
+    const half = readAuditLines(path, Math.floor(whole.bytes / 2))
+    expect({ name, lines: [...readAuditLinesBackwards(path, half.bytes)] }).toEqual({ name, lines: [...half.lines].reverse() })
   }
 })

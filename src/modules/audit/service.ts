@@ -8,7 +8,7 @@ import type { Config } from '../../config'
 import { randomBytes } from '../../crypto/tokens'
 import { clientAddress, type PeerSource } from '../../http/client-address'
 import type { Logger } from '../../http/error-handler'
-import { AuditLogFile, deleteAuditLogFile, readAuditLines, readAuditTail, readFirstAuditLine, readJsonFile, SERVER_AUDIT_ANCHOR, SERVER_AUDIT_LOG, writeJsonFile, type DataSync } from '../../store/audit-log'
+import { AuditLogFile, deleteAuditLogFile, readAuditLines, readAuditLinesBackwards, readAuditTail, readFirstAuditLine, readJsonFile, SERVER_AUDIT_ANCHOR, SERVER_AUDIT_LOG, writeJsonFile, type DataSync } from '../../store/audit-log'
 import { VAULTS_DIR, type Store } from '../../store/store'
 import type { Vaults } from '../vault-access'
 import { parseLine, sealLine, type ChainAnchor } from './chain'
@@ -187,34 +187,33 @@ export class AuditService {
     await this.record(userId, event).catch(() => {})
   }
 
-  /** One page of the user's events, newest first. */
+  /** One page of the user's events, newest first (read from the end of the log, as far as needed). */
   list(userId: string, query: AuditQueryInput): { items: AuditEvent[]; nextCursor: string | null } {
     const limit = query.limit ?? 50
     const since = query.since ? Date.parse(query.since) : -Infinity
     const until = query.until ? Date.parse(query.until) : Infinity
-    const events = this.readEvents(userId)
-    let index = events.length - 1
-    if (query.cursor) {
-      const at = events.findIndex((event) => event.id === query.cursor)
-      index = at < 0 ? -1 : at - 1
+    const matches = (event: AuditEvent) => {
+      if (query.action && event.action !== query.action) return false
+      if (query.actor && event.actor.id !== query.actor && event.actor.type !== query.actor) return false
+      const time = Date.parse(event.time)
+      return !(time < since || time >= until)
     }
     const items: AuditEvent[] = []
-    for (; index >= 0 && items.length < limit; index--) {
-      const event = events[index]
-      if (query.action && event.action !== query.action) continue
-      if (query.actor && event.actor.id !== query.actor && event.actor.type !== query.actor) continue
-      const time = Date.parse(event.time)
-      if (time < since || time >= until) continue
-      items.push(event)
-    }
+    // Before the cursor's event is passed, nothing is taken (a cursor never given out: nothing).
+    let passedCursor = !query.cursor
     // A further page only when an older event could still match.
     let more = false
-    for (let i = index; i >= 0; i--) {
-      const event = events[i]
-      const time = Date.parse(event.time)
-      if ((query.action && event.action !== query.action) || (query.actor && event.actor.id !== query.actor && event.actor.type !== query.actor) || time < since || time >= until) continue
-      more = true
-      break
+    for (const event of this.eventsNewestFirst(userId)) {
+      if (!passedCursor) {
+        passedCursor = event.id === query.cursor
+        continue
+      }
+      if (!matches(event)) continue
+      if (items.length === limit) {
+        more = true
+        break
+      }
+      items.push(event)
     }
     return { items, nextCursor: more && items.length > 0 ? items[items.length - 1].id : null }
   }
@@ -231,23 +230,25 @@ export class AuditService {
     return kept.length > 0 ? `${kept.join('\n')}\n` : ''
   }
 
-  /** The user's durable lines: a batch still syncing (and perhaps failing) is not shown. */
-  private readLines(userId: string): string[] {
+  /** How far the user's log may be read: a batch still syncing (and perhaps failing) is not shown. */
+  private durableEnd(userId: string): number {
     const log = this.openLogs.get(userId)
-    return readAuditLines(userAuditLogPath(this.deps.config.dataDir, userId), log ? log.file.durableBytes : Infinity).lines
+    return log ? log.file.durableBytes : Infinity
   }
 
-  private readEvents(userId: string): AuditEvent[] {
-    const lines = this.readLines(userId)
-    const events: AuditEvent[] = []
-    for (const line of lines) {
+  private readLines(userId: string): string[] {
+    return readAuditLines(userAuditLogPath(this.deps.config.dataDir, userId), this.durableEnd(userId)).lines
+  }
+
+  private *eventsNewestFirst(userId: string): Generator<AuditEvent> {
+    for (const line of readAuditLinesBackwards(userAuditLogPath(this.deps.config.dataDir, userId), this.durableEnd(userId))) {
       const parsed = parseLine(line)
       if (!parsed) continue
       const { prev: _prev, hash: _hash, ...event } = parsed.event
-      events.push(event as unknown as AuditEvent)
+      yield event as unknown as AuditEvent
     }
-    return events
   }
+
 
   private open(userId: string | null): Promise<OpenLog> {
     const key = userId ?? ''
