@@ -249,7 +249,6 @@ export class AuditService {
     }
   }
 
-
   private open(userId: string | null): Promise<OpenLog> {
     const key = userId ?? ''
     let log = this.logs.get(key)
