@@ -36,6 +36,32 @@ export const SERVER_AUDIT_ANCHOR = 'audit.chain.json'
 /** Syncs a file's data (fs.fdatasync in the thread pool; tests hold it to look in between). */
 export type DataSync = (fd: number, done: (error: Error | null) => void) => void
 
+/** Lines as a log file holds them: each followed by a newline. */
+export function joinAuditLines(lines: string[]): string {
+  return lines.length > 0 ? `${lines.join('\n')}\n` : ''
+}
+
+/** How much of a log the partial reads take at a time (growing when a line is longer). */
+const CHUNK_BYTES = 64 * 1024
+
+/** A log file opened for reading; null when there is none. */
+function openForReading(path: string): number | null {
+  try {
+    return openSync(path, 'r')
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null
+    throw error
+  }
+}
+
+/** `length` bytes of a file from `start`. */
+function readAt(fd: number, start: number, length: number): Buffer {
+  const bytes = Buffer.alloc(length)
+  let read = 0
+  while (read < length) read += readSync(fd, bytes, read, length - read, start + read)
+  return bytes
+}
+
 /**
  * The complete lines of a log file, and their length in bytes: a torn last line and anything after
  * a zero byte (a batch a crash left half on disk) are left out. `limit`: read
@@ -62,52 +88,36 @@ export function readAuditLines(path: string, limit = Infinity): { lines: string[
  * line and zero bytes at the end (crash debris, as readAuditLines) are left out; the tail read
  * grows until it holds a whole line.
  */
-export function readAuditTail(path: string): { bytes: number; size: number; last: string | null } {
-  let fd: number
-  try {
-    fd = openSync(path, 'r')
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { bytes: 0, size: 0, last: null }
-    throw error
-  }
-  try {
-    const size = fstatSync(fd).size
-    for (let chunk = 64 * 1024; ; chunk *= 4) {
-      const start = Math.max(0, size - chunk)
-      const tail = Buffer.alloc(size - start)
-      let read = 0
-      while (read < tail.length) read += readSync(fd, tail, read, tail.length - read, start + read)
-      const zero = tail.indexOf(0)
-      const cut = zero < 0 ? tail.length : zero
-      const end = cut === 0 ? -1 : tail.lastIndexOf(0x0a, cut - 1)
-      const before = end <= 0 ? -1 : tail.lastIndexOf(0x0a, end - 1)
-      // The last line is whole once the newline before it is in the tail (or the file starts there).
-      if (end >= 0 && (before >= 0 || start === 0)) return { bytes: start + end + 1, size, last: tail.subarray(before + 1, end).toString('utf8') }
-      if (start === 0) return { bytes: 0, size, last: null }
-    }
-  } finally {
-    closeSync(fd)
+function tailOf(fd: number): { bytes: number; size: number; last: string | null } {
+  const size = fstatSync(fd).size
+  for (let chunk = CHUNK_BYTES; ; chunk *= 4) {
+    const start = Math.max(0, size - chunk)
+    const tail = readAt(fd, start, size - start)
+    const zero = tail.indexOf(0)
+    const cut = zero < 0 ? tail.length : zero
+    const end = cut === 0 ? -1 : tail.lastIndexOf(0x0a, cut - 1)
+    const before = end <= 0 ? -1 : tail.lastIndexOf(0x0a, end - 1)
+    // The last line is whole once the newline before it is in the tail (or the file starts there).
+    if (end >= 0 && (before >= 0 || start === 0)) return { bytes: start + end + 1, size, last: tail.subarray(before + 1, end).toString('utf8') }
+    if (start === 0) return { bytes: 0, size, last: null }
   }
 }
 
 /**
  * The complete lines of a log file, newest first, read backwards in chunks: a page of recent
- * events costs the same however long the log is. Ends as readAuditTail does, or at `limit` bytes
+ * events costs the same however long the log is. Ends where opening the log would cut it (tailOf), or at `limit` bytes
  * (the last durable line of a log being written).
  */
 export function* readAuditLinesBackwards(path: string, limit = Infinity): Generator<string> {
-  const end = Math.min(readAuditTail(path).bytes, limit)
-  if (end === 0) return
-  const fd = openSync(path, 'r')
+  const fd = openForReading(path)
+  if (fd === null) return
   try {
-    let pos = end
+    let pos = Math.min(tailOf(fd).bytes, limit)
     // The bytes not yet given out: they start inside a line whose beginning is further back.
     let pending: Buffer = Buffer.alloc(0)
     while (pos > 0) {
-      const start = Math.max(0, pos - 64 * 1024)
-      const chunk = Buffer.alloc(pos - start)
-      let read = 0
-      while (read < chunk.length) read += readSync(fd, chunk, read, chunk.length - read, start + read)
+      const start = Math.max(0, pos - CHUNK_BYTES)
+      const chunk = readAt(fd, start, pos - start)
       const data = pending.length > 0 ? Buffer.concat([chunk, pending]) : chunk
       // data ends with a newline: the end of the next line to give out.
       let lineEnd = data.length
@@ -129,23 +139,16 @@ export function* readAuditLinesBackwards(path: string, limit = Infinity): Genera
 
 /** The first line of a log file (null: none whole), without reading the rest. */
 export function readFirstAuditLine(path: string): string | null {
-  let fd: number
-  try {
-    fd = openSync(path, 'r')
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null
-    throw error
-  }
+  const fd = openForReading(path)
+  if (fd === null) return null
   try {
     const size = fstatSync(fd).size
-    for (let chunk = 64 * 1024; ; chunk *= 4) {
-      const head = Buffer.alloc(Math.min(size, chunk))
-      let read = 0
-      while (read < head.length) read += readSync(fd, head, read, head.length - read, read)
+    for (let chunk = CHUNK_BYTES; ; chunk *= 4) {
+      const head = readAt(fd, 0, Math.min(size, chunk))
       const zero = head.indexOf(0)
       const newline = head.indexOf(0x0a)
       if (newline >= 0 && (zero < 0 || newline < zero)) return head.subarray(0, newline).toString('utf8')
-      if (head.length === size || (zero >= 0 && zero < head.length)) return null
+      if (head.length === size || zero >= 0) return null
     }
   } finally {
     closeSync(fd)
@@ -176,23 +179,29 @@ export class AuditLogFile<E> {
   ) {}
 
   /**
-   * Opens a log whose last durable line hashes to `head` (the caller read its last line with
-   * readAuditTail); a torn last line is cut off.
+   * Opens a log; `headOf` gives the hash the next line chains from, given the last whole line (null:
+   * none). A torn last line is cut off.
    */
-  static open<E>(path: string, head: string, seal: (event: E, prev: string) => SealedLine, dataSync: DataSync = fdatasync): AuditLogFile<E> {
-    const { bytes, size } = readAuditTail(path)
-    const exists = existsSync(path)
-    if (bytes < size) {
+  static open<E>(path: string, headOf: (lastLine: string | null) => string, seal: (event: E, prev: string) => SealedLine, dataSync: DataSync = fdatasync): AuditLogFile<E> {
+    const fd = openForReading(path)
+    if (fd === null) return new AuditLogFile(path, 0, headOf(null), seal, false, dataSync)
+    let tail: ReturnType<typeof tailOf>
+    try {
+      tail = tailOf(fd)
+    } finally {
+      closeSync(fd)
+    }
+    if (tail.bytes < tail.size) {
       // A torn last line (a crash mid-append) was never acknowledged.
-      const fd = openSync(path, 'r+')
+      const writable = openSync(path, 'r+')
       try {
-        ftruncateSync(fd, bytes)
-        fsyncSync(fd)
+        ftruncateSync(writable, tail.bytes)
+        fsyncSync(writable)
       } finally {
-        closeSync(fd)
+        closeSync(writable)
       }
     }
-    return new AuditLogFile(path, bytes, head, seal, exists, dataSync)
+    return new AuditLogFile(path, tail.bytes, headOf(tail.last), seal, true, dataSync)
   }
 
   /** The hash of the last durable line (or the chain's start). */
@@ -241,7 +250,7 @@ export class AuditLogFile<E> {
       texts.push(sealed.text)
       head = sealed.hash
     }
-    const bytes = Buffer.from(`${texts.join('\n')}\n`)
+    const bytes = Buffer.from(joinAuditLines(texts))
     const end = this.bytes + bytes.length
     let fd: number
     try {
@@ -325,7 +334,7 @@ export class AuditLogFile<E> {
       const next = await plan(readAuditLines(this.path, this.bytes).lines)
       if (!next) return
       this.closeFd()
-      const text = next.lines.length > 0 ? `${next.lines.join('\n')}\n` : ''
+      const text = joinAuditLines(next.lines)
       await writeFileAtomic(this.path, text)
       this.bytes = Buffer.byteLength(text)
       this.head = next.head

@@ -23,7 +23,7 @@ import { dirname, join, posix } from 'node:path'
 import { isTempFile, writeFileAtomic } from './atomic-file'
 import { KEY_CHECK_ROTATING } from '../crypto/keyring'
 import { MASTER_KEY_FILE } from '../crypto/master-key'
-import { readAuditLines, SERVER_AUDIT_ANCHOR, SERVER_AUDIT_LOG } from './audit-log'
+import { joinAuditLines, readAuditLines, SERVER_AUDIT_ANCHOR, SERVER_AUDIT_LOG } from './audit-log'
 import { readLoggedDocumentSync } from './document'
 import { ACCOUNTS_LISTS, VAULT_LISTS } from './records'
 import { ACCOUNTS_FILE, VAULTS_DIR } from './store'
@@ -115,7 +115,7 @@ function withAuditLog(dataDir: string, documentPath: string, logPath: string): B
     if (!existsSync(join(dataDir, logPath))) return [entry(documentPath, document)]
     const { lines } = readAuditLines(join(dataDir, logPath))
     if (anchorIn(documentPath, readDocument(dataDir, documentPath)) !== anchorIn(documentPath, document)) continue
-    return [entry(documentPath, document), entry(logPath, Buffer.from(lines.length > 0 ? `${lines.join('\n')}\n` : ''))]
+    return [entry(documentPath, document), entry(logPath, Buffer.from(joinAuditLines(lines)))]
   }
   throw new BackupError(`the audit chain's anchor of ${join(dataDir, documentPath)} kept changing while it was read; try again`)
 }

@@ -141,7 +141,7 @@ describe('open vaults in process', () => {
         while (!settled) {
           clock += 11 * 60_000
           closes += server.deps.store.closeIdleVaults()
-          await new Promise((resolve) => setImmediate(resolve))
+          await turn()
         }
         answers.push(...(await reveals))
       }

@@ -9,7 +9,7 @@ import { spawnSync } from 'node:child_process'
 import { closeSync, openSync, readFileSync, writeFileSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
 import { sealLine, verifyChain } from '../../src/modules/audit/chain'
-import { AuditLogFile, readAuditLines, readAuditLinesBackwards, readAuditTail, readFirstAuditLine } from '../../src/store/audit-log'
+import { AuditLogFile, readAuditLines, readAuditLinesBackwards, readFirstAuditLine } from '../../src/store/audit-log'
 import { heldSync, turn } from '../support/held-sync'
 import { removeDir, tempDir } from '../support/server'
 
@@ -22,14 +22,14 @@ const START = 'a'.repeat(64)
 
 test('concurrent appends: every one durable once resolved, in order, one intact chain', async () => {
   const path = join(dir, 'a.log')
-  const log = AuditLogFile.open<{ n: number }>(path, START, sealLine)
+  const log = AuditLogFile.open<{ n: number }>(path, () => START, sealLine)
   await Promise.all(Array.from({ length: 500 }, (_, n) => log.append({ n })))
   const { lines } = readAuditLines(path)
   expect(lines.map((line) => JSON.parse(line).n)).toEqual(Array.from({ length: 500 }, (_, n) => n))
   expect(verifyChain(lines, { start: START, checkpoint: null })).toMatchObject({ ok: true, lines: 500 })
   await log.close()
   // Reopened from its last line, it goes on with the chain.
-  const again = AuditLogFile.open<{ n: number }>(path, JSON.parse(lines.at(-1)!).hash, sealLine)
+  const again = AuditLogFile.open<{ n: number }>(path, () => JSON.parse(lines.at(-1)!).hash, sealLine)
   await again.append({ n: 500 })
   await again.close()
   expect(verifyChain(readAuditLines(path).lines, { start: START, checkpoint: null })).toMatchObject({ ok: true, lines: 501 })
@@ -37,7 +37,7 @@ test('concurrent appends: every one durable once resolved, in order, one intact 
 
 test.skipIf(process.getuid?.() !== 0)('a write failure mid-stream: resolved events are in the file, rejected ones are not, the chain holds', async () => {
   const path = join(dir, 'b.log')
-  const log = AuditLogFile.open<{ n: number }>(path, START, sealLine)
+  const log = AuditLogFile.open<{ n: number }>(path, () => START, sealLine)
   await log.append({ n: -1 })
   const outcomes: Promise<boolean>[] = []
   let n = 0
@@ -61,7 +61,7 @@ test.skipIf(process.getuid?.() !== 0)('a write failure mid-stream: resolved even
 test('one batch in flight: not acknowledged, not shown before its sync; what comes meanwhile is the next batch', async () => {
   const path = join(dir, 'c.log')
   const disk = heldSync()
-  const log = AuditLogFile.open<{ n: number }>(path, START, sealLine, disk.sync)
+  const log = AuditLogFile.open<{ n: number }>(path, () => START, sealLine, disk.sync)
   const resolved: number[] = []
   const first = [0, 1, 2].map((n) => log.append({ n }).then(() => resolved.push(n)))
   await turn()
@@ -90,7 +90,7 @@ test('one batch in flight: not acknowledged, not shown before its sync; what com
 test('a failed sync: its batch is refused and cut off; the chain goes on from the last durable line', async () => {
   const path = join(dir, 'd.log')
   const disk = heldSync()
-  const log = AuditLogFile.open<{ n: number }>(path, START, sealLine, disk.sync)
+  const log = AuditLogFile.open<{ n: number }>(path, () => START, sealLine, disk.sync)
   const kept = log.append({ n: 0 })
   await turn()
   disk.release()
@@ -114,7 +114,7 @@ test('a failed sync: its batch is refused and cut off; the chain goes on from th
 test('compaction waits for the batch in flight and keeps what is appended meanwhile', async () => {
   const path = join(dir, 'e.log')
   const disk = heldSync()
-  const log = AuditLogFile.open<{ n: number }>(path, START, sealLine, disk.sync)
+  const log = AuditLogFile.open<{ n: number }>(path, () => START, sealLine, disk.sync)
   const appended = [0, 1, 2].map((n) => log.append({ n }))
   await turn()
   let planned = null as number[] | null
@@ -142,7 +142,7 @@ test('compaction waits for the batch in flight and keeps what is appended meanwh
 
 test('a crash leaves a batch half on disk after zero bytes: readers and the next open stop at the first zero byte', async () => {
   const path = join(dir, 'f.log')
-  const log = AuditLogFile.open<{ n: number }>(path, START, sealLine)
+  const log = AuditLogFile.open<{ n: number }>(path, () => START, sealLine)
   await log.append({ n: 0 })
   await log.append({ n: 1 })
   const durable = log.durableBytes
@@ -153,7 +153,7 @@ test('a crash leaves a batch half on disk after zero bytes: readers and the next
   closeSync(fd)
   expect(readAuditLines(path).lines.map((line) => JSON.parse(line).n)).toEqual([0, 1])
   const { lines } = readAuditLines(path)
-  const again = AuditLogFile.open<{ n: number }>(path, JSON.parse(lines.at(-1)!).hash, sealLine)
+  const again = AuditLogFile.open<{ n: number }>(path, () => JSON.parse(lines.at(-1)!).hash, sealLine)
   expect(readFileSync(path).length).toBe(durable)
   await again.append({ n: 2 })
   await again.close()
@@ -161,7 +161,7 @@ test('a crash leaves a batch half on disk after zero bytes: readers and the next
   expect(verifyChain(readAuditLines(path).lines, { start: START, checkpoint: null })).toMatchObject({ ok: true, lines: 3 })
 })
 
-test('the tail, first-line and backwards reads (a log opened again, a page of recent events) agree with reading the whole file', () => {
+test('opening (a tail read), the first-line read and the backwards read (a page of recent events) agree with reading the whole file', () => {
   const path = join(dir, 'g.log')
   const line = (n: number, pad = 0) => JSON.stringify({ n, pad: 'x'.repeat(pad) })
   const cases: [string, Buffer][] = [
@@ -176,12 +176,15 @@ test('the tail, first-line and backwards reads (a log opened again, a page of re
   for (const [name, bytes] of cases) {
     writeFileSync(path, bytes)
     const whole = readAuditLines(path)
-    const tail = readAuditTail(path)
-    expect({ name, bytes: tail.bytes, last: tail.last }).toEqual({ name, bytes: whole.bytes, last: whole.lines.at(-1) ?? null })
     expect({ name, first: readFirstAuditLine(path) }).toEqual({ name, first: whole.lines[0] ?? null })
     // Backwards (a page of the newest events), the same lines in reverse, also up to a limit.
     expect({ name, lines: [...readAuditLinesBackwards(path)] }).toEqual({ name, lines: [...whole.lines].reverse() })
     const half = readAuditLines(path, Math.floor(whole.bytes / 2))
     expect({ name, lines: [...readAuditLinesBackwards(path, half.bytes)] }).toEqual({ name, lines: [...half.lines].reverse() })
+    // Opening it reads the tail: the same end and last line (and cuts what follows them).
+    let last: string | null | undefined
+    const log = AuditLogFile.open<{ n: number }>(path, (line) => ((last = line), START), sealLine)
+    expect({ name, bytes: log.durableBytes, last }).toEqual({ name, bytes: whole.bytes, last: whole.lines.at(-1) ?? null })
+    expect({ name, size: readFileSync(path).length }).toEqual({ name, size: whole.bytes })
   }
 })

@@ -8,7 +8,7 @@ import type { Config } from '../../config'
 import { randomBytes } from '../../crypto/tokens'
 import { clientAddress, type PeerSource } from '../../http/client-address'
 import type { Logger } from '../../http/error-handler'
-import { AuditLogFile, deleteAuditLogFile, readAuditLines, readAuditLinesBackwards, readAuditTail, readFirstAuditLine, readJsonFile, SERVER_AUDIT_ANCHOR, SERVER_AUDIT_LOG, writeJsonFile, type DataSync } from '../../store/audit-log'
+import { AuditLogFile, deleteAuditLogFile, readAuditLines, readAuditLinesBackwards, readFirstAuditLine, joinAuditLines, readJsonFile, SERVER_AUDIT_ANCHOR, SERVER_AUDIT_LOG, writeJsonFile, type DataSync } from '../../store/audit-log'
 import { VAULTS_DIR, type Store } from '../../store/store'
 import type { Vaults } from '../vault-access'
 import { parseLine, sealLine, type ChainAnchor } from './chain'
@@ -227,7 +227,7 @@ export class AuditService {
       const time = Date.parse(parseLine(line)?.event.time ?? '')
       return !(time < from)
     })
-    return kept.length > 0 ? `${kept.join('\n')}\n` : ''
+    return joinAuditLines(kept)
   }
 
   /** How far the user's log may be read: a batch still syncing (and perhaps failing) is not shown. */
@@ -322,11 +322,8 @@ export class AuditService {
   }
 
   private async openFile(path: string, readAnchor: () => ChainAnchor, writeAnchor: (anchor: ChainAnchor) => Promise<void>): Promise<OpenLog> {
-    const { last: lastLine } = readAuditTail(path)
-    const last = lastLine === null ? null : parseLine(lastLine)
     const anchor = readAnchor()
-    const head = last?.event.hash ?? anchor.checkpoint ?? anchor.start
-    const file = AuditLogFile.open<AuditEvent>(path, head, sealLine, this.deps.dataSync)
+    const file = AuditLogFile.open<AuditEvent>(path, (last) => (last === null ? null : parseLine(last))?.event.hash ?? anchor.checkpoint ?? anchor.start, sealLine, this.deps.dataSync)
     const log: OpenLog = { file, path, gate: null, compactedAt: 0, readAnchor, writeAnchor }
     await this.compact(log)
     return log
