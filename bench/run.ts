@@ -348,38 +348,21 @@ async function main() {
     const rows: Row[] = []
     const measure = (server: BenchProcess, requests: LoadRequest[], connections: number, seconds = options.duration) =>
       runLoad({ url: server.url, connections, requests, headers, duration: seconds, amount: options.amount })
+    /** One slice of load with wrk (one thread) instead of autocannon. */
+    const measureWrk = async (server: BenchProcess, requests: LoadRequest[], connections: number, seconds: number): Promise<LoadResult> => {
+      ensureWrk()
+      const result = wrk(server.url, { connections, seconds, method: requests[0].method, paths: requests.map((request) => request.path), headers })
+      return { rps: result.rps, p50: result.p50, p99: result.p99, ok: Math.round(result.rps * seconds), failures: result.non2xx > 0 ? { 'non-2xx': result.non2xx } : {}, errors: result.errors, seconds }
+    }
     /** The service and the baseline in turns, `rounds` slices each; the slices combined per side. */
-    const alternate = async (service: BenchProcess, baseline: BenchProcess, requests: LoadRequest[], connections: number) => {
-      const slice = options.duration / options.rounds
+    const alternate = async (service: BenchProcess, baseline: BenchProcess, requests: LoadRequest[], connections: number, load: (server: BenchProcess, requests: LoadRequest[], connections: number, seconds: number) => Promise<LoadResult> = measure, slice = options.duration / options.rounds) => {
       const serviceRuns: LoadResult[] = []
       const baselineRuns: LoadResult[] = []
       for (let round = 0; round < options.rounds; round++) {
-        serviceRuns.push(await measure(service, requests, connections, slice))
-        baselineRuns.push(await measure(baseline, requests, connections, slice))
+        serviceRuns.push(await load(service, requests, connections, slice))
+        baselineRuns.push(await load(baseline, requests, connections, slice))
       }
       return [combineRuns(serviceRuns), combineRuns(baselineRuns)] as const
-    }
-    /** As alternate, with wrk: req/s over all slices, p50 the slices' median, p99 their highest. */
-    const alternateWrk = (service: BenchProcess, baseline: BenchProcess, requests: LoadRequest[], connections: number) => {
-      ensureWrk()
-      const slice = Math.max(1, Math.round(options.duration / options.rounds))
-      const runs: [LoadResult[], LoadResult[]] = [[], []]
-      for (let round = 0; round < options.rounds; round++) {
-        for (const [side, server] of [service, baseline].entries()) {
-          const result = wrk(server.url, { connections, seconds: slice, method: requests[0].method, paths: requests.map((request) => request.path), headers })
-          const ok = Math.round(result.rps * slice)
-          runs[side].push({ rps: result.rps, p50: result.p50, p99: result.p99, ok, failures: result.non2xx > 0 ? { 'non-2xx': result.non2xx } : {}, errors: result.errors, seconds: slice })
-        }
-      }
-      const combine = (slices: LoadResult[]): LoadResult => {
-        const p50s = slices.map((run) => run.p50).sort((a, b) => a - b)
-        const failures: Record<string, number> = {}
-        for (const run of slices) for (const [status, count] of Object.entries(run.failures)) failures[status] = (failures[status] ?? 0) + count
-        const ok = slices.reduce((sum, run) => sum + run.ok, 0)
-        const seconds = slices.reduce((sum, run) => sum + run.seconds, 0)
-        return { rps: ok / seconds, p50: p50s[Math.floor(p50s.length / 2)], p99: Math.max(...slices.map((run) => run.p99)), ok, failures, errors: slices.reduce((sum, run) => sum + run.errors, 0), seconds }
-      }
-      return [combine(runs[0]), combine(runs[1])] as const
     }
     const warm = async (server: BenchProcess, requests: LoadRequest[]) => {
       if (options.warmup > 0) await measure(server, requests, 8, options.warmup)
@@ -444,7 +427,9 @@ async function main() {
         for (const connections of options.connections) {
           // wrk (one thread) rather than autocannon, which takes a whole core of the two (issue 19);
           // the smoke run keeps autocannon's fixed request count.
-          const [onResult, offResult] = options.smoke ? await alternate(on, off, requests, connections) : alternateWrk(on, off, requests, connections)
+          const [onResult, offResult] = options.smoke
+            ? await alternate(on, off, requests, connections)
+            : await alternate(on, off, requests, connections, measureWrk, Math.max(1, Math.round(options.duration / options.rounds)))
           record(scenario, connections, onResult, offResult, `baseline column: the audit log off${options.smoke ? '' : '; wrk'}`)
         }
       }
