@@ -138,9 +138,13 @@ describe('open vaults in process', () => {
         closes += server.deps.store.closeIdleVaults()
         let settled = false
         const reveals = Promise.all(Array.from({ length: 20 }, () => alice.post(`/api/entries/${entry.id}/reveal`))).finally(() => (settled = true))
-        while (!settled) {
-          clock += 11 * 60_000
-          closes += server.deps.store.closeIdleVaults()
+        // At most 40 closes a wave: each moves the clock 11 minutes, and a slow machine turning
+        // the loop without bound would outlive the session.
+        for (let turns = 0; !settled; turns++) {
+          if (turns < 40) {
+            clock += 11 * 60_000
+            closes += server.deps.store.closeIdleVaults()
+          }
           await turn()
         }
         answers.push(...(await reveals))
