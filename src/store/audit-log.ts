@@ -12,7 +12,7 @@
 // or, on filesystems that extend a file before its data lands, zero bytes: whatever follows the
 // first zero byte or the last newline is cut off at open. Lines are never changed once durable;
 // compaction replaces the whole file.
-import { closeSync, constants, existsSync, fdatasync, fstatSync, fsyncSync, ftruncateSync, openSync, readdirSync, readFileSync, readSync, unlinkSync, writeSync } from 'node:fs'
+import { closeSync, constants, existsSync, fdatasync, fstatSync, read, fsyncSync, ftruncateSync, openSync, readdirSync, readFileSync, readSync, unlinkSync, writeSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fsyncDirSync, writeFileAtomic } from './atomic-file'
 
@@ -135,6 +135,73 @@ export function* readAuditLinesBackwards(path: string, limit = Infinity): Genera
   } finally {
     closeSync(fd)
   }
+}
+
+/**
+ * The complete lines of a log file, oldest first, as a stream read a chunk at a time when the
+ * reader asks for more: an export of a long log holds a chunk in memory, not the log, and the
+ * server answers other requests between chunks. Ends where readAuditLines would (a torn last line
+ * and anything after a zero byte are left out), or at `limit` bytes. `keep` leaves lines out. The
+ * file is opened at once, so a compaction that replaces it meanwhile does not change what is given.
+ */
+export function streamAuditLines(path: string, limit = Infinity, keep?: (line: string) => boolean): ReadableStream<Uint8Array> {
+  const fd = openForReading(path)
+  if (fd === null) return new ReadableStream({ start: (controller) => controller.close() })
+  let open = true
+  const close = () => {
+    if (open) closeSync(fd)
+    open = false
+  }
+  let pos = 0
+  let end: number
+  try {
+    end = Math.min(limit, fstatSync(fd).size)
+  } catch (error) {
+    close()
+    throw error
+  }
+  // The start of a line whose end is in a later chunk.
+  let pending: Buffer = Buffer.alloc(0)
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        try {
+          while (pos < end) {
+            // The chunk is read in after the pending bytes: one buffer for both.
+            const buffer = Buffer.allocUnsafe(pending.length + Math.min(CHUNK_BYTES, end - pos))
+            pending.copy(buffer)
+            // In the thread pool: other requests are answered between chunks.
+            const read = await readChunk(fd, buffer.subarray(pending.length), pos)
+            // Shorter than it was at open: what is missing was never a durable line.
+            if (read === 0) break
+            const zero = buffer.subarray(pending.length, pending.length + read).indexOf(0)
+            const data = buffer.subarray(0, pending.length + (zero < 0 ? read : zero))
+            pos = zero < 0 ? pos + read : end
+            const newline = data.lastIndexOf(0x0a)
+            pending = data.subarray(newline + 1)
+            if (newline < 0) continue
+            const whole = data.subarray(0, newline + 1)
+            const out = keep ? Buffer.from(joinAuditLines(whole.toString('utf8').slice(0, -1).split('\n').filter(keep))) : whole
+            if (out.length > 0) {
+              controller.enqueue(out)
+              return
+            }
+          }
+          close()
+          controller.close()
+        } catch (error) {
+          close()
+          controller.error(error)
+        }
+      },
+      cancel: close,
+    },
+    { highWaterMark: 0 },
+  )
+}
+
+function readChunk(fd: number, into: Buffer, at: number): Promise<number> {
+  return new Promise((resolve, reject) => read(fd, into, 0, into.length, at, (error, bytes) => (error ? reject(error) : resolve(bytes))))
 }
 
 /** The first line of a log file (null: none whole), without reading the rest. */

@@ -3,13 +3,15 @@
 // the events whose promise resolved are in the file, and the chain goes on from them. With the
 // sync held by the test: nothing is acknowledged or shown before its sync, one batch is in flight
 // at a time, a failed sync is cut off, compaction loses nothing appended meanwhile, and a batch a
-// crash left half on disk is never read as lines.
+// crash left half on disk is never read as lines. The partial readers (tail, first line,
+// backwards, the export's stream) agree with reading the whole file.
 import { afterAll, expect, test } from 'bun:test'
 import { spawnSync } from 'node:child_process'
 import { closeSync, openSync, readFileSync, writeFileSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
 import { sealLine, verifyChain } from '../../src/modules/audit/chain'
-import { AuditLogFile, readAuditLines, readAuditLinesBackwards, readFirstAuditLine } from '../../src/store/audit-log'
+import { writeFileAtomic } from '../../src/store/atomic-file'
+import { AuditLogFile, joinAuditLines, readAuditLines, readAuditLinesBackwards, readFirstAuditLine, streamAuditLines } from '../../src/store/audit-log'
 import { heldSync, turn } from '../support/held-sync'
 import { removeDir, tempDir } from '../support/server'
 
@@ -161,7 +163,7 @@ test('a crash leaves a batch half on disk after zero bytes: readers and the next
   expect(verifyChain(readAuditLines(path).lines, { start: START, checkpoint: null })).toMatchObject({ ok: true, lines: 3 })
 })
 
-test('opening (a tail read), the first-line read and the backwards read (a page of recent events) agree with reading the whole file', () => {
+test('opening (a tail read), the first-line read, the backwards read (a page of recent events) and the export stream agree with reading the whole file', async () => {
   const path = join(dir, 'g.log')
   const line = (n: number, pad = 0) => JSON.stringify({ n, pad: 'x'.repeat(pad) })
   const cases: [string, Buffer][] = [
@@ -181,10 +183,31 @@ test('opening (a tail read), the first-line read and the backwards read (a page 
     expect({ name, lines: [...readAuditLinesBackwards(path)] }).toEqual({ name, lines: [...whole.lines].reverse() })
     const half = readAuditLines(path, Math.floor(whole.bytes / 2))
     expect({ name, lines: [...readAuditLinesBackwards(path, half.bytes)] }).toEqual({ name, lines: [...half.lines].reverse() })
+    // The export's stream, oldest first: the same lines, also up to a limit and filtered.
+    const streamed = (limit?: number, keep?: (line: string) => boolean) => new Response(streamAuditLines(path, limit, keep)).text()
+    expect({ name, text: await streamed() }).toEqual({ name, text: joinAuditLines(whole.lines) })
+    expect({ name, text: await streamed(Math.floor(whole.bytes / 2)) }).toEqual({ name, text: joinAuditLines(half.lines) })
+    const even = (line: string) => line.length % 2 === 0
+    expect({ name, text: await streamed(undefined, even) }).toEqual({ name, text: joinAuditLines(whole.lines.filter(even)) })
     // Opening it reads the tail: the same end and last line (and cuts what follows them).
     let last: string | null | undefined
     const log = AuditLogFile.open<{ n: number }>(path, (line) => ((last = line), START), sealLine)
     expect({ name, bytes: log.durableBytes, last }).toEqual({ name, bytes: whole.bytes, last: whole.lines.at(-1) ?? null })
     expect({ name, size: readFileSync(path).length }).toEqual({ name, size: whole.bytes })
   }
+})
+
+test('the export stream reads a chunk when asked, and a compaction replacing the file meanwhile does not change it', async () => {
+  const path = join(dir, 'h.log')
+  const text = `${Array.from({ length: 5000 }, (_, n) => JSON.stringify({ n, pad: "x".repeat(40) })).join('\n')}\n`
+  writeFileSync(path, text)
+  const reader = streamAuditLines(path).getReader()
+  const first = await reader.read()
+  // One chunk of whole lines, not the file.
+  expect(first.value!.length).toBeLessThanOrEqual(64 * 1024)
+  expect(first.value!.length).toBeLessThan(text.length)
+  await writeFileAtomic(path, `${JSON.stringify({ compacted: true })}\n`)
+  const parts = [Buffer.from(first.value!)]
+  for (let next = await reader.read(); !next.done; next = await reader.read()) parts.push(Buffer.from(next.value))
+  expect(Buffer.concat(parts).toString('utf8')).toBe(text)
 })

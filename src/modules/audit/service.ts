@@ -8,7 +8,7 @@ import type { Config } from '../../config'
 import { randomBytes } from '../../crypto/tokens'
 import { clientAddress, type PeerSource } from '../../http/client-address'
 import type { Logger } from '../../http/error-handler'
-import { AuditLogFile, deleteAuditLogFile, readAuditLines, readAuditLinesBackwards, readFirstAuditLine, joinAuditLines, readJsonFile, SERVER_AUDIT_ANCHOR, SERVER_AUDIT_LOG, writeJsonFile, type DataSync } from '../../store/audit-log'
+import { AuditLogFile, deleteAuditLogFile, readAuditLinesBackwards, readFirstAuditLine, streamAuditLines, readJsonFile, SERVER_AUDIT_ANCHOR, SERVER_AUDIT_LOG, writeJsonFile, type DataSync } from '../../store/audit-log'
 import { VAULTS_DIR, type Store } from '../../store/store'
 import type { Vaults } from '../vault-access'
 import { parseLine, sealLine, type ChainAnchor } from './chain'
@@ -21,6 +21,15 @@ const MAX_USER_AGENT = 300
 export const userAuditLogPath = (dataDir: string, userId: string) => {
   if (!USER_ID.test(userId)) throw new Error('invalid user id')
   return join(dataDir, VAULTS_DIR, `${userId}.audit.log`)
+}
+
+/** A line's event time in ms (NaN when the line is not an event with a time). */
+function timeOf(line: string): number {
+  try {
+    return Date.parse((JSON.parse(line) as { time?: unknown }).time as string)
+  } catch {
+    return NaN
+  }
 }
 
 export interface AuditRecordRef {
@@ -218,26 +227,18 @@ export class AuditService {
     return { items, nextCursor: more && items.length > 0 ? items[items.length - 1].id : null }
   }
 
-  /** The user's log as stored (JSON Lines), from `since` on. */
-  exportLines(userId: string, since?: string): string {
-    const lines = this.readLines(userId)
+  /** The user's log as stored (JSON Lines), from `since` on, read as the client takes it. */
+  exportLines(userId: string, since?: string): ReadableStream<Uint8Array> {
     const from = since ? Date.parse(since) : -Infinity
-    const kept = lines.filter((line) => {
-      if (from === -Infinity) return true
-      const time = Date.parse(parseLine(line)?.event.time ?? '')
-      return !(time < from)
-    })
-    return joinAuditLines(kept)
+    // A line whose time cannot be read is kept: the export hides nothing the file holds.
+    const keep = from === -Infinity ? undefined : (line: string) => !(timeOf(line) < from)
+    return streamAuditLines(userAuditLogPath(this.deps.config.dataDir, userId), this.durableEnd(userId), keep)
   }
 
   /** How far the user's log may be read: a batch still syncing (and perhaps failing) is not shown. */
   private durableEnd(userId: string): number {
     const log = this.openLogs.get(userId)
     return log ? log.file.durableBytes : Infinity
-  }
-
-  private readLines(userId: string): string[] {
-    return readAuditLines(userAuditLogPath(this.deps.config.dataDir, userId), this.durableEnd(userId)).lines
   }
 
   private *eventsNewestFirst(userId: string): Generator<AuditEvent> {
