@@ -390,21 +390,30 @@ export class AuditLogFile<E> {
   }
 
   /**
-   * Compaction: `plan` gets the durable lines and answers the lines (and their last hash) that
-   * replace the file, or null to keep it. Appends wait meanwhile, so no line is written to the
-   * file being replaced after it was read.
+   * Compaction: drops the lines before the first one `keep` accepts. Lines are read from the start
+   * only as far as that one; the rest is copied as it is, never split, parsed or joined. `dropping`
+   * gets the last dropped line first (the caller records its checkpoint). Appends wait meanwhile,
+   * so no line is written to the file being replaced after it was read. What the next line chains
+   * from does not change.
    */
-  async rewrite(plan: (lines: string[]) => Promise<{ lines: string[]; head: string } | null>): Promise<void> {
+  async dropBefore(keep: (line: string) => boolean, dropping: (lastDropped: string) => Promise<void>): Promise<void> {
     this.paused = true
     try {
       await this.idle()
-      const next = await plan(readAuditLines(this.path, this.bytes).lines)
-      if (!next) return
+      const fd = openForReading(this.path)
+      if (fd === null) return
+      let kept: Buffer
+      try {
+        const cut = firstKept(fd, this.bytes, keep)
+        if (cut.lastDropped === null) return
+        await dropping(cut.lastDropped)
+        kept = readAt(fd, cut.offset, this.bytes - cut.offset)
+      } finally {
+        closeSync(fd)
+      }
       this.closeFd()
-      const text = joinAuditLines(next.lines)
-      await writeFileAtomic(this.path, text)
-      this.bytes = Buffer.byteLength(text)
-      this.head = next.head
+      await writeFileAtomic(this.path, kept)
+      this.bytes = kept.length
       this.exists = true
       this.dirty = false
     } finally {
@@ -418,6 +427,28 @@ export class AuditLogFile<E> {
     await this.settle()
     this.closeFd()
   }
+}
+
+/** Where the first line `keep` accepts starts (the end, when none does), and the line before it. */
+function firstKept(fd: number, limit: number, keep: (line: string) => boolean): { offset: number; lastDropped: string | null } {
+  let lastDropped: string | null = null
+  let pos = 0
+  let pending: Buffer = Buffer.alloc(0)
+  while (pos < limit) {
+    const chunk = readAt(fd, pos, Math.min(CHUNK_BYTES, limit - pos))
+    const data = pending.length > 0 ? Buffer.concat([pending, chunk]) : chunk
+    const dataStart = pos - pending.length
+    let lineStart = 0
+    for (let newline = data.indexOf(0x0a); newline >= 0; newline = data.indexOf(0x0a, lineStart)) {
+      const line = data.subarray(lineStart, newline).toString('utf8')
+      if (keep(line)) return { offset: dataStart + lineStart, lastDropped }
+      lastDropped = line
+      lineStart = newline + 1
+    }
+    pending = data.subarray(lineStart)
+    pos += chunk.length
+  }
+  return { offset: pos - pending.length, lastDropped }
 }
 
 function writeAll(fd: number, bytes: Uint8Array, at: number): void {

@@ -119,20 +119,19 @@ test('compaction waits for the batch in flight and keeps what is appended meanwh
   const log = AuditLogFile.open<{ n: number }>(path, () => START, sealLine, disk.sync)
   const appended = [0, 1, 2].map((n) => log.append({ n }))
   await turn()
-  let planned = null as number[] | null
+  let dropped = null as number | null
   // Drops the first line, as a retention would.
-  const compacting = log.rewrite(async (lines) => {
-    planned = lines.map((line) => JSON.parse(line).n)
-    const kept = lines.slice(1)
-    return { lines: kept, head: JSON.parse(kept.at(-1)!).hash }
-  })
+  const compacting = log.dropBefore(
+    (line) => JSON.parse(line).n !== 0,
+    async (line) => void (dropped = JSON.parse(line).n),
+  )
   const during = log.append({ n: 3 })
   await turn()
-  expect(planned).toBeNull()
+  expect(dropped).toBeNull()
   disk.release()
   await Promise.all(appended)
   await compacting
-  expect(planned).toEqual([0, 1, 2])
+  expect(dropped).toBe(0)
   await turn()
   disk.release()
   await during
@@ -210,4 +209,35 @@ test('the export stream reads a chunk when asked, and a compaction replacing the
   const parts = [Buffer.from(first.value!)]
   for (let next = await reader.read(); !next.done; next = await reader.read()) parts.push(Buffer.from(next.value))
   expect(Buffer.concat(parts).toString('utf8')).toBe(text)
+})
+
+test('compaction reads lines only up to the first one kept and copies the rest byte for byte', async () => {
+  const path = join(dir, 'i.log')
+  const log = AuditLogFile.open<{ n: number; pad: string }>(path, () => START, sealLine)
+  // Past several 64 KiB chunks, with a line longer than a chunk among the dropped ones.
+  await Promise.all(Array.from({ length: 4000 }, (_, n) => log.append({ n, pad: 'x'.repeat(n === 1500 ? 100_000 : 40) })))
+  const before = readFileSync(path)
+  const whole = readAuditLines(path).lines
+  const seen: number[] = []
+  let dropped = ''
+  await log.dropBefore(
+    (line) => (seen.push(JSON.parse(line).n), JSON.parse(line).n >= 2500),
+    async (line) => void (dropped = line),
+  )
+  expect(seen.length).toBe(2501)
+  expect(dropped).toBe(whole[2499])
+  expect(readFileSync(path).equals(before.subarray(before.indexOf(whole[2500])))).toBe(true)
+  // Appends chain on from the last line, as before.
+  await log.append({ n: 4000, pad: '' })
+  await log.close()
+  const lines = readAuditLines(path).lines
+  expect(verifyChain(lines, { start: START, checkpoint: JSON.parse(dropped).hash })).toMatchObject({ ok: true, lines: 1501 })
+  // Nothing to drop: the file is left alone.
+  const again = AuditLogFile.open<{ n: number; pad: string }>(path, (line) => JSON.parse(line!).hash, sealLine)
+  const kept = readFileSync(path)
+  await again.dropBefore(() => true, async () => {
+    throw new Error('nothing is dropped')
+  })
+  expect(readFileSync(path).equals(kept)).toBe(true)
+  await again.close()
 })
