@@ -7,7 +7,7 @@
 // backwards, the export's stream) agree with reading the whole file.
 import { afterAll, expect, test } from 'bun:test'
 import { spawnSync } from 'node:child_process'
-import { closeSync, openSync, readFileSync, writeFileSync, writeSync } from 'node:fs'
+import { closeSync, openSync, readdirSync, readFileSync, writeFileSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
 import { sealLine, verifyChain } from '../../src/modules/audit/chain'
 import { writeFileAtomic } from '../../src/store/atomic-file'
@@ -196,7 +196,7 @@ test('opening (a tail read), the first-line read, the backwards read (a page of 
   }
 })
 
-test('the export stream reads a chunk when asked, and a compaction replacing the file meanwhile does not change it', async () => {
+test('the export stream reads a chunk when asked, a compaction replacing the file meanwhile does not change it, and a cancel closes the file', async () => {
   const path = join(dir, 'h.log')
   const text = `${Array.from({ length: 5000 }, (_, n) => JSON.stringify({ n, pad: "x".repeat(40) })).join('\n')}\n`
   writeFileSync(path, text)
@@ -209,6 +209,14 @@ test('the export stream reads a chunk when asked, and a compaction replacing the
   const parts = [Buffer.from(first.value!)]
   for (let next = await reader.read(); !next.done; next = await reader.read()) parts.push(Buffer.from(next.value))
   expect(Buffer.concat(parts).toString('utf8')).toBe(text)
+  // A client that goes away: the file is closed.
+  const openFiles = () => readdirSync('/proc/self/fd').length
+  const before = openFiles()
+  const left = streamAuditLines(path).getReader()
+  expect(openFiles()).toBe(before + 1)
+  await left.read()
+  await left.cancel()
+  expect(openFiles()).toBe(before)
 })
 
 test('compaction reads lines only up to the first one kept and copies the rest byte for byte', async () => {
