@@ -106,9 +106,10 @@ function tailOf(fd: number): { bytes: number; size: number; last: string | null 
 /**
  * The complete lines of a log file, newest first, read backwards in chunks: a page of recent
  * events costs the same however long the log is. Ends where opening the log would cut it (tailOf), or at `limit` bytes
- * (the last durable line of a log being written).
+ * (the last durable line of a log being written). The chunks are read in the thread pool, so a
+ * search far back (a filter that matches little) lets the server answer others in between.
  */
-export function* readAuditLinesBackwards(path: string, limit = Infinity): Generator<string> {
+export async function* readAuditLinesBackwards(path: string, limit = Infinity): AsyncGenerator<string> {
   const fd = openForReading(path)
   if (fd === null) return
   try {
@@ -117,7 +118,12 @@ export function* readAuditLinesBackwards(path: string, limit = Infinity): Genera
     let pending: Buffer = Buffer.alloc(0)
     while (pos > 0) {
       const start = Math.max(0, pos - CHUNK_BYTES)
-      const chunk = readAt(fd, start, pos - start)
+      const chunk = Buffer.allocUnsafe(pos - start)
+      for (let read = 0; read < chunk.length; ) {
+        const bytes = await readChunk(fd, chunk.subarray(read), start + read)
+        if (bytes === 0) throw new Error(`${path} is shorter than its durable lines`)
+        read += bytes
+      }
       const data = pending.length > 0 ? Buffer.concat([chunk, pending]) : chunk
       // data ends with a newline: the end of the next line to give out.
       let lineEnd = data.length

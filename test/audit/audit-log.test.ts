@@ -119,13 +119,13 @@ describe('reading', () => {
     while (disk.held.length === 0) await turn()
     // Written to the file, not yet synced.
     expect(auditFileText(logPath(server, dave.user.id))).toContain('"n":2')
-    const listed = () => audit.list(dave.user.id, { action: 'entry.reveal' }).items.map((event) => event.details.n)
-    expect(listed()).toEqual([1])
+    const listed = async () => (await audit.list(dave.user.id, { action: 'entry.reveal' })).items.map((event) => event.details.n)
+    expect(await listed()).toEqual([1])
     const exported = () => new Response(audit.exportLines(dave.user.id)).text()
     expect(await exported()).not.toContain('"n":2')
     disk.release()
     await syncing
-    expect(listed()).toEqual([2, 1])
+    expect(await listed()).toEqual([2, 1])
     expect(await exported()).toContain('"n":2')
     await audit.close()
   })

@@ -179,9 +179,9 @@ test('opening (a tail read), the first-line read, the backwards read (a page of 
     const whole = readAuditLines(path)
     expect({ name, first: readFirstAuditLine(path) }).toEqual({ name, first: whole.lines[0] ?? null })
     // Backwards (a page of the newest events), the same lines in reverse, also up to a limit.
-    expect({ name, lines: [...readAuditLinesBackwards(path)] }).toEqual({ name, lines: [...whole.lines].reverse() })
+    expect({ name, lines: await Array.fromAsync(readAuditLinesBackwards(path)) }).toEqual({ name, lines: [...whole.lines].reverse() })
     const half = readAuditLines(path, Math.floor(whole.bytes / 2))
-    expect({ name, lines: [...readAuditLinesBackwards(path, half.bytes)] }).toEqual({ name, lines: [...half.lines].reverse() })
+    expect({ name, lines: await Array.fromAsync(readAuditLinesBackwards(path, half.bytes)) }).toEqual({ name, lines: [...half.lines].reverse() })
     // The export's stream, oldest first: the same lines, also up to a limit and filtered.
     const streamed = (limit?: number, keep?: (line: string) => boolean) => new Response(streamAuditLines(path, limit, keep)).text()
     expect({ name, text: await streamed() }).toEqual({ name, text: joinAuditLines(whole.lines) })
@@ -248,4 +248,24 @@ test('compaction reads lines only up to the first one kept and copies the rest b
   })
   expect(readFileSync(path).equals(kept)).toBe(true)
   await again.close()
+})
+
+test('the backwards read lets the event loop turn between chunks: a search far back holds up nobody', async () => {
+  const path = join(dir, 'j.log')
+  writeFileSync(path, `${Array.from({ length: 20_000 }, (_, n) => JSON.stringify({ n, pad: 'x'.repeat(40) })).join('\n')}\n`)
+  let turns = 0
+  let reading = true
+  const ticker = (async () => {
+    while (reading) {
+      await turn()
+      turns++
+    }
+  })()
+  let lines = 0
+  for await (const _ of readAuditLinesBackwards(path)) lines++
+  reading = false
+  await ticker
+  expect(lines).toBe(20_000)
+  // About 1.2 MB: 19 chunks of 64 KiB, each read in the thread pool while the loop turns.
+  expect(turns).toBeGreaterThanOrEqual(10)
 })

@@ -20,8 +20,8 @@ export interface ParsedLine {
   computed: string
 }
 
-/** The line parsed, or null when it is not an event line of this format. */
-export function parseLine(text: string): ParsedLine | null {
+/** The line's event, or null when it is not an event line of this format (its hash not checked). */
+export function lineEvent(text: string): ParsedLine['event'] | null {
   let event: ParsedLine['event']
   try {
     event = JSON.parse(text)
@@ -30,7 +30,13 @@ export function parseLine(text: string): ParsedLine | null {
   }
   if (typeof event !== 'object' || event === null || typeof event.prev !== 'string' || typeof event.hash !== 'string') return null
   if (!text.endsWith(`,"hash":"${event.hash}"}`) || event.hash.length !== 64) return null
-  return { event, computed: sha256Hex(`${text.slice(0, -HASH_SUFFIX_LENGTH)}}`) }
+  return event
+}
+
+/** The line parsed, with the hash its text has, or null when it is not an event line of this format. */
+export function parseLine(text: string): ParsedLine | null {
+  const event = lineEvent(text)
+  return event && { event, computed: sha256Hex(`${text.slice(0, -HASH_SUFFIX_LENGTH)}}`) }
 }
 
 /** What a chain starts from: a random start value, and the checkpoint a compaction recorded. */

@@ -11,7 +11,7 @@ import type { Logger } from '../../http/error-handler'
 import { AuditLogFile, deleteAuditLogFile, readAuditLinesBackwards, readFirstAuditLine, streamAuditLines, readJsonFile, SERVER_AUDIT_ANCHOR, SERVER_AUDIT_LOG, writeJsonFile, type DataSync } from '../../store/audit-log'
 import { VAULTS_DIR, type Store } from '../../store/store'
 import type { Vaults } from '../vault-access'
-import { parseLine, sealLine, type ChainAnchor } from './chain'
+import { lineEvent, parseLine, sealLine, type ChainAnchor } from './chain'
 import type { AuditAction, AuditOutcome } from './model'
 
 const USER_ID = /^[0-9a-f-]{36}$/
@@ -197,7 +197,7 @@ export class AuditService {
   }
 
   /** One page of the user's events, newest first (read from the end of the log, as far as needed). */
-  list(userId: string, query: AuditQueryInput): { items: AuditEvent[]; nextCursor: string | null } {
+  async list(userId: string, query: AuditQueryInput): Promise<{ items: AuditEvent[]; nextCursor: string | null }> {
     const limit = query.limit ?? 50
     const since = query.since ? Date.parse(query.since) : -Infinity
     const until = query.until ? Date.parse(query.until) : Infinity
@@ -212,7 +212,7 @@ export class AuditService {
     let passedCursor = !query.cursor
     // A further page only when an older event could still match.
     let more = false
-    for (const event of this.eventsNewestFirst(userId)) {
+    for await (const event of this.eventsNewestFirst(userId)) {
       if (!passedCursor) {
         passedCursor = event.id === query.cursor
         continue
@@ -241,11 +241,12 @@ export class AuditService {
     return log ? log.file.durableBytes : Infinity
   }
 
-  private *eventsNewestFirst(userId: string): Generator<AuditEvent> {
-    for (const line of readAuditLinesBackwards(userAuditLogPath(this.deps.config.dataDir, userId), this.durableEnd(userId))) {
-      const parsed = parseLine(line)
+  private async *eventsNewestFirst(userId: string): AsyncGenerator<AuditEvent> {
+    for await (const line of readAuditLinesBackwards(userAuditLogPath(this.deps.config.dataDir, userId), this.durableEnd(userId))) {
+      // Listing does not check the chain (audit-verify does): no hash is computed.
+      const parsed = lineEvent(line)
       if (!parsed) continue
-      const { prev: _prev, hash: _hash, ...event } = parsed.event
+      const { prev: _prev, hash: _hash, ...event } = parsed
       yield event as unknown as AuditEvent
     }
   }
