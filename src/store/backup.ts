@@ -13,8 +13,9 @@
 // the read is done again, and after a few tries the backup gives up rather than mix two keys.
 //
 // Audit logs come along, each read after the document holding its chain's anchor (a vault file,
-// or audit.chain.json for the server's log) and checked against a second read of that anchor: a
-// compaction or a noted head in between (both rewrite the anchor) makes it read again. So the
+// or audit.chain.json for the server's log). If the document was written to meanwhile (its file
+// or change log changed), its anchor is read again: a compaction or a noted head in between (both
+// rewrite the anchor) makes both be read again. So the
 // anchor's head is a line of the log read, and its checkpoint either starts the log or is in it:
 // a restored log verifies. A line written but not yet synced may come along too.
 import { createHash } from 'node:crypto'
@@ -97,6 +98,19 @@ function ownersOf(accounts: Buffer): Set<string> {
   return new Set((Array.isArray(users) ? users : []).map((user) => String(user?.id)))
 }
 
+/**
+ * What changes with every write to a document: a commit appends to its change log (which grows),
+ * a rewrite renames a new file in (another inode), and either changes the ctime.
+ */
+function documentIdentity(dataDir: string, path: string): string {
+  return [path, `${path}.log`]
+    .map((name) => {
+      const stats = statSync(join(dataDir, name), { throwIfNoEntry: false })
+      return stats ? `${stats.ino}:${stats.size}:${stats.ctimeMs}` : '-'
+    })
+    .join('|')
+}
+
 /** The anchor of an audit chain in a document's text (a vault's `auditChain`, or the whole file). */
 function anchorIn(path: string, bytes: Buffer | null): string {
   if (bytes === null) return 'null'
@@ -110,11 +124,15 @@ function anchorIn(path: string, bytes: Buffer | null): string {
  */
 function withAuditLog(dataDir: string, documentPath: string, logPath: string): BackupFile[] {
   for (let attempt = 0; attempt < 20; attempt++) {
+    const before = documentIdentity(dataDir, documentPath)
     const document = readDocument(dataDir, documentPath)
     if (!document) return []
     if (!existsSync(join(dataDir, logPath))) return [entry(documentPath, document)]
     const { lines } = readAuditLines(join(dataDir, logPath))
-    if (anchorIn(documentPath, readDocument(dataDir, documentPath)) !== anchorIn(documentPath, document)) continue
+    // Nothing written to the document since before it was read: its anchor is still the one read.
+    // Otherwise the anchor is read again and compared.
+    const unchanged = documentIdentity(dataDir, documentPath) === before
+    if (!unchanged && anchorIn(documentPath, readDocument(dataDir, documentPath)) !== anchorIn(documentPath, document)) continue
     return [entry(documentPath, document), entry(logPath, Buffer.from(joinAuditLines(lines)))]
   }
   throw new BackupError(`the audit chain's anchor of ${join(dataDir, documentPath)} kept changing while it was read; try again`)
