@@ -12,7 +12,7 @@
 // or, on filesystems that extend a file before its data lands, zero bytes: whatever follows the
 // first zero byte or the last newline is cut off at open. Lines are never changed once durable;
 // compaction replaces the whole file.
-import { closeSync, constants, existsSync, fdatasync, fstatSync, read, fsyncSync, ftruncateSync, openSync, readdirSync, readFileSync, readSync, unlinkSync, writeSync } from 'node:fs'
+import { closeSync, constants, existsSync, fdatasync, fstatSync, fsyncSync, ftruncateSync, openSync, read as readInPool, readdirSync, readFileSync, readSync, unlinkSync, writeSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fsyncDirSync, writeFileAtomic } from './atomic-file'
 
@@ -119,10 +119,10 @@ export async function* readAuditLinesBackwards(path: string, limit = Infinity): 
     while (pos > 0) {
       const start = Math.max(0, pos - CHUNK_BYTES)
       const chunk = Buffer.allocUnsafe(pos - start)
-      for (let read = 0; read < chunk.length; ) {
-        const bytes = await readChunk(fd, chunk.subarray(read), start + read)
+      for (let filled = 0; filled < chunk.length; ) {
+        const bytes = await readChunk(fd, chunk.subarray(filled), start + filled)
         if (bytes === 0) throw new Error(`${path} is shorter than its durable lines`)
-        read += bytes
+        filled += bytes
       }
       const data = pending.length > 0 ? Buffer.concat([chunk, pending]) : chunk
       // data ends with a newline: the end of the next line to give out.
@@ -177,12 +177,12 @@ export function streamAuditLines(path: string, limit = Infinity, keep?: (line: s
             const buffer = Buffer.allocUnsafe(pending.length + Math.min(CHUNK_BYTES, end - pos))
             pending.copy(buffer)
             // In the thread pool: other requests are answered between chunks.
-            const read = await readChunk(fd, buffer.subarray(pending.length), pos)
+            const bytes = await readChunk(fd, buffer.subarray(pending.length), pos)
             // Shorter than it was at open: what is missing was never a durable line.
-            if (read === 0) break
-            const zero = buffer.subarray(pending.length, pending.length + read).indexOf(0)
-            const data = buffer.subarray(0, pending.length + (zero < 0 ? read : zero))
-            pos = zero < 0 ? pos + read : end
+            if (bytes === 0) break
+            const zero = buffer.subarray(pending.length, pending.length + bytes).indexOf(0)
+            const data = buffer.subarray(0, pending.length + (zero < 0 ? bytes : zero))
+            pos = zero < 0 ? pos + bytes : end
             const newline = data.lastIndexOf(0x0a)
             pending = data.subarray(newline + 1)
             if (newline < 0) continue
@@ -206,8 +206,9 @@ export function streamAuditLines(path: string, limit = Infinity, keep?: (line: s
   )
 }
 
+/** Reads into `into` from `at` in the thread pool; resolves with the bytes read. */
 function readChunk(fd: number, into: Buffer, at: number): Promise<number> {
-  return new Promise((resolve, reject) => read(fd, into, 0, into.length, at, (error, bytes) => (error ? reject(error) : resolve(bytes))))
+  return new Promise((resolve, reject) => readInPool(fd, into, 0, into.length, at, (error, bytes) => (error ? reject(error) : resolve(bytes))))
 }
 
 /** The first line of a log file (null: none whole), without reading the rest. */
