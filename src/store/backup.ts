@@ -25,7 +25,7 @@ import { isTempFile, writeFileAtomic } from './atomic-file'
 import { KEY_CHECK_ROTATING } from '../crypto/keyring'
 import { MASTER_KEY_FILE } from '../crypto/master-key'
 import { joinAuditLines, readAuditLines, SERVER_AUDIT_ANCHOR, SERVER_AUDIT_LOG } from './audit-log'
-import { readLoggedDocumentSync } from './document'
+import { fileIdentity, readLoggedDocumentSync } from './document'
 import { ACCOUNTS_LISTS, VAULT_LISTS } from './records'
 import { ACCOUNTS_FILE, VAULTS_DIR } from './store'
 
@@ -103,12 +103,7 @@ function ownersOf(accounts: Buffer): Set<string> {
  * a rewrite renames a new file in (another inode), and either changes the ctime.
  */
 function documentIdentity(dataDir: string, path: string): string {
-  return [path, `${path}.log`]
-    .map((name) => {
-      const stats = statSync(join(dataDir, name), { throwIfNoEntry: false })
-      return stats ? `${stats.ino}:${stats.size}:${stats.ctimeMs}` : '-'
-    })
-    .join('|')
+  return `${fileIdentity(join(dataDir, path))}|${fileIdentity(join(dataDir, `${path}.log`))}`
 }
 
 /** The anchor of an audit chain in a document's text (a vault's `auditChain`, or the whole file). */

@@ -7,7 +7,7 @@
 // appends each commit's changes to a change log beside it and rewrites the file only once the
 // log has grown as long as the file. Replaying at start then reads at most about twice the
 // document, and a write costs what changed, not the size of the document.
-import { readFileSync, statSync, type Stats } from 'node:fs'
+import { readFileSync, statSync } from 'node:fs'
 import { Low, type Adapter } from 'lowdb'
 import { writeFileAtomic } from './atomic-file'
 import { ChangeLog, readLogSync } from './change-log'
@@ -57,19 +57,27 @@ function parseDocument<T>(path: string, text: string): T {
 }
 
 /**
+ * Which file is at `path`, as far as a reader beside a writer needs: another one renamed in, or
+ * this one written to, changes it. Undefined when there is none.
+ */
+export function fileIdentity(path: string): string | undefined {
+  const stats = statSync(path, { throwIfNoEntry: false })
+  return stats && `${stats.ino}:${stats.ctimeMs}:${stats.size}`
+}
+
+/**
  * A logged document's current text, read beside a running server (backups): its file with its
  * change log applied. The file is replaced only by rename, and its log removed only after that:
  * when the file is the same one before and after the log was read, the log holds every commit
  * since (replaying ones the file already holds changes nothing). Null when there is no file.
  */
 export function readLoggedDocumentSync(path: string, lists: readonly string[]): string | null {
-  const identity = (stats: Stats | undefined) => stats && `${stats.ino}:${stats.ctimeMs}:${stats.size}`
   for (let attempt = 0; attempt < 10; attempt++) {
-    const before = identity(statSync(path, { throwIfNoEntry: false }))
+    const before = fileIdentity(path)
     if (!before) return null
     const text = readFileSync(path, 'utf8')
     const { batches } = readLogSync(`${path}.log`)
-    if (identity(statSync(path, { throwIfNoEntry: false })) !== before) continue
+    if (fileIdentity(path) !== before) continue
     if (batches.length === 0) return text
     const data = parseDocument<Record<string, unknown>>(path, text)
     applyLog(path, data, lists, batches)
