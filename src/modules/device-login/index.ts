@@ -52,7 +52,7 @@ export function deviceLoginRoutes(deps: AppDeps) {
       '/device/token',
       async ({ body, request, server, set }) => {
         set.headers['cache-control'] = 'no-store'
-        const issued = await logins.pollIssuing(body.deviceCode)
+        const issued = await logins.poll(body.deviceCode)
         if (deps.audit) {
           // In the approving user's log before the key leaves (never the key); the actor is the device sign-in.
           const origin = deps.audit.origin({ request, server }, null)
@@ -88,7 +88,7 @@ export function deviceLoginRoutes(deps: AppDeps) {
       },
     })
     .post('/device/:userCode/approve', async ({ auth, audit, params }) => {
-      const decided = logins.decideRequest(auth.userId, params.userCode, true)
+      const decided = logins.decide(auth.userId, params.userCode, true)
       await audit('device_login.approve', [], { deviceName: decided.deviceName, keyName: keyNameFor(decided.deviceName), scopes: decided.scopes })
       return { status: decided.status }
     }, {
@@ -101,7 +101,7 @@ export function deviceLoginRoutes(deps: AppDeps) {
       },
     })
     .post('/device/:userCode/deny', async ({ auth, audit, params }) => {
-      const decided = logins.decideRequest(auth.userId, params.userCode, false)
+      const decided = logins.decide(auth.userId, params.userCode, false)
       await audit('device_login.deny', [], { deviceName: decided.deviceName, keyName: keyNameFor(decided.deviceName), scopes: decided.scopes })
       return { status: decided.status }
     }, {

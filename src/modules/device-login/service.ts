@@ -156,14 +156,10 @@ export class DeviceLogins {
 
   /**
    * The CLI's poll. Pending, too fast, denied and expired answer errors (RFC 8628 3.5); once
-   * approved, the key is created for the approving user and handed over this once.
+   * approved, the key is created for the approving user and handed over this once, with for whom
+   * it was made and from which device (for the audit log).
    */
-  async poll(deviceCode: string): Promise<PublicAccessKey & { key: string }> {
-    return (await this.pollIssuing(deviceCode)).key
-  }
-
-  /** As poll, and for whom the key was made, from which device (for the audit log). */
-  async pollIssuing(deviceCode: string): Promise<{ key: PublicAccessKey & { key: string }; userId: string; deviceName: string }> {
+  async poll(deviceCode: string): Promise<{ key: PublicAccessKey & { key: string }; userId: string; deviceName: string }> {
     const hash = sha256Hex(deviceCode)
     const request = this.byDeviceCode.get(hash)
     if (!request || !constantTimeEqual(request.deviceCodeHash, hash)) {
@@ -213,12 +209,8 @@ export class DeviceLogins {
     }
   }
 
-  decide(userId: string, userCode: string, approve: boolean): 'approved' | 'denied' {
-    return this.decideRequest(userId, userCode, approve).status
-  }
-
-  /** As decide, with what was decided on (device name and scopes; never a code), for the audit log. */
-  decideRequest(userId: string, userCode: string, approve: boolean): { status: 'approved' | 'denied'; deviceName: string; scopes: Scope[] } {
+  /** Approves or denies; answers what was decided on (device name and scopes; never a code), for the audit log. */
+  decide(userId: string, userCode: string, approve: boolean): { status: 'approved' | 'denied'; deviceName: string; scopes: Scope[] } {
     const request = this.pending(userId, userCode)
     const status = approve ? 'approved' : 'denied'
     request.status = status
