@@ -67,12 +67,12 @@ export class Passkeys {
     return (user.passkeys ?? []).map(publicPasskey)
   }
 
-  /** The owner of a credential id and its record, or undefined. */
   /** Whose passkey a credential id is (for recording a failed sign-in); null when nobody's. */
   ownerOf(credentialId: unknown): string | null {
     return typeof credentialId === 'string' ? (this.find(credentialId)?.user.id ?? null) : null
   }
 
+  /** The owner of a credential id and its record, or undefined. */
   private find(credentialId: string): { user: UserRecord; passkey: PasskeyRecord } | undefined {
     for (const user of this.accounts.users()) {
       const passkey = user.passkeys?.find((p) => p.credentialId === credentialId)

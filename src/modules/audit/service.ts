@@ -376,15 +376,9 @@ export class AuditService {
 
   /** A deleted account's log goes with it: closed (pending lines written first) and removed. */
   async discard(userId: string): Promise<void> {
-    const path = userAuditLogPath(this.deps.config.dataDir, userId)
-    const opening = this.logs.get(userId)
-    this.logs.delete(userId)
-    this.openLogs.delete(userId)
+    this.closeUserLog(userId)
     await this.closing.get(userId)
-    const log = opening ? await opening.catch(() => null) : null
-    if (log?.gate) await log.gate
-    await log?.file.close()
-    deleteAuditLogFile(path)
+    deleteAuditLogFile(userAuditLogPath(this.deps.config.dataDir, userId))
   }
 
   /** Waits for every queued event and every log being closed (tests, shutdown). */
