@@ -63,23 +63,28 @@ function readAt(fd: number, start: number, length: number): Buffer {
 }
 
 /**
- * The complete lines of a log file, and their length in bytes: a torn last line and anything after
- * a zero byte (a batch a crash left half on disk) are left out. `limit`: read
- * no further than this many bytes (the last durable line of a log being written).
+ * The complete lines of a log file as bytes, each with its newline: a torn last line and anything
+ * after a zero byte (a batch a crash left half on disk) are left out. `limit`: read no further
+ * than this many bytes (the last durable line of a log being written).
  */
-export function readAuditLines(path: string, limit = Infinity): { lines: string[]; bytes: number } {
+export function readAuditBytes(path: string, limit = Infinity): Buffer {
   let bytes: Buffer
   try {
     bytes = readFileSync(path)
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { lines: [], bytes: 0 }
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return Buffer.alloc(0)
     throw error
   }
   const zero = bytes.indexOf(0)
   const cut = Math.min(limit, zero < 0 ? bytes.length : zero, bytes.length)
-  const end = cut === 0 ? 0 : bytes.lastIndexOf(0x0a, cut - 1) + 1
-  const text = bytes.subarray(0, end).toString('utf8')
-  return { lines: text === '' ? [] : text.slice(0, -1).split('\n'), bytes: end }
+  return bytes.subarray(0, cut === 0 ? 0 : bytes.lastIndexOf(0x0a, cut - 1) + 1)
+}
+
+/** The complete lines of a log file (as readAuditBytes), and their length in bytes. */
+export function readAuditLines(path: string, limit = Infinity): { lines: string[]; bytes: number } {
+  const bytes = readAuditBytes(path, limit)
+  const text = bytes.toString('utf8')
+  return { lines: text === '' ? [] : text.slice(0, -1).split('\n'), bytes: bytes.length }
 }
 
 /**

@@ -24,7 +24,7 @@ import { dirname, join, posix } from 'node:path'
 import { isTempFile, writeFileAtomic } from './atomic-file'
 import { KEY_CHECK_ROTATING } from '../crypto/keyring'
 import { MASTER_KEY_FILE } from '../crypto/master-key'
-import { joinAuditLines, readAuditLines, SERVER_AUDIT_ANCHOR, SERVER_AUDIT_LOG } from './audit-log'
+import { readAuditBytes, SERVER_AUDIT_ANCHOR, SERVER_AUDIT_LOG } from './audit-log'
 import { fileIdentity, readLoggedDocumentSync } from './document'
 import { ACCOUNTS_LISTS, VAULT_LISTS } from './records'
 import { ACCOUNTS_FILE, VAULTS_DIR } from './store'
@@ -123,12 +123,12 @@ function withAuditLog(dataDir: string, documentPath: string, logPath: string): B
     const document = readDocument(dataDir, documentPath)
     if (!document) return []
     if (!existsSync(join(dataDir, logPath))) return [entry(documentPath, document)]
-    const { lines } = readAuditLines(join(dataDir, logPath))
+    const log = readAuditBytes(join(dataDir, logPath))
     // Nothing written to the document since before it was read: its anchor is still the one read.
     // Otherwise the anchor is read again and compared.
     const unchanged = documentIdentity(dataDir, documentPath) === before
     if (!unchanged && anchorIn(documentPath, readDocument(dataDir, documentPath)) !== anchorIn(documentPath, document)) continue
-    return [entry(documentPath, document), entry(logPath, Buffer.from(joinAuditLines(lines)))]
+    return [entry(documentPath, document), entry(logPath, log)]
   }
   throw new BackupError(`the audit chain's anchor of ${join(dataDir, documentPath)} kept changing while it was read; try again`)
 }

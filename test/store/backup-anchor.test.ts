@@ -10,13 +10,13 @@ import * as auditLog from '../../src/store/audit-log'
 import { signUp, uniqueEmail } from '../support/client'
 import { removeDir, startTestServer } from '../support/server'
 
-const realReadAuditLines = auditLog.readAuditLines
+const realReadAuditBytes = auditLog.readAuditBytes
 let beforeLogRead: ((path: string) => void) | null = null
 mock.module('../../src/store/audit-log', () => ({
   ...auditLog,
-  readAuditLines: (path: string, limit?: number) => {
+  readAuditBytes: (path: string, limit?: number) => {
     beforeLogRead?.(path)
-    return realReadAuditLines(path, limit)
+    return realReadAuditBytes(path, limit)
   },
 }))
 const { createBackup } = await import('../../src/store/backup')
@@ -33,7 +33,7 @@ test('an anchor that changes between the reads is read again with its log: the b
   await server.stop()
   const logPath = join(server.dataDir, auditLog.SERVER_AUDIT_LOG)
   const anchorPath = join(server.dataDir, auditLog.SERVER_AUDIT_ANCHOR)
-  const lines = realReadAuditLines(logPath).lines
+  const lines = auditLog.readAuditLines(logPath).lines
   expect(lines.length).toBe(3)
 
   let compactions = 0
