@@ -54,11 +54,14 @@ function openForReading(path: string): number | null {
   }
 }
 
-/** `length` bytes of a file from `start`. */
+/** `length` bytes of a file from `start`; a file cut shorter meanwhile is an error, not a wait. */
 function readAt(fd: number, start: number, length: number): Buffer {
   const bytes = Buffer.alloc(length)
-  let read = 0
-  while (read < length) read += readSync(fd, bytes, read, length - read, start + read)
+  for (let filled = 0; filled < length; ) {
+    const read = readSync(fd, bytes, filled, length - filled, start + filled)
+    if (read === 0) throw new Error('an audit log was cut shorter while it was read')
+    filled += read
+  }
   return bytes
 }
 
