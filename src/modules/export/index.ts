@@ -103,6 +103,7 @@ export function exportRoutes(deps: GuardDeps & { vaults: Vaults }) {
         response: {
           200: ExportAnswer,
           304: NotModified,
+          ...errorResponses(400),
           400: RefusedExportBody,
           409: AmbiguousExportBody,
         },
