@@ -283,8 +283,9 @@ export function bunValue(value: string): string | Refusal {
   const want = encoder.encode(escaped)
   const candidates = [`'${escaped}'`, `\`${escaped}\``, `"${escaped.replace(/\n/g, '\\n').replace(/\r/g, '\\r')}"`, escaped]
   for (const written of candidates) if (sameBytes(bunReads(written), want)) return written
-  if (value.endsWith('\\') && LINE_BREAK.test(value)) return refuse('ends with a backslash and holds a line break, which no Bun quoting keeps')
-  return refuse('holds a combination of quotes, backslashes and line breaks that no Bun quoting keeps')
+  if (value.endsWith('\\')) return refuse('ends with a backslash, which Bun keeps only unquoted, and holds a line break, #, surrounding blanks or a leading quote')
+  if (value.includes('\r')) return refuse('holds a carriage return, which Bun keeps only in double quotes, together with " or a backslash escape')
+  return refuse('holds \', ` and " together with a line break, #, a backslash escape or surrounding blanks, which no Bun quoting keeps')
 }
 
 // node --env-file (src/node_dotenv.cc): every CR of the file is dropped; a quoted value runs to
