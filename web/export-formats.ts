@@ -7,7 +7,7 @@ export const EXPORT_FORMATS: { value: ExportFormat; label: string; extension: st
   { value: 'node', label: 'Node — node --env-file', extension: '.env' },
   { value: 'python', label: 'Python — python-dotenv', extension: '.env' },
   { value: 'docker', label: 'Docker — docker run --env-file', extension: '.env' },
-  { value: 'systemd', label: 'systemd — EnvironmentFile=', extension: '.env' },
+  { value: 'systemd', label: 'systemd — a unit’s env file', extension: '.env' },
   { value: 'shell', label: 'Shell — . ./file in sh or bash', extension: '.sh' },
   { value: 'json', label: 'JSON — name to value', extension: '.json' },
   { value: 'yaml', label: 'YAML — Kubernetes Secret', extension: '.yaml' },

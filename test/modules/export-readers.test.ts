@@ -121,6 +121,28 @@ describeNeeding(readersMissing)('reader matrix (issue 30)', () => {
     console.log(table.join('\n'))
   }, 60_000)
 
+  test('comment lines (category and entry names) never reach a reader as a variable, in any format', async () => {
+    const erin = await signUp(server.url)
+    // A trailing backslash would continue a systemd comment onto the variable's line; a control
+    // character is not allowed in a YAML stream, comments included.
+    const c = await createCategory(erin, { name: 'Evil\x01 \u2028 $HOME ${X} \\', keyType: 'simple', envVarName: 'REAL' })
+    await createEntry(erin, { categoryId: c.id, name: 'x=1 \'"` \\', value: 'v a$l' })
+    const d = await createCategory(erin, { name: 'Next', keyType: 'simple', envVarName: 'NEXT' })
+    await createEntry(erin, { categoryId: d.id, name: '\\', value: 'w' })
+    for (const [format, readers] of Object.entries(FORMAT_READERS)) {
+      const answer = await erin.get(`/api/export?format=${format}`)
+      expect(answer.status).toBe(200)
+      for (const reader of readers) {
+        const got = await READERS[reader](answer.text, ['REAL', 'NEXT'])
+        expect({ format, reader, got: { REAL: got.REAL, NEXT: got.NEXT } }).toEqual({ format, reader, got: { REAL: 'v a$l', NEXT: 'w' } })
+        if (!reader.startsWith('bun') && !reader.startsWith('node') && reader !== 'bash' && reader !== 'dash') {
+          // The readers that answer every variable they found: nothing else.
+          expect(Object.keys(got).sort()).toEqual(['NEXT', 'REAL'])
+        }
+      }
+    }
+  }, 30_000)
+
   // Arbitrary strings (characters that matter to some reader, and any Unicode), 80 a file, each
   // format's writer deciding what it carries; the real readers must read back every carried one.
   test('fast-check: arbitrary values, each format read back exactly by its readers, or refused', async () => {

@@ -91,7 +91,9 @@ function categoryRanks(categories: readonly CategoryRecord[]): Map<CategoryRecor
 
 function commentLine({ category, entry }: ExportRow): string {
   const where = entry.environment ? ` (${entry.environment})` : ''
-  return `# ${oneLine(category.name)} — ${oneLine(entry.name)}${where}`
+  const line = `# ${oneLine(category.name)} — ${oneLine(entry.name)}${where}`
+  // systemd continues a comment ending in a backslash onto the next line (the variable's).
+  return line.endsWith('\\') ? line + ' ' : line
 }
 
 /** Group fields in the declared order, then any others in their stored order. */
@@ -356,6 +358,7 @@ export function shellValue(value: string, name = 'X'): string | Refusal {
 // YAML: a double-quoted scalar; everything outside YAML's printable set, and the characters some
 // parsers take for line breaks or a byte order mark, as escapes.
 const YAML_ESCAPE = /[\\"\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]/g
+const YAML_UNPRINTABLE = /[\x00-\x08\x0b-\x1f\x7f-\x84\x86-\x9f\ufeff\ufffe\uffff]/g
 export function yamlQuote(value: string): string {
   return `"${value.replace(YAML_ESCAPE, (c) => (c === '\\' || c === '"' ? `\\${c}` : `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`))}"`
 }
@@ -384,7 +387,8 @@ export function renderYaml(rows: readonly ExportRow[]): string {
   let text = 'apiVersion: v1\nkind: Secret\nmetadata:\n  name: svc-export\ntype: Opaque\nstringData:'
   let any = false
   for (const row of rows) {
-    text += `\n  ${commentLine(row)}`
+    // A YAML stream holds printable characters only, comments included.
+    text += `\n  ${commentLine(row).toWellFormed().replace(YAML_UNPRINTABLE, ' ')}`
     for (const [name, value] of row.variables) {
       text += `\n  ${yamlQuote(name)}: ${yamlQuote(value)}`
       any = true
