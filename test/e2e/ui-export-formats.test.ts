@@ -49,7 +49,9 @@ describe.skipIf(!hasChromium())('web page: export formats (issue 30)', () => {
       await page.getByLabel('Format').selectOption('docker')
       await page.getByRole('button', { name: 'Download .env' }).click()
       await page.getByText(/TLS_KEY holds a line break/).first().waitFor()
-      expect(browser.errors).toEqual([])
+      // The browser logs the refused request itself; nothing else went wrong.
+      expect(browser.errors.filter((error) => !error.includes('status of 400'))).toEqual([])
+      browser.errors.length = 0
     },
     STEP,
   )

@@ -107,9 +107,9 @@ export function ExportPage() {
             value={environment}
             noneLabel="All environments"
             onChange={(value) => {
+              // The project stays: every project is offered again.
               setEnvironment(value)
               setAmbiguity(null)
-              setProject('')
             }}
           />
         </Field>
