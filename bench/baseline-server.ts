@@ -131,7 +131,7 @@ const server = Bun.serve({
     if (request.method === 'GET') {
       if (path === '/api/entries') return json(entries)
       if (path === '/api/stats') return json(stats())
-      if (path === '/api/export') return new Response(exportText(), { headers: { 'content-type': 'text/plain; charset=utf-8' } })
+      if (path.split('?')[0] === '/api/export') return new Response(exportText(), { headers: { 'content-type': 'text/plain; charset=utf-8' } })
       return notFound()
     }
     if (request.method === 'POST') {

@@ -154,7 +154,9 @@ const SCENARIOS: Scenario[] = [
     requests: (seed) => seed.twoFactorIds.map((id) => ({ method: 'POST', path: `/api/2fa/${id}/reveal` })),
   },
   { id: 'stats', label: 'GET /api/stats', kind: 'read', needs: null, requests: () => [{ method: 'GET', path: '/api/stats' }] },
-  { id: 'export', label: 'GET /api/export', kind: 'read', needs: 'entries', requests: () => [{ method: 'GET', path: '/api/export' }] },
+  // One project's environment, as a program asks for it: a whole seeded vault writes each variable
+  // several times, which is 409 AMBIGUOUS_EXPORT since issue 30 (project-000 has one production entry).
+  { id: 'export', label: 'GET /api/export', kind: 'read', needs: 'entries', requests: () => [{ method: 'GET', path: '/api/export?environment=production&name=project-000' }] },
   {
     id: 'entries.create',
     label: 'POST /api/entries (durable)',

@@ -138,6 +138,22 @@ export const MUTANTS: Mutant[] = [
     replace: 'app.server?.stop(true)',
     test: 'test/robustness/shutdown.test.ts',
   },
+  {
+    name: 'bun-export-dollar',
+    guarantee: 'exact export: Bun reads back every value of format=bun ($ escaped, as Bun expands it even in single quotes)',
+    file: 'src/modules/export/render.ts',
+    search: "const escaped = value.replace(/\\$(?!$)/g, '\\\\$')",
+    replace: 'const escaped = value',
+    test: 'test/modules/export-readers.test.ts',
+  },
+  {
+    name: 'export-refusal-skipped',
+    guarantee: 'exact export: a value the format cannot carry is refused (400), never written different',
+    file: 'src/modules/export/service.ts',
+    search: "    assertCarried(rows, filter.format ?? 'dotenv')",
+    replace: '',
+    test: 'test/modules/export-readers.test.ts',
+  },
 ]
 
 const ROOT = join(import.meta.dir, '..')

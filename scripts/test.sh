@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # The whole test suite. Some tests need programs of the machine: Chromium (the web interface),
 # oathtool (2FA codes), strace (durability order), chattr and mount (the failing disk, as root), systemd-analyze, Caddy
-# and nginx (the deploy recipes). Missing ones are installed from Debian's packages when this runs
+# and nginx (the deploy recipes), python3-dotenv, dash and node (the export's readers). Missing ones are installed from Debian's packages when this runs
 # as root with apt-get; whatever could not be installed is named here. Those tests are then
 # skipped, saying why, or fail under CI=true.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# command -> Debian package
-declare -A PACKAGE=([chromium]=chromium [strace]=strace [chattr]=e2fsprogs [systemd-analyze]=systemd [caddy]=caddy [nginx]=nginx-light [oathtool]=oathtool)
-present() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ]; }
+# command -> Debian package (python3-dotenv, dash and node: the export's readers, issue 30)
+declare -A PACKAGE=([chromium]=chromium [strace]=strace [chattr]=e2fsprogs [systemd-analyze]=systemd [caddy]=caddy [nginx]=nginx-light [python3-dotenv]=python3-dotenv [dash]=dash [node]=nodejs [oathtool]=oathtool)
+present() {
+  # python3-dotenv is a module of Debian's python3, not a command.
+  if [ "$1" = python3-dotenv ]; then /usr/bin/python3 -c 'import dotenv' >/dev/null 2>&1; return; fi
+  command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ]
+}
 missing=()
 for command in "${!PACKAGE[@]}"; do
   present "$command" || missing+=("$command")

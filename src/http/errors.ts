@@ -40,6 +40,8 @@ export type ErrorCode =
   | 'ACCESS_KEY_REQUIRED'
   // Ambiguous per-environment exports and duplicates.
   | 'AMBIGUOUS_EXPORT'
+  // An export format that cannot carry some value exactly (issue 30).
+  | 'EXPORT_FORMAT_REFUSED'
   | 'CATEGORY_EXISTS'
   | 'ENTRY_EXISTS'
   | 'ENV_PROJECT_EXISTS'

@@ -293,7 +293,7 @@ describe('read commands', () => {
     expect(shell.code).toBe(0)
     const sourced = Bun.spawnSync(['sh', '-c', `${shell.stdout}\nprintf %s "$PGPASSWORD"`], { env: { PATH: process.env.PATH! } })
     expect(sourced.stdout.toString()).toBe("p'w\"d\nx")
-    const bad = await svc(['export', '--format', 'yaml'], { env })
+    const bad = await svc(['export', '--format', 'toml'], { env })
     expect(bad.code).toBe(2)
   })
 

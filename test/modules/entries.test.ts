@@ -121,7 +121,7 @@ describe('entries', () => {
     const protoAnswer = await alice.post(`/api/entries/${proto.id}/reveal`)
     expect(JSON.parse(protoAnswer.text).value).toEqual(JSON.parse('{"__proto__":"p","SMTP_HOST":"h"}'))
     expect(protoAnswer.text).toContain('"__proto__":"p"')
-    expect((await alice.get('/api/export')).text).toContain('\n__proto__=p\n')
+    expect((await alice.get('/api/export?name=proto')).text).toContain('\n__proto__=p\n')
 
     const replaced = await alice.put(`/api/entries/${created.body.id}`, { value: '{"AWS_ACCESS_KEY_ID":"AKIA999"}' })
     expect(replaced.status).toBe(200)

@@ -51,12 +51,10 @@ describe('per-environment exports (issue 23)', () => {
       DB_HOST: 'db.local',
       DB_PASSWORD: 'shared-pw',
     })
-    // Without environment: every entry, as before.
-    const all = (await alice.get('/api/export')).text
-    expect(all.match(/^OPENAI_API_KEY=/gm)).toHaveLength(2)
-    expect(all.match(/^DB_PASSWORD=/gm)).toHaveLength(2)
-    expect(all).toContain('# OpenAI — blog (production)')
-    expect(all).toContain('# OpenAI — blog\n')
+    // Without environment, two entries write DB_PASSWORD and OPENAI_API_KEY: a reader would keep one of them (issue 30).
+    const all = await alice.get('/api/export')
+    expect(all.status).toBe(409)
+    expect(all.body).toMatchObject({ code: 'AMBIGUOUS_EXPORT', variable: 'DB_PASSWORD', projects: ['blog'] })
   })
 
   test('a variable two entries would still write: 409 AMBIGUOUS_EXPORT naming it and the projects; name narrows', async () => {
@@ -84,11 +82,13 @@ describe('per-environment exports (issue 23)', () => {
 
     expect(parse((await bob.get('/api/export?environment=production&name=shop')).text)).toEqual({ OPENAI_API_KEY: 'sk-shop', RESEND_API_KEY: 're-shop' })
     expect(parse((await bob.get('/api/export?environment=production&name=wiki')).text)).toEqual({ OPENAI_API_KEY: 'sk-wiki' })
-    // A shared entry and two of the environment: still two writers after the rule.
-    // Without environment every entry is listed, as before.
-    const all = await bob.get('/api/export')
-    expect(all.status).toBe(200)
-    expect(all.text.match(/^OPENAI_API_KEY=/gm)).toHaveLength(3)
+    // Without environment the same rule, in every format (issue 30).
+    for (const format of ['dotenv', 'bun', 'node', 'python', 'docker', 'systemd', 'shell', 'json', 'yaml']) {
+      const all = await bob.get(`/api/export?format=${format}`)
+      expect(all.status).toBe(409)
+      expect(all.body).toMatchObject({ code: 'AMBIGUOUS_EXPORT', variable: 'OPENAI_API_KEY', projects: ['blog', 'shop', 'wiki'] })
+    }
+    expect(parse((await bob.get('/api/export?name=wiki')).text)).toEqual({ OPENAI_API_KEY: 'sk-wiki' })
     // Two shared entries of one variable are ambiguous for any environment.
     const carol = await signUp(server.url)
     const c = await createCategory(carol, { name: 'OpenAI', keyType: 'simple', envVarName: 'OPENAI_API_KEY' })
@@ -111,7 +111,10 @@ describe('per-environment exports (issue 23)', () => {
     expect(operation.responses['304'].headers.Location).toBeUndefined()
     expect(operation.responses['304'].content).toBeUndefined()
     expect(operation.responses['200'].headers.ETag).toBeDefined()
-    expect(Object.keys(operation.responses['200'].content).sort()).toEqual(['application/json', 'text/plain'])
+    expect(Object.keys(operation.responses['200'].content).sort()).toEqual(['application/json', 'application/yaml', 'text/plain'])
+    // The 400 names the refused variables (issue 30).
+    const refusedRef = operation.responses['400'].content['application/json'].schema.$ref.replace('#/components/schemas/', '')
+    expect(JSON.stringify(doc.components.schemas[refusedRef])).toContain('variables')
     expect(JSON.stringify(operation.parameters)).toContain('format')
     expect(JSON.stringify(operation)).toContain('ETag')
   })
@@ -248,7 +251,7 @@ describe('format=json (issue 14)', () => {
     expect((await erin.get('/api/export?format=json&name=nothing')).text).toBe('{}')
     // dotenv stays the default, and the name says which.
     expect((await erin.get('/api/export?format=dotenv&environment=production')).text).toBe((await erin.get('/api/export?environment=production')).text)
-    const bad = await erin.get('/api/export?format=yaml')
+    const bad = await erin.get('/api/export?format=toml')
     expect(bad.status).toBe(400)
     expect(bad.body.code).toBe('VALIDATION_ERROR')
     expect(bad.body.error).toContain('format')

@@ -44,14 +44,15 @@ const TRICKY: Record<string, string> = {
 describe('export', () => {
   test('the .env text: headers, order, comment lines, group fields in declared order, quoting', async () => {
     const alice = await signUp(server.url)
-    const openai = await createCategory(alice, { name: 'OpenAI', keyType: 'simple', envVarName: 'OPENAI_API_KEY' })
+    // A group without declared fields: each entry its own variable, so no variable is written twice (issue 30).
+    const openai = await createCategory(alice, { name: 'OpenAI', keyType: 'group' })
     const aws = await createCategory(alice, { name: 'AWS', keyType: 'group', fieldDefinitions: ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_REGION'] })
     const anthropic = await createCategory(alice, { name: 'Anthropic', keyType: 'simple', envVarName: 'ANTHROPIC_API_KEY' })
     const smtp = await createCategory(alice, { name: 'smtp', keyType: 'group' })
-    await createEntry(alice, { categoryId: openai.id, name: 'shop', value: 'sk-shop-prod', environment: 'production' })
-    await createEntry(alice, { categoryId: openai.id, name: 'blog', value: 'sk blog prod', environment: 'production' })
-    await createEntry(alice, { categoryId: openai.id, name: 'blog', value: 'sk-blog-dev', environment: 'development' })
-    await createEntry(alice, { categoryId: openai.id, name: 'blog', value: 'sk-blog-none' })
+    await createEntry(alice, { categoryId: openai.id, name: 'shop', value: JSON.stringify({ OPENAI_SHOP_KEY: 'sk-shop-prod' }), environment: 'production' })
+    await createEntry(alice, { categoryId: openai.id, name: 'blog', value: JSON.stringify({ OPENAI_BLOG_PROD: 'sk blog prod' }), environment: 'production' })
+    await createEntry(alice, { categoryId: openai.id, name: 'blog', value: JSON.stringify({ OPENAI_BLOG_DEV: 'sk-blog-dev' }), environment: 'development' })
+    await createEntry(alice, { categoryId: openai.id, name: 'blog', value: JSON.stringify({ OPENAI_BLOG_KEY: 'sk-blog-none' }) })
     await createEntry(alice, { categoryId: anthropic.id, name: 'blog', value: 'sk-ant', environment: 'staging' })
     // Fields sent out of the declared order come out in the declared order.
     await createEntry(alice, { categoryId: aws.id, name: 'infra', value: JSON.stringify({ AWS_REGION: 'eu-west-1', AWS_ACCESS_KEY_ID: 'AKIA1' }) })
@@ -72,16 +73,16 @@ describe('export', () => {
         'AWS_REGION=eu-west-1',
         '',
         '# OpenAI — blog',
-        'OPENAI_API_KEY=sk-blog-none',
+        'OPENAI_BLOG_KEY=sk-blog-none',
         '',
         '# OpenAI — blog (development)',
-        'OPENAI_API_KEY=sk-blog-dev',
+        'OPENAI_BLOG_DEV=sk-blog-dev',
         '',
         '# OpenAI — blog (production)',
-        "OPENAI_API_KEY='sk blog prod'",
+        "OPENAI_BLOG_PROD='sk blog prod'",
         '',
         '# OpenAI — shop (production)',
-        'OPENAI_API_KEY=sk-shop-prod',
+        'OPENAI_SHOP_KEY=sk-shop-prod',
         '',
         '# smtp — mail (production)',
         'SMTP_USER=me',
@@ -104,13 +105,14 @@ describe('export', () => {
       expect(answer.status).toBe(200)
       return answer.text.split('\n').filter((line) => line.startsWith('GITHUB_TOKEN=')).map((line) => line.slice('GITHUB_TOKEN='.length))
     }
-    expect(await values('')).toEqual(['ghp-api-dev', 'ghp-api-prod', 'ghp-api2-prod', 'ghp-web'])
+    // Every entry writes GITHUB_TOKEN: without a selection a reader would keep one of them (issue 30).
+    expect((await bob.get('/api/export')).body).toMatchObject({ code: 'AMBIGUOUS_EXPORT', variable: 'GITHUB_TOKEN' })
     // Two production entries write GITHUB_TOKEN: a program would get one of them at random.
     const ambiguous = await bob.get('/api/export?environment=production')
     expect(ambiguous.status).toBe(409)
     expect(ambiguous.body).toMatchObject({ code: 'AMBIGUOUS_EXPORT', variable: 'GITHUB_TOKEN', projects: ['api', 'api-2'] })
     expect(await values('?environment=production&name=api-2')).toEqual(['ghp-api2-prod'])
-    expect(await values('?name=api')).toEqual(['ghp-api-dev', 'ghp-api-prod'])
+    expect((await bob.get('/api/export?name=api')).body).toMatchObject({ code: 'AMBIGUOUS_EXPORT', variable: 'GITHUB_TOKEN', projects: ['api'] })
     expect(await values('?name=api&environment=development')).toEqual(['ghp-api-dev'])
     expect(await values('?name=API')).toEqual([])
     // Staging has no entry of its own: the shared one.
@@ -143,15 +145,18 @@ describe('export', () => {
     expect(text).toContain("PLAIN=sk-proj_ABC.def/ghi:jkl@mno+pqr,stu-vwx\n")
   })
 
-  test('a value no dotenv quoting can carry is left out with a comment naming only the variable', async () => {
+  test('a value no dotenv quoting can carry is refused: 400 naming only the variable and formats that can (issue 30)', async () => {
     const dave = await signUp(server.url)
     const impossible = `it's "quoted" \`all\` # ways`
     const c = await createCategory(dave, { name: 'Odd', keyType: 'group' })
     await createEntry(dave, { categoryId: c.id, name: 'odd', value: JSON.stringify({ FINE: 'ok', ODD: impossible }) })
-    const text = (await dave.get('/api/export')).text
-    expect(text).not.toContain('ways')
-    expect(text).toContain('# ODD left out')
-    expect(parse(text)).toEqual({ FINE: 'ok' })
+    const refused = await dave.get('/api/export')
+    expect(refused.status).toBe(400)
+    expect(refused.text).not.toContain('ways')
+    expect(refused.body).toMatchObject({ code: 'EXPORT_FORMAT_REFUSED', format: 'dotenv', variables: [{ variable: 'ODD' }] })
+    expect(refused.body.error).toContain('ODD')
+    expect(refused.body.variables[0].formats).toContain('shell')
+    expect((await dave.get('/api/export?format=systemd')).status).toBe(200)
     // Reveal still gives it.
     const id = (await dave.get('/api/entries')).body[0].id
     expect((await dave.post(`/api/entries/${id}/reveal`)).body.value.ODD).toBe(impossible)
@@ -188,11 +193,11 @@ describe('export', () => {
     const gina = await signUp(server.url)
     const first = await createCategory(gina, { name: 'AWS', keyType: 'simple', envVarName: 'AWS_A' })
     // Same name, other key type (two of one key type are 409 CATEGORY_EXISTS).
-    const second = await createCategory(gina, { name: 'AWS', keyType: 'group', fieldDefinitions: ['AWS_B'] })
+    const second = await createCategory(gina, { name: 'AWS', keyType: 'group', fieldDefinitions: ['AWS_B', 'AWS_C'] })
     const earlier = await createCategory(gina, { name: 'Anthropic', keyType: 'simple', envVarName: 'ANTHROPIC_API_KEY' })
-    await createEntry(gina, { categoryId: first.id, name: 'zeta', value: 'z' })
-    await createEntry(gina, { categoryId: second.id, name: 'beta', value: JSON.stringify({ AWS_B: 'b' }) })
-    await createEntry(gina, { categoryId: first.id, name: 'alpha', value: 'a' })
+    await createEntry(gina, { categoryId: second.id, name: 'zeta', value: JSON.stringify({ AWS_C: 'z' }) })
+    await createEntry(gina, { categoryId: first.id, name: 'beta', value: 'b' })
+    await createEntry(gina, { categoryId: second.id, name: 'alpha', value: JSON.stringify({ AWS_B: 'a' }) })
     await createEntry(gina, { categoryId: earlier.id, name: 'main', value: 'm' })
     const comments = (await gina.get('/api/export')).text.split('\n').filter((line) => line.startsWith('#'))
     expect(comments).toEqual(['# Anthropic — main', '# AWS — alpha', '# AWS — beta', '# AWS — zeta'])

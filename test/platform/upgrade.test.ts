@@ -60,6 +60,10 @@ async function readEverySecret(url: string, manifest: any) {
       const exported = await new Client(url, { key: key.key }).get('/api/export')
       if (key.revoked) {
         expect(exported.status).toBe(401)
+      } else if (exported.status === 409) {
+        // A fixture whose whole export writes a variable twice: refused since issue 30 (a reader
+        // would keep one value silently); every secret was revealed above.
+        expect(exported.body.code).toBe('AMBIGUOUS_EXPORT')
       } else {
         expect(exported.status).toBe(200)
         expect(exported.text).toBe(user.export)

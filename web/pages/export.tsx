@@ -1,9 +1,11 @@
-// Export: every entry decrypted into one .env file, optionally for one environment only. When an
-// environment's export would hold one variable twice (two projects), the server answers 409
-// AMBIGUOUS_EXPORT and the page offers the choice of project (the entries' `name`).
+// Export: the entries decrypted into the text one program reads (a format per reader, issue 30),
+// for a project (the entries' `name`), an environment, or everything. When the export would hold
+// one variable twice, the server answers 409 AMBIGUOUS_EXPORT and the page offers the choice of
+// project; a value the format cannot carry is a 400 naming the variables and formats that can.
 import { useState } from 'preact/hooks'
 import { api, ApiError, apiText, type Entry, type Environment } from '../api'
-import { downloadText, EnvironmentSelect, Field, inputValue, toast, toastError } from '../ui'
+import { EXPORT_FORMATS, exportQuery, formatExtension, type ExportFormat } from '../export-formats'
+import { downloadText, EnvironmentSelect, Field, inputValue, toast, toastError, useLoad } from '../ui'
 
 interface Ambiguity {
   message: string
@@ -11,7 +13,7 @@ interface Ambiguity {
 }
 
 /** The projects to choose from: those the answer names, else every project with entries that the environment's export holds. */
-async function projectChoices(error: ApiError, environment: Environment): Promise<string[]> {
+async function projectChoices(error: ApiError, environment: Environment | ''): Promise<string[]> {
   const named = new Set<string>()
   const collect = (value: unknown) => {
     if (!Array.isArray(value)) return
@@ -31,33 +33,41 @@ async function projectChoices(error: ApiError, environment: Environment): Promis
   collect(error.details.conflicts)
   if (named.size > 0) return [...named].sort((a, b) => a.localeCompare(b))
   const entries = await api<Entry[]>('GET', '/api/entries')
-  return [...new Set(entries.filter((entry) => entry.environment === environment || entry.environment === null).map((entry) => entry.name))].sort((a, b) => a.localeCompare(b))
+  return [...new Set(entries.filter((entry) => !environment || entry.environment === environment || entry.environment === null).map((entry) => entry.name))].sort((a, b) =>
+    a.localeCompare(b),
+  )
 }
 
 export function ExportPage() {
   const [environment, setEnvironment] = useState<Environment | ''>('')
   const [project, setProject] = useState('')
+  const [format, setFormat] = useState<ExportFormat>('dotenv')
   const [ambiguity, setAmbiguity] = useState<Ambiguity | null>(null)
   const [busy, setBusy] = useState(false)
+  const entries = useLoad(() => api<Entry[]>('GET', '/api/entries'))
+  const projects = [...new Set((entries.data ?? []).map((entry) => entry.name))].sort((a, b) => a.localeCompare(b))
+  const extension = formatExtension(format)
   const download = async () => {
     setBusy(true)
     try {
-      const query = new URLSearchParams()
-      if (environment) query.set('environment', environment)
-      if (environment && project) query.set('name', project)
-      const search = query.toString()
+      const search = exportQuery({ environment: environment || undefined, name: project || undefined, format })
       const { text, filename } = await apiText(`/api/export${search ? `?${search}` : ''}`)
-      downloadText(text, filename ?? 'svc-export.env')
+      downloadText(text, filename ?? `svc-export${extension}`)
       toast('Export downloaded')
     } catch (failure) {
-      if (failure instanceof ApiError && failure.code === 'AMBIGUOUS_EXPORT' && environment) {
+      if (failure instanceof ApiError && failure.code === 'AMBIGUOUS_EXPORT') {
         try {
-          const projects = await projectChoices(failure, environment)
+          const choices = await projectChoices(failure, environment)
           const variable = failure.details.variable
           // The server's message speaks of query parameters; the page says it in its own terms.
           const message =
-            typeof variable === 'string' ? `${variable} comes from more than one project for ${environment} (${projects.join(', ')}).` : failure.message
-          setAmbiguity({ message, projects })
+            typeof variable !== 'string'
+              ? failure.message
+              : environment
+                ? `${variable} comes from more than one project for ${environment} (${choices.join(', ')}).`
+                : `${variable} comes from more than one entry (${choices.join(', ')}): choose an environment${choices.length > 1 ? ' or a project' : ''}.`
+          setAmbiguity({ message, projects: choices })
+          if (!choices.includes(project)) setProject('')
         } catch (listFailure) {
           toastError(listFailure)
         }
@@ -66,25 +76,51 @@ export function ExportPage() {
       setBusy(false)
     }
   }
+  const choices = ambiguity?.projects ?? projects
   return (
     <section>
       <h1>Export</h1>
       <div class="card stack narrow">
         <p>
-          Download your entries as one <code>.env</code> file, with a comment line naming each entry. The file holds your secrets in plain text: keep it
-          somewhere safe and delete it when done.
+          Download your entries in the format of the program that reads them, with a comment line naming each entry. The file holds your secrets in plain
+          text: keep it somewhere safe and delete it when done. To run a program with its secrets and no file at all, use <code>svc run</code>.
         </p>
+        <Field label="Project">
+          <select
+            name="exportProject"
+            value={project}
+            onChange={(event) => {
+              setProject(inputValue(event))
+            }}
+          >
+            <option value="">{ambiguity ? 'Choose a project…' : 'All projects'}</option>
+            {choices.map((name) => (
+              <option key={name} value={name}>
+                {name}
+              </option>
+            ))}
+          </select>
+        </Field>
         <Field label="Environment">
           <EnvironmentSelect
             name="exportEnvironment"
             value={environment}
             noneLabel="All environments"
             onChange={(value) => {
+              // The project stays: every project is offered again.
               setEnvironment(value)
               setAmbiguity(null)
-              setProject('')
             }}
           />
+        </Field>
+        <Field label="Format" hint="Only shell is meant to be sourced (. ./file); the others are for their reader alone.">
+          <select name="exportFormat" value={format} onChange={(event) => setFormat(inputValue(event) as ExportFormat)}>
+            {EXPORT_FORMATS.map((item) => (
+              <option key={item.value} value={item.value}>
+                {item.label}
+              </option>
+            ))}
+          </select>
         </Field>
         {ambiguity && (
           <div class="notice" role="alert">
@@ -93,21 +129,9 @@ export function ExportPage() {
             </p>
           </div>
         )}
-        {(ambiguity || project) && environment && (
-          <Field label="Project">
-            <select name="exportProject" value={project} onChange={(event) => setProject(inputValue(event))}>
-              <option value="">Choose a project…</option>
-              {(ambiguity?.projects ?? [project]).map((name) => (
-                <option key={name} value={name}>
-                  {name}
-                </option>
-              ))}
-            </select>
-          </Field>
-        )}
         <div class="actions actions-start">
-          <button type="button" class="btn btn-primary" disabled={busy || (ambiguity !== null && !project)} onClick={download}>
-            Download .env
+          <button type="button" class="btn btn-primary" disabled={busy || (ambiguity !== null && environment !== '' && !project)} onClick={download}>
+            Download {extension}
           </button>
         </div>
       </div>

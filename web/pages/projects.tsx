@@ -4,6 +4,7 @@
 // existing category, or rename the project (a PUT of each entry's name).
 import { useState } from 'preact/hooks'
 import { api, apiText, ENVIRONMENTS, type Category, type Entry, type Environment, type RevealedEntry } from '../api'
+import { EXPORT_FORMATS, exportQuery, formatExtension, type ExportFormat } from '../export-formats'
 import { navigate } from '../router'
 import {
   copyText,
@@ -225,8 +226,10 @@ function EnvironmentCard(props: { project: string; slot: Slot; entries: Entry[];
   // An environment's export holds its own keys and the shared ones; the shared keys alone are
   // exported by name only when the project has no environment of its own.
   const exportable = slot !== '' || props.onlyShared
-  const query = new URLSearchParams({ name: project })
-  if (slot) query.set('environment', slot)
+  // Bun by default: the README's quick start runs Bun, whose `bun run` loads a .env by itself (issue 30).
+  const [format, setFormat] = useState<ExportFormat>('bun')
+  const query = exportQuery({ name: project, environment: slot || undefined, format })
+  const extension = formatExtension(format)
   const command = `svc run -n ${shellWord(project)}${slot ? ` -e ${slot}` : ''} -- …`
   const entries = [...props.entries].sort((a, b) => (props.categoryById.get(a.categoryId)?.name ?? '').localeCompare(props.categoryById.get(b.categoryId)?.name ?? ''))
 
@@ -251,7 +254,7 @@ function EnvironmentCard(props: { project: string; slot: Slot; entries: Entry[];
   }
   const downloadEnv = async () => {
     try {
-      downloadText(await exportText(), `${project}${slot ? `.${slot}` : ''}.env`)
+      downloadText(await exportText(), `${project}${slot ? `.${slot}` : ''}${extension}`)
       toast(`Downloaded the .env of ${project} (${label})`)
     } catch (error) {
       toastError(error)
@@ -273,8 +276,15 @@ function EnvironmentCard(props: { project: string; slot: Slot; entries: Entry[];
               <button type="button" class="btn btn-small" onClick={copyEnv} aria-label={`Copy as .env: ${project} (${label})`}>
                 Copy as .env
               </button>
-              <button type="button" class="btn btn-small" onClick={downloadEnv} aria-label={`Download .env: ${project} (${label})`}>
-                Download .env
+              <select class="btn-small" value={format} onChange={(event) => setFormat(inputValue(event) as ExportFormat)} aria-label={`Export format: ${project} (${label})`}>
+                {EXPORT_FORMATS.map((item) => (
+                  <option key={item.value} value={item.value}>
+                    {item.label}
+                  </option>
+                ))}
+              </select>
+              <button type="button" class="btn btn-small" onClick={downloadEnv} aria-label={`Download ${extension}: ${project} (${label})`}>
+                Download {extension}
               </button>
             </>
           )}

@@ -9,7 +9,7 @@ import { credentials, normalizeUrl, readConfig, removeConfig, writeConfig, type 
 import { CliError, usageError } from './errors'
 import { writeSecretFile } from './files'
 import { selectionFrom } from './run'
-import { describeSelection, exportQuery, fetchExport, fetchExportText, withProject, type Selection } from './variables'
+import { describeSelection, exportQuery, fetchExport, withProject, type Selection } from './variables'
 
 const out = (text: string) => process.stdout.write(text)
 const note = (text: string) => process.stderr.write(text)
@@ -168,11 +168,14 @@ const SELECT = [
   { name: 'name', short: 'n', value: true },
 ]
 
+/** The export's formats, one per reader (issue 30; docs/export.md). */
+export const EXPORT_FORMATS = ['dotenv', 'bun', 'node', 'python', 'docker', 'systemd', 'shell', 'json', 'yaml'] as const
+
 export async function exportCommand(argv: string[]): Promise<void> {
   const { options, positionals } = parseArgs(argv, [...SELECT, { name: 'format', value: true }, { name: 'output', short: 'o', value: true }])
   if (positionals.length) throw usageError(`svc export takes no argument (${positionals[0]})`)
   const format = str(options.format) ?? 'dotenv'
-  if (!['dotenv', 'shell', 'json'].includes(format)) throw usageError(`--format must be dotenv, shell or json, got ${format}`)
+  if (!(EXPORT_FORMATS as readonly string[]).includes(format)) throw usageError(`--format must be one of ${EXPORT_FORMATS.join(', ')}, got ${format}`)
   const selection = selectionFrom(options)
   const client = VaultClient.signedIn(credentials())
   let text: string
@@ -183,6 +186,7 @@ export async function exportCommand(argv: string[]): Promise<void> {
   } else {
     const answer = await client.raw('GET', exportQuery(selection, format))
     if (answer.status === 400 && /^format\b/.test(errorBody(answer.text).error ?? '')) throw new CliError(`the vault at ${client.url} does not offer the ${format} format yet`)
+    // A refusal (a value the format cannot carry) or an ambiguity: nothing is printed or written.
     if (answer.status !== 200) throw client.failure(answer)
     text = answer.text
   }
@@ -199,6 +203,8 @@ export async function exportCommand(argv: string[]): Promise<void> {
 /** Occurrences of `NAME=` at the start of a line of .env text. */
 const occurrences = (text: string, name: string) => text.split('\n').filter((line) => line.startsWith(`${name}=`)).length
 
+const ENVIRONMENTS = ['development', 'staging', 'production'] as const
+
 export async function get(argv: string[]): Promise<void> {
   const { options, positionals } = parseArgs(argv, [...SELECT, { name: 'project', value: true }, { name: 'file', value: true }])
   if (positionals.length !== 1) throw usageError('svc get takes one variable name: svc get DATABASE_URL')
@@ -213,12 +219,27 @@ export async function get(argv: string[]): Promise<void> {
     if (fetched.dotenv !== null && occurrences(fetched.dotenv, name) > 1) throw several()
     exported = fetched.variables
   } catch (error) {
-    // The JSON export refuses a selection where some variable appears twice: look at this one.
+    // The export refuses a selection where some variable appears twice: look at this one.
     if (!(error instanceof CliError && error.message.includes('AMBIGUOUS_EXPORT'))) throw error
-    const text = await fetchExportText(client, selection)
-    if (occurrences(text, name) > 1) throw several()
-    const { parse } = await import('dotenv')
-    exported = parse(text)
+    if (error.message.startsWith(`${name} is written by`)) throw several()
+    if (selection.environment) throw error
+    // Another variable is the repeated one: this one's values, environment by environment.
+    const values = new Set<string>()
+    let unknown = false
+    for (const environment of ENVIRONMENTS) {
+      const answer = await client.raw('GET', exportQuery({ ...selection, environment }, 'json'))
+      if (answer.status === 409) {
+        if ((errorBody(answer.text).error ?? '').startsWith(`${name} is written by`)) throw several()
+        unknown = true
+      } else if (answer.status !== 200) throw client.failure(answer)
+      else {
+        const variables = JSON.parse(answer.text) as Record<string, string>
+        if (Object.hasOwn(variables, name)) values.add(variables[name])
+      }
+    }
+    if (values.size > 1) throw several()
+    if (values.size === 0 && unknown) throw error
+    exported = values.size === 1 ? { [name]: [...values][0] } : {}
   }
   const variables = await withProject(client, selection, exported)
   if (!Object.hasOwn(variables, name)) throw new CliError(`nothing matched: ${name} is not in ${describeSelection(selection)}`)

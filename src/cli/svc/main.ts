@@ -15,7 +15,7 @@ Usage:
   svc whoami                           URL, account, key name, scopes, expiry
   svc run [-e ENV] [-n NAME] [--project P --file F] [--watch] [--interval S] [--mount PATH] [--override] -- CMD ARGS…
                                        run CMD with the vault's variables in its environment
-  svc export [-e ENV] [-n NAME] [--format dotenv|shell|json] [-o FILE]
+  svc export [-e ENV] [-n NAME] [--format dotenv|bun|node|python|docker|systemd|shell|json|yaml] [-o FILE]
   svc get VAR [-e ENV] [-n NAME]       print one value
   svc import FILE [--apply --name N [-e ENV]]
                                        file a config's keys into categories (names only go to the model)

@@ -1,20 +1,20 @@
-// /api/export: entries decrypted into one .env, shell or JSON text. One of the three ways plaintext leaves.
+// /api/export: entries decrypted into the text one reader reads (issue 30). One of the three ways plaintext leaves.
 import { Elysia, t } from 'elysia'
 import { authGuard, type GuardDeps } from '../../auth/guard'
 import { contentTag, matchesIfNoneMatch } from '../../crypto/content-tag'
 import { byMediaType, component, errorResponses, withResponseHeaders } from '../../http/schemas'
 import { EnvironmentSchema } from '../entries/model'
 import type { Vaults } from '../vault-access'
-import { ExportService } from './service'
+import { EXPORT_FORMATS, ExportService } from './service'
 import { ref } from '../audit/service'
 
 const ExportQuery = t.Object({
   environment: t.Optional(EnvironmentSchema),
   name: t.Optional(t.String({ maxLength: 200, description: 'Only the entries of exactly this name (project)' })),
   format: t.Optional(
-    t.Union([t.Literal('dotenv'), t.Literal('env'), t.Literal('shell'), t.Literal('json')], {
+    t.Union([...EXPORT_FORMATS, 'env'].map((format) => t.Literal(format)), {
       description:
-        '`dotenv` (default; `env` is the same): for dotenv readers (the `dotenv` package, docker `--env-file`-style loaders). `shell`: `export NAME=\'…\'` lines for `. ./file` in sh or bash, never interpreted. `json`: one object, variable name to value (a variable written by two entries is 409 AMBIGUOUS_EXPORT).',
+        'One format per reader, each exact for every value its reader can carry (docs/export.md). `dotenv` (default; `env` is the same): npm dotenv and dotenvx. `bun`: Bun\'s `.env` reader (`bun --env-file`, `bun run`). `node`: `node --env-file`. `python`: python-dotenv. `docker`: `docker run --env-file` (compose `env_file` with `format: raw`). `systemd`: `EnvironmentFile=`. `shell`: `export NAME=\'…\'` lines for `. ./file`. `json`: one object, variable name to value. `yaml`: a Kubernetes Secret with `stringData`. A value the format cannot carry is 400 EXPORT_FORMAT_REFUSED naming every such variable; a variable written by two entries is 409 AMBIGUOUS_EXPORT, in every format.',
     }),
   ),
 })
@@ -32,14 +32,36 @@ const AmbiguousExportBody = component(
   ),
 )
 
+const RefusedExportBody = component(
+  'ExportFormatRefusedError',
+  t.Object(
+    {
+      error: t.String({ description: 'Human-readable message naming every variable the format cannot carry, why, and formats that can' }),
+      code: t.String({ description: 'EXPORT_FORMAT_REFUSED, or VALIDATION_ERROR for a bad parameter' }),
+      format: t.Optional(t.String({ description: 'The format asked for' })),
+      variables: t.Optional(
+        t.Array(
+          t.Object({
+            variable: t.String(),
+            reason: t.String({ description: 'Why the format cannot carry its value (never the value)' }),
+            formats: t.Array(t.String(), { description: 'Formats that carry this value exactly' }),
+          }),
+        ),
+      ),
+    },
+    { description: 'Bad parameters, or a format that cannot carry some value exactly (EXPORT_FORMAT_REFUSED)' },
+  ),
+)
+
 // Built once: a named component may be declared only once per process.
 const ExportAnswer = withResponseHeaders(
   byMediaType(
     {
-      'text/plain': t.String({ description: 'format=dotenv or shell: the text' }),
+      'text/plain': t.String({ description: 'format=dotenv, bun, node, python, docker, systemd or shell: the text' }),
+      'application/yaml': t.String({ description: 'format=yaml: a Kubernetes Secret manifest' }),
       'application/json': component('ExportObject', t.Record(t.String(), t.String(), { description: 'format=json: variable name to value' })),
     },
-    'The export in the chosen format: text/plain for dotenv and shell, application/json for json.',
+    'The export in the chosen format: application/json for json, application/yaml for yaml, text/plain for the others.',
   ),
   { ETag: { description: 'Changes with the content and reveals nothing of it; send it as If-None-Match for a 304' } },
 )
@@ -82,13 +104,14 @@ export function exportRoutes(deps: GuardDeps & { vaults: Vaults }) {
           200: ExportAnswer,
           304: NotModified,
           ...errorResponses(400),
+          400: RefusedExportBody,
           409: AmbiguousExportBody,
         },
         detail: {
           operationId: 'exportEnv',
-          summary: 'Export your entries as one .env, shell or JSON text',
+          summary: 'Export your entries in the format of the program that reads them',
           description:
-            'Entries in category name order, then entry name, then environment; each preceded by `# <category> — <entry> (<environment>)`. A simple entry gives `ENV_VAR=value`, a group one line per field in declared order; ssh and json entries are skipped. Values that are not plain are quoted so that dotenv reads them back exactly. With `environment`, the entries without an environment are included, an entry of the environment wins over a shared one for the same variable, and each variable appears at most once (else 409 AMBIGUOUS_EXPORT with `variable` and `projects`; `name` narrows). `format=shell` writes `export NAME=\'…\'` lines safe to source; `format=json` one object. Every answer carries an `ETag`; a request whose `If-None-Match` names it gets 304 without a body. Answers carry Cache-Control: no-store.',
+            'Entries in category name order, then entry name, then environment; each preceded by `# <category> — <entry> (<environment>)`. A simple entry gives `ENV_VAR=value`, a group one line per field in declared order; ssh and json entries are skipped. Values are quoted per value for the reader of the format so that it reads back exactly the stored value; a value it cannot carry is 400 EXPORT_FORMAT_REFUSED naming every such variable, the reason and formats that can. With `environment`, the entries without an environment are included and an entry of the environment wins over a shared one for the same variable. In every format, with or without `environment`, each variable appears at most once (else 409 AMBIGUOUS_EXPORT with `variable` and `projects`; `environment` and `name` narrow). `format=shell` writes `export NAME=\'…\'` lines safe to source; `format=json` one object; `format=yaml` a Kubernetes Secret. Every answer carries an `ETag`; a request whose `If-None-Match` names it gets 304 without a body. Answers carry Cache-Control: no-store.',
         },
       },
     )

@@ -3,9 +3,27 @@
 import { AppError } from '../../http/errors'
 import type { Environment, EntryRecord } from '../../store/records'
 import type { Vaults } from '../vault-access'
-import { exportRows, renderDotenv, renderJson, renderShell, type ExportRow } from './render'
+import {
+  bunValue,
+  dockerValue,
+  dotenvValue,
+  exportRows,
+  isRefusal,
+  nodeValue,
+  pythonValue,
+  renderJson,
+  renderWith,
+  renderYaml,
+  shellValue,
+  systemdValue,
+  yamlValue,
+  type ExportRow,
+  type Refusal,
+} from './render'
 
-export type ExportFormat = 'dotenv' | 'env' | 'shell' | 'json'
+/** One format per reader family (issue 30); `env` is `dotenv` under its old name. */
+export const EXPORT_FORMATS = ['dotenv', 'bun', 'node', 'python', 'docker', 'systemd', 'shell', 'json', 'yaml'] as const
+export type ExportFormat = (typeof EXPORT_FORMATS)[number] | 'env'
 
 export interface ExportFilter {
   /**
@@ -16,7 +34,7 @@ export interface ExportFilter {
   environment?: Environment
   /** Only entries of exactly this name. */
   name?: string
-  /** dotenv (default; env is the same), shell or json. */
+  /** dotenv (default; env is the same), bun, node, python, docker, systemd, shell, json or yaml. */
   format?: ExportFormat
 }
 
@@ -29,11 +47,61 @@ export interface RenderedExport {
   entries: { id: string; name: string }[]
 }
 
-const FORMATS: Record<ExportFormat, { render: (rows: readonly ExportRow[]) => string; contentType: string; filename: string }> = {
-  dotenv: { render: renderDotenv, contentType: 'text/plain; charset=utf-8', filename: 'svc-export.env' },
-  shell: { render: renderShell, contentType: 'text/plain; charset=utf-8', filename: 'svc-export.sh' },
-  env: { render: renderDotenv, contentType: 'text/plain; charset=utf-8', filename: 'svc-export.env' },
-  json: { render: renderJson, contentType: 'application/json; charset=utf-8', filename: 'svc-export.json' },
+interface Format {
+  /** The written right-hand side of `name=`, or why this format cannot carry the value. */
+  write: (value: string, name: string) => string | Refusal
+  render: (rows: readonly ExportRow[]) => string
+  contentType: string
+  filename: string
+}
+
+const TEXT = 'text/plain; charset=utf-8'
+const envFile = (write: Format['write']): Format => ({ write, render: (rows) => renderWith(rows, write), contentType: TEXT, filename: 'svc-export.env' })
+const writeDotenv = (value: string) => dotenvValue(value)
+const writeShell = (value: string, name: string) => shellValue(value, name)
+
+const FORMATS: Record<ExportFormat, Format> = {
+  dotenv: envFile(writeDotenv),
+  env: envFile(writeDotenv),
+  bun: envFile(bunValue),
+  node: envFile(nodeValue),
+  python: envFile(pythonValue),
+  docker: envFile((value, name) => dockerValue(value, name)),
+  systemd: envFile(systemdValue),
+  shell: { write: writeShell, render: (rows) => renderWith(rows, writeShell, 'export '), contentType: TEXT, filename: 'svc-export.sh' },
+  json: { write: (value) => value, render: renderJson, contentType: 'application/json; charset=utf-8', filename: 'svc-export.json' },
+  yaml: { write: yamlValue, render: renderYaml, contentType: 'application/yaml; charset=utf-8', filename: 'svc-export.yaml' },
+}
+
+/** Where a value is refused, the formats to suggest instead, in this order. */
+const SUGGESTED: ExportFormat[] = ['dotenv', 'bun', 'node', 'python', 'systemd', 'docker', 'shell', 'yaml', 'json']
+
+export interface RefusedVariable {
+  variable: string
+  reason: string
+  /** Formats that carry this value exactly. */
+  formats: string[]
+}
+
+/** 400 EXPORT_FORMAT_REFUSED naming every variable the format cannot carry, why, and formats that can. */
+function assertCarried(rows: readonly ExportRow[], format: ExportFormat): void {
+  const write = FORMATS[format].write
+  const refused: RefusedVariable[] = []
+  for (const row of rows) {
+    for (const [name, value] of row.variables) {
+      const written = write(value, name)
+      if (!isRefusal(written)) continue
+      const formats = SUGGESTED.filter((other) => other !== format && !isRefusal(FORMATS[other].write(value, name)))
+      refused.push({ variable: name, reason: written.refused, formats })
+    }
+  }
+  if (refused.length === 0) return
+  const named = refused.map(({ variable, reason, formats }) => `${variable} ${reason} (use ${formats.length ? formats.join(', ') : 'svc run'})`).join('; ')
+  const what = refused.length === 1 ? 'a value' : `${refused.length} values`
+  throw new AppError(400, 'EXPORT_FORMAT_REFUSED', `The ${format} format cannot carry ${what} exactly: ${named}`, undefined, {
+    format,
+    variables: refused,
+  })
 }
 
 /**
@@ -96,8 +164,9 @@ export class ExportService {
           )
     let rows = exportRows(data, cipher, entries)
     if (environment !== undefined) rows = inheritShared(rows, environment)
-    // A selection a program runs with (an environment), and a JSON object, hold a variable once.
-    if (environment !== undefined || filter.format === 'json') assertUnambiguous(rows, filter)
+    // Every format holds a variable once: a reader would keep one of two values, silently (issue 30).
+    assertUnambiguous(rows, filter)
+    assertCarried(rows, filter.format ?? 'dotenv')
     let count = 0
     for (const row of rows) count += row.variables.length
     return {
