@@ -6,7 +6,7 @@ import { resolve } from 'node:path'
 import { parseArgs, str } from './args'
 import { errorBody, VaultClient } from './client'
 import { credentials, normalizeUrl, readConfig, removeConfig, writeConfig, type StoredConfig } from './config'
-import { CliError, usageError } from './errors'
+import { CliError, isCliError, usageError } from './errors'
 import { writeSecretFile } from './files'
 import { selectionFrom } from './run'
 import { describeSelection, exportQuery, fetchExport, fetchExportText, withProject, type Selection } from './variables'
@@ -214,7 +214,7 @@ export async function get(argv: string[]): Promise<void> {
     exported = fetched.variables
   } catch (error) {
     // The JSON export refuses a selection where some variable appears twice: look at this one.
-    if (!(error instanceof CliError && error.message.includes('AMBIGUOUS_EXPORT'))) throw error
+    if (!(isCliError(error) && error.message.includes('AMBIGUOUS_EXPORT'))) throw error
     const text = await fetchExportText(client, selection)
     if (occurrences(text, name) > 1) throw several()
     const { parse } = await import('dotenv')

@@ -3,7 +3,7 @@
 // file; `bun run build:cli` compiles it into one executable, dist/svc. Every failure is one line
 // on standard error and a non-zero exit code.
 import { exportCommand, get, importCommand, login, logout, ls, totp, whoami } from './commands'
-import { CliError } from './errors'
+import { CliError, isCliError } from './errors'
 import { run } from './run'
 
 const HELP = `svc: the svc-vault command line
@@ -54,7 +54,7 @@ async function main(argv: string[]): Promise<void> {
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {
-  if (error instanceof CliError) {
+  if (isCliError(error)) {
     process.stderr.write(`svc: ${error.message}\n`)
     process.exit(error.exitCode)
   }

@@ -10,7 +10,7 @@ import { envLine } from '../../modules/export/render'
 import { parseArgs, str } from './args'
 import { VaultClient } from './client'
 import { credentials } from './config'
-import { CliError, usageError } from './errors'
+import { CliError, isCliError, usageError } from './errors'
 import { writeSecretFile } from './files'
 import { describeSelection, fetchExport, withProject, type Selection, type Variables } from './variables'
 
@@ -159,7 +159,7 @@ export async function run(argv: string[]): Promise<never> {
         await restart()
       }
     } catch (error) {
-      const message = error instanceof CliError ? error.message : String((error as Error)?.message ?? error)
+      const message = isCliError(error) ? error.message : String((error as Error)?.message ?? error)
       if (message !== lastWarning) process.stderr.write(`svc: watch: ${message}; the command keeps its current values\n`)
       lastWarning = message
     }
