@@ -13,6 +13,10 @@ import { writeSecretFile } from './files'
 
 export const DEFAULT_FALLBACK_MAX_AGE_MS = 24 * 3600_000
 
+/** What a cached answer is for: the selection's four parts (absent ones as null). */
+export const selectionKey = (selection: { environment?: string; name?: string; project?: string; file?: string }) =>
+  JSON.stringify([selection.environment ?? null, selection.name ?? null, selection.project ?? null, selection.file ?? null])
+
 export interface FallbackKey {
   url: string
   key: string

@@ -12,7 +12,7 @@ import { envLine } from '../../modules/export/render'
 import { parseArgs, str } from './args'
 import { VaultClient } from './client'
 import { credentials } from './config'
-import { dropFallbacks, hasFallback, loadFallback, parseMaxAge, saveFallback } from './fallback'
+import { dropFallbacks, hasFallback, loadFallback, parseMaxAge, saveFallback, selectionKey } from './fallback'
 import { Masker } from './mask'
 import { CliError, isCliError, usageError } from './errors'
 import { writeSecretFile } from './files'
@@ -148,7 +148,7 @@ export async function run(argv: string[]): Promise<never> {
   const creds = credentials()
   const client = VaultClient.signedIn(creds)
   const cacheKey = { url: creds.url, key: creds.key }
-  const cacheSelection = JSON.stringify([selection.environment ?? null, selection.name ?? null, selection.project ?? null, selection.file ?? null])
+  const cacheSelection = selectionKey(selection)
   /** A key the vault refused must not keep working from a cache. */
   const forgetIfRefused = (error: unknown) => {
     if (isCliError(error) && (error.status === 401 || error.status === 403)) dropFallbacks(cacheKey)
