@@ -321,3 +321,17 @@ describe.skipIf(!NODE)('svc run offline: the encrypted copy of the last good ans
     expect(offline.stderr).toContain('cannot reach the vault')
   }, 60_000)
 })
+
+describe.skipIf(!hasChromium())('the /cli page', () => {
+  test('shows the install line with the vault’s own address', async () => {
+    const browser = await openBrowser(server.url)
+    try {
+      await browser.context.addCookies([{ name: 'svc_session', value: owner.credentials.cookie!, url: server.url }])
+      await browser.page.goto(`${server.url}/cli`)
+      const line = await browser.page.locator('.cli-install-line').textContent()
+      expect(line).toBe(`mkdir -p ~/.local/bin && curl -fsSL ${server.url}/cli/svc -o ~/.local/bin/svc && chmod +x ~/.local/bin/svc`)
+    } finally {
+      await browser.close()
+    }
+  }, 30_000)
+})
