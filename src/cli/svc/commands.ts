@@ -105,6 +105,7 @@ export async function login(argv: string[]): Promise<void> {
       await revokeReplaced(previous, url, created.key)
       const me = await new VaultClient(url, created.key).json<MeAnswer>('GET', '/api/auth/me')
       note(`Signed in to ${url} as ${me.user.email}: key "${created.name}", expires ${created.expiresAt ?? 'never'}; saved in ${path}\n`)
+      await noteIfOlder(url)
       return
     }
     const { code } = errorBody(answer.text)
