@@ -16,7 +16,7 @@ import { dropFallbacks, hasFallback, loadFallback, parseMaxAge, saveFallback, se
 import { Masker } from './mask'
 import { CliError, isCliError, usageError } from './errors'
 import { writeSecretFile } from './files'
-import { environmentName, resolveEnvironment } from './templates'
+import { ENVIRONMENTS, environmentName, resolveEnvironment } from './templates'
 import { describeSelection, fetchExport, withProject, type Selection, type Variables } from './variables'
 
 const DEFAULT_INTERVAL_S = 10
@@ -44,8 +44,12 @@ export const RUN_OPTIONS = [
 
 export function selectionFrom(options: Record<string, string | boolean | undefined>): Selection {
   if (options.file !== undefined && options.project === undefined) throw usageError('--file needs --project')
-  const environment = str(options.env)
-  return { environment: environment === undefined ? undefined : environmentName(environment), name: str(options.name), project: str(options.project), file: str(options.file) }
+  const raw = str(options.env)
+  const environment = raw === undefined ? undefined : environmentName(raw)
+  if (environment !== undefined && !(ENVIRONMENTS as readonly string[]).includes(environment)) {
+    throw usageError(`-e takes ${ENVIRONMENTS.join(', ')} (or dev, stage, prod), got ${raw}`)
+  }
+  return { environment, name: str(options.name), project: str(options.project), file: str(options.file) }
 }
 
 function parseInterval(raw: string | undefined): number {
