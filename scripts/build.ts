@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { BunPlugin } from 'bun'
 import { buildIconPack, buildWeb } from '../src/web/build'
+import { buildCliScript } from '../src/web/cli-bundle'
 import { scalarScriptPath } from '../src/http/openapi'
 
 const root = join(import.meta.dir, '..')
@@ -31,6 +32,7 @@ const files = web.files.map((file) => ({ path: file.path, type: file.type, stage
 const icons = staged('icons.pack', buildIconPack())
 // The API reference's script: 4 MB as installed, about a quarter gzipped, and served gzipped.
 const docsScript = staged('scalar.js.gz', Bun.gzipSync(readFileSync(scalarScriptPath())))
+const cliScript = staged('svc.js', await buildCliScript())
 
 // The built files are imported as files: copied beside dist/index.js under hashed names, or
 // embedded in the executable. Bun gives their path relative to the bundle (or inside the
@@ -40,12 +42,14 @@ const prebuiltModule = [
   ...files.map((file, i) => `import file${i} from ${JSON.stringify(file.staged)} with { type: 'file' }`),
   `import icons from ${JSON.stringify(icons)} with { type: 'file' }`,
   `import docsScript from ${JSON.stringify(docsScript)} with { type: 'file' }`,
+  `import cliScript from ${JSON.stringify(cliScript)} with { type: 'file' }`,
   `const at = (file) => resolve(import.meta.dir, file)`,
   `export const prebuiltWeb = {`,
   `  html: ${JSON.stringify(web.html)},`,
   `  files: [${files.map((file, i) => `{ path: ${JSON.stringify(file.path)}, type: ${JSON.stringify(file.type)}, file: at(file${i}) }`).join(', ')}],`,
   `  icons: at(icons),`,
   `  docsScript: at(docsScript),`,
+  `  cli: at(cliScript),`,
   `}`,
 ].join('\n')
 const embedWeb: BunPlugin = {

@@ -5,6 +5,7 @@ import { Elysia, NotFoundError } from 'elysia'
 import type { AppDeps } from '../deps'
 import { STRICT_CSP } from '../http/security-headers'
 import { webBundle } from './bundle'
+import { cliScript } from './cli-bundle'
 
 const HTML_HEADERS = {
   'content-type': 'text/html; charset=utf-8',
@@ -41,6 +42,24 @@ export function webRoutes(deps: AppDeps) {
         if (!asset) throw new NotFoundError()
         return new Response(asset.body, {
           headers: { 'content-type': asset.type, 'cache-control': 'public, max-age=31536000, immutable', 'content-security-policy': STRICT_CSP },
+        })
+      },
+      { detail: { hide: true } },
+    )
+    .get(
+      '/cli/svc',
+      async ({ request }) => {
+        const bytes = await cliScript()
+        const etag = `"${new Bun.CryptoHasher('sha256').update(bytes).digest('hex').slice(0, 32)}"`
+        if (request.headers.get('if-none-match') === etag) return new Response(null, { status: 304, headers: { etag } })
+        return new Response(bytes, {
+          headers: {
+            'content-type': 'text/javascript; charset=utf-8',
+            'content-disposition': 'attachment; filename="svc"',
+            'cache-control': 'no-cache',
+            etag,
+            'x-content-type-options': 'nosniff',
+          },
         })
       },
       { detail: { hide: true } },

@@ -8,6 +8,8 @@ export interface PrebuiltWeb {
   icons: string
   /** The API reference's script (the pinned @scalar/api-reference standalone build), gzipped. */
   docsScript: string
+  /** The svc command bundled for Node (served at /cli/svc). */
+  cli?: string
 }
 
 export const prebuiltWeb: PrebuiltWeb | undefined = undefined

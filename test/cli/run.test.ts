@@ -51,13 +51,19 @@ describe('svc run', () => {
     expect(literal.code).toBe(0)
   })
 
-  test('CI mode (SVC_URL and SVC_TOKEN): nothing is written anywhere, and no stored sign-in is needed', async () => {
+  test('CI mode (SVC_URL and SVC_TOKEN): no stored sign-in is needed; nothing is written but the encrypted offline copy (none with --fallback-max-age 0)', async () => {
     const home = svcHome({ SVC_URL: env.SVC_URL, SVC_TOKEN: env.SVC_TOKEN })
     const cwd = tempDir()
+    const off = Bun.spawn([SVC, 'run', '-e', 'production', '--fallback-max-age', '0', '--', 'printenv', 'PGHOST'], { env: home.env, cwd, stdout: 'pipe', stderr: 'pipe' })
+    expect(await new Response(off.stdout).text()).toBe('db.local\n')
+    expect(await off.exited).toBe(0)
+    expect(readdirSync(home.home)).toEqual([])
+    expect(readdirSync(cwd)).toEqual([])
     const proc = Bun.spawn([SVC, 'run', '-e', 'production', '--', 'printenv', 'PGHOST'], { env: home.env, cwd, stdout: 'pipe', stderr: 'pipe' })
     expect(await new Response(proc.stdout).text()).toBe('db.local\n')
     expect(await proc.exited).toBe(0)
-    expect(readdirSync(home.home)).toEqual([])
+    expect(readdirSync(home.home)).toEqual(['.cache'])
+    expect(readdirSync(join(home.home, '.cache'))).toEqual(['svc-vault'])
     expect(readdirSync(cwd)).toEqual([])
   })
 
@@ -267,8 +273,9 @@ describe('svc run --watch', () => {
 
 describe('read commands', () => {
   test('svc get prints one value; a missing or repeated one is a clear failure', async () => {
-    expect(await svc(['get', 'PGHOST'], { env })).toMatchObject({ code: 0, stdout: 'db.local\n' })
-    expect(await svc(['get', 'OPENAI_API_KEY', '-e', 'development'], { env })).toMatchObject({ code: 0, stdout: 'sk-dev\n' })
+    // Not a terminal: the value's exact bytes, no newline added.
+    expect(await svc(['get', 'PGHOST'], { env })).toMatchObject({ code: 0, stdout: 'db.local' })
+    expect(await svc(['get', 'OPENAI_API_KEY', '-e', 'development'], { env })).toMatchObject({ code: 0, stdout: 'sk-dev' })
     const missing = await svc(['get', 'NOPE'], { env })
     expect(missing).toMatchObject({ code: 1, stdout: '' })
     expect(missing.stderr).toBe('svc: nothing matched: NOPE is not in the whole vault\n')
@@ -338,7 +345,7 @@ describe('read commands', () => {
     const applied = await svc(['import', file, '--apply', '--name', 'shop', '-e', 'production'], { env: importEnv })
     expect(applied.code).toBe(0)
     expect(applied.stderr).toContain('Stored:')
-    expect((await svc(['get', 'STRIPE_SECRET_KEY', '-n', 'shop', '-e', 'production'], { env: importEnv })).stdout).toBe('sk_live_x\n')
+    expect((await svc(['get', 'STRIPE_SECRET_KEY', '-n', 'shop', '-e', 'production'], { env: importEnv })).stdout).toBe('sk_live_x')
   })
 })
 

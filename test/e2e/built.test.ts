@@ -74,4 +74,12 @@ describe('the built server (bun run start)', () => {
     expect(icon.status).toBe(200)
     expect(await icon.text()).toContain('<svg')
   })
+
+  test('serves the svc command it embeds, for Node', async () => {
+    const cli = await fetch(server.url + '/cli/svc')
+    expect(cli.status).toBe(200)
+    const text = await cli.text()
+    expect(text.startsWith('#!/usr/bin/env node\n')).toBe(true)
+    expect(text).toContain('svc-vault command line')
+  })
 })

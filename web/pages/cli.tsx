@@ -134,6 +134,24 @@ export function CliPage() {
           </>
         )}
       </div>
+      <InstallCli />
     </section>
+  )
+}
+
+/** The one line that installs svc from this vault on a machine with Node 20+ or Bun. */
+function InstallCli() {
+  const line = `mkdir -p ~/.local/bin && curl -fsSL ${location.origin}/cli/svc -o ~/.local/bin/svc && chmod +x ~/.local/bin/svc`
+  return (
+    <div class="card stack narrow cli-install">
+      <h2>Install svc</h2>
+      <p>On any machine with Node 20+ or Bun:</p>
+      <pre class="cli-install-line">
+        <code>{line}</code>
+      </pre>
+      <p class="muted">
+        Then <code>svc login {location.origin}</code>. For a machine without Node or Bun, build an executable from a checkout: <code>bun run build:cli -- --target=bun-linux-x64</code> (see docs/cli.md).
+      </p>
+    </div>
   )
 }

@@ -28,7 +28,7 @@ export class VaultClient {
     try {
       response = await fetch(this.url + path, { method, headers: all, body: body === undefined ? undefined : JSON.stringify(body), redirect: 'manual' })
     } catch (error) {
-      throw new CliError(`cannot reach the vault at ${this.url}: ${reason(error)}`)
+      throw new CliError(`cannot reach the vault at ${this.url}: ${reason(error)}`, 1, true)
     }
     return { status: response.status, headers: response.headers, text: await response.text() }
   }
@@ -51,6 +51,12 @@ export class VaultClient {
   }
 
   failure(answer: ApiAnswer): CliError {
+    const failure = this.describe(answer)
+    failure.status = answer.status
+    return failure
+  }
+
+  private describe(answer: ApiAnswer): CliError {
     const { code, error } = errorBody(answer.text)
     if (answer.status === 401) {
       const what = this.keySource === 'SVC_TOKEN' ? 'the key in SVC_TOKEN' : 'the stored access key'
@@ -65,6 +71,10 @@ export class VaultClient {
     if (code && error) return new CliError(`${error.replace(/\.$/, '')} (${code})`)
     if (answer.status >= 300 && answer.status < 400) {
       return new CliError(`the vault at ${this.url} redirected to ${answer.headers.get('location') ?? '?'}: use that address with svc login`)
+    }
+    // A proxy's answer while the vault behind it is down: as good as unreachable.
+    if (answer.status === 502 || answer.status === 503 || answer.status === 504) {
+      return new CliError(`the vault at ${this.url} is not answering (HTTP ${answer.status} from the proxy)`, 1, true)
     }
     return new CliError(`the vault at ${this.url} answered HTTP ${answer.status} (is this an svc-vault server?)`)
   }

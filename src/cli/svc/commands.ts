@@ -6,9 +6,11 @@ import { resolve } from 'node:path'
 import { parseArgs, str } from './args'
 import { errorBody, VaultClient } from './client'
 import { credentials, normalizeUrl, readConfig, removeConfig, writeConfig, type StoredConfig } from './config'
-import { CliError, usageError } from './errors'
+import { CliError, isCliError, usageError } from './errors'
+import { VERSION } from '../../version'
 import { writeSecretFile } from './files'
 import { selectionFrom } from './run'
+import { ENVIRONMENTS } from './templates'
 import { describeSelection, exportQuery, fetchExport, withProject, type Selection } from './variables'
 
 const out = (text: string) => process.stdout.write(text)
@@ -104,6 +106,7 @@ export async function login(argv: string[]): Promise<void> {
       await revokeReplaced(previous, url, created.key)
       const me = await new VaultClient(url, created.key).json<MeAnswer>('GET', '/api/auth/me')
       note(`Signed in to ${url} as ${me.user.email}: key "${created.name}", expires ${created.expiresAt ?? 'never'}; saved in ${path}\n`)
+      await noteIfOlder(url)
       return
     }
     const { code } = errorBody(answer.text)
@@ -159,6 +162,50 @@ export async function whoami(argv: string[]): Promise<void> {
     ['Expires', key.expiresAt ?? 'never'],
   ]
   out(lines.map(([label, value]) => `${(label + ':').padEnd(9)}${value}\n`).join(''))
+  await noteIfOlder(creds.url)
+}
+
+export const signedInClient = () => VaultClient.signedIn(credentials())
+
+/** Semantic version order: 1 when a is newer, -1 when older, 0 when the same. */
+function compareVersions(a: string, b: string): number {
+  const parts = (v: string) => v.split(/[.+-]/).slice(0, 3).map((n) => Number.parseInt(n, 10) || 0)
+  const [x, y] = [parts(a), parts(b)]
+  for (let i = 0; i < 3; i++) if (x[i] !== y[i]) return x[i] > y[i] ? 1 : -1
+  return 0
+}
+
+/** The vault's release, from /readyz (no credentials needed), or null when it cannot tell. */
+async function serverVersion(url: string): Promise<string | null> {
+  try {
+    const answer = await new VaultClient(url, null).raw('GET', '/readyz')
+    const version = (JSON.parse(answer.text) as { version?: unknown }).version
+    return typeof version === 'string' ? version : null
+  } catch {
+    return null
+  }
+}
+
+/** One line on standard error when the vault runs a newer release than this CLI. */
+async function noteIfOlder(url: string): Promise<string | null> {
+  const server = await serverVersion(url)
+  if (server !== null && compareVersions(server, VERSION) > 0) {
+    note(`svc: this CLI (${VERSION}) is older than the vault (${server}): download the current one from ${url}/cli/svc\n`)
+  }
+  return server
+}
+
+export async function version(argv: string[]): Promise<void> {
+  parseArgs(argv, [])
+  out(`svc ${VERSION}\n`)
+  let url: string | undefined
+  try {
+    url = credentials().url
+  } catch {
+    return
+  }
+  const server = await noteIfOlder(url)
+  out(server === null ? `vault ${url}: version unknown (not reachable)\n` : `vault ${url}: svc-vault ${server}\n`)
 }
 
 // ---------------------------------------------------------------- export, get
@@ -203,7 +250,6 @@ export async function exportCommand(argv: string[]): Promise<void> {
 /** Occurrences of `NAME=` at the start of a line of .env text. */
 const occurrences = (text: string, name: string) => text.split('\n').filter((line) => line.startsWith(`${name}=`)).length
 
-const ENVIRONMENTS = ['development', 'staging', 'production'] as const
 
 export async function get(argv: string[]): Promise<void> {
   const { options, positionals } = parseArgs(argv, [...SELECT, { name: 'project', value: true }, { name: 'file', value: true }])
@@ -220,7 +266,7 @@ export async function get(argv: string[]): Promise<void> {
     exported = fetched.variables
   } catch (error) {
     // The export refuses a selection where some variable appears twice: look at this one.
-    if (!(error instanceof CliError && error.message.includes('AMBIGUOUS_EXPORT'))) throw error
+    if (!(isCliError(error) && error.message.includes('AMBIGUOUS_EXPORT'))) throw error
     if (error.message.startsWith(`${name} is written by`)) throw several()
     if (selection.environment) throw error
     // Another variable is the repeated one: this one's values, environment by environment.
@@ -243,7 +289,8 @@ export async function get(argv: string[]): Promise<void> {
   }
   const variables = await withProject(client, selection, exported)
   if (!Object.hasOwn(variables, name)) throw new CliError(`nothing matched: ${name} is not in ${describeSelection(selection)}`)
-  out(variables[name] + '\n')
+  // A terminal gets a line; a pipe or a file gets the value's exact bytes.
+  out(process.stdout.isTTY ? variables[name] + '\n' : variables[name])
 }
 
 // ---------------------------------------------------------------- import, totp, ls

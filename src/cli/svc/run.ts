@@ -4,14 +4,19 @@
 // signal). --watch polls the export with a conditional request and restarts CMD when the
 // variables change; --mount also writes them as a dotenv file (0600, atomic) that is removed
 // when CMD exits.
+import { type ChildProcess, spawn } from 'node:child_process'
 import { existsSync, rmSync } from 'node:fs'
 import { resolve } from 'node:path'
+import type { Writable } from 'node:stream'
 import { envLine } from '../../modules/export/render'
 import { parseArgs, str } from './args'
 import { VaultClient } from './client'
 import { credentials } from './config'
-import { CliError, usageError } from './errors'
+import { dropFallbacks, hasFallback, loadFallback, parseMaxAge, saveFallback, selectionKey } from './fallback'
+import { Masker } from './mask'
+import { CliError, isCliError, usageError } from './errors'
 import { writeSecretFile } from './files'
+import { ENVIRONMENTS, environmentName, resolveEnvironment } from './templates'
 import { describeSelection, fetchExport, withProject, type Selection, type Variables } from './variables'
 
 const DEFAULT_INTERVAL_S = 10
@@ -32,11 +37,19 @@ export const RUN_OPTIONS = [
   { name: 'interval', value: true },
   { name: 'mount', value: true },
   { name: 'override' },
+  { name: 'mask' },
+  { name: 'no-mask' },
+  { name: 'fallback-max-age', value: true },
 ]
 
 export function selectionFrom(options: Record<string, string | boolean | undefined>): Selection {
   if (options.file !== undefined && options.project === undefined) throw usageError('--file needs --project')
-  return { environment: str(options.env), name: str(options.name), project: str(options.project), file: str(options.file) }
+  const raw = str(options.env)
+  const environment = raw === undefined ? undefined : environmentName(raw)
+  if (environment !== undefined && !(ENVIRONMENTS as readonly string[]).includes(environment)) {
+    throw usageError(`-e takes ${ENVIRONMENTS.join(', ')} (or dev, stage, prod), got ${raw}`)
+  }
+  return { environment, name: str(options.name), project: str(options.project), file: str(options.file) }
 }
 
 function parseInterval(raw: string | undefined): number {
@@ -65,6 +78,57 @@ const sameVariables = (a: Variables, b: Variables) => {
   return keys.length === Object.keys(b).length && keys.every((key) => Object.hasOwn(b, key) && a[key] === b[key])
 }
 
+/** CI=true, CI=1 and the like; unset, empty, 0 and false are off. */
+const isSet = (value: string | undefined) => value !== undefined && value !== '' && !/^(0|false|no)$/i.test(value)
+
+function formatAge(ms: number): string {
+  if (ms < 120_000) return `${Math.round(ms / 1000)} s`
+  if (ms < 7_200_000) return `${Math.round(ms / 60_000)} min`
+  return `${Math.round(ms / 3_600_000)} h`
+}
+
+const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms))
+
+interface Child {
+  kill(signal: NodeJS.Signals): void
+  /** How CMD ended. */
+  exited: Promise<{ code: number | null; signal: string | null }>
+  /** Its masked output is all written (at once when not masked). */
+  drained: Promise<void>
+}
+
+/** Output through the masker to `target`, held tails written when the stream ends. */
+function pipeMasked(from: NodeJS.ReadableStream, masker: Masker, target: Writable): Promise<void> {
+  return new Promise((done) => {
+    from.on('data', (chunk: Buffer) => {
+      const bytes = masker.push(chunk)
+      if (bytes.length) target.write(bytes)
+    })
+    from.on('end', () => {
+      const rest = masker.end()
+      if (rest.length) target.write(rest)
+      done()
+    })
+    from.on('error', () => done())
+  })
+}
+
+/** CMD started with node:child_process (the CLI runs on Node as well as on Bun). */
+function startChild(command: string[], env: Record<string, string>, mask: { out: Masker; err: Masker } | null): Promise<Child> {
+  return new Promise((started, failed) => {
+    const proc: ChildProcess = spawn(command[0], command.slice(1), { stdio: ['inherit', mask ? 'pipe' : 'inherit', mask ? 'pipe' : 'inherit'], env })
+    const exited = new Promise<{ code: number | null; signal: string | null }>((done) => proc.once('exit', (code, signal) => done({ code, signal })))
+    const drained = mask ? Promise.all([pipeMasked(proc.stdout!, mask.out, process.stdout), pipeMasked(proc.stderr!, mask.err, process.stderr)]).then(() => {}) : Promise.resolve()
+    proc.once('error', failed)
+    proc.once('spawn', () => {
+      proc.off('error', failed)
+      // A later error (a signal to a process already gone) is not svc's failure.
+      proc.on('error', () => {})
+      started({ kill: (signal) => void proc.kill(signal), exited, drained })
+    })
+  })
+}
+
 const SIGNAL_NUMBERS: Record<string, number> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGABRT: 6, SIGKILL: 9, SIGUSR1: 10, SIGSEGV: 11, SIGUSR2: 12, SIGPIPE: 13, SIGTERM: 15 }
 
 export async function run(argv: string[]): Promise<never> {
@@ -81,14 +145,55 @@ export async function run(argv: string[]): Promise<never> {
     throw new CliError(`--mount: ${mountPath} already exists; remove it or choose another path (svc removes the file it writes)`)
   }
 
-  const client = VaultClient.signedIn(credentials())
-  const first = (await fetchExport(client, selection))!
-  let exported = first.variables
-  let etag = first.etag
-  let variables = await withProject(client, selection, exported)
-  if ((selection.name || selection.environment) && Object.keys(exported).length === 0) {
-    throw new CliError(`nothing matched: the export of ${describeSelection(selection)} holds no variable`)
+  if (options.mask === true && options['no-mask'] === true) throw usageError('--mask and --no-mask exclude each other')
+  const masking = options['no-mask'] === true ? false : options.mask === true || isSet(process.env.CI)
+  const maxAgeMs = parseMaxAge(str(options['fallback-max-age']))
+
+  const creds = credentials()
+  const client = VaultClient.signedIn(creds)
+  const cacheKey = { url: creds.url, key: creds.key }
+  const cacheSelection = selectionKey(selection)
+  /** A key the vault refused must not keep working from a cache. */
+  const forgetIfRefused = (error: unknown) => {
+    if (isCliError(error) && (error.status === 401 || error.status === 403)) dropFallbacks(cacheKey)
   }
+  let exported: Variables
+  let etag: string | null
+  let variables: Variables
+  try {
+    const first = (await fetchExport(client, selection))!
+    exported = first.variables
+    etag = first.etag
+    variables = await withProject(client, selection, exported)
+    if ((selection.name || selection.environment) && Object.keys(exported).length === 0) {
+      throw new CliError(`nothing matched: the export of ${describeSelection(selection)} holds no variable`)
+    }
+    if (maxAgeMs > 0) saveFallback(cacheKey, cacheSelection, variables)
+  } catch (error) {
+    forgetIfRefused(error)
+    if (!(isCliError(error) && error.unreachable)) throw error
+    const cached = loadFallback(cacheKey, cacheSelection, maxAgeMs)
+    if (!cached) {
+      // Said only when there is a copy that could not be used; otherwise the plain failure.
+      if (!hasFallback(cacheKey, cacheSelection)) throw error
+      const why = maxAgeMs > 0 ? `the offline copy is older than ${formatAge(maxAgeMs)} (--fallback-max-age)` : 'the offline copy is off (--fallback-max-age 0)'
+      throw new CliError(`${error.message}; ${why}`)
+    }
+    process.stderr.write(
+      `svc: ${error.message}; running with the offline copy from ${new Date(cached.savedAt).toISOString()} (${formatAge(Date.now() - cached.savedAt)} old)\n`,
+    )
+    exported = cached.variables
+    etag = null
+    variables = cached.variables
+  }
+  // Values of the form svc://NAME/ENV/VARIABLE in svc's own environment name a vault variable.
+  const baseEnv = await resolveEnvironment(client, Object.fromEntries(Object.entries(process.env).filter((entry): entry is [string, string] => entry[1] !== undefined)))
+  const masker = masking
+    ? (current: Variables) => {
+        const values = [...Object.values(current), ...Object.entries(baseEnv).filter(([name, value]) => process.env[name] !== value).map(([, value]) => value)]
+        return { out: new Masker(values), err: new Masker(values) }
+      }
+    : null
 
   let mounted = false
   const unmount = () => {
@@ -101,7 +206,7 @@ export async function run(argv: string[]): Promise<never> {
     writeSecretFile(mountPath, dotenvText(variables))
     mounted = true
   }
-  let child: ReturnType<typeof Bun.spawn> | undefined
+  let child: Child | undefined
   let stopping: Forwarded | null = null
   let restarting = false
   // CMD has ended for good: an in-flight poll must not start it again.
@@ -126,15 +231,16 @@ export async function run(argv: string[]): Promise<never> {
     throw new CliError(`--mount: cannot write ${mountPath}: ${(error as Error).message}`)
   }
 
-  const start = () => {
+  const start = async () => {
     try {
-      child = Bun.spawn(command, { stdio: ['inherit', 'inherit', 'inherit'], env: childEnvironment(variables, override) })
+      child = await startChild(command, childEnvironment(variables, override, baseEnv), masker ? masker(variables) : null)
       // A signal that came while svc was still fetching goes to CMD at once.
       if (stopping !== null) child.kill(stopping)
     } catch (error) {
       unmount()
+      const code = (error as NodeJS.ErrnoException).code
       const message = (error as Error).message ?? String(error)
-      if (/not found|ENOENT/i.test(message)) throw new CliError(`command not found: ${command[0]}`, 127)
+      if (code === 'ENOENT' || /not found|ENOENT/i.test(message)) throw new CliError(`command not found: ${command[0]}`, 127)
       throw new CliError(`cannot run ${command[0]}: ${message.split('\n')[0]}`, 126)
     }
     return child
@@ -159,7 +265,8 @@ export async function run(argv: string[]): Promise<never> {
         await restart()
       }
     } catch (error) {
-      const message = error instanceof CliError ? error.message : String((error as Error)?.message ?? error)
+      forgetIfRefused(error)
+      const message = isCliError(error) ? error.message : String((error as Error)?.message ?? error)
       if (message !== lastWarning) process.stderr.write(`svc: watch: ${message}; the command keeps its current values\n`)
       lastWarning = message
     }
@@ -174,10 +281,10 @@ export async function run(argv: string[]): Promise<never> {
     await old.exited
     clearTimeout(killer)
     restarting = false
-    if (stopping === null && !finished) start()
+    if (stopping === null && !finished) await start()
   }
 
-  start()
+  await start()
   if (watch) pollTimer = setTimeout(poll, intervalMs)
 
   // Wait for a child exit that is not a restart's.
@@ -186,7 +293,7 @@ export async function run(argv: string[]): Promise<never> {
     await current.exited
     if (restarting || current !== child!) {
       // A restart is under way or done: wait for the new child.
-      while (restarting) await Bun.sleep(10)
+      while (restarting) await sleep(10)
       if (stopping === null) continue
     }
     break
@@ -194,14 +301,15 @@ export async function run(argv: string[]): Promise<never> {
   finished = true
   clearTimeout(pollTimer)
   unmount()
-  const ended = child!
-  const signal = ended.signalCode === null ? null : String(ended.signalCode)
+  const ended = await child!.exited
+  await child!.drained
+  const signal = ended.signal
   if (signal) {
     // End the same way, so whoever waits on svc sees what CMD did.
     process.removeAllListeners(signal)
     process.kill(process.pid, signal as NodeJS.Signals)
-    await Bun.sleep(100)
+    await sleep(100)
     process.exit(128 + (SIGNAL_NUMBERS[signal] ?? 0))
   }
-  process.exit(ended.exitCode ?? 1)
+  process.exit(ended.code ?? 1)
 }

@@ -1,0 +1,119 @@
+// svc run's offline fallback: the last good answer for each selection, kept encrypted so that
+// `svc run` can still start the program when the vault cannot be reached (a reboot, a train).
+// The file key is derived from the access key (HKDF-SHA256), so a copied cache without the key
+// is useless; each file is AES-256-GCM with the selection as associated data, 0600 in a 0700
+// folder under $XDG_CACHE_HOME/svc-vault (else ~/.cache/svc-vault). The folder is named by a
+// hash of (vault URL, key): a key refused by the vault (401/403) drops its whole folder.
+import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from 'node:crypto'
+import { chmodSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { homedir } from 'node:os'
+import { join } from 'node:path'
+import { usageError } from './errors'
+import { writeSecretFile } from './files'
+
+export const DEFAULT_FALLBACK_MAX_AGE_MS = 24 * 3600_000
+
+/** What a cached answer is for: the selection's four parts (absent ones as null). */
+export const selectionKey = (selection: { environment?: string; name?: string; project?: string; file?: string }) =>
+  JSON.stringify([selection.environment ?? null, selection.name ?? null, selection.project ?? null, selection.file ?? null])
+
+export interface FallbackKey {
+  url: string
+  key: string
+}
+
+export function cacheDir(env = process.env): string {
+  const base = env.XDG_CACHE_HOME?.trim() || join(env.HOME?.trim() || homedir(), '.cache')
+  return join(base, 'svc-vault')
+}
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
+
+/** The folder of one key's cached answers: its name reveals neither the URL nor the key. */
+function keyDir(who: FallbackKey, env = process.env): string {
+  return join(cacheDir(env), sha256(`svc-vault fallback folder\0${who.url}\0${who.key}`).slice(0, 32))
+}
+
+function fileKey(who: FallbackKey): Buffer {
+  return Buffer.from(hkdfSync('sha256', who.key, who.url, 'svc-vault cli fallback v1', 32))
+}
+
+function filePath(who: FallbackKey, selection: string, env = process.env): string {
+  return join(keyDir(who, env), `${sha256(`${who.key}\0${selection}`).slice(0, 32)}.json`)
+}
+
+interface Sealed {
+  v: 1
+  savedAt: number
+  iv: string
+  data: string
+  tag: string
+}
+
+/** Keeps `variables` as the last good answer for `selection` (a failure to write is only a note). */
+export function saveFallback(who: FallbackKey, selection: string, variables: Record<string, string>, now = Date.now(), env = process.env): void {
+  try {
+    const dir = keyDir(who, env)
+    mkdirSync(dir, { recursive: true, mode: 0o700 })
+    chmodSync(dir, 0o700)
+    const iv = randomBytes(12)
+    const cipher = createCipheriv('aes-256-gcm', fileKey(who), iv)
+    cipher.setAAD(Buffer.from(`${selection}\0${now}`))
+    const data = Buffer.concat([cipher.update(JSON.stringify(variables), 'utf8'), cipher.final()])
+    const sealed: Sealed = { v: 1, savedAt: now, iv: iv.toString('base64'), data: data.toString('base64'), tag: cipher.getAuthTag().toString('base64') }
+    const path = filePath(who, selection, env)
+    rmSync(path, { force: true })
+    writeSecretFile(path, JSON.stringify(sealed))
+  } catch (error) {
+    process.stderr.write(`svc: could not keep the offline copy: ${(error as Error).message}\n`)
+  }
+}
+
+export interface Fallback {
+  variables: Record<string, string>
+  savedAt: number
+}
+
+/** The cached answer for `selection`, when there is one younger than `maxAgeMs`. */
+export function loadFallback(who: FallbackKey, selection: string, maxAgeMs: number, now = Date.now(), env = process.env): Fallback | null {
+  if (maxAgeMs <= 0) return null
+  let sealed: Sealed
+  try {
+    sealed = JSON.parse(readFileSync(filePath(who, selection, env), 'utf8')) as Sealed
+  } catch {
+    return null
+  }
+  if (sealed.v !== 1 || typeof sealed.savedAt !== 'number' || now - sealed.savedAt > maxAgeMs || sealed.savedAt > now + 60_000) return null
+  try {
+    const decipher = createDecipheriv('aes-256-gcm', fileKey(who), Buffer.from(sealed.iv, 'base64'))
+    decipher.setAAD(Buffer.from(`${selection}\0${sealed.savedAt}`))
+    decipher.setAuthTag(Buffer.from(sealed.tag, 'base64'))
+    const text = Buffer.concat([decipher.update(Buffer.from(sealed.data, 'base64')), decipher.final()]).toString('utf8')
+    return { variables: JSON.parse(text) as Record<string, string>, savedAt: sealed.savedAt }
+  } catch {
+    return null
+  }
+}
+
+/** Forgets every cached answer of this key: the vault refused it. */
+export function dropFallbacks(who: FallbackKey, env = process.env): void {
+  rmSync(keyDir(who, env), { recursive: true, force: true })
+}
+
+/** Whether a cached file exists (for tests and messages); never reads it. */
+export function hasFallback(who: FallbackKey, selection: string, env = process.env): boolean {
+  try {
+    return statSync(filePath(who, selection, env)).isFile()
+  } catch {
+    return false
+  }
+}
+
+/** `--fallback-max-age`: 24h, 90m, 30s, 2d, or 0 (off); a bare number is seconds. */
+export function parseMaxAge(raw: string | undefined): number {
+  if (raw === undefined) return DEFAULT_FALLBACK_MAX_AGE_MS
+  const match = /^(\d{1,9})(s|m|h|d)?$/.exec(raw.trim())
+  if (!match) throw usageError(`--fallback-max-age must be a duration such as 24h, 90m or 0 (off), got ${raw}`)
+  const unit = { s: 1000, m: 60_000, h: 3600_000, d: 86_400_000 }[match[2] ?? 's']!
+  return Number(match[1]) * unit
+}

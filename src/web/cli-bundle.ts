@@ -1,0 +1,29 @@
+// The `svc` command as one JavaScript file for Node 20+ and Bun, served at GET /cli/svc so that
+// any machine with either installs it with one curl line. `bun run build` embeds it (prebuilt.ts);
+// a server run from the sources bundles it once, on the first request.
+import { join } from 'node:path'
+import { prebuiltWeb } from './prebuilt'
+
+const ENTRY = join(import.meta.dir, '..', 'cli', 'svc', 'main.ts')
+
+/** Bundles src/cli/svc for Node (which Bun runs as well), with a node shebang. */
+export async function buildCliScript(): Promise<Uint8Array<ArrayBuffer>> {
+  const result = await Bun.build({ entrypoints: [ENTRY], target: 'node', format: 'esm', minify: true })
+  if (!result.success) throw new Error(`svc bundle failed: ${result.logs.map(String).join('\n')}`)
+  // The entry's own `#!/usr/bin/env bun` line would make the file need Bun.
+  const text = (await result.outputs[0].text()).replace(/^#![^\n]*\n/, '').replace(/^\/\/ @bun[^\n]*\n/, '')
+  return new TextEncoder().encode(`#!/usr/bin/env node\n${text}`) as Uint8Array<ArrayBuffer>
+}
+
+let pending: Promise<Uint8Array<ArrayBuffer>> | undefined
+
+/** The served file, once per process; a failed build is tried again on the next request. */
+export function cliScript(): Promise<Uint8Array<ArrayBuffer>> {
+  if (!pending) {
+    pending = prebuiltWeb?.cli ? Bun.file(prebuiltWeb.cli).bytes() : buildCliScript()
+    pending.catch(() => {
+      pending = undefined
+    })
+  }
+  return pending
+}
