@@ -2,7 +2,22 @@
 // header answered cleanly, SVC_TRUST_PROXY's header choice and its refused all-address ranges, and
 // passkeys bound to the origin the server listens on when SVC_BASE_URL is unset.
 import { describe, expect, test } from 'bun:test'
-import { removeDir, runServerToExit, spawnServer, tempDir, TEST_MASTER_KEY } from '../support/server'
+import { connect } from 'node:net'
+import { removeDir, runServerToExit, spawnServer, startTestServer, tempDir, TEST_MASTER_KEY } from '../support/server'
+
+/** One request over a raw socket, so that any Host header goes out exactly as written. */
+function rawRequest(url: string, method: string, path: string, host: string, body = ''): Promise<{ status: number; body: string }> {
+  const { port } = new URL(url)
+  return new Promise((done, fail) => {
+    const socket = connect(Number(port), '127.0.0.1', () =>
+      socket.write(`${method} ${path} HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`),
+    )
+    let text = ''
+    socket.on('data', (chunk) => (text += chunk))
+    socket.on('error', fail)
+    socket.on('end', () => done({ status: Number(text.split(' ')[1]), body: text.slice(text.indexOf('\r\n\r\n') + 4) }))
+  })
+}
 
 describe('one server per port', () => {
   test('a second server on the same port exits non-zero with one line, and the first keeps serving', async () => {
@@ -23,4 +38,35 @@ describe('one server per port', () => {
       removeDir(otherData)
     }
   })
+})
+
+describe('a malformed Host header', () => {
+  const hosts = ['localhost:1@evil.example', 'localhost:abc', '[::1]x', 'localhost:99999', 'localhost:1:2', '1.2.3.999', 'localhost:1@evil.example:80']
+  const requests: [string, string, string][] = [
+    ['POST', '/api/auth/passkey/options', '{}'],
+    ['POST', '/api/auth/login', '{"email":"a@example.com","password":"wrong-password-1"}'],
+    ['POST', '/api/auth/device', '{"deviceName":"x"}'],
+    ['GET', '/api/auth/me', ''],
+    ['GET', '/', ''],
+  ]
+  for (const env of [{}, { HOST: '0.0.0.0' }]) {
+    test(`is a clean 400 INVALID_HOST on every path, never a 500 or a stack trace (${env.HOST ? 'any Host allowed' : 'loopback only'})`, async () => {
+      const server = await startTestServer({ env })
+      try {
+        for (const host of hosts) {
+          for (const [method, path, body] of requests) {
+            const answer = await rawRequest(server.url, method, path, host, body)
+            expect([host, path, answer.status]).toEqual([host, path, 400])
+            expect(JSON.parse(answer.body)).toEqual({ error: expect.any(String), code: 'INVALID_HOST' })
+          }
+        }
+        expect(server.logs.join('\n')).not.toContain('Error')
+        // Well-formed names still pass.
+        expect((await rawRequest(server.url, 'POST', '/api/auth/passkey/options', `localhost:${new URL(server.url).port}`, '{}')).status).toBe(200)
+      } finally {
+        await server.stop()
+        removeDir(server.dataDir)
+      }
+    })
+  }
 })
