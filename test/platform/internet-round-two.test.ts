@@ -49,7 +49,7 @@ describe('a malformed Host header', () => {
     ['GET', '/api/auth/me', ''],
     ['GET', '/', ''],
   ]
-  for (const env of [{}, { HOST: '0.0.0.0' }]) {
+  for (const env of [{}, { HOST: '0.0.0.0' }] as Record<string, string>[]) {
     test(`is a clean 400 INVALID_HOST on every path, never a 500 or a stack trace (${env.HOST ? 'any Host allowed' : 'loopback only'})`, async () => {
       const server = await startTestServer({ env })
       try {

@@ -125,9 +125,7 @@ export const NotificationSettingsSchema = component(
     lastDelivery: nullable(
       t.Object({
         at: Timestamp,
-        status: t.Union([t.Literal('delivered'), t.Literal('failed')]),
-        httpStatus: nullable(Integer()),
-        error: nullable(t.String()),
+        status: t.Union([t.Literal('delivered'), t.Literal('failed')], { description: 'Nothing more: no HTTP status or network error (that would map the network the vault sees)' }),
         attempts: Integer({ minimum: 1, description: 'Attempts of that day so far' }),
       }),
     ),
