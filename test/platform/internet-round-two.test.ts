@@ -3,6 +3,8 @@
 // passkeys bound to the origin the server listens on when SVC_BASE_URL is unset.
 import { describe, expect, test } from 'bun:test'
 import { connect } from 'node:net'
+import { ConfigError, loadConfig, parseTrustProxy, parseTrustProxyHeader, parseWebhookAllow } from '../../src/config'
+import { clientAddress } from '../../src/http/client-address'
 import { removeDir, runServerToExit, spawnServer, startTestServer, tempDir, TEST_MASTER_KEY } from '../support/server'
 
 /** One request over a raw socket, so that any Host header goes out exactly as written. */
@@ -69,4 +71,46 @@ describe('a malformed Host header', () => {
       }
     })
   }
+})
+
+describe('SVC_TRUST_PROXY', () => {
+  const peer = { requestIP: () => ({ address: '127.0.0.1' }) }
+  const request = (headers: Record<string, string>) => new Request('http://localhost/api/auth/login', { method: 'POST', headers })
+  const trusting = (value: string) => ({ trustProxy: parseTrustProxy(value), trustProxyHeader: parseTrustProxyHeader(value) })
+
+  test('behind a proxy that writes only Forwarded, a client-sent X-Forwarded-For does not pick the address', () => {
+    // The proxy appended for=198.51.100.7 (the address it saw); the client wrote X-Forwarded-For itself.
+    const attack = request({ 'x-forwarded-for': '203.0.113.66', forwarded: 'for=198.51.100.7' })
+    expect(clientAddress(attack, peer, trusting('loopback'))).not.toBe('203.0.113.66')
+    expect(clientAddress(attack, peer, trusting('loopback'))).toBe('127.0.0.1')
+    expect(clientAddress(attack, peer, trusting('loopback,forwarded'))).toBe('198.51.100.7')
+    expect(loadConfig({ SVC_TRUST_PROXY: 'loopback, Forwarded' }).trustProxyHeader).toBe('forwarded')
+    // And the other way round: a proxy writing X-Forwarded-For, a client-sent Forwarded.
+    const other = request({ 'x-forwarded-for': '198.51.100.7', forwarded: 'for=203.0.113.66' })
+    expect(clientAddress(other, peer, trusting('loopback'))).toBe('127.0.0.1')
+    expect(clientAddress(other, peer, trusting('loopback,x-forwarded-for'))).toBe('198.51.100.7')
+    // The named header only, even when the other is alone.
+    expect(clientAddress(request({ 'x-forwarded-for': '203.0.113.66' }), peer, trusting('loopback,forwarded'))).toBe('127.0.0.1')
+    expect(clientAddress(request({ forwarded: 'for=203.0.113.66' }), peer, trusting('loopback,x-forwarded-for'))).toBe('127.0.0.1')
+    // One header present, none named: that one (as before).
+    expect(clientAddress(request({ forwarded: 'for=198.51.100.7' }), peer, trusting('loopback'))).toBe('198.51.100.7')
+    expect(clientAddress(request({ 'x-forwarded-for': '198.51.100.7' }), peer, trusting('loopback'))).toBe('198.51.100.7')
+  })
+
+  test('all-address ranges and contradictory header names are refused at start with one line', async () => {
+    for (const value of ['0.0.0.0/0', '::/0', 'loopback,0.0.0.0/0', '10.0.0.5,::/0', 'loopback,forwarded,x-forwarded-for', 'forwarded']) {
+      expect(() => loadConfig({ SVC_TRUST_PROXY: value })).toThrow(ConfigError)
+    }
+    expect(() => loadConfig({ SVC_WEBHOOK_ALLOW: '0.0.0.0/0' })).toThrow(ConfigError)
+    expect(() => parseWebhookAllow('192.168.1.0/33')).toThrow(ConfigError)
+    const dataDir = tempDir()
+    try {
+      const start = await runServerToExit({ SVC_MASTER_KEY: TEST_MASTER_KEY, SVC_DATA_DIR: dataDir, SVC_TRUST_PROXY: 'loopback,0.0.0.0/0' })
+      expect(start.code).toBe(1)
+      expect(start.output.trim().split('\n')).toHaveLength(1)
+      expect(start.output).toContain('SVC_TRUST_PROXY')
+    } finally {
+      removeDir(dataDir)
+    }
+  })
 })
