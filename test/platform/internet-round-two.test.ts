@@ -5,6 +5,9 @@ import { describe, expect, test } from 'bun:test'
 import { connect } from 'node:net'
 import { ConfigError, loadConfig, parseTrustProxy, parseTrustProxyHeader, parseWebhookAllow } from '../../src/config'
 import { clientAddress } from '../../src/http/client-address'
+import { post } from '../account/support'
+import { SoftPasskey } from '../audit/soft-passkey'
+import { signUp } from '../support/client'
 import { removeDir, runServerToExit, spawnServer, startTestServer, tempDir, TEST_MASTER_KEY } from '../support/server'
 
 /** One request over a raw socket, so that any Host header goes out exactly as written. */
@@ -111,6 +114,45 @@ describe('SVC_TRUST_PROXY', () => {
       expect(start.output).toContain('SVC_TRUST_PROXY')
     } finally {
       removeDir(dataDir)
+    }
+  })
+})
+
+describe('passkeys without SVC_BASE_URL', () => {
+  test('an assertion made for a page on http://localhost:5173, relayed with that Host, does not sign in', async () => {
+    const server = await startTestServer()
+    try {
+      const port = new URL(server.url).port
+      const vault = `http://localhost:${port}`
+      const alice = await signUp(vault)
+      const passkey = new SoftPasskey(vault)
+      const registration = passkey.register((await alice.post('/api/account/passkeys/options')).body)
+      expect((await alice.post('/api/account/passkeys', { name: 'laptop', response: registration })).status).toBe(201)
+
+      // The attacker's dev server on another port of this machine relays the ceremony, Host and all.
+      const relayed = { host: 'localhost:5173' }
+      const options = await post(server.url, '/api/auth/passkey/options', {}, {}, relayed)
+      expect(options.status).toBe(200)
+      expect(options.body.rpId).toBe('localhost')
+      // The victim's authenticator signs for the page it is on.
+      ;(passkey as unknown as { origin: string }).origin = 'http://localhost:5173'
+      const assertion = passkey.signIn(options.body)
+      const login = await post(server.url, '/api/auth/passkey/login', { response: assertion }, { svc_passkey: options.cookies.svc_passkey }, relayed)
+      expect([login.status, login.body.code]).toEqual([401, 'PASSKEY_FAILED'])
+      expect(login.cookies.svc_session).toBeUndefined()
+      // Relayed with the vault's own Host instead: still the wrong origin.
+      const direct = await post(server.url, '/api/auth/passkey/options', {}, {}, { host: `localhost:${port}` })
+      const second = await post(server.url, '/api/auth/passkey/login', { response: passkey.signIn(direct.body) }, { svc_passkey: direct.cookies.svc_passkey }, { host: `localhost:${port}` })
+      expect([second.status, second.body.code]).toEqual([401, 'PASSKEY_FAILED'])
+
+      // The same passkey on the vault's own origin signs in.
+      ;(passkey as unknown as { origin: string }).origin = vault
+      const own = await post(vault, '/api/auth/passkey/options', {})
+      const signedIn = await post(vault, '/api/auth/passkey/login', { response: passkey.signIn(own.body) }, { svc_passkey: own.cookies.svc_passkey })
+      expect(signedIn.status).toBe(200)
+    } finally {
+      await server.stop()
+      removeDir(server.dataDir)
     }
   })
 })
