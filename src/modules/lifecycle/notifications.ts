@@ -92,7 +92,9 @@ export class Notifier {
   /** The port this server listens on, once it does. */
   listeningPort: number | null = null
   private readonly running = new Map<string, Promise<void>>()
-  private ticking = false
+  /** Deliveries on the network now, and those waiting for a slot (PARALLEL_DELIVERIES in all). */
+  private sending = 0
+  private readonly waiting: (() => void)[] = []
 
   constructor(private readonly deps: Pick<AppDeps, 'vaults' | 'store' | 'config' | 'now' | 'log'>) {}
 
@@ -173,20 +175,26 @@ export class Notifier {
     }
   }
 
-  /** One delivery round over the users with a webhook, PARALLEL_DELIVERIES at a time (a round still running skips the next). */
+  /** One delivery round over the users with a webhook, PARALLEL_DELIVERIES at a time. */
   async tick(): Promise<void> {
-    if (this.ticking) return
-    this.ticking = true
-    try {
-      const queue = [...this.watched]
-      const worker = async () => {
-        for (let userId = queue.shift(); userId !== undefined; userId = queue.shift()) {
-          await this.deliver(userId).catch((error) => this.deps.log(`error: webhook delivery failed: ${(error as Error)?.message ?? error}`))
-        }
+    const queue = [...this.watched]
+    const worker = async () => {
+      for (let userId = queue.shift(); userId !== undefined; userId = queue.shift()) {
+        await this.deliver(userId).catch((error) => this.deps.log(`error: webhook delivery failed: ${(error as Error)?.message ?? error}`))
       }
-      await Promise.all(Array.from({ length: Math.min(PARALLEL_DELIVERIES, queue.length) }, worker))
+    }
+    await Promise.all(Array.from({ length: Math.min(PARALLEL_DELIVERIES, queue.length) }, worker))
+  }
+
+  /** Runs one delivery's network part when a slot is free: overlapping rounds and PUTs share the cap. */
+  private async inSlot<T>(work: () => Promise<T>): Promise<T> {
+    while (this.sending >= PARALLEL_DELIVERIES) await new Promise<void>((wake) => this.waiting.push(wake))
+    this.sending++
+    try {
+      return await work()
     } finally {
-      this.ticking = false
+      this.sending--
+      this.waiting.shift()?.()
     }
   }
 
@@ -219,9 +227,11 @@ export class Notifier {
     const secret = settings.encryptedSecret ? cipher.open('webhook', userId, settings.encryptedSecret) : null
     if (secret !== null) headers['x-svc-signature'] = new Bun.CryptoHasher('sha256', secret).update(body).digest('hex')
     const target = new URL(url)
-    const started = Date.now()
-    const [address] = await permittedAddresses(target, this.target, DELIVERY_TIMEOUT_MS)
-    const outcome = address === undefined ? 'refused' : await postTo(target, address, this.target, headers, body, Math.max(1000, DELIVERY_TIMEOUT_MS - (Date.now() - started)))
+    const outcome = await this.inSlot(async () => {
+      const started = Date.now()
+      const [address] = await permittedAddresses(target, this.target, DELIVERY_TIMEOUT_MS)
+      return address === undefined ? 'refused' : await postTo(target, address, this.target, headers, body, Math.max(1000, DELIVERY_TIMEOUT_MS - (Date.now() - started)))
+    })
     // The why is for the operator's log only (never the URL: it may hold a token).
     if (outcome === 'refused') this.deps.log(`webhook delivery for user ${userId} refused: ${target.hostname} is not a public address (SVC_WEBHOOK_ALLOW can allow an internal range)`)
     const attempts = state.attempts + 1
