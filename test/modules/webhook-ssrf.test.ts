@@ -258,3 +258,12 @@ test('the address policy: mapped and NAT64 forms are judged by the IPv4 address 
   expect(isPermittedAddress('192.168.2.20', lab)).toBe(false)
   expect(isPermittedAddress('127.0.0.1', lab)).toBe(false)
 })
+
+test('a peer reported in its IPv4-mapped form is judged as the IPv4 address it is', async () => {
+  const { unmapped } = await import('../../src/modules/lifecycle/webhook-target')
+  expect(unmapped('::ffff:93.184.215.14')).toBe('93.184.215.14')
+  expect(unmapped('::ffff:5db8:d70e')).toBe('93.184.215.14')
+  expect(isPermittedAddress(unmapped('::ffff:93.184.215.14'), null)).toBe(true)
+  expect(isPermittedAddress(unmapped('::ffff:127.0.0.1'), null)).toBe(false)
+  expect(unmapped('2606:4700::1111')).toBe('2606:4700::1111')
+})

@@ -73,6 +73,11 @@ export function embeddedIPv4(address: string): string | null {
   return [g[6] >> 8, g[6] & 0xff, g[7] >> 8, g[7] & 0xff].join('.')
 }
 
+/** An IPv4-mapped address as the IPv4 address it is (how a dual-stack socket may report an IPv4 peer); any other as it is. */
+export function unmapped(address: string): string {
+  return isIP(address) === 6 && isMapped(groups(address)) ? embeddedIPv4(address)! : address
+}
+
 /** Internal by the lists above; an IPv4-mapped address always (what it carries is reached as IPv4, never through it). */
 function isInternal(address: string): boolean {
   if (isIP(address) === 4) return INTERNAL_V4.check(address, 'ipv4')
@@ -177,7 +182,8 @@ export async function postTo(url: URL, address: string, check: TargetCheck, head
           options?.all ? callback(null, [{ address, family }]) : callback(null, address, family)) as RequestOptions['lookup'],
       },
       (response) => {
-        const peer = response.socket?.remoteAddress
+        const reported = response.socket?.remoteAddress
+        const peer = reported && unmapped(reported)
         const status = response.statusCode ?? 0
         response.resume()
         response.destroy()
