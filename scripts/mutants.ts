@@ -154,6 +154,14 @@ export const MUTANTS: Mutant[] = [
     replace: '',
     test: 'test/modules/export-readers.test.ts',
   },
+  {
+    name: 'webhook-address-check',
+    guarantee: 'webhooks reach only public addresses: loopback, private, link-local, mapped and other internal addresses are refused in every notation unless SVC_WEBHOOK_ALLOW names them',
+    file: 'src/modules/lifecycle/webhook-target.ts',
+    search: '  return !isInternal(bare)',
+    replace: '  return true',
+    test: 'test/modules/webhook-ssrf.test.ts',
+  },
 ]
 
 const ROOT = join(import.meta.dir, '..')

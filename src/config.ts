@@ -41,6 +41,13 @@ export interface Config {
   checkResponses: boolean
   /** Proxies whose X-Forwarded-For / Forwarded headers are believed (SVC_TRUST_PROXY); null: none. */
   trustProxy: BlockList | null
+  /**
+   * Which forwarding header a trusted proxy's request is read from (SVC_TRUST_PROXY's `x-forwarded-for`
+   * or `forwarded` item); `auto`: the one present, and neither when a request carries both.
+   */
+  trustProxyHeader: 'auto' | 'x-forwarded-for' | 'forwarded'
+  /** Internal ranges webhooks may reach after all (SVC_WEBHOOK_ALLOW, CIDRs); null: public addresses only. */
+  webhookAllow: BlockList | null
   /** New accounts per client address per hour (SVC_REGISTER_LIMIT); 0 turns the limit off. */
   registerLimit: number
   /** Host names (host or host:port, lower case) requests may name, besides loopback names; null: any Host (no DNS-rebinding check). */
@@ -203,6 +210,8 @@ export function loadConfig(env: Env = process.env): Config {
     },
     checkResponses: env.SVC_CHECK_RESPONSES === '1' || env.NODE_ENV === 'test',
     trustProxy: parseTrustProxy(env.SVC_TRUST_PROXY),
+    trustProxyHeader: parseTrustProxyHeader(env.SVC_TRUST_PROXY),
+    webhookAllow: parseWebhookAllow(env.SVC_WEBHOOK_ALLOW),
     registerLimit: parseRegisterLimit(env.SVC_REGISTER_LIMIT),
     allowedHosts: env.SVC_BASE_URL?.trim() || isLoopbackHost(host) ? [base.host.toLowerCase()] : null,
     sessionCookie: base.protocol === 'https:' ? '__Host-svc_session' : 'svc_session',
@@ -258,13 +267,37 @@ function parseOpenVaults(raw: string | undefined): number {
   return Number(text)
 }
 
+const PROXY_HEADERS = ['x-forwarded-for', 'forwarded'] as const
+
 /**
  * SVC_TRUST_PROXY: empty (the default) trusts no proxy; otherwise a comma list of addresses,
- * CIDR ranges and `loopback` (127.0.0.0/8 and ::1).
+ * CIDR ranges and `loopback` (127.0.0.0/8 and ::1), and at most one header name, `x-forwarded-for`
+ * or `forwarded`, to read only that one. A range of every address (0.0.0.0/0, ::/0) is refused:
+ * it would let any client write its own address.
  */
 export function parseTrustProxy(raw: string | undefined): BlockList | null {
+  const items = (raw ?? '').split(',').map((item) => item.trim()).filter((item) => item && !PROXY_HEADERS.includes(item.toLowerCase() as never))
+  if (items.length === 0) {
+    if ((raw ?? '').trim()) throw new ConfigError('SVC_TRUST_PROXY names a header but no proxy: add the proxy addresses, CIDR ranges or "loopback"')
+    return null
+  }
+  return parseAddressList(items, 'SVC_TRUST_PROXY', 'a comma list of proxy addresses, CIDR ranges or "loopback" (and optionally x-forwarded-for or forwarded)')
+}
+
+export function parseTrustProxyHeader(raw: string | undefined): Config['trustProxyHeader'] {
+  const named = (raw ?? '').split(',').map((item) => item.trim().toLowerCase()).filter((item) => PROXY_HEADERS.includes(item as never))
+  if (new Set(named).size > 1) throw new ConfigError('SVC_TRUST_PROXY names both x-forwarded-for and forwarded: name the one header your proxy writes')
+  return (named[0] as Config['trustProxyHeader'] | undefined) ?? 'auto'
+}
+
+/** SVC_WEBHOOK_ALLOW: a comma list of addresses and CIDR ranges (and `loopback`) webhooks may reach although internal. */
+export function parseWebhookAllow(raw: string | undefined): BlockList | null {
   const items = (raw ?? '').split(',').map((item) => item.trim()).filter(Boolean)
   if (items.length === 0) return null
+  return parseAddressList(items, 'SVC_WEBHOOK_ALLOW', 'a comma list of CIDR ranges or addresses such as 192.168.1.0/24, or "loopback"')
+}
+
+function parseAddressList(items: string[], name: string, expected: string): BlockList {
   const list = new BlockList()
   for (const item of items) {
     if (item.toLowerCase() === 'loopback') {
@@ -277,8 +310,9 @@ export function parseTrustProxy(raw: string | undefined): BlockList | null {
     const max = family === 4 ? 32 : 128
     const prefix = bits === undefined ? max : /^\d{1,3}$/.test(bits) ? Number(bits) : NaN
     if (family === 0 || extra !== undefined || !(prefix >= 0 && prefix <= max)) {
-      throw new ConfigError(`SVC_TRUST_PROXY must be a comma list of proxy addresses, CIDR ranges or "loopback", got "${item}"`)
+      throw new ConfigError(`${name} must be ${expected}, got "${item}"`)
     }
+    if (prefix === 0) throw new ConfigError(`${name} must not hold a range of every address ("${item}"): name the addresses or ranges meant`)
     list.addSubnet(address, prefix, family === 4 ? 'ipv4' : 'ipv6')
   }
   return list

@@ -21,7 +21,9 @@ const serverLog = createServerLog(process.env.SVC_LOG_FORMAT?.trim().toLowerCase
  */
 const SETTLE_MS = 1000
 
-const EXPECTED = [ConfigError, MasterKeyMismatchError, DataDirLockedError, CorruptDocumentError, UnsupportedFormatError]
+class PortInUseError extends Error {}
+
+const EXPECTED = [PortInUseError, ConfigError, MasterKeyMismatchError, DataDirLockedError, CorruptDocumentError, UnsupportedFormatError]
 
 async function main() {
   const config = loadConfig()
@@ -42,7 +44,16 @@ async function main() {
   const deps = await openVault(config, serverLog.log, Date.now, config.logFormat === 'json' ? serverLog.request : undefined)
   stop = () => deps.store.close()
   const app = createApp(deps)
-  app.listen({ port: config.port, hostname: config.host })
+  try {
+    // Elysia's listen sets reusePort: a second server on the same port would then start without
+    // error and the kernel would split connections between two vaults. One server per port.
+    app.listen({ port: config.port, hostname: config.host, reusePort: false })
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException)?.code !== 'EADDRINUSE') throw error
+    await deps.audit.close()
+    await deps.store.close()
+    throw new PortInUseError(`port ${config.port} on ${config.host} is already in use (another server?); stop it or set PORT to a free port`)
+  }
   setTimeout(() => {
     // A collection still under way makes the shrink keep all compiled code (docs/performance.md);
     // a synchronous full collection first finishes it.

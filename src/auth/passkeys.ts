@@ -1,5 +1,5 @@
 // Passkeys (WebAuthn, issue 16) through @simplewebauthn/server. The relying party is SVC_BASE_URL's
-// host and origin; without SVC_BASE_URL (a laptop instance), the request's own loopback origin.
+// host and origin; without SVC_BASE_URL (a laptop instance), the loopback origin it listens on.
 // Ceremony challenges are single-use: registration ones are kept per session in memory, sign-in
 // ones travel sealed in a short-lived cookie (SealedChallenges).
 // Type only: the library (and its ASN.1 and COSE code, about 12 MB resident) loads when a
@@ -42,11 +42,18 @@ export interface RelyingParty {
   origin: string
 }
 
-/** The relying party for a request: SVC_BASE_URL's, or (when it is unset) the request's own loopback origin. */
-export function relyingParty(config: Pick<Config, 'origin' | 'baseUrlExplicit'>, request: Request): RelyingParty {
+/**
+ * The relying party for a request: SVC_BASE_URL's; when it is unset, the origin the server itself
+ * listens on: the loopback name the request used (localhost, 127.0.0.1, [::1]) only on the port
+ * this server listens on, else http://localhost:<that port>. Never another port a Host header
+ * names: an assertion made for a page on http://localhost:5173 must not sign in here (issue 36).
+ */
+export function relyingParty(config: Pick<Config, 'origin' | 'baseUrlExplicit' | 'port'>, request: Request, listeningPort?: number | null): RelyingParty {
   if (!config.baseUrlExplicit) {
-    const url = new URL(request.url)
-    if (isLoopbackHost(url.hostname)) return { rpID: url.hostname.replace(/^\[|\]$/g, ''), origin: url.origin }
+    const port = listeningPort || config.port
+    const url = URL.parse(request.url)
+    if (url && isLoopbackHost(url.hostname) && Number(url.port || 80) === port) return { rpID: url.hostname.replace(/^\[|\]$/g, ''), origin: url.origin }
+    return { rpID: 'localhost', origin: `http://localhost:${port}` }
   }
   return { rpID: new URL(config.origin).hostname, origin: config.origin }
 }

@@ -109,12 +109,12 @@ export function secondFactorRoutes(deps: AppDeps) {
     )
     .post(
       '/passkey/options',
-      async ({ cookie, request, set }) => {
+      async ({ cookie, request, server, set }) => {
         assertSameSite(request, config.origin)
         // As the second factor (a two-factor challenge is open): only that account's passkeys.
         const pending = readTwoFactorChallenge(cookie)
         const user = pending ? (accounts.userById(pending.userId) ?? null) : null
-        const rp = relyingParty(config, request)
+        const rp = relyingParty(config, request, server?.port)
         const options = await passkeys.signInOptions(rp, user)
         const { sealed } = challenges.issue(PASSKEY_PURPOSE, { challenge: options.challenge, userId: user?.id ?? null, rp }, PASSKEY_CHALLENGE_TTL_MS)
         setChallengeCookie(cookie, config, PASSKEY_SIGN_IN_COOKIE, sealed, PASSKEY_CHALLENGE_TTL_MS)

@@ -3,6 +3,9 @@
 // peer is a trusted proxy, the forwarding chain is read from the right: each trusted proxy
 // appended the address it saw, so the right-most hop that is not a trusted proxy is the first one
 // no trusted party vouches beyond. Hops further left were written by the client and are ignored.
+// One header is read: the one SVC_TRUST_PROXY names (`x-forwarded-for` or `forwarded`), else the
+// one present; a request carrying both, with no header named, is taken at the proxy's address: a
+// proxy that writes only one of them passes the other on as the client wrote it (issue 36).
 import { isIP, type BlockList } from 'node:net'
 import type { Config } from '../config'
 
@@ -13,12 +16,12 @@ export interface PeerSource {
 /** One forwarding chain holds at most this many hops (a longer header is cut from the left). */
 const MAX_HOPS = 32
 
-export function clientAddress(request: Request, server: PeerSource | null | undefined, config: Pick<Config, 'trustProxy'>): string {
+export function clientAddress(request: Request, server: PeerSource | null | undefined, config: Pick<Config, 'trustProxy'> & Partial<Pick<Config, 'trustProxyHeader'>>): string {
   const peer = normalizeAddress(server?.requestIP(request)?.address ?? '')
   if (!peer) return 'unknown'
   const trusted = config.trustProxy
   if (!trusted || !isTrusted(trusted, peer)) return peer
-  const hops = forwardedChain(request.headers)
+  const hops = forwardedChain(request.headers, config.trustProxyHeader ?? 'auto')
   // Each step to the left is accepted only because the hop to its right is a trusted proxy.
   for (let i = hops.length - 1; i >= 0; i--) {
     const hop = normalizeAddress(hops[i])
@@ -35,13 +38,14 @@ function isTrusted(list: BlockList, address: string): boolean {
 }
 
 /**
- * X-Forwarded-For when present (what Caddy and nginx set), else the `for=` values of Forwarded
- * (RFC 7239). Several header lines are one list, in order.
+ * X-Forwarded-For (what Caddy and nginx set) or the `for=` values of Forwarded (RFC 7239), as
+ * `header` says; `auto`: the one present, none when both are. Several header lines are one list, in order.
  */
-function forwardedChain(headers: Headers): string[] {
-  const xff = headers.get('x-forwarded-for')
+function forwardedChain(headers: Headers, header: Config['trustProxyHeader']): string[] {
+  const xff = header === 'forwarded' ? null : headers.get('x-forwarded-for')
+  const forwarded = header === 'x-forwarded-for' ? null : headers.get('forwarded')
+  if (xff !== null && forwarded !== null) return []
   if (xff !== null) return xff.split(',').slice(-MAX_HOPS).map((hop) => hop.trim())
-  const forwarded = headers.get('forwarded')
   if (forwarded === null) return []
   const hops: string[] = []
   for (const element of forwarded.split(',').slice(-MAX_HOPS)) {

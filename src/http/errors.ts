@@ -30,6 +30,7 @@ export type ErrorCode =
   | 'INTERNAL_ERROR'
   | 'LAST_SIGN_IN_METHOD'
   | 'MISDIRECTED_REQUEST'
+  | 'INVALID_HOST'
   // Device login (svc login), RFC 8628's token errors upper-cased.
   | 'AUTHORIZATION_PENDING'
   | 'SLOW_DOWN'

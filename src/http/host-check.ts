@@ -3,7 +3,10 @@
 // knows its name (SVC_BASE_URL) or listens only on loopback, a request naming any other host is
 // refused: 421 MISDIRECTED_REQUEST. Loopback names pass on any port (no page can make a browser
 // send them for its own origin), so do SVC_BASE_URL's host and a request without a Host header.
+// A Host that is not a host name or address with an optional port (`localhost:1@evil.example`)
+// is refused on any server, 400 INVALID_HOST: the request URL Bun builds from it cannot be parsed.
 import { Elysia } from 'elysia'
+import { isIP } from 'node:net'
 import type { Config } from '../config'
 import { errorBody } from './error-handler'
 
@@ -17,6 +20,18 @@ function hostName(host: string): string {
   return colon < 0 ? text : text.slice(0, colon)
 }
 
+/** A name, an IPv4 address or a bracketed IPv6 address, then an optional port (RFC 9110 7.2); no regex backtracking to speak of. */
+const HOST_SYNTAX = /^(\[[0-9a-f:.]{2,45}\]|[a-z0-9_][a-z0-9_.-]{0,252})(?::(\d{1,5}))?$/i
+
+export function isWellFormedHost(host: string): boolean {
+  const match = HOST_SYNTAX.exec(host)
+  if (!match) return false
+  if (match[2] !== undefined && Number(match[2]) > 65535) return false
+  if (match[1].startsWith('[') && isIP(match[1].slice(1, -1)) !== 6) return false
+  // What the URL parser still refuses, such as 1.2.3.999 (numeric parts read as IPv4).
+  return URL.canParse(`http://${host}/`)
+}
+
 export function isAllowedHost(host: string | null, allowed: string[]): boolean {
   if (host === null || host === '') return true
   const lower = host.trim().toLowerCase().replace(/\.$/, '')
@@ -27,14 +42,18 @@ export function isAllowedHost(host: string | null, allowed: string[]): boolean {
 export function hostCheck(config: Pick<Config, 'allowedHosts'>) {
   const allowed = config.allowedHosts
   const plugin = new Elysia({ name: 'http.host-check' })
-  if (!allowed) return plugin
   // Host header values that passed, exactly as sent: nearly every request sends one of a few,
   // and the check's normalising was several per cent of a reveal. Bounded: any loopback port passes.
   const passed = new Set<string>()
   return plugin.onRequest(({ request, set }) => {
-    const host = request.headers.get('host') ?? new URL(request.url).host
-    if (passed.has(host)) return
-    if (isAllowedHost(host, allowed)) {
+    const host = request.headers.get('host')
+    if (host === null || host === '' || passed.has(host)) return
+    if (!isWellFormedHost(host)) {
+      set.status = 400
+      set.headers['content-type'] = 'application/json; charset=utf-8'
+      return errorBody('The Host header is not a host name or address with an optional port', 'INVALID_HOST')
+    }
+    if (!allowed || isAllowedHost(host, allowed)) {
       if (passed.size < 64) passed.add(host)
       return
     }

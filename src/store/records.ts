@@ -235,7 +235,8 @@ export interface NotificationSettingsRecord {
   webhookUrl: string | null
   /** Sealed (kind "webhook", the user's id); null: deliveries are not signed. */
   encryptedSecret: string | null
-  lastDelivery: { at: string; status: 'delivered' | 'failed'; httpStatus: number | null; error: string | null; attempts: number } | null
+  /** Records stored before issue 36 may still carry httpStatus and error; they are never shown. */
+  lastDelivery: { at: string; status: 'delivered' | 'failed'; attempts: number } | null
   /** The UTC day (YYYY-MM-DD) being delivered, its attempts so far, and when to try next. */
   day: string | null
   attempts: number

@@ -7,7 +7,7 @@ import { Field, formatDate, FormError, Loading, toast, useLoad, useSubmission } 
 interface NotificationSettings {
   webhookUrl: string | null
   hasSecret: boolean
-  lastDelivery: { at: string; status: 'delivered' | 'failed'; httpStatus: number | null; error: string | null; attempts: number } | null
+  lastDelivery: { at: string; status: 'delivered' | 'failed'; attempts: number } | null
 }
 
 export function NotificationSettingsCard() {
@@ -52,7 +52,7 @@ export function NotificationSettingsCard() {
           </button>
           <p class="muted small last-delivery">
             {current.lastDelivery
-              ? `Last delivery ${formatDate(current.lastDelivery.at)}: ${current.lastDelivery.status}${current.lastDelivery.httpStatus ? ` (HTTP ${current.lastDelivery.httpStatus})` : current.lastDelivery.error ? ` (${current.lastDelivery.error})` : ''}`
+              ? `Last delivery ${formatDate(current.lastDelivery.at)}: ${current.lastDelivery.status}`
               : 'No delivery yet.'}
           </p>
         </form>

@@ -50,6 +50,21 @@ function loginUrl(positional: string | undefined): string {
   return normalizeUrl(raw)
 }
 
+/** This machine: a key sent there over http crosses no network. */
+function isLoopbackUrl(url: string): boolean {
+  const host = new URL(url).hostname.replace(/^\[|\]$/g, '').toLowerCase().replace(/\.$/, '')
+  return host === 'localhost' || host.endsWith('.localhost') || /^127\.\d+\.\d+\.\d+$/.test(host) || host === '::1'
+}
+
+/**
+ * http:// to another machine: the access key (and on approval the new one) crosses the network in
+ * clear text. Said before anything is sent; not refused, as a home lab on its own network may mean it.
+ */
+function warnIfClearText(url: string): void {
+  if (!url.startsWith('http://') || isLoopbackUrl(url)) return
+  note(`svc: warning: ${url} is plain http on another machine: the access key will cross the network in clear text, readable and usable by anyone on the way. Use https:// (see docs/reverse-proxy.md).\n`)
+}
+
 /** Revokes a key made by an earlier `svc login` on the same vault, when one is replaced. */
 async function revokeReplaced(previous: StoredConfig | null, url: string, keepKey: string): Promise<void> {
   if (!previous?.createdByLogin || previous.key === keepKey || normalizeUrl(previous.url) !== url) return
@@ -67,6 +82,7 @@ export async function login(argv: string[]): Promise<void> {
     throw usageError('never pass a key as an argument (it would stay in your shell history): pipe it to svc login --key')
   }
   const url = loginUrl(positionals[0])
+  warnIfClearText(url)
   const previous = readConfig()
   if (options.key) {
     if (options.scopes !== undefined) throw usageError('--scopes applies to a new key, not to --key')

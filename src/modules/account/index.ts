@@ -207,9 +207,9 @@ export function accountRoutes(deps: AppDeps) {
     })
     .post(
       '/passkeys/options',
-      async ({ auth, request, set }) => {
+      async ({ auth, request, server, set }) => {
         set.headers['cache-control'] = 'no-store'
-        return passkeys.registrationOptions(auth.user, auth.sessionTokenHash!, relyingParty(config, request))
+        return passkeys.registrationOptions(auth.user, auth.sessionTokenHash!, relyingParty(config, request, server?.port))
       },
       {
         auth: 'session',

@@ -14,6 +14,7 @@ import { indexById } from '../../store/by-id'
 import type { NotificationSettingsRecord, VaultDocument } from '../../store/records'
 import { dueStatus, nextDue, type DueStatus } from './due'
 import { NotificationSettingsSchema, UpdateNotificationsBody } from './model'
+import { embeddedIPv4, isLocalName, isPermittedAddress, isThisHost, permittedAddresses, portOf, postTo, type TargetCheck } from './webhook-target'
 
 const MINUTE = 60_000
 /** Waits after the 1st, 2nd, 3rd and 4th failed attempt of a day; the 5th failure ends the day. */
@@ -70,16 +71,20 @@ function ownAddresses(): Set<string> {
   return new Set(Object.values(networkInterfaces()).flatMap((list) => (list ?? []).map((i) => i.address.toLowerCase())))
 }
 
-/** Host names that reach this machine whatever the port. */
-function isLocalHost(hostname: string): boolean {
-  const bare = hostname.replace(/^\[|\]$/g, '').toLowerCase()
-  if (bare === 'localhost' || bare.endsWith('.localhost')) return true
-  if (isIP(bare) !== 0 && ownAddresses().has(bare)) return true
-  if (isIP(bare) === 4) return bare.startsWith('127.') || bare === '0.0.0.0'
-  return bare === '::1' || bare === '::' || bare === '::ffff:127.0.0.1'
+/** An address that reaches this machine: loopback in any spelling, or one of its interfaces. */
+function isOwnAddress(address: string): boolean {
+  const bare = address.replace(/^\[|\]$/g, '').toLowerCase()
+  if (isIP(bare) === 0) return false
+  return isThisHost(bare) || ownAddresses().has(bare) || ownAddresses().has(embeddedIPv4(bare) ?? '')
 }
 
-const portOf = (url: URL) => Number(url.port || (url.protocol === 'https:' ? 443 : 80))
+/** Host names that reach this machine whatever the port. */
+function isLocalHost(hostname: string): boolean {
+  return isLocalName(hostname.replace(/^\[|\]$/g, '')) || isOwnAddress(hostname)
+}
+
+/** At most this many deliveries at once: one slow receiver holds up one slot, never the round. */
+const PARALLEL_DELIVERIES = 8
 
 export class Notifier {
   /** Users known to have a webhook (filled by the background pass and by PUT). */
@@ -87,35 +92,26 @@ export class Notifier {
   /** The port this server listens on, once it does. */
   listeningPort: number | null = null
   private readonly running = new Map<string, Promise<void>>()
+  /** Deliveries on the network now, and those waiting for a slot (PARALLEL_DELIVERIES in all). */
+  private sending = 0
+  private readonly waiting: (() => void)[] = []
 
-  constructor(
-    private readonly deps: Pick<AppDeps, 'vaults' | 'store' | 'config' | 'now' | 'log'>,
-    private readonly send: typeof fetch = fetch,
-  ) {}
+  constructor(private readonly deps: Pick<AppDeps, 'vaults' | 'store' | 'config' | 'now' | 'log'>) {}
+
+  private get ports(): number[] {
+    return [this.listeningPort, this.deps.config.port].filter((p): p is number => typeof p === 'number' && p > 0)
+  }
 
   /** The vault itself, by its public origin, or by a local name and the port it listens on. */
   private isSelf(url: URL, requestHost?: string | null): boolean {
     if (url.origin === this.deps.config.origin) return true
     if (requestHost && url.host.toLowerCase() === requestHost.toLowerCase()) return true
-    const ports = [this.listeningPort, this.deps.config.port].filter((p): p is number => typeof p === 'number' && p > 0)
-    return isLocalHost(url.hostname) && ports.includes(portOf(url))
+    return isLocalHost(url.hostname) && this.ports.includes(portOf(url))
   }
 
-  /**
-   * At delivery: also a name that resolves to this machine on the port the vault listens on (a
-   * name the literal check at PUT could not see through).
-   */
-  private async resolvesToSelf(url: URL): Promise<boolean> {
-    if (this.isSelf(url)) return true
-    if (isIP(url.hostname.replace(/^\[|\]$/g, '')) !== 0) return false
-    try {
-      const { lookup } = process.getBuiltinModule('node:dns/promises')
-      const addresses = await lookup(url.hostname, { all: true })
-      return addresses.some(({ address }) => this.isSelf(new URL(`${url.protocol}//${address.includes(':') ? `[${address}]` : address}:${portOf(url)}/`)))
-    } catch {
-      // Not resolvable: the delivery itself fails and says so.
-      return false
-    }
+  /** Where deliveries may go: public addresses, SVC_WEBHOOK_ALLOW's, never the vault itself. */
+  private get target(): TargetCheck {
+    return { allow: this.deps.config.webhookAllow, isSelf: (address, port) => this.ports.includes(port) && isOwnAddress(address) }
   }
 
   /** A usable webhook URL, or 400 INVALID_WEBHOOK_URL. */
@@ -129,13 +125,23 @@ export class Notifier {
     if (url.protocol !== 'http:' && url.protocol !== 'https:') throw invalidUrl('only http:// and https:// URLs are accepted')
     if (url.username || url.password) throw invalidUrl('must not carry a user name or password')
     if (this.isSelf(url, requestHost)) throw invalidUrl("must not be this vault's own address")
+    // A literal address or a local name is judged now; any other name at each delivery, once
+    // resolved (its answer is not reported back: that would map the server's network).
+    const host = url.hostname.replace(/^\[|\]$/g, '')
+    const literal = isIP(host) !== 0 ? [host] : isLocalName(host) ? ['127.0.0.1', '::1'] : []
+    if (literal.length > 0 && !literal.some((address) => isPermittedAddress(address, this.target.allow))) {
+      throw invalidUrl('must not be a loopback, private, link-local or other internal address (the operator can allow a range with SVC_WEBHOOK_ALLOW)')
+    }
     return url.href
   }
 
   async settings(userId: string) {
     const { data } = await this.deps.vaults.open(userId)
     const s = data.notifications ?? EMPTY
-    return { webhookUrl: s.webhookUrl, hasSecret: s.encryptedSecret !== null, lastDelivery: s.lastDelivery }
+    // Delivered or failed, nothing more: an HTTP status or "could not connect" would make the
+    // webhook a scanner of the server's network.
+    const last = s.lastDelivery
+    return { webhookUrl: s.webhookUrl, hasSecret: s.encryptedSecret !== null, lastDelivery: last && { at: last.at, status: last.status, attempts: last.attempts } }
   }
 
   async update(userId: string, input: { webhookUrl: string | null; secret?: string | null }, requestHost: string | null) {
@@ -169,9 +175,27 @@ export class Notifier {
     }
   }
 
-  /** One delivery round over the users with a webhook. */
+  /** One delivery round over the users with a webhook, PARALLEL_DELIVERIES at a time. */
   async tick(): Promise<void> {
-    for (const userId of [...this.watched]) await this.deliver(userId).catch((error) => this.deps.log(`error: webhook delivery failed: ${(error as Error)?.message ?? error}`))
+    const queue = [...this.watched]
+    const worker = async () => {
+      for (let userId = queue.shift(); userId !== undefined; userId = queue.shift()) {
+        await this.deliver(userId).catch((error) => this.deps.log(`error: webhook delivery failed: ${(error as Error)?.message ?? error}`))
+      }
+    }
+    await Promise.all(Array.from({ length: Math.min(PARALLEL_DELIVERIES, queue.length) }, worker))
+  }
+
+  /** Runs one delivery's network part when a slot is free: overlapping rounds and PUTs share the cap. */
+  private async inSlot<T>(work: () => Promise<T>): Promise<T> {
+    while (this.sending >= PARALLEL_DELIVERIES) await new Promise<void>((wake) => this.waiting.push(wake))
+    this.sending++
+    try {
+      return await work()
+    } finally {
+      this.sending--
+      this.waiting.shift()?.()
+    }
   }
 
   /** Today's delivery for this user when it is due (one at a time per user). */
@@ -202,21 +226,16 @@ export class Notifier {
     const headers: Record<string, string> = { 'content-type': 'application/json', 'user-agent': 'svc-vault' }
     const secret = settings.encryptedSecret ? cipher.open('webhook', userId, settings.encryptedSecret) : null
     if (secret !== null) headers['x-svc-signature'] = new Bun.CryptoHasher('sha256', secret).update(body).digest('hex')
-    let httpStatus: number | null = null
-    let error: string | null = null
-    if (await this.resolvesToSelf(new URL(url))) error = "refused: the vault's own address"
-    else {
-      try {
-        const response = await this.send(url, { method: 'POST', headers, body, redirect: 'manual', signal: AbortSignal.timeout(DELIVERY_TIMEOUT_MS) })
-        httpStatus = response.status
-        await response.body?.cancel().catch(() => {})
-        if (!response.ok) error = `HTTP ${response.status}`
-      } catch (failure) {
-        error = (failure as Error)?.name === 'TimeoutError' ? 'timed out' : 'could not connect'
-      }
-    }
+    const target = new URL(url)
+    const outcome = await this.inSlot(async () => {
+      const started = Date.now()
+      const [address] = await permittedAddresses(target, this.target, DELIVERY_TIMEOUT_MS)
+      return address === undefined ? 'refused' : await postTo(target, address, this.target, headers, body, Math.max(1000, DELIVERY_TIMEOUT_MS - (Date.now() - started)))
+    })
+    // The why is for the operator's log only (never the URL: it may hold a token).
+    if (outcome === 'refused') this.deps.log(`webhook delivery for user ${userId} refused: ${target.hostname} is not a public address (SVC_WEBHOOK_ALLOW can allow an internal range)`)
     const attempts = state.attempts + 1
-    const delivered = error === null
+    const delivered = outcome === 'delivered'
     const done = delivered || attempts > BACKOFF_MS.length
     await doc.update((current) => {
       // The address may have changed meanwhile: then this attempt is not its history.
@@ -227,7 +246,7 @@ export class Notifier {
         attempts,
         done,
         nextAttemptAt: done ? null : new Date(now + BACKOFF_MS[attempts - 1]).toISOString(),
-        lastDelivery: { at: new Date(now).toISOString(), status: delivered ? 'delivered' : 'failed', httpStatus, error, attempts },
+        lastDelivery: { at: new Date(now).toISOString(), status: delivered ? 'delivered' : 'failed', attempts },
       }
     })
   }
@@ -267,7 +286,7 @@ export function notificationRoutes(deps: AppDeps) {
         operationId: 'updateNotificationSettings',
         summary: 'Set or clear the due-items webhook (session only)',
         description:
-          "Once a UTC day (and at once after it is set), when entries or 2FA tokens have expired, are due for rotation or will be within 14 days, the URL receives one JSON POST `{ event: 'due_items', generatedAt, count, items: [{ kind, name, category, environment, dueStatus, reason, dueAt }] }`, never a value. With a secret, `X-Svc-Signature` holds the hex HMAC-SHA-256 of the body under it. A failed delivery is retried after 1, 5, 25 and 125 minutes. Only http(s) URLs; this vault's own address is refused (400 INVALID_WEBHOOK_URL). `secret` omitted keeps the current one; null removes it.",
+          "Once a UTC day (and at once after it is set), when entries or 2FA tokens have expired, are due for rotation or will be within 14 days, the URL receives one JSON POST `{ event: 'due_items', generatedAt, count, items: [{ kind, name, category, environment, dueStatus, reason, dueAt }] }`, never a value. With a secret, `X-Svc-Signature` holds the hex HMAC-SHA-256 of the body under it. A failed delivery is retried after 1, 5, 25 and 125 minutes. Only http(s) URLs to public addresses: this vault's own address, and loopback, private, link-local, unique-local, multicast, unspecified and IPv4-mapped addresses in any notation are refused (400 INVALID_WEBHOOK_URL) unless the operator allows a range with SVC_WEBHOOK_ALLOW; a name is resolved at each delivery, the connection made to the address checked, and redirects are not followed. `lastDelivery` says delivered or failed, nothing more. `secret` omitted keeps the current one; null removes it.",
       },
     })
     .onStart(({ server }) => {
