@@ -64,6 +64,8 @@ export class UnauthenticatedEvents {
   private readonly summaries = new Map<string, Summary>()
   /** Single events written per log in the current hour. */
   private readonly budgets = new Map<string, { since: number; used: number }>()
+  /** Summary writes under way, by log. */
+  private readonly writing = new Map<string, Set<Promise<void>>>()
   private readonly timer: ReturnType<typeof setInterval>
 
   constructor(private readonly deps: UnauthenticatedDeps) {
@@ -157,14 +159,21 @@ export class UnauthenticatedEvents {
     return { ...event, userAgent: event.userAgent?.slice(0, MAX_USER_AGENT) ?? null, details }
   }
 
-  private async writeSummary(summary: Summary): Promise<void> {
-    try {
-      await this.deps.write(summary.userId, this.summaryEvent(summary))
-    } catch {
+  private writeSummary(summary: Summary): Promise<void> {
+    const key = summary.userId ?? ''
+    const written = this.deps.write(summary.userId, this.summaryEvent(summary)).catch(() => {
       // Not lost: counted again into the log's open summary, written later.
-      const { event } = summary
-      this.count(summary.userId, event, summary.lastAt, undefined, summary.count)
-    }
+      this.count(summary.userId, summary.event, summary.lastAt, undefined, summary.count)
+    })
+    // A reader of this log waits for it (flush), even when another request started the write.
+    const writing = this.writing.get(key) ?? new Set<Promise<void>>()
+    writing.add(written)
+    this.writing.set(key, writing)
+    void written.finally(() => {
+      writing.delete(written)
+      if (writing.size === 0 && this.writing.get(key) === writing) this.writing.delete(key)
+    })
+    return written
   }
 
   /** Writes the summaries whose window ended (every minute, and after each attempt). */
@@ -174,8 +183,9 @@ export class UnauthenticatedEvents {
   }
 
   /** Writes the log's open summaries (before its owner reads it): the counts show at once. */
-  flush(userId: string | null): Promise<void> {
-    return this.flushWhere((summary) => summary.userId === userId)
+  async flush(userId: string | null): Promise<void> {
+    await this.flushWhere((summary) => summary.userId === userId)
+    await Promise.all(this.writing.get(userId ?? '') ?? [])
   }
 
   /** Writes every open summary (shutdown). */
