@@ -8,8 +8,9 @@
 //   are counted into the summary as well.
 // - While the data folder's free space is under SVC_DISK_FLOOR, nothing of this kind is written:
 //   the counts wait in memory (bounded) and in /metrics, and are written once there is room.
-// A summary is written when its window ends, when the owner reads the log (so the Activity page
-// shows the counts at once), and at shutdown.
+// A summary is written when its window ends (at the next attempt of its kind, or the minute's
+// check), when the owner reads the log (so the Activity page shows the counts at once), and at
+// shutdown.
 import type { AuditActor, AuditRecordRef } from './service'
 import type { AuditAction, AuditOutcome } from './model'
 
@@ -94,9 +95,8 @@ export class UnauthenticatedEvents {
         // Counted instead: the summary tries again later.
       }
     } else this.counted[because]++
+    // The same key's ended window is written here; other logs' by the minute's flushDue.
     this.count(userId, event, now, email)
-    // A window that ended is written now (in the background: the attempt's answer does not wait).
-    void this.flushDue()
   }
 
   /** Takes one of the log's single events for this hour; false when none is left. */
@@ -176,7 +176,7 @@ export class UnauthenticatedEvents {
     return written
   }
 
-  /** Writes the summaries whose window ended (every minute, and after each attempt). */
+  /** Writes the summaries whose window ended (every minute). */
   async flushDue(): Promise<void> {
     const now = this.deps.now()
     await this.flushWhere((summary) => now - summary.firstAt >= SUMMARY_WINDOW_MS || now < summary.firstAt)
