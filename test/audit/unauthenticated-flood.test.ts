@@ -202,3 +202,46 @@ describe('SVC_DISK_FLOOR', () => {
     for (const bad of ['lots', '-1', '1PB', '', '9e99']) expect(() => loadConfig({ SVC_DISK_FLOOR: bad })).toThrow(/SVC_DISK_FLOOR/)
   })
 })
+
+describe('counts are not lost', () => {
+  test('a summary whose write fails goes back into the open one and is written with it later', async () => {
+    const { UnauthenticatedEvents } = await import('../../src/modules/audit/unauthenticated')
+    let now = Date.parse('2026-06-01T10:00:00.000Z')
+    let failing = true
+    const written: any[] = []
+    const gate = new UnauthenticatedEvents({
+      now: () => now,
+      diskLow: () => false,
+      write: async (_userId, event) => {
+        if (failing) throw new Error('ENOSPC')
+        written.push(event)
+      },
+    })
+    const event = (address: string) => ({
+      action: 'auth.login_failed' as const,
+      outcome: 'denied' as const,
+      actor: { type: 'anonymous' as const, id: null, name: null },
+      clientAddress: address,
+      userAgent: null,
+      records: [],
+      details: { method: 'password', reason: 'throttled' },
+    })
+    await gate.add(null, event('192.0.2.1'), true, 'a@example.test')
+    await gate.add(null, event('192.0.2.2'), true, 'b@example.test')
+    // A new attempt arrives while the failing write is under way: a new summary opens, and the
+    // failed one is merged into it.
+    const failed = gate.flushAll()
+    now += 60_000
+    await gate.add(null, event('192.0.2.3'), true, 'c@example.test')
+    await failed
+    expect(written).toEqual([])
+    expect(gate.pending).toBe(1)
+    failing = false
+    await gate.flushAll()
+    gate.stop()
+    expect(written).toHaveLength(1)
+    expect(written[0].details).toMatchObject({ count: 3, firstAt: '2026-06-01T10:00:00.000Z', lastAt: '2026-06-01T10:01:00.000Z' })
+    expect([...written[0].details.addresses].sort()).toEqual(['192.0.2.1', '192.0.2.2', '192.0.2.3'])
+    expect([...written[0].details.emails].sort()).toEqual(['a@example.test', 'b@example.test', 'c@example.test'])
+  })
+})

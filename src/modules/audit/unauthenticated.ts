@@ -116,8 +116,12 @@ export class UnauthenticatedEvents {
     for (const [key, budget] of this.budgets) if (now - budget.since >= BUDGET_WINDOW_MS) this.budgets.delete(key)
   }
 
-  private count(userId: string | null, event: UnauthenticatedEvent, now: number, email?: string, times = 1): void {
-    const key = `${userId ?? ''}\u0000${event.details.method}\u0000${event.details.reason ?? ''}\u0000${event.outcome}`
+  private static keyOf(userId: string | null, event: UnauthenticatedEvent): string {
+    return `${userId ?? ''}\u0000${event.details.method}\u0000${event.details.reason ?? ''}\u0000${event.outcome}`
+  }
+
+  private count(userId: string | null, event: UnauthenticatedEvent, now: number, email?: string): void {
+    const key = UnauthenticatedEvents.keyOf(userId, event)
     let summary = this.summaries.get(key)
     // A window that ended starts a new summary once the old one is written (flushDue); while the
     // disk is low, the old one goes on counting.
@@ -130,14 +134,36 @@ export class UnauthenticatedEvents {
       summary = { userId, event, count: 0, addresses: new Set(), fromOtherAddresses: 0, emails: new Set(), otherEmails: 0, firstAt: now, lastAt: now }
       this.summaries.set(key, summary)
     }
-    summary.count += times
+    summary.count++
     summary.lastAt = Math.max(summary.lastAt, now)
     summary.event = event
     if (summary.addresses.has(event.clientAddress) || summary.addresses.size < SUMMARY_ADDRESSES) summary.addresses.add(event.clientAddress)
-    else summary.fromOtherAddresses += times
+    else summary.fromOtherAddresses++
     if (email !== undefined) {
       if (summary.emails.has(email) || summary.emails.size < SUMMARY_EMAILS) summary.emails.add(email)
-      else summary.otherEmails += times
+      else summary.otherEmails++
+    }
+  }
+
+  /** A summary that could not be written goes back, merged into the open one of its key. */
+  private restore(old: Summary): void {
+    const key = UnauthenticatedEvents.keyOf(old.userId, old.event)
+    const open = this.summaries.get(key)
+    if (!open) {
+      this.summaries.set(key, old)
+      return
+    }
+    open.count += old.count
+    open.firstAt = Math.min(open.firstAt, old.firstAt)
+    open.fromOtherAddresses += old.fromOtherAddresses
+    open.otherEmails += old.otherEmails
+    for (const address of old.addresses) {
+      if (open.addresses.has(address) || open.addresses.size < SUMMARY_ADDRESSES) open.addresses.add(address)
+      else open.fromOtherAddresses++
+    }
+    for (const email of old.emails) {
+      if (open.emails.has(email) || open.emails.size < SUMMARY_EMAILS) open.emails.add(email)
+      else open.otherEmails++
     }
   }
 
@@ -161,10 +187,8 @@ export class UnauthenticatedEvents {
 
   private writeSummary(summary: Summary): Promise<void> {
     const key = summary.userId ?? ''
-    const written = this.deps.write(summary.userId, this.summaryEvent(summary)).catch(() => {
-      // Not lost: counted again into the log's open summary, written later.
-      this.count(summary.userId, summary.event, summary.lastAt, undefined, summary.count)
-    })
+    // Not lost when the write fails: back into the log's open summary, written later.
+    const written = this.deps.write(summary.userId, this.summaryEvent(summary)).catch(() => this.restore(summary))
     // A reader of this log waits for it (flush), even when another request started the write.
     const writing = this.writing.get(key) ?? new Set<Promise<void>>()
     writing.add(written)
