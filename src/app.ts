@@ -36,6 +36,7 @@ import { accountRoutes } from './modules/account'
 import { secondFactorRoutes } from './auth/second-factor-routes'
 import { historyRoutes, lifecycleJobs, trashRoutes } from './modules/lifecycle'
 import { notificationRoutes } from './modules/lifecycle/notifications'
+import { securityAlerts } from './modules/lifecycle/security-alerts'
 import { auditRoutes } from './modules/audit'
 import { AuditService } from './modules/audit/service'
 import { AUDIT_ACTIONS } from './modules/audit/model'
@@ -121,6 +122,8 @@ export async function openVault(
 }
 
 export function createApp(deps: AppDeps) {
+  // A locked second step is recorded and told to the owner (once per set of services).
+  securityAlerts(deps)
   // The docs read the composed app when the document is first asked for.
   let root: () => AnyElysia = () => {
     throw new Error('the app is still being composed')

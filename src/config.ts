@@ -75,6 +75,8 @@ export interface Config {
   vaultIdleMs: number
   /** Vaults kept open at most, least recently used closed first (SVC_OPEN_VAULTS, default 1000). */
   maxOpenVaults: number
+  /** SVC_DISK_FLOOR: free bytes that events of unauthenticated clients may not eat into (default 256 MiB; 0: no floor). */
+  diskFloorBytes: number
 }
 
 export class ConfigError extends Error {}
@@ -227,7 +229,23 @@ export function loadConfig(env: Env = process.env): Config {
     vaultIdleMs: parseDuration(setting(env, 'SVC_VAULT_IDLE', 'set a duration such as 10m, or unset it for 10m') ?? '10m', 'SVC_VAULT_IDLE', { min: 1000, max: 7 * 86_400_000, hint: '10m or 1h' }),
     maxOpenVaults: parseOpenVaults(setting(env, 'SVC_OPEN_VAULTS', 'set a whole number such as 1000, or unset it for 1000')),
     audit: parseAudit(env),
+    diskFloorBytes: parseDiskFloor(setting(env, 'SVC_DISK_FLOOR', 'set a size such as 256MiB or 1GB, or unset it for 256MiB')),
   }
+}
+
+export const DEFAULT_DISK_FLOOR_BYTES = 256 * 1024 ** 2
+const SIZE_UNITS: Record<string, number> = { b: 1, kb: 1e3, mb: 1e6, gb: 1e9, tb: 1e12, kib: 1024, mib: 1024 ** 2, gib: 1024 ** 3, tib: 1024 ** 4 }
+
+/** SVC_DISK_FLOOR: "256MiB", "1GB", "500mb", a bare number of bytes, or 0 (no floor). */
+function parseDiskFloor(raw: string | undefined): number {
+  if (raw === undefined) return DEFAULT_DISK_FLOOR_BYTES
+  const match = /^(\d{1,15}(?:\.\d{1,6})?)\s?([a-z]{1,3})?$/i.exec(raw)
+  const unit = match ? SIZE_UNITS[(match[2] ?? 'b').toLowerCase()] : undefined
+  const bytes = match && unit ? Math.floor(Number(match[1]) * unit) : NaN
+  if (!(bytes >= 0 && bytes <= 2 ** 53)) {
+    throw new ConfigError(`SVC_DISK_FLOOR must be a size such as 256MiB, 1GB or 500000000 (bytes), or 0 for no floor, got "${raw}"`)
+  }
+  return bytes
 }
 
 function parseAudit(env: Env): Config['audit'] {

@@ -75,9 +75,18 @@ export function secondFactorRoutes(deps: AppDeps) {
         const user = challenge ? accounts.userById(challenge.userId) : undefined
         if (!challenge || !user || !user.twoFactor) throw twoFactorRequired()
         const client = clientAddress(request, server, config)
+        // A challenge takes 5 wrong codes, then dies: the password step again (issue 36).
+        const tried = challenges.tryCode(challenge)
+        if (!tried) {
+          setChallengeCookie(cookie, config, TWO_FACTOR_CHALLENGE_COOKIE, '', 0)
+          throw twoFactorRequired()
+        }
         try {
           await twoFactor.verify(user, body, client)
+          tried.undo()
         } catch (error) {
+          if (error instanceof AppError && error.code === 'INVALID_TWO_FACTOR_CODE') tried.wrong()
+          else tried.undo()
           // A wrong code after the right password: recorded in the account's log (a throttled one as denied).
           if (deps.audit && error instanceof AppError && (error.status === 401 || error.status === 429)) {
             const throttled = error.status === 429
@@ -103,7 +112,7 @@ export function secondFactorRoutes(deps: AppDeps) {
           summary: 'Finish a two-factor sign-in with a code or a recovery code',
           security: [],
           description:
-            'Needs the challenge cookie set by POST /api/auth/login (5 minutes, one sign-in). `{ code }`: the current code of the authenticator app (one 30-second step of drift either way; each code is accepted once). `{ recoveryCode }`: one of the recovery codes, which is then used up. 200 `{ user }` with the session cookie. 401 TWO_FACTOR_REQUIRED when the challenge is missing, expired or used; 401 INVALID_TWO_FACTOR_CODE for a wrong or reused code; 429 TOO_MANY_ATTEMPTS with Retry-After as for passwords (counted before the check); 403 CSRF_REJECTED for a cross-site request.',
+            'Needs the challenge cookie set by POST /api/auth/login (5 minutes, one sign-in, 5 wrong codes: then 401 TWO_FACTOR_REQUIRED and the password step again). 20 wrong codes for one account within a day lock its second step for 15 minutes (429 TOO_MANY_ATTEMPTS with Retry-After, even for a right code; a passkey still signs in), recorded as auth.twofa_locked and told to the owner on the dashboard and by the webhook. `{ code }`: the current code of the authenticator app (one 30-second step of drift either way; each code is accepted once). `{ recoveryCode }`: one of the recovery codes, which is then used up. 200 `{ user }` with the session cookie. 401 TWO_FACTOR_REQUIRED when the challenge is missing, expired or used; 401 INVALID_TWO_FACTOR_CODE for a wrong or reused code; 429 TOO_MANY_ATTEMPTS with Retry-After as for passwords (counted before the check); 403 CSRF_REJECTED for a cross-site request.',
         },
       },
     )

@@ -8,11 +8,18 @@ import { totpCode, TOTP_PERIOD_SECONDS } from '../modules/two-factor/totp-code'
 import type { Vaults } from '../modules/vault-access'
 import type { UserRecord } from '../store/records'
 import type { Accounts } from './accounts'
+import { SlidingWindow } from './login-throttle'
 
 export const RECOVERY_CODE_COUNT = 10
 /** How long the password step of a two-factor sign-in stays good. */
 export const TWO_FACTOR_CHALLENGE_TTL_MS = 5 * 60_000
 export const TWO_FACTOR_CHALLENGE_COOKIE = 'svc_2fa'
+/** Wrong codes a two-factor challenge takes before it dies (issue 36): the password step again. */
+export const CHALLENGE_MAX_WRONG_CODES = 5
+/** Wrong codes for one account within a day after which its second step locks, and for how long. */
+export const LOCK_AFTER_WRONG_CODES = 20
+export const WRONG_CODES_WINDOW_MS = 24 * 3_600_000
+export const SECOND_STEP_LOCK_MS = 15 * 60_000
 /** Codes from one step before and one step after now are accepted (clock drift). */
 const DRIFT_STEPS = 1
 const ISSUER = 'svc-vault'
@@ -21,6 +28,20 @@ const RECOVERY_ALPHABET = 'abcdefghjkmnpqrstuvwxyz23456789'
 export const invalidCode = () => new AppError(401, 'INVALID_TWO_FACTOR_CODE', 'The two-factor code is wrong or was used already')
 export const twoFactorRequired = () =>
   new AppError(401, 'TWO_FACTOR_REQUIRED', 'Sign in with your password first; the two-factor step expired or was not started')
+
+const secondStepLocked = (retryAfter: number) =>
+  new AppError(429, 'TOO_MANY_ATTEMPTS', `Two-factor sign-in is locked for ${SECOND_STEP_LOCK_MS / 60_000} minutes after ${LOCK_AFTER_WRONG_CODES} wrong codes within a day; the account's owner is told`, {
+    'retry-after': String(retryAfter),
+  })
+
+/** An account's second step locked after too many wrong codes (recorded and told to the owner). */
+export interface SecondStepLock {
+  userId: string
+  /** The client address of the code that locked it. */
+  client: string
+  wrongCodes: number
+  lockedUntil: number
+}
 
 /** What proves the second factor: a code from the app or a recovery code. */
 export interface SecondFactorProof {
@@ -56,6 +77,8 @@ export const hashRecoveryCode = (code: string) => sha256Hex(`svc-vault:recovery-
  */
 export class SealedChallenges {
   private readonly used = new Map<string, number>()
+  /** Codes tried per two-factor challenge id, until the challenge expires. */
+  private readonly tries = new Map<string, { count: number; exp: number }>()
 
   constructor(
     private readonly keyring: Keyring,
@@ -81,6 +104,34 @@ export class SealedChallenges {
     }
   }
 
+  /**
+   * Counts a code tried on a two-factor challenge, before its check (parallel guesses on one
+   * challenge cannot pass the limit): null when the challenge has had CHALLENGE_MAX_WRONG_CODES
+   * already (it is then used up). `wrong()` keeps the count and kills the challenge at the limit;
+   * `undo()` takes it back (the code was right, or was never checked).
+   */
+  tryCode(challenge: { id: string; exp: number }): { wrong(): void; undo(): void } | null {
+    const tried = (this.tries.get(challenge.id)?.count ?? 0) + 1
+    if (tried > CHALLENGE_MAX_WRONG_CODES) {
+      this.consume(challenge)
+      return null
+    }
+    if (this.tries.size > 10_000) {
+      const now = this.now()
+      for (const [id, entry] of this.tries) if (entry.exp <= now) this.tries.delete(id)
+    }
+    this.tries.set(challenge.id, { count: tried, exp: challenge.exp })
+    return {
+      wrong: () => {
+        if (tried >= CHALLENGE_MAX_WRONG_CODES) this.consume(challenge)
+      },
+      undo: () => {
+        const entry = this.tries.get(challenge.id)
+        if (entry) entry.count--
+      },
+    }
+  }
+
   /** Marks a challenge used; false when it was used already (synchronous: two racing requests cannot both win). */
   consume(challenge: { id: string; exp: number }): boolean {
     if (this.used.has(challenge.id)) return false
@@ -100,7 +151,30 @@ export interface SecondFactorDeps {
 }
 
 export class TwoFactorSignIn {
-  constructor(private readonly deps: SecondFactorDeps) {}
+  /** Wrong codes per account in the last day (counted before each check, as the throttle does). */
+  private readonly wrongCodes: SlidingWindow
+  /** Accounts whose second step is locked, until when. */
+  private readonly lockedUntil = new Map<string, number>()
+  private readonly lockListeners: ((lock: SecondStepLock) => Promise<void> | void)[] = []
+
+  constructor(private readonly deps: SecondFactorDeps) {
+    this.wrongCodes = new SlidingWindow(WRONG_CODES_WINDOW_MS, deps.now)
+  }
+
+  /** Called when an account's second step locks (the audit event, the owner's notice). */
+  onLocked(listener: (lock: SecondStepLock) => Promise<void> | void): void {
+    this.lockListeners.push(listener)
+  }
+
+  /** Seconds until the account's second step takes codes again; 0 when it does now. */
+  lockedFor(userId: string): number {
+    const until = this.lockedUntil.get(userId)
+    if (until === undefined) return 0
+    const left = until - this.deps.now()
+    if (left > 0) return Math.ceil(left / 1000)
+    this.lockedUntil.delete(userId)
+    return 0
+  }
 
   private async cipher(userId: string) {
     return (await this.deps.vaults.open(userId)).cipher
@@ -180,6 +254,36 @@ export class TwoFactorSignIn {
     const hasCode = typeof proof.code === 'string' && proof.code !== ''
     const hasRecovery = typeof proof.recoveryCode === 'string' && proof.recoveryCode !== ''
     if (hasCode === hasRecovery) throw new AppError(400, 'VALIDATION_ERROR', 'code: send either code or recoveryCode')
+    // Issue 36: 20 wrong codes within a day lock the account's second step for 15 minutes (and
+    // every further wrong one while 20 are within the day locks it again). Counted before the
+    // check: the attempt that reaches the limit locks at once, so parallel guesses wait.
+    const wait = this.lockedFor(user.id)
+    if (wait > 0) throw secondStepLocked(wait)
+    const counted = this.wrongCodes.add(user.id)
+    const atLimit = this.wrongCodes.wait(user.id, LOCK_AFTER_WRONG_CODES) > 0
+    const lockedUntil = this.deps.now() + SECOND_STEP_LOCK_MS
+    if (atLimit) this.lockedUntil.set(user.id, lockedUntil)
+    const takeBack = () => {
+      this.wrongCodes.remove(user.id, counted)
+      if (atLimit && this.lockedUntil.get(user.id) === lockedUntil) this.lockedUntil.delete(user.id)
+    }
+    try {
+      await this.check(user, proof, hasCode, client)
+    } catch (error) {
+      if (!(error instanceof AppError && error.code === 'INVALID_TWO_FACTOR_CODE')) {
+        takeBack()
+        throw error
+      }
+      if (atLimit) {
+        const lock: SecondStepLock = { userId: user.id, client, wrongCodes: LOCK_AFTER_WRONG_CODES, lockedUntil }
+        await Promise.allSettled(this.lockListeners.map(async (listener) => listener(lock)))
+      }
+      throw error
+    }
+    takeBack()
+  }
+
+  private async check(user: UserRecord, proof: SecondFactorProof, hasCode: boolean, client: string): Promise<void> {
     const cipher = hasCode ? await this.cipher(user.id) : null
     await this.deps.accounts.throttled(
       `2fa:${user.id}`,

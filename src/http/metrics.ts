@@ -55,7 +55,15 @@ export class Metrics {
     this.loginFailures.set(reason, (this.loginFailures.get(reason) ?? 0) + 1)
   }
 
-  render(gauges: { openVaults: number; version: string; auditFailures: number }): string {
+  render(gauges: {
+    openVaults: number
+    version: string
+    auditFailures: number
+    /** The data folder's free space and SVC_DISK_FLOOR (issue 36). */
+    disk?: { freeBytes: number | null; floorBytes: number; low: boolean }
+    /** Failed sign-ins counted instead of written one by one, by why; and summaries not yet written. */
+    unauthenticated?: { counted: Record<'throttled' | 'budget' | 'disk_low', number>; pending: number }
+  }): string {
     const out: string[] = []
     const family = (name: string, type: string, help: string) => out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`)
     const histogram = (name: string, pairs: Record<string, string | number>, h: Histogram) => {
@@ -82,6 +90,22 @@ export class Metrics {
     family('svc_vault_login_failures_total', 'counter', 'Failed sign-ins by reason.')
     for (const reason of ['invalid_credentials', 'throttled', 'oidc_failed'] as const) {
       out.push(`svc_vault_login_failures_total${labels({ reason })} ${this.loginFailures.get(reason) ?? 0}`)
+    }
+    if (gauges.disk) {
+      family('svc_vault_disk_free_bytes', 'gauge', 'Free space of the data folder\'s filesystem (-1: unknown).')
+      out.push(`svc_vault_disk_free_bytes ${gauges.disk.freeBytes ?? -1}`)
+      family('svc_vault_disk_floor_bytes', 'gauge', 'SVC_DISK_FLOOR: free space that events of unauthenticated clients may not eat into.')
+      out.push(`svc_vault_disk_floor_bytes ${gauges.disk.floorBytes}`)
+      family('svc_vault_disk_low', 'gauge', '1 while free space is under SVC_DISK_FLOOR: failed sign-ins are then only counted, not written.')
+      out.push(`svc_vault_disk_low ${gauges.disk.low ? 1 : 0}`)
+    }
+    if (gauges.unauthenticated) {
+      family('svc_vault_audit_unauthenticated_counted_total', 'counter', 'Failed sign-ins counted into a summary event instead of written one by one, by why (throttled, budget, disk_low).')
+      for (const reason of ['throttled', 'budget', 'disk_low'] as const) {
+        out.push(`svc_vault_audit_unauthenticated_counted_total${labels({ reason })} ${gauges.unauthenticated.counted[reason]}`)
+      }
+      family('svc_vault_audit_unauthenticated_pending', 'gauge', 'Summary events of failed sign-ins counted but not yet written.')
+      out.push(`svc_vault_audit_unauthenticated_pending ${gauges.unauthenticated.pending}`)
     }
     const memory = process.memoryUsage()
     family('svc_vault_process_resident_memory_bytes', 'gauge', 'Resident memory of the server process.')

@@ -42,7 +42,7 @@ describe('health', () => {
   test('GET /readyz answers 200 with the version and its checks, no user data', async () => {
     const response = await fetch(`${server.url}/readyz`)
     expect(response.status).toBe(200)
-    expect(await response.json()).toEqual({ status: 'ready', version: VERSION, checks: { store: 'ok', masterKey: 'ok' } })
+    expect(await response.json()).toEqual({ status: 'ready', version: VERSION, checks: { store: 'ok', masterKey: 'ok', disk: 'ok' } })
   })
 
   test('GET /readyz answers 503 NOT_READY once the store no longer takes writes', async () => {
@@ -59,7 +59,7 @@ describe('health', () => {
         code: 'NOT_READY',
         status: 'not-ready',
         version: VERSION,
-        checks: { store: 'failed', masterKey: 'ok' },
+        checks: { store: 'failed', masterKey: 'ok', disk: 'ok' },
       })
     } finally {
       await other.stop().catch(() => {})

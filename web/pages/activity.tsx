@@ -37,6 +37,16 @@ function subject(event: AuditEvent): string {
   if (names.length > 0) parts.push(names.slice(0, 4).join(', ') + (names.length > 4 ? ` and ${names.length - 4} more` : ''))
   const d = event.details
   if (typeof d.method === 'string') parts.push(`via ${d.method}`)
+  // Failed sign-ins counted rather than recorded one by one (issue 36): how many, from where, when.
+  if (d.summary === true && typeof d.count === 'number') {
+    const addresses = Array.isArray(d.addresses) ? d.addresses.map(String) : []
+    const others = typeof d.fromOtherAddresses === 'number' ? d.fromOtherAddresses : 0
+    parts.push(`${d.count} attempt${d.count === 1 ? '' : 's'}${typeof d.reason === 'string' ? ` (${d.reason.replace(/_/g, ' ')})` : ''}`)
+    if (addresses.length > 0) parts.push(`from ${addresses.slice(0, 3).join(', ')}${addresses.length > 3 ? ` and ${addresses.length - 3} more` : ''}${others > 0 ? ` (+${others} from others)` : ''}`)
+    if (typeof d.firstAt === 'string' && typeof d.lastAt === 'string') parts.push(`${formatDate(d.firstAt)} – ${formatDate(d.lastAt)}`)
+    return parts.join(' · ')
+  }
+  if (typeof d.lockedUntil === 'string') parts.push(`locked until ${formatDate(d.lockedUntil)}`)
   if (typeof d.count === 'number') parts.push(`${d.count} value${d.count === 1 ? '' : 's'}`)
   if (typeof d.required === 'string') parts.push(`needed ${d.required}`)
   if (typeof d.email === 'string') parts.push(d.email)
@@ -184,6 +194,8 @@ export function RecentActivityCard() {
   })
   const events = week.data
   const failed = events?.filter((e) => e.action === 'auth.login_failed') ?? []
+  // A summary event stands for `details.count` attempts (throttled, or past the log's budget).
+  const failedCount = failed.reduce((sum, e) => sum + (e.details.summary === true && typeof e.details.count === 'number' ? e.details.count : 1), 0)
   const reads = events?.filter((e) => (SECRET_READS as readonly string[]).includes(e.action)) ?? []
   return (
     <div class="card recent-activity">
@@ -197,7 +209,7 @@ export function RecentActivityCard() {
               <Link href="/activity?action=auth.login_failed">Failed sign-ins</Link>
               {failed[0] && <span class="muted small"> · last from {failed[0].clientAddress}, {relativeTime(failed[0].time)}</span>}
             </span>
-            <strong class="activity-count">{failed.length}</strong>
+            <strong class="activity-count">{failedCount}</strong>
           </li>
           <li class="list-row" data-count="secret-reads">
             <span class="grow">
@@ -208,6 +220,37 @@ export function RecentActivityCard() {
           </li>
         </ul>
       )}
+    </div>
+  )
+}
+
+/**
+ * The dashboard's warning when the account's second step was locked in the last 7 days (issue 36):
+ * 20 wrong codes after the right password mean someone has the password.
+ */
+export function SecondStepLockNotice() {
+  const locks = useLoad(async () => {
+    const since = new Date(Date.now() - 7 * DAY_MS).toISOString()
+    return (await api<AuditPage>('GET', `/api/audit?action=auth.twofa_locked&limit=20&since=${encodeURIComponent(since)}`)).items
+  })
+  const last = locks.data?.[0]
+  if (!last) return null
+  const until = typeof last.details.lockedUntil === 'string' ? last.details.lockedUntil : null
+  const stillLocked = until !== null && Date.parse(until) > Date.now()
+  return (
+    <div class="card second-step-locked" role="alert">
+      <h2>Two-factor sign-in was locked</h2>
+      <p>
+        Someone signed in with your password and then tried wrong two-factor codes: after 20 wrong codes within a day the second step locked for 15 minutes
+        ({locks.data!.length === 1 ? 'once' : `${locks.data!.length} times`} in the last 7 days, last {relativeTime(last.time)} from {last.clientAddress}
+        {stillLocked ? `, locked until ${formatDate(until)}` : ''}). Change your password now.
+      </p>
+      <div class="actions actions-start">
+        <Link href="/settings" class="btn btn-primary">
+          Change the password
+        </Link>
+        <Link href="/activity?action=auth.twofa_locked">See the events</Link>
+      </div>
     </div>
   )
 }

@@ -3,7 +3,7 @@ import { api, ENVIRONMENTS, type Entry, type Stats } from '../api'
 import { EnvBadge, Icon, Link, Loading, relativeTime, useLoad } from '../ui'
 import { projectPath } from './projects'
 import { NeedsAttentionCard } from '../components/needs-attention'
-import { RecentActivityCard } from './activity'
+import { RecentActivityCard, SecondStepLockNotice } from './activity'
 
 interface Bar {
   label: string
@@ -51,6 +51,7 @@ export function DashboardPage() {
   return (
     <section>
       <h1>Dashboard</h1>
+      <SecondStepLockNotice />
       {s && s.totalEntries === 0 && s.totalCategories === 0 && (
         <div class="card welcome stack">
           <h2 class="empty-title">Your vault is empty</h2>

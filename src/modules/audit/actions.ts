@@ -10,6 +10,8 @@ export const AUDIT_ACTIONS = [
   'auth.session_end',
   'auth.password_change',
   'auth.twofa_change',
+  // The second step locked for 15 minutes after 20 wrong codes within a day (issue 36).
+  'auth.twofa_locked',
   'auth.oidc_link',
   'auth.oidc_unlink',
   'access_key.create',

@@ -10,13 +10,17 @@ import { clientAddress, type PeerSource } from '../../http/client-address'
 import type { Logger } from '../../http/error-handler'
 import { AuditLogFile, deleteAuditLogFile, readAuditLinesBackwards, readFirstAuditLine, streamAuditLines, readJsonFile, SERVER_AUDIT_ANCHOR, SERVER_AUDIT_LOG, writeJsonFile, type DataSync } from '../../store/audit-log'
 import { VAULTS_DIR, type Store } from '../../store/store'
+import { freeDiskBytes } from '../../store/disk-space'
 import type { Vaults } from '../vault-access'
 import { lineEvent, parseLine, sealLine, type ChainAnchor } from './chain'
 import type { AuditAction, AuditOutcome } from './model'
+import { UnauthenticatedEvents } from './unauthenticated'
 
 const USER_ID = /^[0-9a-f-]{36}$/
 const COMPACT_EVERY_MS = 6 * 3_600_000
 const MAX_USER_AGENT = 300
+/** How long a reading of the free disk space is used (a flood of failed sign-ins asks on each). */
+const DISK_CHECK_EVERY_MS = 1000
 
 export const userAuditLogPath = (dataDir: string, userId: string) => {
   if (!USER_ID.test(userId)) throw new Error('invalid user id')
@@ -108,11 +112,28 @@ export class AuditService {
   /** Logs being closed (their vault was closed): opening one again waits for it. */
   private readonly closing = new Map<string, Promise<void>>()
   private readonly timer: ReturnType<typeof setInterval> | null = null
+  /** Events clients without an account can cause (failed sign-ins): budgeted, counted past it. */
+  readonly unauthenticated: UnauthenticatedEvents
+  private diskReading: { at: number; freeBytes: number | null } | null = null
 
   constructor(
-    private readonly deps: { config: Pick<Config, 'trustProxy' | 'audit' | 'dataDir'>; store: Store; vaults: Vaults; now: () => number; log: Logger; dataSync?: DataSync },
+    private readonly deps: {
+      config: Pick<Config, 'trustProxy' | 'audit' | 'dataDir'> & Partial<Pick<Config, 'diskFloorBytes'>>
+      store: Store
+      vaults: Vaults
+      now: () => number
+      log: Logger
+      dataSync?: DataSync
+      /** Free bytes of the data folder's filesystem (tests stand in for a full disk). */
+      freeBytes?: () => number | null
+    },
   ) {
     this.enabled = deps.config.audit.enabled
+    this.unauthenticated = new UnauthenticatedEvents({
+      now: deps.now,
+      write: (userId, event) => this.record(userId, event),
+      diskLow: () => this.disk().low,
+    })
     if (this.enabled) {
       this.timer = setInterval(() => void this.compactOpenLogs(), COMPACT_EVERY_MS)
       this.timer.unref?.()
@@ -177,18 +198,38 @@ export class AuditService {
    */
   signIn(input: { userId: string | null; method: SignInMethod; ok: boolean; source: AuditSource; sessionTokenHash?: string | null; email?: string; reason?: string; outcome?: AuditOutcome }) {
     const origin = this.origin(input.source, null)
-    const details: Record<string, unknown> = { method: input.method }
+    const details: Record<string, unknown> & { method: string; reason?: string } = { method: input.method }
     if (input.reason) details.reason = input.reason
     // The e-mail tried, only in the server's log (the user's own log knows whose it is).
-    if (input.userId === null && input.email) details.email = input.email.slice(0, 200)
-    return this.record(input.userId, {
-      action: input.ok ? 'auth.login' : 'auth.login_failed',
-      outcome: input.outcome ?? (input.ok ? 'ok' : 'failed'),
+    const email = input.userId === null && input.email ? input.email.slice(0, 200) : undefined
+    if (email !== undefined) details.email = email
+    const event = {
+      action: input.ok ? ('auth.login' as const) : ('auth.login_failed' as const),
+      outcome: input.outcome ?? (input.ok ? ('ok' as const) : ('failed' as const)),
       ...origin,
       actor: input.sessionTokenHash ? sessionActor(input.sessionTokenHash) : origin.actor,
       records: input.userId ? [{ kind: 'user', id: input.userId, name: null }] : [],
       details,
-    })
+    }
+    if (input.ok) return this.record(input.userId, event)
+    // A failure comes from anyone: budgeted per log, a throttled one only counted (unauthenticated.ts).
+    if (!this.enabled) return Promise.resolve()
+    const throttled = input.reason === 'throttled' || input.reason === 'TOO_MANY_ATTEMPTS'
+    return this.unauthenticated.add(input.userId, event, throttled, email)
+  }
+
+  /**
+   * The data folder's free space against SVC_DISK_FLOOR: under it, nothing an unauthenticated
+   * client causes is written (/metrics and /readyz say so). Read at most once a second.
+   */
+  disk(): { freeBytes: number | null; floorBytes: number; low: boolean } {
+    const floorBytes = this.deps.config.diskFloorBytes ?? 0
+    const at = performance.now()
+    if (!this.diskReading || at - this.diskReading.at >= DISK_CHECK_EVERY_MS || this.deps.freeBytes) {
+      this.diskReading = { at, freeBytes: this.deps.freeBytes ? this.deps.freeBytes() : freeDiskBytes(this.deps.config.dataDir) }
+    }
+    const { freeBytes } = this.diskReading
+    return { freeBytes, floorBytes, low: floorBytes > 0 && freeBytes !== null && freeBytes < floorBytes }
   }
 
   /** Like record, but a failure is only logged and counted (sign-in failures, denials: nothing leaves). */
@@ -198,6 +239,8 @@ export class AuditService {
 
   /** One page of the user's events, newest first (read from the end of the log, as far as needed). */
   async list(userId: string, query: AuditQueryInput): Promise<{ items: AuditEvent[]; nextCursor: string | null }> {
+    // Failed sign-ins counted but not yet written are written first: the page shows their counts.
+    await this.unauthenticated.flush(userId)
     const limit = query.limit ?? 50
     const since = query.since ? Date.parse(query.since) : -Infinity
     const until = query.until ? Date.parse(query.until) : Infinity
@@ -376,6 +419,7 @@ export class AuditService {
 
   /** A deleted account's log goes with it: closed (pending lines written first) and removed. */
   async discard(userId: string): Promise<void> {
+    this.unauthenticated.forget(userId)
     this.closeUserLog(userId)
     await this.closing.get(userId)
     deleteAuditLogFile(userAuditLogPath(this.deps.config.dataDir, userId))
@@ -389,6 +433,9 @@ export class AuditService {
 
   async close(): Promise<void> {
     if (this.timer) clearInterval(this.timer)
+    this.unauthenticated.stop()
+    // The counts of failed sign-ins not yet written go in before the logs close.
+    await this.unauthenticated.flushAll().catch(() => {})
     for (const opening of this.logs.values()) {
       const log = await opening.catch(() => null)
       if (!log) continue

@@ -41,6 +41,8 @@ export function healthRoutes(deps: AppDeps) {
         detail: {
           operationId: 'getReadiness',
           summary: 'Whether the server is ready: the data folder takes writes and the master key matches the data; with the version',
+          description:
+            '`checks.disk` is `low` while the data folder\'s free space is under SVC_DISK_FLOOR: the server still answers (200, ready), but failed sign-ins and other events of clients without an account are then only counted, not written.',
           security: [],
         },
       },
@@ -55,7 +57,14 @@ export function healthRoutes(deps: AppDeps) {
           set.headers['www-authenticate'] = 'Bearer'
           return { error: 'A valid metrics token is required (Authorization: Bearer <SVC_METRICS_TOKEN>)', code: 'AUTH_REQUIRED' }
         }
-        return new Response(deps.metrics.render({ openVaults: deps.store.openVaultCount, version: VERSION, auditFailures: deps.audit.failures }), {
+        const gauges = {
+          openVaults: deps.store.openVaultCount,
+          version: VERSION,
+          auditFailures: deps.audit.failures,
+          disk: deps.audit.disk(),
+          unauthenticated: { counted: deps.audit.unauthenticated.counted, pending: deps.audit.unauthenticated.pending },
+        }
+        return new Response(deps.metrics.render(gauges), {
           headers: { 'content-type': 'text/plain; version=0.0.4; charset=utf-8', 'cache-control': NO_STORE },
         })
       },

@@ -7,6 +7,9 @@ const CheckResult = t.Union([t.Literal('ok'), t.Literal('failed')])
 const Checks = t.Object({
   store: CheckResult,
   masterKey: CheckResult,
+  disk: t.Union([t.Literal('ok'), t.Literal('low')], {
+    description: '`low` while free space is under SVC_DISK_FLOOR: still ready, but events of unauthenticated clients are only counted',
+  }),
 })
 
 export const ReadySchema = component(

@@ -1,6 +1,7 @@
 // Readiness: the store is open and its data folder takes a durable write, and the master key
 // still matches the data's key check. Checked at most once a second, since the checks write to
-// disk and the endpoint answers anyone.
+// disk and the endpoint answers anyone. Free space under SVC_DISK_FLOOR shows as `checks.disk: low`
+// without making the server unready (reads and the owner's writes go on; see docs/operations.md).
 import type { AppDeps } from '../../deps'
 import { VERSION } from '../../version'
 import type { Readiness } from './model'
@@ -11,7 +12,7 @@ export class HealthService {
   private last: { at: number; answer: Readiness } | undefined
   private running: Promise<Readiness> | undefined
 
-  constructor(private readonly deps: Pick<AppDeps, 'store' | 'keyring' | 'now' | 'log'>) {}
+  constructor(private readonly deps: Pick<AppDeps, 'store' | 'keyring' | 'now' | 'log'> & Partial<Pick<AppDeps, 'audit'>>) {}
 
   readiness(): Promise<Readiness> {
     const now = this.deps.now()
@@ -34,7 +35,9 @@ export class HealthService {
       () => 'ok' as const,
       () => 'failed' as const,
     )
-    const checks = { store, masterKey }
+    // Low free space does not stop the vault serving; it is said here and in /metrics.
+    const disk = this.deps.audit?.disk().low ? ('low' as const) : ('ok' as const)
+    const checks = { store, masterKey, disk }
     const answer: Readiness =
       store === 'ok' && masterKey === 'ok'
         ? { status: 'ready', version: VERSION, checks }

@@ -250,6 +250,30 @@ export class Notifier {
       }
     })
   }
+
+  /**
+   * A security alert to the user's webhook, when one is set (issue 36: the second step locked):
+   * one signed JSON POST `{ event, generatedAt, ... }`, sent once, apart from the daily due items
+   * (their delivery state is not touched). Resolves whether or not it was delivered.
+   */
+  async alert(userId: string, event: string, fields: Record<string, unknown>): Promise<boolean> {
+    const { data, cipher } = await this.deps.vaults.open(userId)
+    const settings = data.notifications
+    if (!settings?.webhookUrl) return false
+    const url = settings.webhookUrl
+    const body = JSON.stringify({ event, generatedAt: new Date(this.deps.now()).toISOString(), ...fields })
+    const headers: Record<string, string> = { 'content-type': 'application/json', 'user-agent': 'svc-vault' }
+    const secret = settings.encryptedSecret ? cipher.open('webhook', userId, settings.encryptedSecret) : null
+    if (secret !== null) headers['x-svc-signature'] = new Bun.CryptoHasher('sha256', secret).update(body).digest('hex')
+    if (await this.resolvesToSelf(new URL(url))) return false
+    try {
+      const response = await this.send(url, { method: 'POST', headers, body, redirect: 'manual', signal: AbortSignal.timeout(DELIVERY_TIMEOUT_MS) })
+      await response.body?.cancel().catch(() => {})
+      return response.ok
+    } catch {
+      return false
+    }
+  }
 }
 
 const notifiers = new WeakMap<object, Notifier>()
