@@ -226,14 +226,7 @@ export class Notifier {
     const headers: Record<string, string> = { 'content-type': 'application/json', 'user-agent': 'svc-vault' }
     const secret = settings.encryptedSecret ? cipher.open('webhook', userId, settings.encryptedSecret) : null
     if (secret !== null) headers['x-svc-signature'] = new Bun.CryptoHasher('sha256', secret).update(body).digest('hex')
-    const target = new URL(url)
-    const outcome = await this.inSlot(async () => {
-      const started = Date.now()
-      const [address] = await permittedAddresses(target, this.target, DELIVERY_TIMEOUT_MS)
-      return address === undefined ? 'refused' : await postTo(target, address, this.target, headers, body, Math.max(1000, DELIVERY_TIMEOUT_MS - (Date.now() - started)))
-    })
-    // The why is for the operator's log only (never the URL: it may hold a token).
-    if (outcome === 'refused') this.deps.log(`webhook delivery for user ${userId} refused: ${target.hostname} is not a public address (SVC_WEBHOOK_ALLOW can allow an internal range)`)
+    const outcome = await this.post(userId, url, headers, body)
     const attempts = state.attempts + 1
     const delivered = outcome === 'delivered'
     const done = delivered || attempts > BACKOFF_MS.length
@@ -251,6 +244,19 @@ export class Notifier {
     })
   }
 
+  /** One POST to a user's webhook through the address check, when a slot is free. */
+  private async post(userId: string, url: string, headers: Record<string, string>, body: string) {
+    const target = new URL(url)
+    const outcome = await this.inSlot(async () => {
+      const started = Date.now()
+      const [address] = await permittedAddresses(target, this.target, DELIVERY_TIMEOUT_MS)
+      return address === undefined ? 'refused' : await postTo(target, address, this.target, headers, body, Math.max(1000, DELIVERY_TIMEOUT_MS - (Date.now() - started)))
+    })
+    // The why is for the operator's log only (never the URL: it may hold a token).
+    if (outcome === 'refused') this.deps.log(`webhook delivery for user ${userId} refused: ${target.hostname} is not a public address (SVC_WEBHOOK_ALLOW can allow an internal range)`)
+    return outcome
+  }
+
   /**
    * A security alert to the user's webhook, when one is set (issue 36: the second step locked):
    * one signed JSON POST `{ event, generatedAt, ... }`, sent once, apart from the daily due items
@@ -265,14 +271,7 @@ export class Notifier {
     const headers: Record<string, string> = { 'content-type': 'application/json', 'user-agent': 'svc-vault' }
     const secret = settings.encryptedSecret ? cipher.open('webhook', userId, settings.encryptedSecret) : null
     if (secret !== null) headers['x-svc-signature'] = new Bun.CryptoHasher('sha256', secret).update(body).digest('hex')
-    if (await this.resolvesToSelf(new URL(url))) return false
-    try {
-      const response = await this.send(url, { method: 'POST', headers, body, redirect: 'manual', signal: AbortSignal.timeout(DELIVERY_TIMEOUT_MS) })
-      await response.body?.cancel().catch(() => {})
-      return response.ok
-    } catch {
-      return false
-    }
+    return (await this.post(userId, url, headers, body)) === 'delivered'
   }
 }
 
