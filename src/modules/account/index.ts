@@ -1,6 +1,7 @@
 // /api/account: two-factor sign-in, passkeys, sessions, password and deletion (issue 16).
 // Every route is session-only: an access key gets 403 SESSION_REQUIRED (before its body is read).
 import { Elysia } from 'elysia'
+import { requireFreshProof } from '../../auth/fresh-proof'
 import { authGuard } from '../../auth/guard'
 import { relyingParty } from '../../auth/passkeys'
 import { accountProtection } from '../../auth/protection'
@@ -180,6 +181,8 @@ export function accountRoutes(deps: AppDeps) {
     .delete(
       '',
       async ({ auth, body, cookie, request, server, set }) => {
+        // The password confirms the intent; with two-factor sign-in on it is not the whole proof (issue 36).
+        if (auth.user.twoFactor) requireFreshProof(deps.accounts, auth)
         await settings.deleteAccount(auth, body?.password, clientAddress(request, server, config))
         clearSessionCookie(cookie, config)
         if (deps.audit) {
@@ -196,7 +199,7 @@ export function accountRoutes(deps: AppDeps) {
         detail: {
           operationId: 'deleteAccount',
           summary: 'Delete the account',
-          description: `Deletes the account, its vault file and change log, its access keys and its sessions (204, and the cookie is cleared). A backup taken before still restores it. ${REAUTH}`,
+          description: `Deletes the account, its vault file and change log, its access keys and its sessions (204, and the cookie is cleared); device sign-ins it approved and deliveries queued for it are cancelled. A backup taken before still restores it. ${REAUTH} With two-factor sign-in on, the session must also have signed in or re-authenticated (POST /api/auth/reauth) within the last 10 minutes, else 403 REAUTHENTICATION_REQUIRED.`,
         },
       },
     )
@@ -208,6 +211,7 @@ export function accountRoutes(deps: AppDeps) {
     .post(
       '/passkeys/options',
       async ({ auth, request, set }) => {
+        requireFreshProof(deps.accounts, auth)
         set.headers['cache-control'] = 'no-store'
         return passkeys.registrationOptions(auth.user, auth.sessionTokenHash!, relyingParty(config, request))
       },
@@ -218,13 +222,14 @@ export function accountRoutes(deps: AppDeps) {
           operationId: 'passkeyRegistrationOptions',
           summary: 'Start registering a passkey',
           description:
-            'WebAuthn creation options (a discoverable credential; relying party: the host of SVC_BASE_URL, or without it the loopback host the request reached). The challenge is good for 5 minutes and one POST /api/account/passkeys from this session.',
+            'WebAuthn creation options (a discoverable credential; relying party: the host of SVC_BASE_URL, or without it the loopback host the request reached). The challenge is good for 5 minutes and one POST /api/account/passkeys from this session. Needs a fresh proof (a sign-in or POST /api/auth/reauth within the last 10 minutes), else 403 REAUTHENTICATION_REQUIRED.',
         },
       },
     )
     .post(
       '/passkeys',
       async ({ auth, audit, body, set }) => {
+        requireFreshProof(deps.accounts, auth)
         const created = await passkeys.register(auth.user, auth.sessionTokenHash!, body.name ?? '', body.response as never)
         await audit('passkey.create', [{ kind: 'passkey', id: created.id, name: created.name }])
         set.status = 201
@@ -237,7 +242,7 @@ export function accountRoutes(deps: AppDeps) {
         detail: {
           operationId: 'registerPasskey',
           summary: 'Register a passkey',
-          description: 'Verifies the browser\'s registration response against the challenge of POST /api/account/passkeys/options. 401 PASSKEY_FAILED when it does not verify or the challenge is missing or used; 409 PASSKEY_FAILED past 20 passkeys.',
+          description: 'Verifies the browser\'s registration response against the challenge of POST /api/account/passkeys/options. 401 PASSKEY_FAILED when it does not verify or the challenge is missing or used; 409 PASSKEY_FAILED past 20 passkeys. Needs a fresh proof (a sign-in or POST /api/auth/reauth within the last 10 minutes), else 403 REAUTHENTICATION_REQUIRED.',
         },
       },
     )

@@ -25,7 +25,8 @@ export class AccountSettings {
 
   /**
    * Proves the caller is the account's owner again: its password (throttled like sign-in), or for
-   * an account without one, a single sign-on sign-in of this session within the last 10 minutes.
+   * an account without one, a sign-in (single sign-on, passkey) or a passkey re-authentication of
+   * this session within the last 10 minutes.
    */
   async reauthenticate(auth: AuthContext, password: string | undefined, client: string): Promise<void> {
     const user = auth.user
@@ -34,8 +35,8 @@ export class AccountSettings {
       await this.accounts.confirmPassword(user, password, client)
       return
     }
-    if (!this.accounts.isFreshOidcSession(auth.sessionTokenHash)) {
-      throw new AppError(403, 'REAUTHENTICATION_REQUIRED', 'This account has no password: sign in with single sign-on again (within 10 minutes) first')
+    if (!this.accounts.isFreshSession(auth.sessionTokenHash)) {
+      throw new AppError(403, 'REAUTHENTICATION_REQUIRED', 'This account has no password: sign in with single sign-on again, or confirm with a passkey (within 10 minutes), first')
     }
   }
 

@@ -6,6 +6,7 @@
 // until the next day. The settings live in the owner's vault document, the secret sealed.
 import { Elysia } from 'elysia'
 import { isIP } from 'node:net'
+import { requireFreshProof } from '../../auth/fresh-proof'
 import { authGuard } from '../../auth/guard'
 import type { AppDeps } from '../../deps'
 import { AppError } from '../../http/errors'
@@ -255,6 +256,8 @@ export function notificationRoutes(deps: AppDeps) {
       },
     })
     .put('/', async ({ auth, audit, body, request }) => {
+      // Where the vault sends its reminders outlives the session (issue 36).
+      requireFreshProof(deps.accounts, auth)
       const settings = await notifier.update(auth.userId, body, request.headers.get('host'))
       // Which fields were sent, and whether a webhook is set: never its URL (it may hold a token) or secret.
       await audit('notifications.update', [{ kind: 'user', id: auth.userId, name: null }], { fields: Object.keys(body).sort(), webhook: settings.webhookUrl !== null })
