@@ -36,6 +36,8 @@ function ownKey(auth: AuthContext) {
 
 export function deviceLoginRoutes(deps: AppDeps) {
   const logins = new DeviceLogins(deps.accessKeys, deps.config.baseUrl, deps.now)
+  // A deleted account's approved sign-ins pay out nothing (issue 36).
+  deps.accounts.onUserRemoved((userId) => logins.cancelFor(userId))
   return new Elysia({ name: 'deviceLoginRoutes', prefix: '/api/auth', tags: ['Authentication'] })
     .use(authGuard(deps))
     .post('/device', ({ body, request, server }) => logins.start(body, clientAddress(request, server, deps.config)), {

@@ -165,9 +165,15 @@ export class Notifier {
   /** Finds every user with a webhook (each vault on disk; the background pass). */
   async scan(): Promise<void> {
     for (const userId of this.deps.store.vaultIds()) {
+      if (this.deps.store.wasDeleted(userId)) continue
       const { data } = await this.deps.vaults.open(userId)
       if (data.notifications?.webhookUrl) this.watched.add(userId)
     }
+  }
+
+  /** Stops delivering to a deleted account (issue 36). */
+  forget(userId: string): void {
+    this.watched.delete(userId)
   }
 
   /** One delivery round over the users with a webhook. */
@@ -238,7 +244,12 @@ const notifiers = new WeakMap<object, Notifier>()
 /** The one notifier of an app's services (routes and jobs share it; tests reach it too). */
 export function notifierOf(deps: AppDeps): Notifier {
   let notifier = notifiers.get(deps)
-  if (!notifier) notifiers.set(deps, (notifier = new Notifier(deps)))
+  if (!notifier) {
+    notifiers.set(deps, (notifier = new Notifier(deps)))
+    const created = notifier
+    // A deleted account's webhook is not delivered to again (its vault would come back).
+    deps.accounts.onUserRemoved((userId) => created.forget(userId))
+  }
   return notifier
 }
 
