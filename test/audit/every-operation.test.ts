@@ -348,6 +348,7 @@ test('every operation in the OpenAPI document leaves exactly its events', async 
       },
       run: () => carol!.get('/api/account/sessions'),
     },
+    listRecentAdditions: { user: carolId, expected: [], status: 200, run: () => carol!.get('/api/account/recent-additions') },
     setupAccountTwoFactor: {
       user: carolId,
       expected: [],
