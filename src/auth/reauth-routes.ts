@@ -31,6 +31,14 @@ const ReauthAnswer = component(
   }),
 )
 
+const ReauthStatus = component(
+  'ReauthStatus',
+  t.Object({
+    freshUntil: { ...Timestamp, description: "Until when this session's proof counts" },
+    fresh: t.Boolean({ description: 'Whether it counts now' }),
+  }),
+)
+
 const ReauthOptions = component(
   'ReauthPasskeyOptions',
   t.Object({}, { additionalProperties: true, description: "PublicKeyCredentialRequestOptionsJSON limited to the account's passkeys, for navigator.credentials.get" }),
@@ -53,6 +61,22 @@ export function reauthRoutes(deps: AppDeps) {
 
   return new Elysia({ prefix: '/api/auth', tags: ['Authentication'] })
     .use(authGuard(deps))
+    .get(
+      '/reauth',
+      ({ auth }) => {
+        const until = accounts.freshUntil(auth.sessionTokenHash)!
+        return { freshUntil: new Date(until).toISOString(), fresh: deps.now() <= until }
+      },
+      {
+        auth: 'session',
+        response: { 200: ReauthStatus, ...errorResponses() },
+        detail: {
+          operationId: 'getReauthStatus',
+          summary: "Until when this session's last proof (sign-in or re-authentication) counts as fresh",
+          description: 'For a page about to start something that needs a fresh proof outside fetch (the single sign-on link is a form POST): ask first when `fresh` is false.',
+        },
+      },
+    )
     .post(
       '/reauth/options',
       async ({ auth, cookie, request, set }) => {

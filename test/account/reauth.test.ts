@@ -57,6 +57,7 @@ describe('a stale session', () => {
     expect((await alice.post('/api/access-keys', { name: 'fresh', scopes: ['stats:read'] })).status).toBe(201)
     clock.advance(MINUTE + 1)
     expect((await alice.post('/api/access-keys', { name: 'stale', scopes: ['stats:read'] })).body.code).toBe('REAUTHENTICATION_REQUIRED')
+    expect((await alice.get('/api/auth/reauth')).body).toEqual({ freshUntil: new Date(Date.parse(alice.user.createdAt) + 10 * MINUTE).toISOString(), fresh: false })
     // A wrong password proves nothing.
     const wrong = await alice.post('/api/auth/reauth', { password: 'not the password' })
     expect(wrong.status).toBe(401)
@@ -68,6 +69,7 @@ describe('a stale session', () => {
     expect(right.body).toEqual({ freshUntil: new Date(clock.now() + 10 * MINUTE).toISOString() })
     expect(right.text).not.toContain(PASSWORD)
     expect((await alice.post('/api/access-keys', { name: 'proved', scopes: ['stats:read'] })).status).toBe(201)
+    expect((await alice.get('/api/auth/reauth')).body).toEqual({ freshUntil: right.body.freshUntil, fresh: true })
     clock.advance(10 * MINUTE + 1)
     expect((await alice.post('/api/access-keys', { name: 'stale again', scopes: ['stats:read'] })).status).toBe(403)
     // The proof belongs to the session that gave it, not to the account's other sessions.

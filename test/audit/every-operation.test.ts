@@ -449,6 +449,7 @@ test('every operation in the OpenAPI document leaves exactly its events', async 
     },
     passkeySignIn: { user: carolId, expected: ['auth.login'], status: 200, run: () => post(base, '/api/auth/passkey/login', { response: JSON.parse(ids.assertion) }, { svc_passkey: ids.passkeyChallenge }) },
     // Re-authentication (issue 36), with the passkey: the options leave nothing, the proof its event.
+    getReauthStatus: { user: carolId, expected: [], status: 200, run: () => carol!.get('/api/auth/reauth') },
     reauthPasskeyOptions: {
       user: carolId,
       expected: [],
