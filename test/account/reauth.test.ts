@@ -6,6 +6,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
+import { accountProtection } from '../../src/auth/protection'
+import type { AuthContext } from '../../src/auth/guard'
+import { sha256Hex } from '../../src/crypto/tokens'
 import { SoftPasskey } from '../audit/soft-passkey'
 import { PASSWORD, signUp, uniqueEmail } from '../support/client'
 import { removeDir, startTestServer, type TestServer } from '../support/server'
@@ -148,6 +151,29 @@ describe('with a passkey', () => {
     const stolen = await post(server.url, '/api/auth/reauth', { passkey: passkey.signIn(aliceOptions.body) }, { ...cookieOf(bob), svc_reauth: aliceOptions.cookies.svc_reauth })
     expect(stolen.body.code).toBe('PASSKEY_FAILED')
     expect((await bob.post('/api/access-keys', { name: 'k', scopes: ['stats:read'] })).status).toBe(403)
+  })
+})
+
+describe('the helper for routes that take the proof in their body (exporting 2FA secrets)', () => {
+  test('requireOrProve: a password (plus code) in the request proves and renews; without it the session must be fresh; a key must carry it', async () => {
+    const alice = await signUp(server.url)
+    const { freshProof } = accountProtection(server.deps)
+    const user = () => server.deps.accounts.userById(alice.user.id)!
+    const session = (): AuthContext => ({ user: user(), userId: alice.user.id, method: 'session', scopes: null, accessKey: null, sessionTokenHash: sha256Hex(alice.credentials.cookie!) })
+    await freshProof.requireOrProve(session(), undefined, 'test')
+    clock.advance(11 * MINUTE)
+    await expect(freshProof.requireOrProve(session(), undefined, 'test')).rejects.toMatchObject({ status: 403, code: 'REAUTHENTICATION_REQUIRED' })
+    await expect(freshProof.requireOrProve(session(), { password: 'wrong one' }, 'test')).rejects.toMatchObject({ status: 401, code: 'INVALID_CREDENTIALS' })
+    await freshProof.requireOrProve(session(), { password: PASSWORD }, 'test')
+    // The proof in the request counted as a re-authentication of the session.
+    expect((await alice.post('/api/access-keys', { name: 'k', scopes: ['stats:read'] })).status).toBe(201)
+    const { secret } = await enableTwoFactor(alice, clock.now())
+    clock.advance(11 * MINUTE)
+    await expect(freshProof.requireOrProve(session(), { password: PASSWORD }, 'test')).rejects.toMatchObject({ status: 400 })
+    const keyRecord = server.deps.store.accounts.data.accessKeys.find((k) => k.userId === alice.user.id)!
+    const viaKey: AuthContext = { user: user(), userId: alice.user.id, method: 'access-key', scopes: ['stats:read'], accessKey: keyRecord, sessionTokenHash: null }
+    await expect(freshProof.requireOrProve(viaKey, undefined, 'test')).rejects.toMatchObject({ status: 403, code: 'REAUTHENTICATION_REQUIRED' })
+    await freshProof.requireOrProve(viaKey, { password: PASSWORD, code: oathtool(secret, clock.now()) }, 'test')
   })
 })
 
