@@ -435,12 +435,6 @@ export class Accounts {
     return this.doc.update((data) => this.dropSessions(data, userId, keepHash))
   }
 
-  /** Whether this session signed in through single sign-on within FRESH_SIGN_IN_MS. */
-  isFreshOidcSession(tokenHash: string | null): boolean {
-    const session = tokenHash ? this.sessions.get(tokenHash) : undefined
-    return session?.signInMethod === 'oidc' && this.now() - Date.parse(session.createdAt) <= FRESH_SIGN_IN_MS
-  }
-
   /**
    * Until when this session's last proof (its sign-in, or a re-authentication) counts as fresh;
    * null for an unknown session. Issue 36: see auth/fresh-proof.ts.
