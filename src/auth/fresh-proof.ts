@@ -65,10 +65,18 @@ export class FreshProof {
   /**
    * For a route that takes the proof in its own body: a password proof when one is sent
    * (checked, and noted on the session as a re-authentication), else a fresh session; else 403
-   * REAUTHENTICATION_REQUIRED. With an access key the proof must be in the request.
+   * REAUTHENTICATION_REQUIRED. In a fresh session the password alone is checked (the session's
+   * proof covers the second factor); otherwise, with two-factor sign-in on, a code or recovery
+   * code must come with it. With an access key the proof must be in the request.
    */
   async requireOrProve(auth: AuthContext, proof: PasswordProof | undefined, client: string): Promise<void> {
     if (proof && typeof proof.password === 'string' && proof.password !== '') {
+      const fresh = auth.method === 'session' && this.deps.accounts.isFreshSession(auth.sessionTokenHash)
+      if (fresh && auth.user.passwordHash !== null && !proof.code && !proof.recoveryCode) {
+        // A fresh session proved the second factor already: the password confirms the intent.
+        await this.deps.accounts.confirmPassword(auth.user, proof.password, client)
+        return
+      }
       await this.checkPassword(auth.user, proof, client)
       if (auth.method === 'session' && auth.sessionTokenHash) await this.deps.accounts.stampReauth(auth.sessionTokenHash)
       else await this.deps.twoFactor.persist(auth.user)

@@ -168,6 +168,10 @@ describe('the helper for routes that take the proof in their body (exporting 2FA
     // The proof in the request counted as a re-authentication of the session.
     expect((await alice.post('/api/access-keys', { name: 'k', scopes: ['stats:read'] })).status).toBe(201)
     const { secret } = await enableTwoFactor(alice, clock.now())
+    // In a fresh session the password alone confirms (the session's proof covers the second factor)...
+    await freshProof.requireOrProve(session(), { password: PASSWORD }, 'test')
+    await expect(freshProof.requireOrProve(session(), { password: 'wrong one' }, 'test')).rejects.toMatchObject({ status: 401 })
+    // ...in a stale one the code must come with it.
     clock.advance(11 * MINUTE)
     await expect(freshProof.requireOrProve(session(), { password: PASSWORD }, 'test')).rejects.toMatchObject({ status: 400 })
     const keyRecord = server.deps.store.accounts.data.accessKeys.find((k) => k.userId === alice.user.id)!
