@@ -27,6 +27,14 @@ export interface Mutant {
 
 export const MUTANTS: Mutant[] = [
   {
+    name: 'reauth-fresh-proof',
+    guarantee: 'a stale session (no sign-in or re-authentication within 10 minutes) cannot make what outlives it: access keys, passkeys, device approvals, the webhook',
+    file: 'src/auth/fresh-proof.ts',
+    search: "if (auth.method !== 'session' || !accounts.isFreshSession(auth.sessionTokenHash)) throw reauthRequired()",
+    replace: "if (auth.method !== 'session') throw reauthRequired()",
+    test: 'test/account/reauth.test.ts',
+  },
+  {
     name: 'log-datasync',
     guarantee: 'crash safety: a vault or accounts write is answered only once its change log line is fsynced',
     file: 'src/store/change-log.ts',

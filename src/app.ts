@@ -34,6 +34,7 @@ import { healthRoutes } from './modules/health'
 import type { RequestRecord } from './log'
 import { accountRoutes } from './modules/account'
 import { secondFactorRoutes } from './auth/second-factor-routes'
+import { reauthRoutes } from './auth/reauth-routes'
 import { historyRoutes, lifecycleJobs, trashRoutes } from './modules/lifecycle'
 import { notificationRoutes } from './modules/lifecycle/notifications'
 import { securityAlerts } from './modules/lifecycle/security-alerts'
@@ -155,6 +156,7 @@ export function createApp(deps: AppDeps) {
     .use(deviceLoginRoutes(deps))
     .use(healthRoutes(deps))
     .use(secondFactorRoutes(deps))
+    .use(reauthRoutes(deps))
     .use(accountRoutes(deps))
     .use(historyRoutes(deps))
     .use(trashRoutes(deps))

@@ -125,7 +125,15 @@ export const currentUser = signal<User | null | undefined>(undefined)
  */
 export const sessionLost = signal(false)
 
-async function send(method: string, path: string, body?: unknown): Promise<Response> {
+/**
+ * Issue 36: what outlives a session (an access key, a passkey, a device approval, the webhook,
+ * deleting the account) needs a sign-in or re-authentication within 10 minutes. When the server
+ * answers 403 REAUTHENTICATION_REQUIRED, the page asks for the proof (components/reauth.tsx sets
+ * this; it resolves true once proved) and sends the request once more.
+ */
+export const reauthPrompt: { ask: ((reason: string) => Promise<boolean>) | null } = { ask: null }
+
+async function send(method: string, path: string, body?: unknown, retried = false): Promise<Response> {
   const init: RequestInit = { method, headers: { accept: 'application/json' }, credentials: 'same-origin', cache: 'no-store' }
   if (body !== undefined) {
     init.body = JSON.stringify(body)
@@ -148,6 +156,10 @@ async function send(method: string, path: string, body?: unknown): Promise<Respo
       message = parsed.error ?? message
     } catch {
       // not JSON: keep the status text
+    }
+    if (response.status === 403 && code === 'REAUTHENTICATION_REQUIRED' && !retried && reauthPrompt.ask && path !== '/api/auth/reauth') {
+      if (await reauthPrompt.ask(message)) return send(method, path, body, true)
+      throw new ApiError(response.status, code, 'Not done: confirm it is you to continue.', details)
     }
     // Only a missing or ended session signs the page out; a wrong password or code is the form's error.
     if (response.status === 401 && code === 'AUTH_REQUIRED' && path !== '/api/auth/me') {

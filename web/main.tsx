@@ -17,6 +17,7 @@ import { SettingsPage } from './pages/settings'
 import { TrashPage } from './pages/trash'
 import { currentPath, match, navigate } from './router'
 import { ConfirmHost, forgetUnsavedWork, Link, okToLeave, toastError, Toasts } from './ui'
+import { ReauthHost } from './components/reauth'
 
 const NAV = [
   { href: '/', label: 'Dashboard' },
@@ -138,6 +139,7 @@ function App() {
           <Shell key={user.id} user={user} hidden={lost} />
         </>
       )}
+      <ReauthHost />
       <ConfirmHost />
       <Toasts />
     </>

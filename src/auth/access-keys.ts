@@ -2,7 +2,7 @@
 // key and found through an in-memory Map (no scan, no slow hash per request). Each user's keys
 // are indexed apart, so listing and revoking do not walk every account's keys.
 import { constantTimeEqual, randomToken, sha256Hex } from '../crypto/tokens'
-import { NotFound, validationError } from '../http/errors'
+import { AppError, NotFound, validationError } from '../http/errors'
 import { removeRecord, replaceRecords } from '../store/by-id'
 import type { StoredDocument } from '../store/data-store'
 import type { AccessKeyRecord, AccountsDocument } from '../store/records'
@@ -117,6 +117,8 @@ export class AccessKeys {
       createdAt: new Date(this.now()).toISOString(),
     }
     await this.doc.update((data) => {
+      // Checked inside the write: a deletion of the account queued first wins (a device sign-in approved before it pays out nothing).
+      if (!data.users.some((user) => user.id === userId)) throw new AppError(401, 'AUTH_REQUIRED', 'This account no longer exists')
       data.accessKeys.push(record)
       this.index(record)
     })

@@ -19,7 +19,10 @@ export const SESSION_SWEEP_MS = 60 * 60_000
 /** lastSeenAt moves at most this often, and reaches disk lazily (within LAST_SEEN_FLUSH_MS). */
 const LAST_SEEN_STEP_MS = 60_000
 const LAST_SEEN_FLUSH_MS = 30_000
-/** A single sign-on session this young counts as a fresh sign-in (first password, account deletion). */
+/**
+ * A sign-in, or a re-authentication (POST /api/auth/reauth), this recent counts as a fresh proof
+ * (issue 36: what outlives a session; a first password; account deletion).
+ */
 export const FRESH_SIGN_IN_MS = 10 * 60_000
 
 /** Where and how a session started: shown in the session list. */
@@ -68,6 +71,10 @@ export class Accounts {
   private readonly usersByEmail = new Map<string, UserRecord>()
   /** By identity-provider issuer and subject: a single sign-on does not scan every user. */
   private readonly usersByIdentity = new Map<string, UserRecord>()
+  /** Owner of each passkey by its WebAuthn credential id: an anonymous passkey attempt does not scan every user. */
+  private readonly usersByCredential = new Map<string, UserRecord>()
+  /** Told, after its write, that an account was deleted (pending device sign-ins, the notifier). */
+  private readonly removedListeners: ((userId: string) => void)[] = []
   private readonly sessions = new Map<string, SessionRecord>()
   /**
    * Each account's sessions, oldest first. Built on the first session write rather than at start
@@ -103,6 +110,7 @@ export class Accounts {
     this.usersById.clear()
     this.usersByEmail.clear()
     this.usersByIdentity.clear()
+    this.usersByCredential.clear()
     this.sessions.clear()
     this.byUser = null
     for (const user of data.users) this.indexUser(user)
@@ -151,10 +159,26 @@ export class Accounts {
   private indexUser(user: UserRecord): void {
     // A replaced user's old identities leave the identity index first.
     const before = this.usersById.get(user.id)
-    if (before) for (const id of before.identities) this.usersByIdentity.delete(identityKey(id.issuer, id.subject))
+    if (before) this.unindexCredentials(before)
     this.usersById.set(user.id, user)
     this.usersByEmail.set(user.email, user)
     for (const id of user.identities) this.usersByIdentity.set(identityKey(id.issuer, id.subject), user)
+    for (const passkey of user.passkeys ?? []) this.usersByCredential.set(passkey.credentialId, user)
+  }
+
+  private unindexCredentials(user: UserRecord): void {
+    for (const id of user.identities) this.usersByIdentity.delete(identityKey(id.issuer, id.subject))
+    for (const passkey of user.passkeys ?? []) if (this.usersByCredential.get(passkey.credentialId)?.id === user.id) this.usersByCredential.delete(passkey.credentialId)
+  }
+
+  /** The user holding the passkey with this WebAuthn credential id (one Map hit). */
+  userByCredential(credentialId: string): UserRecord | undefined {
+    return this.usersByCredential.get(credentialId)
+  }
+
+  /** Runs `listener` with the id of each account deleted from now on, once its deletion is written. */
+  onUserRemoved(listener: (userId: string) => void): void {
+    this.removedListeners.push(listener)
   }
 
   userById(id: string): UserRecord | undefined {
@@ -295,7 +319,8 @@ export class Accounts {
         throw new AppError(400, 'OIDC_FAILED', 'This identity is already linked to another account of this vault')
       }
       const current = this.usersById.get(user.id) ?? user
-      this.replaceUser(data, current, { identities: [...current.identities.filter((id) => id.issuer !== identity.issuer), identity] })
+      const linkedAt = new Date(this.now()).toISOString()
+      this.replaceUser(data, current, { identities: [...current.identities.filter((id) => id.issuer !== identity.issuer), { ...identity, linkedAt }] })
       this.dropSessions(data, user.id, keepSessionHash)
     })
   }
@@ -410,10 +435,39 @@ export class Accounts {
     return this.doc.update((data) => this.dropSessions(data, userId, keepHash))
   }
 
-  /** Whether this session signed in through single sign-on within FRESH_SIGN_IN_MS. */
-  isFreshOidcSession(tokenHash: string | null): boolean {
+  /**
+   * Until when this session's last proof (its sign-in, or a re-authentication) counts as fresh;
+   * null for an unknown session. Issue 36: see auth/fresh-proof.ts.
+   */
+  freshUntil(tokenHash: string | null): number | null {
     const session = tokenHash ? this.sessions.get(tokenHash) : undefined
-    return session?.signInMethod === 'oidc' && this.now() - Date.parse(session.createdAt) <= FRESH_SIGN_IN_MS
+    if (!session) return null
+    const proved = Math.max(Date.parse(session.createdAt), session.reauthAt ? Date.parse(session.reauthAt) : 0)
+    return proved + FRESH_SIGN_IN_MS
+  }
+
+  /** Whether this session signed in or re-authenticated within FRESH_SIGN_IN_MS. */
+  isFreshSession(tokenHash: string | null): boolean {
+    const until = this.freshUntil(tokenHash)
+    return until !== null && this.now() <= until
+  }
+
+  /**
+   * Notes a fresh proof on the session (written, with whatever the proof changed in the user's
+   * record: a used code, a passkey counter); answers until when it counts.
+   */
+  async stampReauth(tokenHash: string): Promise<number> {
+    const at = new Date(this.now()).toISOString()
+    await this.doc.update((data) => {
+      const session = this.sessions.get(tokenHash)
+      if (!session) throw new AppError(401, 'AUTH_REQUIRED', 'The session has ended: sign in again')
+      const next = replaceRecord(data.sessions, session, { ...session, reauthAt: at })
+      this.sessions.set(tokenHash, next)
+      const ofUser = this.byUser?.get(next.userId)
+      const position = ofUser?.indexOf(session) ?? -1
+      if (position >= 0) ofUser![position] = next
+    })
+    return this.freshUntil(tokenHash)!
   }
 
   /**
@@ -463,8 +517,15 @@ export class Accounts {
       this.dropSessions(data, current.id, null)
       this.usersById.delete(current.id)
       if (this.usersByEmail.get(current.email)?.id === current.id) this.usersByEmail.delete(current.email)
-      for (const id of current.identities) this.usersByIdentity.delete(identityKey(id.issuer, id.subject))
+      this.unindexCredentials(current)
     })
+    for (const listener of this.removedListeners) {
+      try {
+        listener(user.id)
+      } catch {
+        // One listener's failure does not keep the others from cancelling their work.
+      }
+    }
   }
 
   /** The live session for a cookie token, or null. */

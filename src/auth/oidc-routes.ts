@@ -6,6 +6,7 @@ import type { AppDeps } from '../deps'
 import { clientAddress } from '../http/client-address'
 import { AppError } from '../http/errors'
 import { component, errorResponses, NoContent, publicErrorResponses, withResponseHeaders } from '../http/schemas'
+import { requireFreshProof } from './fresh-proof'
 import { authGuard, sessionToken } from './guard'
 import { SlidingWindow } from './login-throttle'
 import { OIDC_CALLBACK_PATH, OIDC_TRANSACTION_COOKIE, OIDC_TRANSACTION_TTL_MS, OidcSignIn } from './oidc'
@@ -154,6 +155,8 @@ export function oidcRoutes(deps: AppDeps) {
       '/oidc/link',
       async ({ auth, cookie, set }) => {
         if (!oidc) throw oidcDisabled()
+        // A linked identity signs in for ever after: not on a stolen cookie alone (issue 36).
+        requireFreshProof(accounts, auth)
         const { authorizationUrl, transaction } = await oidc.begin({ userId: auth.userId, sessionHash: auth.sessionTokenHash! })
         transactionCookie(cookie, transaction, OIDC_TRANSACTION_TTL_MS)
         set.headers['cache-control'] = 'no-store'
@@ -167,7 +170,7 @@ export function oidcRoutes(deps: AppDeps) {
           operationId: 'linkOidcIdentity',
           summary: 'Link single sign-on to this account (redirect)',
           description:
-            'Starts the same round trip as GET /api/auth/oidc (302 to the identity provider); the callback then links the identity to the signed-in account (the same session must finish it), ends every other session of the account, and redirects to `/settings`. An identity already linked to another account is refused (400 OIDC_FAILED). 404 OIDC_DISABLED when single sign-on is not configured.',
+            'Starts the same round trip as GET /api/auth/oidc (302 to the identity provider); the callback then links the identity to the signed-in account (the same session must finish it), ends every other session of the account, and redirects to `/settings`. An identity already linked to another account is refused (400 OIDC_FAILED). 404 OIDC_DISABLED when single sign-on is not configured. Needs a fresh proof (a sign-in or POST /api/auth/reauth within the last 10 minutes), else 403 REAUTHENTICATION_REQUIRED.',
         },
       },
     )

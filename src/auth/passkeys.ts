@@ -79,13 +79,11 @@ export class Passkeys {
     return typeof credentialId === 'string' ? (this.find(credentialId)?.user.id ?? null) : null
   }
 
-  /** The owner of a credential id and its record, or undefined. */
+  /** The owner of a credential id and its record, or undefined (an index lookup: no scan of the users). */
   private find(credentialId: string): { user: UserRecord; passkey: PasskeyRecord } | undefined {
-    for (const user of this.accounts.users()) {
-      const passkey = user.passkeys?.find((p) => p.credentialId === credentialId)
-      if (passkey) return { user, passkey }
-    }
-    return undefined
+    const user = this.accounts.userByCredential(credentialId)
+    const passkey = user?.passkeys?.find((p) => p.credentialId === credentialId)
+    return user && passkey ? { user, passkey } : undefined
   }
 
   async registrationOptions(user: UserRecord, sessionHash: string, rp: RelyingParty): Promise<PublicKeyCredentialCreationOptionsJSON> {

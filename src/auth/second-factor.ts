@@ -79,6 +79,12 @@ export class SealedChallenges {
   private readonly used = new Map<string, number>()
   /** Codes tried per two-factor challenge id, until the challenge expires. */
   private readonly tries = new Map<string, { count: number; exp: number }>()
+  /**
+   * Issue 36: the used ids live in memory only, so a challenge is good only in the process that
+   * issued it: one from before a restart (whose use this process cannot know) is refused. One
+   * server per data folder (the lock), so nothing else could have issued it.
+   */
+  private readonly boot = crypto.randomUUID()
 
   constructor(
     private readonly keyring: Keyring,
@@ -87,7 +93,7 @@ export class SealedChallenges {
 
   issue<T extends object>(purpose: string, payload: T, ttlMs: number): { sealed: string; id: string } {
     const id = crypto.randomUUID()
-    return { sealed: this.keyring.sealState(purpose, JSON.stringify({ ...payload, id, exp: this.now() + ttlMs })), id }
+    return { sealed: this.keyring.sealState(purpose, JSON.stringify({ ...payload, id, exp: this.now() + ttlMs, boot: this.boot })), id }
   }
 
   /** The payload when the value is genuine, unexpired and unused; else null. */
@@ -96,8 +102,8 @@ export class SealedChallenges {
     const text = this.keyring.openState(purpose, sealed)
     if (!text) return null
     try {
-      const value = JSON.parse(text) as T & { id: string; exp: number }
-      if (typeof value.exp !== 'number' || value.exp <= this.now() || this.used.has(value.id)) return null
+      const value = JSON.parse(text) as T & { id: string; exp: number; boot?: string }
+      if (typeof value.exp !== 'number' || value.exp <= this.now() || this.used.has(value.id) || value.boot !== this.boot) return null
       return value
     } catch {
       return null

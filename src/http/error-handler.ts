@@ -3,6 +3,7 @@
 import { Elysia, ValidationError } from 'elysia'
 import { INVALID_JSON_BODY } from './body'
 import { AppError } from './errors'
+import { DeletedVaultError } from '../store/errors'
 
 export type Logger = (line: string) => void
 
@@ -78,6 +79,11 @@ export function errorHandler(log: Logger) {
       set.status = error.status
       if (error.headers) Object.assign(set.headers, error.headers)
       return error.details ? { ...error.details, ...errorBody(error.message, error.code) } : errorBody(error.message, error.code)
+    }
+    // A request of an account deleted meanwhile (its vault is gone for good).
+    if (error instanceof DeletedVaultError) {
+      set.status = 401
+      return errorBody('This account no longer exists', 'AUTH_REQUIRED')
     }
     if (error instanceof ValidationError && error.type !== 'response') {
       set.status = 400

@@ -91,7 +91,7 @@ export const ErrorBody = component(
 const ERROR_DESCRIPTIONS: Record<number, string> = {
   400: 'Bad request (VALIDATION_ERROR, INVALID_JSON, ...)',
   401: 'Missing or invalid credentials (AUTH_REQUIRED, AUTH_INVALID_KEY)',
-  403: 'Valid credentials without the needed scope (AUTH_SCOPE_REQUIRED, SESSION_REQUIRED, CSRF_REJECTED)',
+  403: 'Valid credentials without the needed scope (AUTH_SCOPE_REQUIRED, SESSION_REQUIRED, CSRF_REJECTED), or without a fresh proof (REAUTHENTICATION_REQUIRED)',
   404: 'Not found, or not owned by the caller',
   409: 'Conflict: the request clashes with what exists (CATEGORY_NOT_EMPTY, EMAIL_TAKEN, a duplicate name, ...)',
   413: 'Request body too large (PAYLOAD_TOO_LARGE)',

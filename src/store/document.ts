@@ -145,6 +145,8 @@ export class Document<T> implements StoredDocument<T> {
   private fileExists = false
   private foldWanted = false
   private readonly beforeWriteHooks: ((data: T) => void)[] = []
+  /** Set once the document's files were deleted: every later commit fails with this error, writing nothing. */
+  private retired: (() => Error) | null = null
 
   private constructor(
     readonly path: string,
@@ -207,6 +209,7 @@ export class Document<T> implements StoredDocument<T> {
 
   /** Resolves once the current in-memory data is durable; shares a write with concurrent callers. */
   commit(): Promise<void> {
+    if (this.retired) return Promise.reject(this.retired())
     const batch = (this.next ??= waiter())
     if (!this.flushing) this.flush()
     return batch.promise
@@ -228,6 +231,13 @@ export class Document<T> implements StoredDocument<T> {
     if (!this.log || this.log.bytes === 0) return
     this.foldWanted = true
     await this.commit()
+  }
+
+  /** After the document's files were deleted: nothing writes them again (commits fail with `error()`). */
+  retire(error: () => Error): void {
+    this.retired = error
+    if (this.lazyTimer) clearTimeout(this.lazyTimer)
+    this.lazyTimer = null
   }
 
   /** Waits for every write under way or queued. */

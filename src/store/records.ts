@@ -8,7 +8,8 @@ export interface UserRecord {
   name: string | null
   /** argon2id (Bun.password); null for accounts that only sign in through OIDC. */
   passwordHash: string | null
-  identities: { issuer: string; subject: string }[]
+  /** `linkedAt`: when the identity was linked (issue 36: recent additions); absent on older links. */
+  identities: { issuer: string; subject: string; linkedAt?: string }[]
   createdAt: string
   // Issue 16 (account protection). Optional: accounts written before it have none of these.
   /** Two-factor sign-in, when enabled. */
@@ -60,6 +61,8 @@ export interface SessionRecord {
   userAgent?: string
   /** How this session signed in (a fresh `oidc` one may set a first password or delete the account). */
   signInMethod?: SignInMethod
+  /** Issue 36: when this session last gave a fresh proof (POST /api/auth/reauth); its sign-in counts as one too. */
+  reauthAt?: string
 }
 
 export type SignInMethod = 'password' | 'oidc' | 'passkey' | 'register'

@@ -14,6 +14,7 @@ import { join } from 'node:path'
 import { isTempFile, onFsync, probeWritable } from './atomic-file'
 import type { DataStore } from './data-store'
 import { Document } from './document'
+import { DeletedVaultError } from './errors'
 import { acquireLock } from './lock'
 import { createHash } from 'node:crypto'
 import { ACCOUNTS_LISTS, FORMAT_VERSION, VAULT_LISTS, type AccountsDocument, type VaultDocument } from './records'
@@ -113,6 +114,12 @@ export class Store implements DataStore {
   private readonly vaults = new Map<string, CachedVault>()
   /** Closed vaults, reachable while something still holds them (see the top of this file). */
   private readonly closed = new Map<string, WeakRef<Document<VaultDocument>>>()
+  /**
+   * Vaults deleted since start (account deletion): never opened, so never created, again. Kept in
+   * memory only: what could still reach them (device sign-ins, deliveries, late audit events)
+   * lives in memory too and ends with the process; user ids are random UUIDs, never reused.
+   */
+  private readonly deleted = new Set<string>()
   private readonly forgetClosed = new FinalizationRegistry<string>((userId) => {
     if (this.closed.get(userId)?.deref() === undefined) this.closed.delete(userId)
   })
@@ -196,6 +203,7 @@ export class Store implements DataStore {
 
   /** The user's vault document, opened on first use and kept while used; `create` makes a new one. */
   vault(userId: string, create: () => VaultDocument): Promise<Document<VaultDocument>> {
+    if (this.deleted.has(userId)) return Promise.reject(new DeletedVaultError())
     const known = this.vaults.get(userId)
     if (known) {
       this.touch(userId, known)
@@ -246,11 +254,14 @@ export class Store implements DataStore {
    */
   async deleteVault(userId: string): Promise<void> {
     const path = this.vaultPath(userId)
+    this.deleted.add(userId)
     const known = this.vaults.get(userId)?.document ?? this.closed.get(userId)?.deref()
     this.vaults.delete(userId)
     this.closed.delete(userId)
     const vault = known ? await Promise.resolve(known).catch(() => null) : null
     await vault?.settle()
+    // A holder of the document (a delivery, an audit anchor) can no longer write it back.
+    vault?.retire(() => new DeletedVaultError())
     for (const file of [`${path}.log`, path]) {
       try {
         unlinkSync(file)
@@ -293,6 +304,11 @@ export class Store implements DataStore {
       closed++
     }
     return closed
+  }
+
+  /** Whether the vault was deleted since start (a pass over vaultIds() skips it). */
+  wasDeleted(userId: string): boolean {
+    return this.deleted.has(userId)
   }
 
   /** Ids of every vault on disk. */

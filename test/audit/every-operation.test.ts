@@ -348,6 +348,7 @@ test('every operation in the OpenAPI document leaves exactly its events', async 
       },
       run: () => carol!.get('/api/account/sessions'),
     },
+    listRecentAdditions: { user: carolId, expected: [], status: 200, run: () => carol!.get('/api/account/recent-additions') },
     setupAccountTwoFactor: {
       user: carolId,
       expected: [],
@@ -447,6 +448,25 @@ test('every operation in the OpenAPI document leaves exactly its events', async 
       },
     },
     passkeySignIn: { user: carolId, expected: ['auth.login'], status: 200, run: () => post(base, '/api/auth/passkey/login', { response: JSON.parse(ids.assertion) }, { svc_passkey: ids.passkeyChallenge }) },
+    // Re-authentication (issue 36), with the passkey: the options leave nothing, the proof its event.
+    getReauthStatus: { user: carolId, expected: [], status: 200, run: () => carol!.get('/api/auth/reauth') },
+    reauthPasskeyOptions: {
+      user: carolId,
+      expected: [],
+      status: 200,
+      run: async () => {
+        const answer = await post(base, '/api/auth/reauth/options', {}, { svc_session: carol!.credentials.cookie! })
+        ids.reauthChallenge = answer.cookies.svc_reauth
+        ids.reauthAssertion = JSON.stringify(passkey!.signIn(answer.body))
+        return answer
+      },
+    },
+    reauthenticate: {
+      user: carolId,
+      expected: ['auth.reauth'],
+      status: 200,
+      run: () => post(base, '/api/auth/reauth', { passkey: JSON.parse(ids.reauthAssertion) }, { svc_session: carol!.credentials.cookie!, svc_reauth: ids.reauthChallenge }),
+    },
     deletePasskey: {
       user: carolId,
       expected: ['passkey.delete'],

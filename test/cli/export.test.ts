@@ -76,6 +76,6 @@ describe('svc export --format', () => {
     expect(several.code).toBe(1)
     expect(several.stderr).toContain('several values')
     expect(await svc(['get', 'DB_PASSWORD'], { env })).toMatchObject({ code: 0, stdout: PASSWORD })
-    expect(await svc(['get', 'PORT', '-e', 'development'], { env })).toMatchObject({ code: 0, stdout: '3000\n' })
+    expect(await svc(['get', 'PORT', '-e', 'development'], { env })).toMatchObject({ code: 0, stdout: '3000' })
   })
 })

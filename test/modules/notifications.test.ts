@@ -107,11 +107,13 @@ test('one signed POST a day lists due items by name, category and date, never a 
   expect(received).toHaveLength(4)
   expect((await alice.get('/api/account/notifications')).body.lastDelivery).toMatchObject({ status: 'delivered', attempts: 3 })
 
-  // Without a secret, no signature; null turns notifications off.
+  // Without a secret, no signature; null turns notifications off (a day on: the session re-authenticates first).
+  await alice.reauth()
   expect((await alice.put('/api/account/notifications', { webhookUrl: hook(), secret: null })).body.hasSecret).toBe(false)
   clock += DAY
   await notifier.tick()
   expect(received.at(-1)!.headers.get('x-svc-signature')).toBeNull()
+  await alice.reauth()
   expect((await alice.put('/api/account/notifications', { webhookUrl: null })).body).toEqual({ webhookUrl: null, hasSecret: false, lastDelivery: null })
   const count = received.length
   clock += DAY

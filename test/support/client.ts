@@ -54,9 +54,24 @@ export class Client {
     return this.request<T>('DELETE', path, undefined, headers)
   }
 
-  /** Creates an access key with these scopes and returns a client using it. */
+  /**
+   * Confirms it is the owner again (POST /api/auth/reauth, issue 36): what outlives a session
+   * (access keys, passkeys, the webhook...) needs a sign-in or this within the last 10 minutes.
+   */
+  async reauth(proof: Record<string, unknown> = { password: PASSWORD }): Promise<Answer> {
+    const answer = await this.post('/api/auth/reauth', proof)
+    if (answer.status !== 200) throw new Error(`re-authentication failed: ${answer.status} ${answer.text}`)
+    return answer
+  }
+
+  /** Creates an access key with these scopes and returns a client using it (re-authenticating with PASSWORD when the session's proof is stale). */
   async keyClient(scopes: string[], extra: Record<string, unknown> = {}): Promise<Client> {
-    const created = await this.post('/api/access-keys', { name: `key ${++counter}`, scopes, ...extra })
+    const body = { name: `key ${++counter}`, scopes, ...extra }
+    let created = await this.post('/api/access-keys', body)
+    if (created.status === 403 && created.body?.code === 'REAUTHENTICATION_REQUIRED') {
+      await this.reauth()
+      created = await this.post('/api/access-keys', body)
+    }
     if (created.status !== 201) throw new Error(`access key not created: ${created.status} ${created.text}`)
     return this.withKey(created.body.key)
   }

@@ -1,12 +1,68 @@
 // Settings → Security (issue 16): two-factor sign-in, passkeys, sessions, password, and deleting
 // the account. Every change that could lock someone out asks for the password (an account made
 // through single sign-on has none: the server then wants a single sign-on sign-in of the last 10
-// minutes instead).
+// minutes instead). What outlives a session (passkeys, access keys, single sign-on, the webhook,
+// deleting the account) asks to confirm it is you when the proof is older than 10 minutes
+// (components/reauth.tsx); signing out others and a password change offer to remove what was
+// added in the last 30 days (issue 36).
 import { useState } from 'preact/hooks'
 import { api, currentUser, type User } from '../api'
 import { registerPasskey, type Passkey } from '../passkeys'
 import { navigate } from '../router'
-import { confirmAction, downloadText, Field, FormError, formatDate, inputValue, Loading, relativeTime, toast, toastError, useLoad, useSubmission } from '../ui'
+import { confirmAction, downloadText, Field, FormError, formatDate, inputValue, Loading, Modal, relativeTime, toast, toastError, useLoad, useSubmission } from '../ui'
+
+/** GET /api/account/recent-additions (issue 36): what a stolen session could have added. */
+interface RecentAdditions {
+  since: string
+  passkeys: { id: string; name: string; createdAt: string }[]
+  accessKeys: { id: string; name: string; keyPrefix: string; createdAt: string; lastUsedAt: string | null }[]
+  oidcLinks: { name: string | null; linkedAt: string }[]
+}
+
+/** What to remove in the same step as signing out others or changing the password. */
+interface Removal {
+  passkeys: string[]
+  accessKeys: string[]
+  oidcLink: boolean
+}
+
+const NO_REMOVAL: Removal = { passkeys: [], accessKeys: [], oidcLink: false }
+const removalBody = (removal: Removal) =>
+  removal.passkeys.length || removal.accessKeys.length || removal.oidcLink ? { remove: removal } : {}
+
+/**
+ * Lists the passkeys, access keys and single sign-on links of the last 30 days with a box each:
+ * the ones ticked go in the same step (sign out everywhere else, a password change).
+ */
+function RecentAdditionsChoice(props: { value: Removal; onChange(value: Removal): void }) {
+  const recent = useLoad(() => api<RecentAdditions>('GET', '/api/account/recent-additions'))
+  if (!recent.data) return <Loading error={recent.error} />
+  const { passkeys, accessKeys, oidcLinks } = recent.data
+  if (passkeys.length + accessKeys.length + oidcLinks.length === 0) return <p class="muted">Nothing that outlives a session was added in the last 30 days.</p>
+  const toggle = (list: 'passkeys' | 'accessKeys', id: string, on: boolean) =>
+    props.onChange({ ...props.value, [list]: on ? [...props.value[list], id] : props.value[list].filter((x) => x !== id) })
+  return (
+    <fieldset class="stack recent-additions" aria-label="Added in the last 30 days">
+      <legend>Added in the last 30 days: tick what you did not add, to remove it now</legend>
+      {passkeys.map((p) => (
+        <label key={p.id} class="check">
+          <input type="checkbox" checked={props.value.passkeys.includes(p.id)} onChange={(event) => toggle('passkeys', p.id, event.currentTarget.checked)} /> Passkey “{p.name}”, added {formatDate(p.createdAt)}
+        </label>
+      ))}
+      {accessKeys.map((k) => (
+        <label key={k.id} class="check">
+          <input type="checkbox" checked={props.value.accessKeys.includes(k.id)} onChange={(event) => toggle('accessKeys', k.id, event.currentTarget.checked)} /> Access key “{k.name}” (<code>{k.keyPrefix}…</code>), created {formatDate(k.createdAt)}
+          {k.lastUsedAt ? `, last used ${relativeTime(k.lastUsedAt)}` : ', never used'}
+        </label>
+      ))}
+      {oidcLinks.map((l) => (
+        <label key={l.linkedAt} class="check">
+          <input type="checkbox" checked={props.value.oidcLink} onChange={(event) => props.onChange({ ...props.value, oidcLink: event.currentTarget.checked })} /> Single sign-on{l.name ? ` (${l.name})` : ''}, linked {formatDate(l.linkedAt)}
+        </label>
+      ))}
+    </fieldset>
+  )
+}
 
 interface SessionItem {
   id: string
@@ -295,16 +351,17 @@ function SessionsSection() {
       toastError(failure)
     }
   }
-  const endOthers = async () => {
-    if (!(await confirmAction('Sign out every other browser and device?', 'Sign out others'))) return
-    try {
-      await api('POST', '/api/account/sessions/revoke-others')
+  const [endingOthers, setEndingOthers] = useState(false)
+  const [removal, setRemoval] = useState<Removal>(NO_REMOVAL)
+  const ending = useSubmission()
+  const endOthers = () =>
+    ending.run(async () => {
+      await api('POST', '/api/account/sessions/revoke-others', removalBody(removal))
       toast('Every other session ended')
+      setEndingOthers(false)
+      setRemoval(NO_REMOVAL)
       list.reload()
-    } catch (failure) {
-      toastError(failure)
-    }
-  }
+    })
   return (
     <div class="card">
       <h2>Sessions</h2>
@@ -342,12 +399,29 @@ function SessionsSection() {
           </table>
           {list.data.length > 1 && (
             <div class="actions actions-start">
-              <button type="button" class="btn" onClick={endOthers}>
+              <button type="button" class="btn" onClick={() => setEndingOthers(true)}>
                 Sign out everywhere else
               </button>
             </div>
           )}
         </>
+      )}
+      {endingOthers && (
+        <Modal title="Sign out everywhere else" onClose={() => setEndingOthers(false)}>
+          <div class="stack">
+            <p>Every other browser and device is signed out. Access keys, passkeys and single sign-on outlive sessions: remove any you did not add.</p>
+            <RecentAdditionsChoice value={removal} onChange={setRemoval} />
+            <FormError error={ending.error} />
+            <div class="actions">
+              <button type="button" class="btn" onClick={() => setEndingOthers(false)}>
+                Cancel
+              </button>
+              <button type="button" class="btn btn-danger" onClick={endOthers} disabled={ending.busy}>
+                Sign out others
+              </button>
+            </div>
+          </div>
+        </Modal>
       )}
     </div>
   )
@@ -356,14 +430,20 @@ function SessionsSection() {
 function PasswordSection(props: { hasPassword: boolean | undefined }) {
   const [current, setCurrent] = useState('')
   const [next, setNext] = useState('')
+  const [removal, setRemoval] = useState<Removal>(NO_REMOVAL)
+  const [shown, setShown] = useState(0)
   const { busy, error, setError, run } = useSubmission()
   const submit = (event: Event) => {
     event.preventDefault()
     setError(null)
     return run(async () => {
-      await api('POST', '/api/account/password', props.hasPassword === false ? { newPassword: next } : { currentPassword: current, newPassword: next })
+      const body = props.hasPassword === false ? { newPassword: next } : { currentPassword: current, newPassword: next }
+      await api('POST', '/api/account/password', { ...body, ...removalBody(removal) })
       setCurrent('')
       setNext('')
+      setRemoval(NO_REMOVAL)
+      // The list is loaded again: what was removed is gone from it.
+      setShown(shown + 1)
       toast('Password changed; every other session was signed out')
     })
   }
@@ -379,6 +459,7 @@ function PasswordSection(props: { hasPassword: boolean | undefined }) {
         <Field label="New password" hint="At least 8 characters. Every other session is signed out.">
           <input name="newPassword" type="password" autoComplete="new-password" minLength={8} required value={next} onInput={(event) => setNext(inputValue(event))} />
         </Field>
+        <RecentAdditionsChoice key={shown} value={removal} onChange={setRemoval} />
         <FormError error={error} />
         <div class="actions actions-start">
           <button type="submit" class="btn btn-primary" disabled={busy}>

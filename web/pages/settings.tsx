@@ -1,6 +1,6 @@
 // Settings: the account, and single sign-on linked to it (issue 14). Linking is a form POST, so
 // the browser itself follows the redirect to the identity provider and comes back here.
-import { api, currentUser } from '../api'
+import { api, currentUser, reauthPrompt } from '../api'
 import { confirmAction, Loading, toast, toastError, useLoad } from '../ui'
 import { SecuritySettings } from './settings-security'
 import { NotificationSettingsCard } from '../components/notification-settings'
@@ -22,6 +22,18 @@ export function SettingsPage() {
       await api('DELETE', '/api/auth/oidc/link')
       toast('Single sign-on unlinked')
       status.reload()
+    } catch (error) {
+      toastError(error)
+    }
+  }
+  // Linking outlives the session (issue 36): a stale proof is renewed before the form leaves.
+  async function link(event: Event) {
+    event.preventDefault()
+    const form = event.currentTarget as HTMLFormElement
+    try {
+      const status = await api<{ fresh: boolean }>('GET', '/api/auth/reauth')
+      if (!status.fresh && !(await reauthPrompt.ask?.('Confirm it is you to link single sign-on'))) return
+      form.submit()
     } catch (error) {
       toastError(error)
     }
@@ -51,7 +63,7 @@ export function SettingsPage() {
             )}
           </>
         ) : (
-          <form method="post" action="/api/auth/oidc/link">
+          <form method="post" action="/api/auth/oidc/link" onSubmit={link}>
             <p class="muted">Sign in at {provider} once to link it; every other session of this account then ends.</p>
             <button type="submit" class="btn btn-primary">
               Link single sign-on

@@ -1,6 +1,7 @@
 // /api/access-keys: session authentication only, so a key can neither mint nor revoke keys.
 import { Elysia, t } from 'elysia'
 import type { AccessKeys } from '../../auth/access-keys'
+import { requireFreshProof } from '../../auth/fresh-proof'
 import { authGuard, type GuardDeps } from '../../auth/guard'
 import { errorResponses, IdParams, NoContent } from '../../http/schemas'
 import { AccessKeySchema, CreateAccessKeyBody, CreatedAccessKeySchema } from './model'
@@ -17,6 +18,8 @@ export function accessKeyRoutes(deps: GuardDeps & { accessKeys: AccessKeys }) {
     .post(
       '/',
       async ({ auth, audit, body, set }) => {
+        // A key outlives the session: a stolen cookie alone must not mint one (issue 36).
+        requireFreshProof(deps.accounts, auth)
         const created = await accessKeys.create(auth.userId, body)
         await audit('access_key.create', [{ kind: 'access_key', id: created.id, name: created.name }], { scopes: created.scopes, expiresAt: created.expiresAt })
         set.status = 201
@@ -26,7 +29,11 @@ export function accessKeyRoutes(deps: GuardDeps & { accessKeys: AccessKeys }) {
         auth: 'session',
         body: CreateAccessKeyBody,
         response: { 201: CreatedAccessKeySchema, ...errorResponses(400, 413) },
-        detail: { operationId: 'createAccessKey', summary: 'Create an access key; the answer holds the key, shown this once' },
+        detail: {
+          operationId: 'createAccessKey',
+          summary: 'Create an access key; the answer holds the key, shown this once',
+          description: 'Needs a fresh proof: a sign-in or POST /api/auth/reauth of this session within the last 10 minutes, else 403 REAUTHENTICATION_REQUIRED.',
+        },
       },
     )
     .delete(

@@ -1,6 +1,7 @@
 // /api/account: two-factor sign-in, passkeys, sessions, password and deletion (issue 16).
 // Every route is session-only: an access key gets 403 SESSION_REQUIRED (before its body is read).
-import { Elysia } from 'elysia'
+import { Elysia, t } from 'elysia'
+import { requireFreshProof } from '../../auth/fresh-proof'
 import { authGuard } from '../../auth/guard'
 import { relyingParty } from '../../auth/passkeys'
 import { accountProtection } from '../../auth/protection'
@@ -16,23 +17,35 @@ import {
   PasskeyRegisterBody,
   PasskeyRegistrationOptions,
   PasswordBody,
+  RecentAdditionsAnswer,
   RecoveryCodesAnswer,
+  RevokeOthersBody,
   SecondFactorWithPasswordBody,
   SessionList,
   TwoFactorSetupAnswer,
 } from './model'
-import { AccountSettings } from './service'
+import { AccountSettings, type Removed } from './service'
 import { sessionActor } from '../audit/service'
+import type { AuditFn } from '../../auth/guard'
 
 const userRef = (id: string) => ({ kind: 'user', id, name: null })
 
+/** One event per removed item, as their own endpoints record them. */
+async function auditRemoved(audit: AuditFn, userId: string, removed: Removed): Promise<void> {
+  for (const p of removed.passkeys) await audit('passkey.delete', [{ kind: 'passkey', id: p.id, name: p.name }], { recent: true })
+  for (const k of removed.accessKeys) await audit('access_key.revoke', [{ kind: 'access_key', id: k.id, name: k.name }], { recent: true })
+  if (removed.oidcLink) await audit('auth.oidc_unlink', [userRef(userId)], { recent: true })
+}
+
+const REMOVE =
+  'With `remove` (chosen from GET /api/account/recent-additions), the passkeys, access keys and single sign-on link named go in the same step; every id is checked first (404 PASSKEY_NOT_FOUND, ACCESS_KEY_NOT_FOUND, nothing changed), and unlinking the only way in is 409 LAST_SIGN_IN_METHOD.'
 const REAUTH =
   'The password is checked like a sign-in (401 INVALID_CREDENTIALS, 429 TOO_MANY_ATTEMPTS, counted before the check); an account without a password (single sign-on only) instead needs a single sign-on sign-in within the last 10 minutes (else 403 REAUTHENTICATION_REQUIRED).'
 
 export function accountRoutes(deps: AppDeps) {
   const { config } = deps
   const { twoFactor, passkeys } = accountProtection(deps)
-  const settings = new AccountSettings(deps.accounts, deps.accessKeys, deps.store)
+  const settings = new AccountSettings(deps.accounts, deps.accessKeys, deps.store, deps.now)
 
   return new Elysia({ prefix: '/api/account', tags: ['Account'] })
     .use(authGuard(deps))
@@ -141,9 +154,20 @@ export function accountRoutes(deps: AppDeps) {
         detail: { operationId: 'endSession', summary: 'End one session', description: '404 SESSION_NOT_FOUND for an unknown or foreign id. Ending the current session signs this browser out.' },
       },
     )
+    .get('/recent-additions', ({ auth }) => settings.recentAdditions(auth.user, config.oidc?.name ?? null), {
+      auth: 'session',
+      response: { 200: RecentAdditionsAnswer, ...errorResponses() },
+      detail: {
+        operationId: 'listRecentAdditions',
+        summary: 'Passkeys, access keys and single sign-on links added in the last 30 days',
+        description:
+          'What outlives a session and a stolen session could have added: "sign out everywhere else" and a password change offer to remove them in the same step (their `remove` field).',
+      },
+    })
     .post(
       '/sessions/revoke-others',
-      async ({ auth, audit, set }) => {
+      async ({ auth, audit, body, set }) => {
+        settings.checkRemoval(auth.user, body?.remove)
         const others = deps.accounts.liveSessions(auth.userId).filter((s) => s.tokenHash !== auth.sessionTokenHash)
         const count = await deps.accounts.endOtherSessions(auth.userId, auth.sessionTokenHash)
         await audit(
@@ -151,19 +175,23 @@ export function accountRoutes(deps: AppDeps) {
           others.map((s) => ({ kind: 'session', id: s.id!, name: null })),
           { others: true, count, sessions: others.map((s) => sessionActor(s.tokenHash).id) },
         )
+        await auditRemoved(audit, auth.userId, await settings.removeAdditions(auth.user, body?.remove))
         set.status = 204
       },
       {
         auth: 'session',
-        response: { 204: NoContent, ...errorResponses() },
-        detail: { operationId: 'endOtherSessions', summary: 'End every session but this one' },
+        body: t.Optional(RevokeOthersBody),
+        response: { 204: NoContent, ...errorResponses(400, 404, 409) },
+        detail: { operationId: 'endOtherSessions', summary: 'End every session but this one', description: REMOVE },
       },
     )
     .post(
       '/password',
       async ({ auth, audit, body, request, server, set }) => {
+        settings.checkRemoval(auth.user, body.remove, true)
         await settings.changePassword(auth, body, clientAddress(request, server, config))
         await audit('auth.password_change', [userRef(auth.userId)])
+        await auditRemoved(audit, auth.userId, await settings.removeAdditions(auth.user, body.remove))
         set.status = 204
       },
       {
@@ -173,13 +201,15 @@ export function accountRoutes(deps: AppDeps) {
         detail: {
           operationId: 'changePassword',
           summary: 'Change the password',
-          description: `Sets newPassword (8 to 1024 characters) and ends every other session of the account. A wrong currentPassword is 401 INVALID_CREDENTIALS. An account without a password (single sign-on only) sets its first one without currentPassword within 10 minutes of a single sign-on sign-in (else 403 REAUTHENTICATION_REQUIRED). ${REAUTH}`,
+          description: `Sets newPassword (8 to 1024 characters) and ends every other session of the account. A wrong currentPassword is 401 INVALID_CREDENTIALS. An account without a password (single sign-on only) sets its first one without currentPassword within 10 minutes of a single sign-on sign-in (else 403 REAUTHENTICATION_REQUIRED). ${REAUTH} ${REMOVE}`,
         },
       },
     )
     .delete(
       '',
       async ({ auth, body, cookie, request, server, set }) => {
+        // The password confirms the intent; with two-factor sign-in on it is not the whole proof (issue 36).
+        if (auth.user.twoFactor) requireFreshProof(deps.accounts, auth)
         await settings.deleteAccount(auth, body?.password, clientAddress(request, server, config))
         clearSessionCookie(cookie, config)
         if (deps.audit) {
@@ -196,7 +226,7 @@ export function accountRoutes(deps: AppDeps) {
         detail: {
           operationId: 'deleteAccount',
           summary: 'Delete the account',
-          description: `Deletes the account, its vault file and change log, its access keys and its sessions (204, and the cookie is cleared). A backup taken before still restores it. ${REAUTH}`,
+          description: `Deletes the account, its vault file and change log, its access keys and its sessions (204, and the cookie is cleared); device sign-ins it approved and deliveries queued for it are cancelled. A backup taken before still restores it. ${REAUTH} With two-factor sign-in on, the session must also have signed in or re-authenticated (POST /api/auth/reauth) within the last 10 minutes, else 403 REAUTHENTICATION_REQUIRED.`,
         },
       },
     )
@@ -208,6 +238,7 @@ export function accountRoutes(deps: AppDeps) {
     .post(
       '/passkeys/options',
       async ({ auth, request, server, set }) => {
+        requireFreshProof(deps.accounts, auth)
         set.headers['cache-control'] = 'no-store'
         return passkeys.registrationOptions(auth.user, auth.sessionTokenHash!, relyingParty(config, request, server?.port))
       },
@@ -218,13 +249,14 @@ export function accountRoutes(deps: AppDeps) {
           operationId: 'passkeyRegistrationOptions',
           summary: 'Start registering a passkey',
           description:
-            'WebAuthn creation options (a discoverable credential; relying party: the host of SVC_BASE_URL, or without it the loopback host the request reached). The challenge is good for 5 minutes and one POST /api/account/passkeys from this session.',
+            'WebAuthn creation options (a discoverable credential; relying party: the host of SVC_BASE_URL, or without it the loopback host the request reached). The challenge is good for 5 minutes and one POST /api/account/passkeys from this session. Needs a fresh proof (a sign-in or POST /api/auth/reauth within the last 10 minutes), else 403 REAUTHENTICATION_REQUIRED.',
         },
       },
     )
     .post(
       '/passkeys',
       async ({ auth, audit, body, set }) => {
+        requireFreshProof(deps.accounts, auth)
         const created = await passkeys.register(auth.user, auth.sessionTokenHash!, body.name ?? '', body.response as never)
         await audit('passkey.create', [{ kind: 'passkey', id: created.id, name: created.name }])
         set.status = 201
@@ -237,7 +269,7 @@ export function accountRoutes(deps: AppDeps) {
         detail: {
           operationId: 'registerPasskey',
           summary: 'Register a passkey',
-          description: 'Verifies the browser\'s registration response against the challenge of POST /api/account/passkeys/options. 401 PASSKEY_FAILED when it does not verify or the challenge is missing or used; 409 PASSKEY_FAILED past 20 passkeys.',
+          description: 'Verifies the browser\'s registration response against the challenge of POST /api/account/passkeys/options. 401 PASSKEY_FAILED when it does not verify or the challenge is missing or used; 409 PASSKEY_FAILED past 20 passkeys. Needs a fresh proof (a sign-in or POST /api/auth/reauth within the last 10 minutes), else 403 REAUTHENTICATION_REQUIRED.',
         },
       },
     )

@@ -41,10 +41,30 @@ export const SessionList = t.Array(SessionItem)
 
 export const RevokeOthersAnswer = t.Object({ ended: t.Integer({ description: 'How many sessions were ended' }) })
 
+/** What to remove in the same step as signing out everywhere else or changing the password (issue 36). */
+export const RemoveAdditions = strictObject(
+  {
+    passkeys: t.Optional(t.Array(t.String({ maxLength: 100 }), { maxItems: 100, description: 'Ids of passkeys to delete' })),
+    accessKeys: t.Optional(t.Array(t.String({ maxLength: 100 }), { maxItems: 1000, description: 'Ids of access keys to revoke' })),
+    oidcLink: t.Optional(t.Boolean({ description: 'true: unlink single sign-on' })),
+  },
+  'What to remove at once, usually chosen from GET /api/account/recent-additions; every id is checked before anything is removed (404 PASSKEY_NOT_FOUND, ACCESS_KEY_NOT_FOUND)',
+)
+
+export const RevokeOthersBody = strictObject({ remove: t.Optional(RemoveAdditions) })
+
 export const ChangePasswordBody = strictObject({
   currentPassword: t.Optional(t.String({ maxLength: 1024, description: 'Required when the account has a password' })),
   newPassword: t.String({ minLength: 8, maxLength: 1024, error: 'must be 8 to 1024 characters' }),
+  remove: t.Optional(RemoveAdditions),
 })
+
+export const RecentAdditionsAnswer = component('RecentAdditions', t.Object({
+  since: Timestamp,
+  passkeys: t.Array(t.Object({ id: t.String(), name: t.String(), createdAt: Timestamp })),
+  accessKeys: t.Array(t.Object({ id: t.String(), name: t.String(), keyPrefix: t.String(), createdAt: Timestamp, lastUsedAt: t.Union([Timestamp, t.Null()]) })),
+  oidcLinks: t.Array(t.Object({ name: t.Union([t.String(), t.Null()], { description: "The provider's display name (SVC_OIDC_NAME)" }), linkedAt: Timestamp })),
+}, { description: 'What was added to the account in the last 30 days and outlives a session: a stolen session may have added it' }))
 
 export const PasskeyItem = component('Passkey', t.Object({
   id: t.String(),

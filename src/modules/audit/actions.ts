@@ -9,6 +9,8 @@ export const AUDIT_ACTIONS = [
   'auth.logout',
   'auth.session_end',
   'auth.password_change',
+  // A re-authentication (issue 36): `method` password or passkey; failed ones as outcome failed.
+  'auth.reauth',
   'auth.twofa_change',
   // The second step locked for 15 minutes after 20 wrong codes within a day (issue 36).
   'auth.twofa_locked',

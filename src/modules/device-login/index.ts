@@ -9,6 +9,7 @@
 // EXPIRED_TOKEN, ACCESS_DENIED, INVALID_GRANT.
 import { Elysia } from 'elysia'
 import { publicAccessKey } from '../../auth/access-keys'
+import { requireFreshProof } from '../../auth/fresh-proof'
 import { authGuard, type AuthContext } from '../../auth/guard'
 import { clientAddress } from '../../http/client-address'
 import type { AppDeps } from '../../deps'
@@ -35,6 +36,8 @@ function ownKey(auth: AuthContext) {
 
 export function deviceLoginRoutes(deps: AppDeps) {
   const logins = new DeviceLogins(deps.accessKeys, deps.config.baseUrl, deps.now)
+  // A deleted account's approved sign-ins pay out nothing (issue 36).
+  deps.accounts.onUserRemoved((userId) => logins.cancelFor(userId))
   return new Elysia({ name: 'deviceLoginRoutes', prefix: '/api/auth', tags: ['Authentication'] })
     .use(authGuard(deps))
     .post('/device', ({ body, request, server }) => logins.start(body, clientAddress(request, server, deps.config)), {
@@ -88,6 +91,8 @@ export function deviceLoginRoutes(deps: AppDeps) {
       },
     })
     .post('/device/:userCode/approve', async ({ auth, audit, params }) => {
+      // Approving pays out a 90-day key: not on a stolen cookie alone (issue 36).
+      requireFreshProof(deps.accounts, auth)
       const decided = logins.decide(auth.userId, params.userCode, true)
       await audit('device_login.approve', [], { deviceName: decided.deviceName, keyName: keyNameFor(decided.deviceName), scopes: decided.scopes })
       return { status: decided.status }
@@ -98,6 +103,7 @@ export function deviceLoginRoutes(deps: AppDeps) {
       detail: {
         operationId: 'approveDeviceLogin',
         summary: 'Approve a device sign-in: the CLI receives a new access key of yours on its next poll',
+        description: 'Needs a fresh proof (a sign-in or POST /api/auth/reauth within the last 10 minutes), else 403 REAUTHENTICATION_REQUIRED.',
       },
     })
     .post('/device/:userCode/deny', async ({ auth, audit, params }) => {

@@ -218,6 +218,11 @@ export class DeviceLogins {
     return { status, deviceName: request.deviceName, scopes: [...request.scopes] }
   }
 
+  /** Drops the sign-ins this user approved that the CLI has not collected yet (account deletion). */
+  cancelFor(userId: string): void {
+    for (const request of [...this.byDeviceCode.values()]) if (request.approvedBy === userId) this.remove(request)
+  }
+
   private pending(userId: string, userCode: string): DeviceRequest {
     const retry = this.lookupWait(userId)
     if (retry > 0) throw tooMany(retry, 'Too many unknown codes; try again later')

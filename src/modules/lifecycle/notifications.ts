@@ -6,6 +6,7 @@
 // until the next day. The settings live in the owner's vault document, the secret sealed.
 import { Elysia } from 'elysia'
 import { isIP } from 'node:net'
+import { requireFreshProof } from '../../auth/fresh-proof'
 import { authGuard } from '../../auth/guard'
 import type { AppDeps } from '../../deps'
 import { AppError } from '../../http/errors'
@@ -170,9 +171,15 @@ export class Notifier {
   /** Finds every user with a webhook (each vault on disk; the background pass). */
   async scan(): Promise<void> {
     for (const userId of this.deps.store.vaultIds()) {
+      if (this.deps.store.wasDeleted(userId)) continue
       const { data } = await this.deps.vaults.open(userId)
       if (data.notifications?.webhookUrl) this.watched.add(userId)
     }
+  }
+
+  /** Stops delivering to a deleted account (issue 36). */
+  forget(userId: string): void {
+    this.watched.delete(userId)
   }
 
   /** One delivery round over the users with a webhook, PARALLEL_DELIVERIES at a time. */
@@ -279,7 +286,12 @@ const notifiers = new WeakMap<object, Notifier>()
 /** The one notifier of an app's services (routes and jobs share it; tests reach it too). */
 export function notifierOf(deps: AppDeps): Notifier {
   let notifier = notifiers.get(deps)
-  if (!notifier) notifiers.set(deps, (notifier = new Notifier(deps)))
+  if (!notifier) {
+    notifiers.set(deps, (notifier = new Notifier(deps)))
+    const created = notifier
+    // A deleted account's webhook is not delivered to again (its vault would come back).
+    deps.accounts.onUserRemoved((userId) => created.forget(userId))
+  }
   return notifier
 }
 
@@ -297,6 +309,8 @@ export function notificationRoutes(deps: AppDeps) {
       },
     })
     .put('/', async ({ auth, audit, body, request }) => {
+      // Where the vault sends its reminders outlives the session (issue 36).
+      requireFreshProof(deps.accounts, auth)
       const settings = await notifier.update(auth.userId, body, request.headers.get('host'))
       // Which fields were sent, and whether a webhook is set: never its URL (it may hold a token) or secret.
       await audit('notifications.update', [{ kind: 'user', id: auth.userId, name: null }], { fields: Object.keys(body).sort(), webhook: settings.webhookUrl !== null })

@@ -229,6 +229,8 @@ export class TrashService {
   async sweepAll(store: Store): Promise<number> {
     let purged = 0
     for (const userId of store.vaultIds()) {
+      // Deleted since the listing: not opened (that would fail; nothing re-creates it).
+      if (store.wasDeleted(userId)) continue
       const { data, doc } = await this.vaults.open(userId)
       const expired = expiredItems(data, this.now())
       if (expired.length === 0) continue
