@@ -135,6 +135,10 @@ export interface TwoFactorRecord {
   digits?: number
   /** Seconds. */
   period?: number
+  /** Issue 35: absent on tokens stored before, which are TOTP. */
+  type?: 'totp' | 'hotp' | 'steam'
+  /** HOTP only: the counter of the next code shown (each reveal advances it durably). */
+  counter?: number
   createdAt: string
   updatedAt: string
   /** Issue 20 (absent on records stored before). */
