@@ -107,7 +107,7 @@ export const TwoFactorImportAnswer = component(
     format: t.Union([t.Literal('google-migration'), t.Literal('aegis'), t.Literal('aegis-encrypted'), t.Literal('2fas'), t.Literal('andotp'), t.Literal('otpauth')]),
     applied: t.Boolean({ description: 'Whether the created tokens were stored (apply: true)' }),
     created: t.Array(t.Object({ ...ImportedItemFields, id: t.Optional(t.String({ description: 'Once applied: the new token' })) }), { description: 'New tokens (stored when applied)' }),
-    duplicates: t.Array(t.Object({ ...ImportedItemFields, existingId: t.Union([t.String(), t.Null()], { description: 'The token already holding it (null: an earlier line of the same file)' }) }), {
+    duplicates: t.Array(t.Object({ ...ImportedItemFields, existingId: t.Union([t.String(), t.Null()], { description: 'The token already holding it (when an earlier line of the same file holds it: that line\'s new token once applied, null in a preview)' }) }), {
       description: 'Skipped: the same secret, service and account is already there',
     }),
     refused: t.Array(t.Object({ index: ImportedItemFields.index, service: t.String(), accountName: t.String(), reason: t.String() }), { description: 'Tokens this vault cannot keep, with why' }),

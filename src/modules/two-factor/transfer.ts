@@ -216,7 +216,7 @@ const isRefusedRaw = (value: RawToken | RefusedCandidate): value is RefusedCandi
 // ---- Aegis (docs/vault.md of Aegis: scrypt-wrapped master key, AES-256-GCM) ----
 
 /** scrypt's cost limits for a password slot: Aegis writes N=2^15, r=8, p=1 (32 MiB). */
-const SCRYPT_MAX_MEMORY = 128 * 1024 * 1024
+const SCRYPT_MAX_MEMORY = 64 * 1024 * 1024
 const MAX_PASSWORD_SLOTS = 4
 const HEX = /^(?:[0-9a-fA-F]{2})*$/
 
@@ -256,7 +256,7 @@ async function aegisMasterKey(header: Record<string, unknown>, password: string)
     if (!Number.isInteger(n) || n < 2 || n > 2 ** 20 || (n & (n - 1)) !== 0 || !Number.isInteger(r) || r < 1 || r > 32 || !Number.isInteger(p) || p < 1 || p > 4) {
       throw unreadable('the Aegis password slot asks for scrypt parameters beyond what is accepted here (N up to 2^20, r up to 32, p up to 4)')
     }
-    if (128 * n * r > SCRYPT_MAX_MEMORY) throw unreadable('the Aegis password slot asks for more scrypt memory than accepted here (128 MiB)')
+    if (128 * n * r > SCRYPT_MAX_MEMORY) throw unreadable('the Aegis password slot asks for more scrypt memory than accepted here (64 MiB)')
     const master = openGcm(await scryptKey(password, salt, n, r, p), slot.key_params, wrapped)
     if (master && master.length === 32) return master
   }
