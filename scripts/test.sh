@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # The whole test suite. Some tests need programs of the machine: Chromium (the web interface),
 # strace (durability order), chattr and mount (the failing disk, as root), systemd-analyze, Caddy
-# and nginx (the deploy recipes). Missing ones are installed from Debian's packages when this runs
-# as root with apt-get; whatever could not be installed is named here. Those tests are then
-# skipped, saying why, or fail under CI=true.
+# and nginx (the deploy recipes), oathtool (2FA codes are held to it). Missing ones are installed
+# from Debian's packages when this runs as root with apt-get; whatever could not be installed is
+# named here. Those tests are then skipped, saying why, or fail under CI=true.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # command -> Debian package
-declare -A PACKAGE=([chromium]=chromium [strace]=strace [chattr]=e2fsprogs [systemd-analyze]=systemd [caddy]=caddy [nginx]=nginx-light)
+declare -A PACKAGE=([chromium]=chromium [strace]=strace [chattr]=e2fsprogs [systemd-analyze]=systemd [caddy]=caddy [nginx]=nginx-light [oathtool]=oathtool)
 present() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ]; }
 missing=()
 for command in "${!PACKAGE[@]}"; do

@@ -1,9 +1,10 @@
 // Issue 35: a HOTP counter is advanced durably before its code is shown. kill -9 the real server
 // while reveals run concurrently, restart it on the same data folder: the counter is past every
 // code that was shown, so no code is ever shown twice, across several crashes.
-import { afterAll, expect, test } from 'bun:test'
+import { afterAll, expect } from 'bun:test'
 import { signUp } from '../support/client'
 import { removeDir, spawnServer, tempDir, type SpawnedServer } from '../support/server'
+import { missingCommand, testNeeding } from '../support/requirements'
 
 const dataDir = tempDir('svc-vault-hotp-crash-')
 let server: SpawnedServer | undefined
@@ -20,7 +21,7 @@ function oathtool(counter: number): string {
   return run.stdout.toString().trim()
 }
 
-test('HOTP counters survive kill -9 in the middle of concurrent reveals; no code is shown twice', async () => {
+testNeeding(missingCommand('oathtool'))('HOTP counters survive kill -9 in the middle of concurrent reveals; no code is shown twice', async () => {
   server = await spawnServer({ dataDir })
   const alice = await signUp(server.url)
   const created = await alice.post('/api/2fa', { service: 'VPN', accountName: 'me', secret: `otpauth://hotp/VPN:me?secret=${SECRET}&counter=0` })
