@@ -1,9 +1,8 @@
 // Issue 35: two-factor tokens in from other authenticator apps (paste, a file, or a QR code image
 // decoded here in the browser with jsQR: the image itself never leaves the page) and out to them
 // (otpauth:// links, an Aegis vault, or Google Authenticator QR codes drawn here with uqr).
-import jsQR from 'jsqr'
-import { renderSVG } from 'uqr'
-import { useState } from 'preact/hooks'
+// Both libraries load only when used: the first load of the page stays small.
+import { useEffect, useState } from 'preact/hooks'
 import { api, errorMessage } from '../api'
 import { DialogActions, downloadText, Field, inputValue, Modal, toast, useSubmission } from '../ui'
 
@@ -53,6 +52,7 @@ export async function decodeQrImage(image: Blob): Promise<string | null> {
   context.drawImage(bitmap, 0, 0, width, height)
   bitmap.close()
   const pixels = context.getImageData(0, 0, width, height)
+  const { default: jsQR } = await import('jsqr')
   return jsQR(pixels.data, width, height)?.data ?? null
 }
 
@@ -200,35 +200,7 @@ export function ExportTokens(props: { onClose(): void }) {
       props.onClose()
     })
   }
-  if (codes) {
-    const links = codes.content.split('\n').filter(Boolean)
-    return (
-      <Modal title="Scan with Google Authenticator" onClose={props.onClose}>
-        <div class="stack">
-          <p class="small">
-            In Google Authenticator: Transfer accounts → Import accounts, then scan {links.length === 1 ? 'this code' : `these ${links.length} codes, one after another`}. They hold
-            your secrets: close this when done.
-          </p>
-          {links.length === 0 && <p class="muted">None of your tokens can be carried by Google Authenticator.</p>}
-          <div class="migration-codes">
-            {links.map((link, i) => (
-              <figure key={link} class="migration-code">
-                <img src={`data:image/svg+xml;charset=utf-8,${encodeURIComponent(renderSVG(link, { border: 2 }))}`} alt={`Google Authenticator QR code ${i + 1} of ${links.length}`} width={280} height={280} />
-                <figcaption class="small muted">
-                  {i + 1} of {links.length}
-                </figcaption>
-              </figure>
-            ))}
-          </div>
-          <div class="actions">
-            <button type="button" class="btn btn-primary" onClick={props.onClose}>
-              Done
-            </button>
-          </div>
-        </div>
-      </Modal>
-    )
-  }
+  if (codes) return <MigrationCodes answer={codes} onClose={props.onClose} />
   return (
     <Modal title="Export 2FA tokens" onClose={props.onClose} dirty={password !== ''}>
       <form class="stack" onSubmit={submit} autoComplete="off">
@@ -247,5 +219,47 @@ export function ExportTokens(props: { onClose(): void }) {
         <DialogActions error={error} busy={busy} submit="Export" onCancel={props.onClose} />
       </form>
     </Modal>
+  )
+}
+
+/** Google Authenticator's export QR codes, drawn here (uqr, loaded now) from the links the server made. */
+function MigrationCodes(props: { answer: ExportAnswer; onClose(): void }) {
+  const links = props.answer.content.split('\n').filter(Boolean)
+  const [images, setImages] = useState<string[] | null>(null)
+  useEffect(() => {
+    let live = true
+    void import('uqr').then(({ renderSVG }) => {
+      if (live) setImages(links.map((link) => `data:image/svg+xml;charset=utf-8,${encodeURIComponent(renderSVG(link, { border: 2 }))}`))
+    })
+    return () => {
+      live = false
+    }
+  }, [props.answer])
+  const onClose = props.onClose
+  return (
+      <Modal title="Scan with Google Authenticator" onClose={onClose}>
+        <div class="stack">
+          <p class="small">
+            In Google Authenticator: Transfer accounts → Import accounts, then scan {links.length === 1 ? 'this code' : `these ${links.length} codes, one after another`}. They hold
+            your secrets: close this when done.
+          </p>
+          {links.length === 0 && <p class="muted">None of your tokens can be carried by Google Authenticator.</p>}
+          <div class="migration-codes">
+            {images?.map((image, i) => (
+              <figure key={image} class="migration-code">
+                <img src={image} alt={`Google Authenticator QR code ${i + 1} of ${links.length}`} width={280} height={280} />
+                <figcaption class="small muted">
+                  {i + 1} of {links.length}
+                </figcaption>
+              </figure>
+            ))}
+          </div>
+          <div class="actions">
+            <button type="button" class="btn btn-primary" onClick={onClose}>
+              Done
+            </button>
+          </div>
+        </div>
+      </Modal>
   )
 }
