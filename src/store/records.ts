@@ -189,7 +189,8 @@ export interface VersionRecord {
   createdAt: string
   actor: string
   /** 2FA: the code parameters that went with this secret. */
-  totp?: { algorithm: 'SHA1' | 'SHA256' | 'SHA512'; digits: number; period: number }
+  /** Issue 35: `type` absent for TOTP; `counter`: an HOTP token's next counter then. */
+  totp?: { algorithm: 'SHA1' | 'SHA256' | 'SHA512'; digits: number; period: number; type?: 'hotp' | 'steam'; counter?: number }
 }
 
 export type TrashKind = 'entry' | 'category' | 'twoFactor' | 'envProject' | 'envFile'

@@ -311,6 +311,22 @@ withOathtool('Steam Guard and HOTP codes', () => {
     expect(events.filter((e) => e.action === 'twofa.reveal').map((e) => e.details.counter)).toEqual([0, 1, 2])
   })
 
+  test('an earlier secret of a HOTP or Steam token comes back with its kind (version history)', async () => {
+    const alice = await signUp(server.url)
+    const hotp = await alice.post('/api/2fa', { service: 'VPN', accountName: 'me', secret: `otpauth://hotp/VPN:me?secret=${HOTP.secret}&counter=7` })
+    const steam = await alice.post('/api/2fa', { service: 'Steam', accountName: 'me', secret: `otpauth://steam/Steam:me?secret=${STEAM_SECRET}` })
+    for (const token of [hotp.body, steam.body]) expect((await alice.put(`/api/2fa/${token.id}`, { secret: TOTP_C.secret })).body.type).toBe('totp')
+    // The HOTP version shows its counter's code without advancing anything; restored, it resumes past it.
+    expect((await alice.post(`/api/2fa/${hotp.body.id}/versions/1/reveal`)).body.code).toBe(oathtool(HOTP, 7))
+    expect((await alice.post(`/api/2fa/${hotp.body.id}/versions/1/restore`)).body).toMatchObject({ type: 'hotp', counter: 8 })
+    expect((await alice.post(`/api/2fa/${hotp.body.id}/reveal`)).body).toMatchObject({ counter: 8, code: oathtool(HOTP, 8) })
+    nowSeconds = STEAM_VECTORS[0][0]
+    expect((await alice.post(`/api/2fa/${steam.body.id}/versions/1/reveal`)).body.code).toBe(STEAM_VECTORS[0][1])
+    expect((await alice.post(`/api/2fa/${steam.body.id}/versions/1/restore`)).body).toMatchObject({ type: 'steam', digits: 5 })
+    expect((await alice.post(`/api/2fa/${steam.body.id}/reveal`)).body.code).toBe(STEAM_VECTORS[0][1])
+    nowSeconds = START_SECONDS
+  })
+
   test('concurrent reveals of a HOTP token never show the same code twice', async () => {
     const alice = await signUp(server.url)
     const created = await alice.post('/api/2fa', { service: 'VPN', accountName: 'me', secret: `otpauth://hotp/VPN:me?secret=${HOTP.secret}&counter=100` })
