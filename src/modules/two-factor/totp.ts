@@ -78,7 +78,8 @@ export function parseOtpSecret(input: string): ParsedOtpSecret | null {
   if (/^otpauth:\/\/hotp\//i.test(trimmed)) {
     let parsed: OTPAuth.HOTP | OTPAuth.TOTP
     try {
-      parsed = OTPAuth.URI.parse(trimmed)
+      // The key URI format asks for `counter`; some apps leave it out for a counter at 0.
+      parsed = OTPAuth.URI.parse(/[?&]counter=/i.test(trimmed) ? trimmed : `${trimmed}${trimmed.includes('?') ? '&' : '?'}counter=0`)
     } catch {
       return null
     }
