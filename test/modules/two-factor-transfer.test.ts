@@ -143,6 +143,24 @@ withOathtool('import: each format made from known secrets, codes equal oathtool'
     await importInto(await signUp(server.url), `${otpauthList(ALL)}\n`, ALL, 'otpauth')
   })
 
+  test('otpauth links as apps write them: no counter, no label, Steam as encoder=steam, a comment line', async () => {
+    const alice = await signUp(server.url)
+    const content = [
+      '# exported by some app',
+      `otpauth://hotp/VPN:alice?secret=${HOTP.secret}`,
+      `otpauth://totp/?secret=${TOTP_A.secret}&issuer=GitHub`,
+      `otpauth://totp/Steam:gamer?secret=${STEAM_SECRET}&issuer=Steam&digits=5&encoder=steam`,
+      `otpauth://yaotp/Yandex:me?secret=${TOTP_A.secret}`,
+    ].join('\r\n')
+    const answer = await alice.post('/api/2fa/import', { content, apply: true })
+    expect(answer.body.created.map((c: any) => [c.service, c.accountName, c.type, c.counter])).toEqual([
+      ['VPN', 'alice', 'hotp', 0],
+      ['GitHub', 'GitHub', 'totp', null],
+      ['Steam', 'gamer', 'steam', null],
+    ])
+    expect(answer.body.refused.map((r: any) => [r.index, r.reason])).toEqual([[4, expect.stringContaining('yaotp')]])
+  })
+
   test('a mixed file: unsupported tokens are refused with why, duplicates skipped, the rest created', async () => {
     const alice = await signUp(server.url)
     expect((await alice.post('/api/2fa', { service: TOTP_A.issuer, accountName: TOTP_A.account, secret: TOTP_A.secret })).status).toBe(201)

@@ -179,7 +179,9 @@ function readOtpauthLink(link: string): RawToken | RefusedCandidate {
   } catch {
     return { service: '', accountName: '', reason: 'not a readable otpauth:// link' }
   }
-  const parsed = parseOtpSecret(link)
+  // otpauth refuses an empty label; the issuer (or a stand-in) takes its place.
+  const labelled = label.name ? link : link.replace(/^(otpauth:\/\/[a-z]+)\/?\?/i, `$1/${encodeURIComponent(label.issuer || 'token')}?`)
+  const parsed = parseOtpSecret(labelled)
   if (parsed === null) {
     return { ...labels(label), reason: 'the link has no usable secret, or asks for parameters not supported (SHA1/SHA256/SHA512; 6 to 8 digits; 15 to 120 seconds)' }
   }
