@@ -100,8 +100,8 @@ needs(
     await expectCodes(alice, TOKENS)
     // The HOTP token shows a code only when asked.
     const card = page.locator('article.token[data-token="VPN"]')
-    await card.getByRole('button', { name: 'Show code' }).click()
-    await card.getByRole('button', { name: 'Next code' }).waitFor()
+    await card.getByRole('button', { name: 'Show code for VPN' }).click()
+    await card.getByRole('button', { name: 'Next code for VPN' }).waitFor()
     expect(await card.locator('.token-digits').textContent()).toBe(oathtool(HOTP, NOW_SECONDS, HOTP.counter + 1).replace(/^(...)(...)$/, '$1 $2'))
     await page.close()
   },

@@ -225,7 +225,7 @@ function TokenCard(props: { token: TwoFactorToken; onDeleted(): void }) {
           <span class="token-digits">{formatted}</span>
         </button>
         {hotp ? (
-          <button type="button" class="btn btn-small" disabled={revealing} onClick={revealNext}>
+          <button type="button" class="btn btn-small" disabled={revealing} onClick={revealNext} aria-label={`${code ? 'Next code' : 'Show code'} for ${token.service}`}>
             {code ? 'Next code' : 'Show code'}
           </button>
         ) : (
