@@ -241,9 +241,10 @@ function openGcm(key: Buffer, params: unknown, ciphertext: Buffer): Buffer | nul
   }
 }
 
+// The password's UTF-8 bytes, unnormalized, as Aegis derives its key.
 const scryptKey = (password: string, salt: Buffer, N: number, r: number, p: number) =>
   new Promise<Buffer>((resolve, reject) =>
-    scrypt(password.normalize('NFC'), salt, 32, { N, r, p, maxmem: SCRYPT_MAX_MEMORY + 1024 * 1024 }, (error, key) => (error ? reject(error) : resolve(key))),
+    scrypt(password, salt, 32, { N, r, p, maxmem: SCRYPT_MAX_MEMORY + 1024 * 1024 }, (error, key) => (error ? reject(error) : resolve(key))),
   )
 
 async function aegisMasterKey(header: Record<string, unknown>, password: string): Promise<Buffer> {
