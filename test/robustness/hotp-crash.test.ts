@@ -1,6 +1,7 @@
 // Issue 35: a HOTP counter is advanced durably before its code is shown. kill -9 the real server
 // while reveals run concurrently, restart it on the same data folder: the counter is past every
-// code that was shown, so no code is ever shown twice, across several crashes.
+// code that was shown, so no code is ever shown twice, across several crashes. An import
+// acknowledged before the crashes is there whole after each.
 import { afterAll, expect } from 'bun:test'
 import { signUp } from '../support/client'
 import { removeDir, spawnServer, tempDir, type SpawnedServer } from '../support/server'
@@ -27,6 +28,10 @@ testNeeding(missingCommand('oathtool'))('HOTP counters survive kill -9 in the mi
   const created = await alice.post('/api/2fa', { service: 'VPN', accountName: 'me', secret: `otpauth://hotp/VPN:me?secret=${SECRET}&counter=0` })
   expect(created.status).toBe(201)
   const shown = new Map<number, string>()
+  // An applied import (issue 35) is acknowledged once all of its tokens are on disk.
+  const links = Array.from({ length: 25 }, (_, i) => `otpauth://totp/Imported:user${i}?secret=${SECRET}&issuer=Imported`).join('\n')
+  const imported = await alice.post('/api/2fa/import', { content: links, apply: true })
+  expect(imported.body.created.length).toBe(25)
 
   for (const killAfter of [3, 40, 15 + Math.floor(Math.random() * 40)]) {
     ;(alice as { base: string }).base = server.url
@@ -52,6 +57,7 @@ testNeeding(missingCommand('oathtool'))('HOTP counters survive kill -9 in the mi
     ;(alice as { base: string }).base = server.url
     const stored = await alice.get(`/api/2fa/${created.body.id}`)
     expect(stored.body.counter).toBeGreaterThan(Math.max(...shown.keys()))
+    expect((await alice.get('/api/2fa')).body.filter((t: { service: string }) => t.service === 'Imported').length).toBe(25)
   }
   // Every code shown was that counter's, as oathtool computes it.
   for (const [counter, code] of shown) expect(code).toBe(oathtool(counter))
