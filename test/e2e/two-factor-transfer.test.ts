@@ -3,6 +3,7 @@
 // no request carries the image, only the link in it; the imported tokens' codes are oathtool's.
 // Then the page's own export as Google Authenticator QR codes is read back the same way.
 import { afterAll, beforeAll, expect } from 'bun:test'
+import { readFileSync } from 'node:fs'
 import type { Page } from 'playwright-core'
 import { renderSVG } from 'uqr'
 import { CHROMIUM, hasChromium, openBrowser, type BrowserSession } from '../support/browser'
@@ -29,6 +30,19 @@ afterAll(async () => {
   await server?.stop()
   if (server) removeDir(server.dataDir)
 })
+
+const AXE_SOURCE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8')
+
+/** axe-core's serious and critical violations on the page as it is now (a dialog open). */
+async function seriousViolations(page: Page): Promise<string[]> {
+  // Evaluated through the DevTools protocol: the page's CSP (script-src 'self') does not apply.
+  if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(AXE_SOURCE)
+  const violations = (await page.evaluate(async () => {
+    const axe = (window as unknown as { axe: { run(context: Document, options: object): Promise<{ violations: unknown[] }> } }).axe
+    return (await axe.run(document, { resultTypes: ['violations'] })).violations
+  })) as { id: string; impact: string | null; nodes: { target: string[] }[] }[]
+  return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.impact} ${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)
+}
 
 /** A PNG of the QR code of `text`, drawn by Chromium from uqr's SVG. */
 async function qrPng(text: string): Promise<Buffer> {
@@ -74,6 +88,8 @@ async function importPng(page: Page, png: Buffer, count: number) {
     })
   await dialog.getByRole('button', { name: 'Preview' }).click()
   await dialog.getByText(`${count} new`).waitFor()
+  // The dialog with its preview is usable with a screen reader.
+  expect(await seriousViolations(page)).toEqual([])
   await dialog.getByRole('button', { name: `Import ${count} tokens` }).click()
   await dialog.waitFor({ state: 'detached' })
   return bodies
@@ -122,10 +138,12 @@ needs(
     const dialog = page.getByRole('dialog', { name: 'Export 2FA tokens' })
     await dialog.getByLabel(/Google Authenticator QR codes/).check()
     await dialog.locator('input[name="password"]').fill(PASSWORD)
+    expect(await seriousViolations(page)).toEqual([])
     await dialog.getByRole('button', { name: 'Export', exact: true }).click()
     const codes = page.getByRole('dialog', { name: 'Scan with Google Authenticator' })
     const image = codes.getByRole('img', { name: 'Google Authenticator QR code 1 of 1' })
     await image.waitFor()
+    expect(await seriousViolations(page)).toEqual([])
     const png = await image.screenshot({ type: 'png' })
     await codes.getByRole('button', { name: 'Done' }).click()
     await page.close()
