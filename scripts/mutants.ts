@@ -170,6 +170,14 @@ export const MUTANTS: Mutant[] = [
     replace: '  return true',
     test: 'test/modules/webhook-ssrf.test.ts',
   },
+  {
+    name: 'hotp-counter-not-durable',
+    guarantee: 'HOTP: a reveal answers only once the advanced counter is on disk (no code shown twice after kill -9)',
+    file: 'src/modules/two-factor/service.ts',
+    search: 'return doc.update((current) => {',
+    replace: 'return ((mutate: (data: VaultDocument) => TwoFactorCode) => mutate(doc.data))((current) => {',
+    test: 'test/robustness/hotp-crash.test.ts',
+  },
 ]
 
 const ROOT = join(import.meta.dir, '..')

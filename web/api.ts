@@ -38,6 +38,10 @@ export interface TwoFactorToken {
   algorithm?: string
   digits?: number
   period?: number
+  /** Issue 35: absent on servers before it (TOTP). */
+  type?: 'totp' | 'hotp' | 'steam'
+  /** HOTP: the counter of the next code. */
+  counter?: number | null
   notes: string | null
   createdAt: string
   updatedAt: string
@@ -49,6 +53,9 @@ export interface TotpCode {
   id: string
   code: string
   remainingSeconds: number
+  type?: 'totp' | 'hotp' | 'steam'
+  /** HOTP: the counter this code was made with. */
+  counter?: number
 }
 export type AccessKey = PublicAccessKey & { key?: string }
 export const FILE_TYPES: readonly EnvFileType[] = ['env', 'env.local', 'env.production', 'env.development']

@@ -23,6 +23,17 @@ export const tooSlow = (timeoutMs: number) =>
 
 export const tooLarge = () => new AppError(413, 'PAYLOAD_TOO_LARGE', `Request body is larger than ${MAX_BODY_BYTES} bytes`)
 
+/**
+ * Paths whose body is a file the user hands over (issue 35's 2FA import): an oversized one is bad
+ * input, 400 IMPORT_TOO_LARGE, rather than 413. The limit is the same.
+ */
+const FILE_BODY_PATHS = new Set<string>()
+export const bodyIsAFile = (path: string) => void FILE_BODY_PATHS.add(path)
+const tooLargeFor = (request: Request) =>
+  FILE_BODY_PATHS.has(new URL(request.url).pathname)
+    ? new AppError(400, 'IMPORT_TOO_LARGE', `content: the file is larger than the ${MAX_BODY_BYTES} bytes accepted in one import`)
+    : tooLarge()
+
 export const jsonBody = (receiveTimeoutMs = DEFAULT_BODY_TIMEOUT_MS) =>
   new Elysia({ name: 'http.json-body' })
     // Whatever the Content-Type says, the body is read as JSON: curl -d and a bare fetch() send
@@ -33,7 +44,7 @@ export const jsonBody = (receiveTimeoutMs = DEFAULT_BODY_TIMEOUT_MS) =>
       const declared = request.headers.get('content-length')
       if (request.body === null || declared === '0') return null
       // Refused before reading when the size is declared; counted after reading when chunked.
-      if (Number(declared) > MAX_BODY_BYTES) throw tooLarge()
+      if (Number(declared) > MAX_BODY_BYTES) throw tooLargeFor(request)
       return readJson(request, receiveTimeoutMs)
     })
 
@@ -55,7 +66,7 @@ async function receive(request: Request, timeoutMs: number): Promise<ArrayBuffer
 
 async function readJson(request: Request, timeoutMs: number): Promise<unknown> {
   const bytes = await receive(request, timeoutMs)
-  if (bytes.byteLength > MAX_BODY_BYTES) throw tooLarge()
+  if (bytes.byteLength > MAX_BODY_BYTES) throw tooLargeFor(request)
   if (bytes.byteLength === 0) return null
   try {
     const value = JSON.parse(new TextDecoder().decode(bytes))

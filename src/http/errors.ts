@@ -64,6 +64,11 @@ export type ErrorCode =
   | 'ENV_FILE_EXISTS'
   | 'TRASH_PARENT_MISSING'
   | 'INVALID_WEBHOOK_URL'
+  // Issue 35: two-factor imports.
+  | 'IMPORT_UNREADABLE'
+  | 'IMPORT_TOO_LARGE'
+  | 'IMPORT_PASSWORD_REQUIRED'
+  | 'IMPORT_WRONG_PASSWORD'
 
 export class AppError extends Error {
   constructor(

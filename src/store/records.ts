@@ -138,6 +138,10 @@ export interface TwoFactorRecord {
   digits?: number
   /** Seconds. */
   period?: number
+  /** Issue 35: absent on tokens stored before, which are TOTP. */
+  type?: 'totp' | 'hotp' | 'steam'
+  /** HOTP only: the counter of the next code shown (each reveal advances it durably). */
+  counter?: number
   createdAt: string
   updatedAt: string
   /** Issue 20 (absent on records stored before). */
@@ -188,7 +192,8 @@ export interface VersionRecord {
   createdAt: string
   actor: string
   /** 2FA: the code parameters that went with this secret. */
-  totp?: { algorithm: 'SHA1' | 'SHA256' | 'SHA512'; digits: number; period: number }
+  /** Issue 35: `type` absent for TOTP; `counter`: an HOTP token's next counter then. */
+  totp?: { algorithm: 'SHA1' | 'SHA256' | 'SHA512'; digits: number; period: number; type?: 'hotp' | 'steam'; counter?: number }
 }
 
 export type TrashKind = 'entry' | 'category' | 'twoFactor' | 'envProject' | 'envFile'

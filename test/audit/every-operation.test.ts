@@ -208,6 +208,18 @@ test('every operation in the OpenAPI document leaves exactly its events', async 
     getTwoFactorToken: { user: me, expected: [], status: 200, run: () => key.get(`/api/2fa/${ids.token}`) },
     updateTwoFactorToken: { user: me, expected: ['twofa.update'], status: 200, run: () => key.put(`/api/2fa/${ids.token}`, { notes: 'phone' }) },
     revealTwoFactorCode: { user: me, expected: ['twofa.reveal'], status: 200, run: () => key.post(`/api/2fa/${ids.token}/reveal`) },
+    // Issue 35: a preview writes nothing (no event); an applied import is one event.
+    importTwoFactorTokens: {
+      user: me,
+      expected: ['twofa.import'],
+      status: 200,
+      run: async () => {
+        const content = 'otpauth://totp/Walk:me?secret=KRSXG5CTMVRXEZLUKRSXG5CT&issuer=Walk\n'
+        expect((await key.post('/api/2fa/import', { content })).status).toBe(200)
+        return key.post('/api/2fa/import', { content, apply: true })
+      },
+    },
+    exportTwoFactorTokens: { user: me, expected: ['twofa.export'], status: 200, run: () => alice.post('/api/2fa/export', { format: 'otpauth', password: PASSWORD }) },
     deleteTwoFactorToken: { user: me, expected: ['twofa.delete'], status: 204, run: () => key.delete(`/api/2fa/${ids.token}`) },
     createEnvProject: {
       user: me,

@@ -1,9 +1,12 @@
 // 2FA: each token's live code (fetched from the server, which holds the secret) with a countdown,
-// copy on click, add by base32 secret or otpauth:// URI, delete with confirmation.
+// copy on click, add by base32 secret or otpauth:// URI, delete with confirmation. HOTP tokens
+// show a code only when asked (each reveal uses up a counter); Steam Guard codes are 5 characters.
+// Import from other apps and export: two-factor-transfer.tsx (issue 35).
 import { useEffect, useRef, useState } from 'preact/hooks'
 import { api, errorMessage, type TotpCode, type TwoFactorToken } from '../api'
 import { DueBadge } from '../components/history'
 import { confirmAction, DialogActions, Field, Icon, inputValue, LengthNote, Loading, Modal, overLimit, toast, toastError, useLoad, useSubmission, SlashSearch } from '../ui'
+import { ExportTokens, ImportTokens } from './two-factor-transfer'
 
 /** A plain base32 secret's settings; a token from an otpauth:// link may carry others. */
 const DEFAULT_PERIOD = 30
@@ -18,6 +21,8 @@ export function groupDigits(code: string): string {
 export function TwoFactorPage() {
   const tokens = useLoad(() => api<TwoFactorToken[]>('GET', '/api/2fa'))
   const [adding, setAdding] = useState(false)
+  const [importing, setImporting] = useState(false)
+  const [exporting, setExporting] = useState(false)
   const [search, setSearch] = useState('')
   const needle = search.trim().toLowerCase()
   const list = [...(tokens.data ?? [])]
@@ -27,9 +32,19 @@ export function TwoFactorPage() {
     <section>
       <div class="page-head">
         <h1>Two-factor codes</h1>
-        <button type="button" class="btn btn-primary" onClick={() => setAdding(true)}>
-          Add token
-        </button>
+        <div class="actions">
+          <button type="button" class="btn" onClick={() => setImporting(true)}>
+            Import
+          </button>
+          {(tokens.data?.length ?? 0) > 0 && (
+            <button type="button" class="btn" onClick={() => setExporting(true)}>
+              Export
+            </button>
+          )}
+          <button type="button" class="btn btn-primary" onClick={() => setAdding(true)}>
+            Add token
+          </button>
+        </div>
       </div>
       {(tokens.data?.length ?? 0) > 0 && (
         <SlashSearch noun="tokens" value={search} onSearch={setSearch} />
@@ -64,6 +79,16 @@ export function TwoFactorPage() {
           {list.length === 0 && <p class="muted">Nothing matches “{search}”.</p>}
         </div>
       )}
+      {importing && (
+        <ImportTokens
+          onClose={() => setImporting(false)}
+          onImported={() => {
+            setImporting(false)
+            tokens.reload()
+          }}
+        />
+      )}
+      {exporting && <ExportTokens onClose={() => setExporting(false)} />}
       {adding && (
         <AddToken
           onClose={() => setAdding(false)}
@@ -98,7 +123,24 @@ function TokenCard(props: { token: TwoFactorToken; onDeleted(): void }) {
   }
   useEffect(() => () => clearTimeout(copiedTimer.current), [])
 
+  const hotp = token.type === 'hotp'
+  const steam = token.type === 'steam'
+  // HOTP: one reveal per click, never on its own: each one uses up a counter on the server.
+  const [revealing, setRevealing] = useState(false)
+  const revealNext = async () => {
+    setRevealing(true)
+    try {
+      setCode(await api<TotpCode>('POST', `/api/2fa/${token.id}/reveal`))
+      setError(null)
+    } catch (failure) {
+      setError(errorMessage(failure))
+    } finally {
+      setRevealing(false)
+    }
+  }
+
   useEffect(() => {
+    if (hotp) return
     let live = true
     let fetching = false
     const refresh = async () => {
@@ -129,7 +171,7 @@ function TokenCard(props: { token: TwoFactorToken; onDeleted(): void }) {
       clearInterval(timer)
       setCode(null)
     }
-  }, [token.id])
+  }, [token.id, hotp])
 
   const remove = async () => {
     if (!(await confirmAction(`Delete the token for ${token.service} (${token.accountName})? It goes to the trash, where it can be restored.`))) return
@@ -148,11 +190,13 @@ function TokenCard(props: { token: TwoFactorToken; onDeleted(): void }) {
   const digits = Number.isInteger(token.digits) && token.digits! > 0 ? token.digits! : DEFAULT_DIGITS
   const fraction = code ? Math.max(0, Math.min(1, left / period)) : 0
   // The server's code, as it is (its length is the token's digits).
-  const formatted = code ? groupDigits(code.code) : groupDigits('•'.repeat(digits))
+  const formatted = steam ? (code ? code.code : '•'.repeat(digits)) : code ? groupDigits(code.code) : groupDigits('•'.repeat(digits))
   const settings = [
+    hotp ? `counter-based (HOTP)${code?.counter !== undefined ? `, code ${code.counter}` : ''}` : null,
+    steam ? 'Steam Guard' : null,
     token.algorithm && token.algorithm.toUpperCase() !== 'SHA1' ? token.algorithm.toUpperCase() : null,
-    digits !== DEFAULT_DIGITS ? `${digits} digits` : null,
-    period !== DEFAULT_PERIOD ? `every ${period} s` : null,
+    digits !== DEFAULT_DIGITS && !steam ? `${digits} digits` : null,
+    period !== DEFAULT_PERIOD && !hotp ? `every ${period} s` : null,
   ].filter(Boolean)
   return (
     <article class="card token" data-token={token.service}>
@@ -180,6 +224,11 @@ function TokenCard(props: { token: TwoFactorToken; onDeleted(): void }) {
         >
           <span class="token-digits">{formatted}</span>
         </button>
+        {hotp ? (
+          <button type="button" class="btn btn-small" disabled={revealing} onClick={revealNext} aria-label={`${code ? 'Next code' : 'Show code'} for ${token.service}`}>
+            {code ? 'Next code' : 'Show code'}
+          </button>
+        ) : (
         <svg class={`countdown${left <= 5 ? ' countdown-low' : ''}`} viewBox="0 0 36 36" role="img" aria-label={`${left} seconds left`}>
           <circle cx="18" cy="18" r={radius} class="countdown-track" />
           <circle
@@ -195,6 +244,7 @@ function TokenCard(props: { token: TwoFactorToken; onDeleted(): void }) {
             {code ? left : ''}
           </text>
         </svg>
+        )}
       </div>
       <p class="small token-copied" role="status" aria-live="polite" aria-atomic="true">
         {copied}
@@ -217,7 +267,7 @@ function labelFromUri(uri: string): { service?: string; account?: string } {
   try {
     const url = new URL(uri.trim())
     if (url.protocol !== 'otpauth:') return {}
-    const label = decodeURIComponent(url.pathname.replace(/^\/+/, '').replace(/^totp\//i, ''))
+    const label = decodeURIComponent(url.pathname.replace(/^\/+/, '').replace(/^(totp|hotp|steam)\//i, ''))
     const [first, second] = label.includes(':') ? label.split(/:(.*)/s) : [undefined, label]
     return { service: url.searchParams.get('issuer') ?? first?.trim(), account: second?.trim() }
   } catch {
@@ -260,7 +310,7 @@ function AddToken(props: { onClose(): void; onSaved(): void }) {
   return (
     <Modal title="Add a 2FA token" onClose={props.onClose} dirty={dirty}>
       <form class="stack" onSubmit={submit} autoComplete="off">
-        <Field label="Secret or otpauth:// URI" hint="The base32 key the service shows under “can't scan the code?”, or the whole otpauth:// link.">
+        <Field label="Secret or otpauth:// URI" hint="The base32 key the service shows under “can't scan the code?”, or the whole otpauth:// link (time-based, counter-based hotp, or Steam).">
           <input name="secret" required class="mono" type="password" autoComplete="off" value={secret} onInput={(event) => onSecret(inputValue(event))} />
         </Field>
         <Field label="Service">

@@ -38,6 +38,9 @@ export const AUDIT_ACTIONS = [
   'twofa.update',
   'twofa.delete',
   'twofa.reveal',
+  // Issue 35: tokens in from another app (one event per applied import) and out to one.
+  'twofa.import',
+  'twofa.export',
   'envproject.create',
   'envproject.update',
   'envproject.delete',
@@ -73,4 +76,5 @@ export const SECRET_READS: readonly AuditAction[] = [
   'entry.version_reveal',
   'envfile.version_reveal',
   'twofa.version_reveal',
+  'twofa.export',
 ]

@@ -62,7 +62,7 @@ export const RevealedTwoFactorVersionSchema = component(
     code: t.String({ description: "The current code of this version's secret (the secret itself never leaves the vault)" }),
     remainingSeconds: Integer({ minimum: 1, maximum: 120 }),
     algorithm: t.Union([t.Literal('SHA1'), t.Literal('SHA256'), t.Literal('SHA512')]),
-    digits: Integer({ minimum: 6, maximum: 8 }),
+    digits: Integer({ minimum: 5, maximum: 8 }),
     period: Integer({ minimum: 15, maximum: 120 }),
   }),
 )

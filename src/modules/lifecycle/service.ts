@@ -10,7 +10,7 @@ import { EntryService, findEntry, type PublicEntry } from '../entries/service'
 import { entryValue } from '../entries/values'
 import { EnvProjectService, findFile, findProject, type PublicEnvFile } from '../envs/service'
 import { findToken, TwoFactorService, type PublicTwoFactor } from '../two-factor/service'
-import { normalizedBase32, totpCode } from '../two-factor/totp-code'
+import { hotpCode, normalizedBase32, steamCode, totpCode } from '../two-factor/totp-code'
 import type { Vaults } from '../vault-access'
 import { expiredItems, findTrashItem, purgeItems, restoreItem, TRASH_SCOPES, type LifecyclePolicy } from './trash'
 import { findVersion, listVersions, openVersion, type VersionSummary } from './versions'
@@ -88,7 +88,14 @@ export class HistoryService {
     const found = findVersion(data, 'totp', token.id, version)
     const secret = normalizedBase32(openVersion(cipher, found))
     if (secret === null) throw new AppError(404, 'VERSION_NOT_FOUND', 'Version not found')
-    const parameters = found.totp ?? { algorithm: 'SHA1' as const, digits: 6, period: 30 }
+    const { type, counter, ...parameters } = found.totp ?? { algorithm: 'SHA1' as const, digits: 6, period: 30 }
+    // An HOTP version shows the code its counter was at (nothing is advanced: restoring it skips that code).
+    const code =
+      type === 'steam'
+        ? steamCode(secret, this.now())
+        : type === 'hotp'
+          ? { code: hotpCode(secret, counter ?? 0, parameters), remainingSeconds: parameters.period }
+          : totpCode(secret, this.now(), parameters)
     return {
       id: token.id,
       service: token.service,
@@ -96,7 +103,7 @@ export class HistoryService {
       version,
       createdAt: found.createdAt,
       actor: found.actor,
-      ...totpCode(secret, this.now(), parameters),
+      ...code,
       ...parameters,
     }
   }
@@ -106,9 +113,15 @@ export class HistoryService {
     const token = findToken(data, id)
     const found = findVersion(data, 'totp', token.id, version)
     const secret = openVersion(cipher, found)
-    const { algorithm, digits, period } = found.totp ?? { algorithm: 'SHA1', digits: 6, period: 30 }
-    // As an otpauth URI, so that the secret's own code parameters come back with it.
-    const uri = `otpauth://totp/restored?secret=${encodeURIComponent(secret)}&algorithm=${algorithm}&digits=${digits}&period=${period}`
+    const { algorithm, digits, period, type, counter } = found.totp ?? { algorithm: 'SHA1', digits: 6, period: 30 }
+    // As an otpauth URI, so that the secret's own code parameters (and kind) come back with it. An
+    // HOTP counter resumes one past the version's: its code there may have been shown by a version reveal.
+    const uri =
+      type === 'steam'
+        ? `otpauth://steam/restored?secret=${encodeURIComponent(secret)}`
+        : type === 'hotp'
+          ? `otpauth://hotp/restored?secret=${encodeURIComponent(secret)}&algorithm=${algorithm}&digits=${digits}&counter=${(counter ?? 0) + 1}`
+          : `otpauth://totp/restored?secret=${encodeURIComponent(secret)}&algorithm=${algorithm}&digits=${digits}&period=${period}`
     return this.tokens.update(userId, id, { secret: uri }, actor)
   }
 }

@@ -78,7 +78,16 @@ export function prepareVersion(
     encryptedValue: cipher.sealVersion(kind, current.id, version, plaintext),
     createdAt: current.rotatedAt ?? current.createdAt,
     actor: current.valueSetBy ?? 'unknown',
-    ...(token ? { totp: { algorithm: token.algorithm ?? 'SHA1', digits: token.digits ?? 6, period: token.period ?? 30 } } : {}),
+    ...(token
+      ? {
+          totp: {
+            algorithm: token.algorithm ?? 'SHA1',
+            digits: token.digits ?? 6,
+            period: token.period ?? 30,
+            ...(token.type === 'hotp' ? { type: 'hotp' as const, counter: token.counter ?? 0 } : token.type === 'steam' ? { type: 'steam' as const } : {}),
+          },
+        }
+      : {}),
   }
   return {
     fields,

@@ -5,8 +5,20 @@ import { paginate, PAGE_HEADERS, PageQuery, setPageHeaders } from '../../http/pa
 import { errorResponses, IdParams, NoContent, withResponseHeaders } from '../../http/schemas'
 import type { Vaults } from '../vault-access'
 import { ref } from '../audit/service'
-import { CreateTwoFactorBody, TwoFactorCodeSchema, TwoFactorSchema, UpdateTwoFactorBody } from './model'
-import { TwoFactorService } from './service'
+import {
+  CreateTwoFactorBody,
+  ExportTwoFactorBody,
+  ImportTwoFactorBody,
+  TwoFactorCodeSchema,
+  TwoFactorExportAnswer,
+  TwoFactorImportAnswer,
+  TwoFactorSchema,
+  UpdateTwoFactorBody,
+} from './model'
+import { TwoFactorService, TwoFactorTransfer } from './service'
+import { AppError } from '../../http/errors'
+import { bodyIsAFile } from '../../http/body'
+import { clientAddress } from '../../http/client-address'
 import type { Config } from '../../config'
 import { policyOf } from '../lifecycle/trash'
 import { actorOf } from '../lifecycle/versions'
@@ -17,10 +29,68 @@ const ListTwoFactorQuery = t.Object({
   q: t.Optional(t.String({ maxLength: 200, description: 'Case-insensitive text in the service or account name' })),
 })
 
-export function twoFactorRoutes(deps: GuardDeps & { vaults: Vaults; now: () => number; config: Partial<Pick<Config, 'historyVersions' | 'trashMs'>> }) {
+const IMPORT_PATH = '/api/2fa/import'
+// An oversized import is a file too large (400), not a request too large (413).
+bodyIsAFile(IMPORT_PATH)
+
+export function twoFactorRoutes(deps: GuardDeps & { vaults: Vaults; now: () => number; config: Partial<Pick<Config, 'historyVersions' | 'trashMs' | 'trustProxy'>> }) {
   const tokens = new TwoFactorService(deps.vaults, deps.now, policyOf(deps.config))
+  const transfer = new TwoFactorTransfer(deps.vaults, deps.now)
   return new Elysia({ prefix: '/api/2fa', tags: ['Two-factor tokens'] })
     .use(authGuard(deps))
+    .post(
+      '/import',
+      async ({ auth, audit, body }) => {
+        const answer = await transfer.importTokens(auth.userId, body, actorOf(auth))
+        if (answer.applied) {
+          await audit(
+            'twofa.import',
+            answer.created.map((item) => ref('twofa', { id: item.id! }, `${item.service} (${item.accountName})`)),
+            { format: answer.format, created: answer.created.length, duplicates: answer.duplicates.length, refused: answer.refused.length },
+          )
+        }
+        return answer
+      },
+      {
+        auth: '2fa:write',
+        body: ImportTwoFactorBody,
+        response: { 200: TwoFactorImportAnswer, ...errorResponses(400, 413) },
+        detail: {
+          operationId: 'importTwoFactorTokens',
+          summary: "Import two-factor tokens from another authenticator app's export",
+          description:
+            'Without `apply`, a preview: which tokens would be created, which are duplicates (the same secret, service and account is already stored) and which are refused (with why); nothing is written. With `apply: true`, the created ones are stored in one durable change and audited as one `twofa.import`. A file that cannot be read at all is 400 with the reason: IMPORT_UNREADABLE (not a supported format, truncated or damaged, nested too deeply), IMPORT_PASSWORD_REQUIRED / IMPORT_WRONG_PASSWORD (encrypted Aegis), IMPORT_TOO_LARGE (over 2 MiB or 1000 tokens); nothing is written then.',
+        },
+      },
+    )
+    .post(
+      '/export',
+      async ({ auth, audit, body, request, server, set }) => {
+        // The password again: whoever finds a session open must not walk off with every secret.
+        if (auth.user.passwordHash !== null) {
+          if (body.password === undefined) throw new AppError(401, 'INVALID_CREDENTIALS', 'The password is required')
+          await deps.accounts.confirmPassword(auth.user, body.password, clientAddress(request, server, { trustProxy: deps.config.trustProxy ?? null }))
+        } else if (!deps.accounts.isFreshOidcSession(auth.sessionTokenHash)) {
+          throw new AppError(403, 'REAUTHENTICATION_REQUIRED', 'This account has no password: sign in with single sign-on again (within 10 minutes) first')
+        }
+        const answer = await transfer.exportTokens(auth.userId, body.format)
+        set.headers['cache-control'] = 'no-store'
+        // On disk before the secrets leave.
+        await audit('twofa.export', [], { format: answer.format, count: answer.count })
+        return answer
+      },
+      {
+        auth: 'session',
+        body: ExportTwoFactorBody,
+        response: { 200: TwoFactorExportAnswer, ...errorResponses(400, 401, 403, 429) },
+        detail: {
+          operationId: 'exportTwoFactorTokens',
+          summary: 'Export every two-factor token, secrets included',
+          description:
+            'Session only (an access key is 403 SESSION_REQUIRED), with the account password entered again (401 INVALID_CREDENTIALS when wrong, throttled like sign-in; an account without a password needs a single sign-on sign-in within 10 minutes, else 403 REAUTHENTICATION_REQUIRED). Audited as `twofa.export`. Formats: `otpauth` (links, one per line), `aegis` (an Aegis plain vault), `google-migration` (Google Authenticator export links, 10 tokens per QR code; Steam, 7-digit and non-30-second tokens are listed in `skipped`). Answers carry Cache-Control: no-store.',
+        },
+      },
+    )
     .get(
       '/',
       async ({ auth, query, set, request }) => {
@@ -93,7 +163,7 @@ export function twoFactorRoutes(deps: GuardDeps & { vaults: Vaults; now: () => n
         set.headers['cache-control'] = 'no-store'
         const code = await tokens.reveal(auth.userId, params.id)
         // Recorded on disk before the code leaves; if it cannot be, the answer is 500.
-        await audit('twofa.reveal', [ref('twofa', code, `${code.service} (${code.accountName})`)])
+        await audit('twofa.reveal', [ref('twofa', code, `${code.service} (${code.accountName})`)], code.counter === undefined ? undefined : { counter: code.counter })
         return code
       },
       {
@@ -102,8 +172,8 @@ export function twoFactorRoutes(deps: GuardDeps & { vaults: Vaults; now: () => n
         response: { 200: TwoFactorCodeSchema, ...errorResponses(404) },
         detail: {
           operationId: 'revealTwoFactorCode',
-          summary: 'The current TOTP code of a token',
-          description: 'RFC 6238 with the token\'s `algorithm`, `digits` and `period` (SHA-1, 6 digits, 30 seconds unless its otpauth URI said otherwise). Answers carry Cache-Control: no-store. 404 when the secret cannot be decrypted.',
+          summary: 'The current code of a token',
+          description: 'TOTP: RFC 6238 with the token\'s `algorithm`, `digits` and `period` (SHA-1, 6 digits, 30 seconds unless its otpauth URI said otherwise). HOTP: the code of the token\'s counter (answered as `counter`), which each reveal advances durably before answering, so no code is shown twice. Steam Guard: 5 characters of 23456789BCDFGHJKMNPQRTVWXY. Answers carry Cache-Control: no-store. 404 when the secret cannot be decrypted.',
         },
       },
     )

@@ -7,11 +7,15 @@ import { dueStatus, type DueStatus } from '../lifecycle/due'
 import { DEFAULT_POLICY, moveToTrash, type LifecyclePolicy } from '../lifecycle/trash'
 import { prepareVersion } from '../lifecycle/versions'
 import type { CreateTwoFactorInput, UpdateTwoFactorInput } from './model'
-import type { ParsedTotpSecret } from './totp'
-import { DEFAULT_TOTP_PARAMETERS, normalizedBase32, totpCode, type TotpParameters } from './totp-code'
+import type { ParsedOtpSecret } from './totp'
+import type { VaultCipher } from '../../crypto/keyring'
+import type { ExportFormat, ExportResult, ExportToken, ImportFormat, ParsedImport } from './transfer'
+import { DEFAULT_TOTP_PARAMETERS, hotpCode, normalizedBase32, steamCode, totpCode, type OtpType, type TotpParameters } from './totp-code'
 // otpauth (about 2.5 MB resident) loads with the first 2FA create or update.
 let totpModule: Promise<typeof import('./totp')> | undefined
 const loadTotp = () => (totpModule ??= import('./totp'))
+let transferModule: Promise<typeof import('./transfer')> | undefined
+const loadTransfer = () => (transferModule ??= import('./transfer'))
 
 /** The token's code parameters; a token stored before they were kept is SHA1, 6 digits, 30 s. */
 export const totpParameters = (r: TwoFactorRecord): TotpParameters => ({
@@ -20,6 +24,9 @@ export const totpParameters = (r: TwoFactorRecord): TotpParameters => ({
   period: r.period ?? DEFAULT_TOTP_PARAMETERS.period,
 })
 
+/** A token stored before issue 35 is TOTP. */
+export const otpType = (r: TwoFactorRecord): OtpType => r.type ?? 'totp'
+
 export const publicTwoFactor = (r: TwoFactorRecord, now: number) => ({
   id: r.id,
   userId: r.userId,
@@ -27,6 +34,8 @@ export const publicTwoFactor = (r: TwoFactorRecord, now: number) => ({
   accountName: r.accountName,
   notes: r.notes,
   ...totpParameters(r),
+  type: otpType(r),
+  counter: otpType(r) === 'hotp' ? (r.counter ?? 0) : null,
   createdAt: r.createdAt,
   updatedAt: r.updatedAt,
   expiresAt: r.expiresAt ?? null,
@@ -42,6 +51,9 @@ export interface TwoFactorCode {
   accountName: string
   code: string
   remainingSeconds: number
+  type: OtpType
+  /** HOTP: the counter this code was made with. */
+  counter?: number
 }
 
 /** The token with this id in the vault, or TWO_FACTOR_NOT_FOUND (missing and foreign alike). */
@@ -51,8 +63,8 @@ export function findToken(data: VaultDocument, id: string): TwoFactorRecord {
   return token
 }
 
-async function checkedSecret(input: string): Promise<ParsedTotpSecret> {
-  const secret = (await loadTotp()).parseTotpSecret(input)
+async function checkedSecret(input: string): Promise<ParsedOtpSecret> {
+  const secret = (await loadTotp()).parseOtpSecret(input)
   if (secret === null) {
     throw badRequest(
       'INVALID_TOTP_SECRET',
@@ -60,6 +72,12 @@ async function checkedSecret(input: string): Promise<ParsedTotpSecret> {
     )
   }
   return secret
+}
+
+/** The record fields of a token's kind: none for TOTP (as stored before issue 35). */
+export function otpFields(secret: Pick<ParsedOtpSecret, 'type' | 'counter'>): Pick<TwoFactorRecord, 'type' | 'counter'> {
+  if (secret.type === 'hotp') return { type: 'hotp', counter: secret.counter }
+  return secret.type === 'steam' ? { type: 'steam' } : {}
 }
 
 export class TwoFactorService {
@@ -109,6 +127,7 @@ export class TwoFactorService {
       algorithm: secret.algorithm,
       digits: secret.digits,
       period: secret.period,
+      ...otpFields(secret),
       createdAt: at,
       updatedAt: at,
       expiresAt: input.expiresAt ? new Date(input.expiresAt).toISOString() : null,
@@ -140,6 +159,9 @@ export class TwoFactorService {
         next.algorithm = secret.algorithm
         next.digits = secret.digits
         next.period = secret.period
+        delete next.type
+        delete next.counter
+        Object.assign(next, otpFields(secret))
       }
       return publicTwoFactor(replaceRecord(data.twoFactor, token, next), this.now())
     })
@@ -155,15 +177,158 @@ export class TwoFactorService {
     })
   }
 
-  /** The current code; TWO_FACTOR_NOT_FOUND when the secret does not decrypt. */
+  /**
+   * The current code; TWO_FACTOR_NOT_FOUND when the secret does not decrypt. An HOTP token's
+   * code is that of its counter, which is advanced in the same synchronous step (so concurrent
+   * reveals each get their own counter) and is durable before the code is answered.
+   */
   reveal(userId: string, id: string): TwoFactorCode | Promise<TwoFactorCode> {
-    return this.vaults.withVault(userId, ({ data, cipher }) => {
+    // An HOTP reveal answers a promise inside the vault's (awaiting it flattens both).
+    return this.vaults.withVault<TwoFactorCode | Promise<TwoFactorCode>>(userId, ({ doc, data, cipher }) => {
       const token = findToken(data, id)
       const secret = cipher.open('totp', token.id, token.encryptedSecret)
       // Stored secrets are already normalized base32; anything else (tampering) is not revealed.
       const normalized = secret === null ? null : normalizedBase32(secret)
       if (normalized === null) throw NotFound.twoFactor()
-      return { id: token.id, service: token.service, accountName: token.accountName, ...totpCode(normalized, this.now(), totpParameters(token)) }
-    })
+      const base = { id: token.id, service: token.service, accountName: token.accountName }
+      const type = otpType(token)
+      if (type === 'steam') return { ...base, type, ...steamCode(normalized, this.now()) }
+      if (type === 'totp') return { ...base, type, ...totpCode(normalized, this.now(), totpParameters(token)) }
+      return doc.update((current) => {
+        const now = findToken(current, id)
+        const counter = now.counter ?? 0
+        replaceRecord(current.twoFactor, now, { ...now, counter: counter + 1 })
+        const parameters = totpParameters(now)
+        return { ...base, type, counter, code: hotpCode(normalized, counter, parameters), remainingSeconds: parameters.period }
+      })
+    }) as TwoFactorCode | Promise<TwoFactorCode>
+  }
+}
+
+// ---- Issue 35: import and export ----
+
+export interface ImportedItem {
+  /** Position in the file, from 1. */
+  index: number
+  service: string
+  accountName: string
+  type: OtpType
+  algorithm: TotpParameters['algorithm']
+  digits: number
+  period: number
+  counter: number | null
+  /** Once applied: the new token's id. */
+  id?: string
+}
+
+export interface ImportAnswer {
+  format: ImportFormat
+  applied: boolean
+  created: ImportedItem[]
+  duplicates: (Omit<ImportedItem, 'id'> & { existingId: string | null })[]
+  refused: { index: number; service: string; accountName: string; reason: string }[]
+}
+
+/** Same secret and same service and account (case and surrounding spaces aside). */
+const duplicateKey = (secret: string, service: string, accountName: string) =>
+  `${secret}\u0000${service.trim().toLowerCase()}\u0000${accountName.trim().toLowerCase()}`
+
+/**
+ * Sorts a file's tokens into created, duplicates and refused against the vault as it is; with
+ * `store`, seals and appends the created ones (inside the caller's one update).
+ */
+function classify(data: VaultDocument, cipher: VaultCipher, parsed: ParsedImport, store: null | { userId: string; at: string; actor: string }): ImportAnswer {
+  const known = new Map<string, string | null>()
+  for (const token of data.twoFactor) {
+    const secret = cipher.open('totp', token.id, token.encryptedSecret)
+    const normalized = secret === null ? null : normalizedBase32(secret)
+    if (normalized !== null) known.set(duplicateKey(normalized, token.service, token.accountName), token.id)
+  }
+  const answer: ImportAnswer = { format: parsed.format, applied: store !== null, created: [], duplicates: [], refused: [] }
+  for (const [position, item] of parsed.items.entries()) {
+    const index = position + 1
+    if ('reason' in item) {
+      answer.refused.push({ index, ...item })
+      continue
+    }
+    const shown = {
+      index,
+      service: item.service,
+      accountName: item.accountName,
+      type: item.type,
+      algorithm: item.algorithm,
+      digits: item.digits,
+      period: item.period,
+      counter: item.type === 'hotp' ? item.counter : null,
+    }
+    const key = duplicateKey(item.secret, item.service, item.accountName)
+    if (known.has(key)) {
+      answer.duplicates.push({ ...shown, existingId: known.get(key) ?? null })
+      continue
+    }
+    if (store === null) {
+      known.set(key, null)
+      answer.created.push(shown)
+      continue
+    }
+    const id = crypto.randomUUID()
+    const record: TwoFactorRecord = {
+      id,
+      userId: store.userId,
+      service: item.service,
+      accountName: item.accountName,
+      notes: null,
+      encryptedSecret: cipher.seal('totp', id, item.secret),
+      algorithm: item.algorithm,
+      digits: item.digits,
+      period: item.period,
+      ...otpFields(item),
+      createdAt: store.at,
+      updatedAt: store.at,
+      expiresAt: null,
+      valueVersion: 1,
+      valueSetBy: store.actor,
+    }
+    data.twoFactor.push(record)
+    known.set(key, id)
+    answer.created.push({ ...shown, id })
+  }
+  return answer
+}
+
+export class TwoFactorTransfer {
+  constructor(
+    private readonly vaults: Vaults,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** Without `apply`, what an import would do, writing nothing; with it, every new token in one durable change. */
+  async importTokens(userId: string, input: { content: string; password?: string; apply?: boolean }, actor = 'unknown'): Promise<ImportAnswer> {
+    const { readImport } = await loadTransfer()
+    const parsed = await readImport(input.content, input.password)
+    const { doc, data, cipher } = await this.vaults.open(userId)
+    if (!input.apply) return classify(data, cipher, parsed, null)
+    const at = new Date(this.now()).toISOString()
+    // Classified again inside the update: a concurrent import cannot slip a duplicate in between.
+    return doc.update((current) => classify(current, cipher, parsed, { userId, at, actor }))
+  }
+
+  /** Every token in `format`; a token whose secret does not decrypt is skipped and named. */
+  async exportTokens(userId: string, format: ExportFormat): Promise<ExportResult & { format: ExportFormat }> {
+    const { writeExport } = await loadTransfer()
+    const { data, cipher } = await this.vaults.open(userId)
+    const tokens: ExportToken[] = []
+    const unreadable: ExportResult['skipped'] = []
+    for (const token of data.twoFactor) {
+      const secret = cipher.open('totp', token.id, token.encryptedSecret)
+      const normalized = secret === null ? null : normalizedBase32(secret)
+      if (normalized === null) {
+        unreadable.push({ service: token.service, accountName: token.accountName, reason: 'the secret does not decrypt' })
+        continue
+      }
+      tokens.push({ service: token.service, accountName: token.accountName, secret: normalized, type: otpType(token), ...totpParameters(token), counter: token.counter ?? 0 })
+    }
+    const result = writeExport(format, tokens)
+    return { format, ...result, skipped: [...unreadable, ...result.skipped] }
   }
 }

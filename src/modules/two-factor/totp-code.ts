@@ -16,6 +16,10 @@ export interface TotpParameters {
   period: number
 }
 
+/** What a token makes: time-based codes, counter-based codes (issue 35), or Steam Guard's. */
+export const OTP_TYPES = ['totp', 'hotp', 'steam'] as const
+export type OtpType = (typeof OTP_TYPES)[number]
+
 /** A bare base32 secret, and every token stored before tokens kept their parameters. */
 export const DEFAULT_TOTP_PARAMETERS: Readonly<TotpParameters> = Object.freeze({ algorithm: 'SHA1', digits: TOTP_DIGITS, period: TOTP_PERIOD_SECONDS })
 
@@ -60,6 +64,16 @@ function base32Bytes(base32: string): Uint8Array {
   return bytes
 }
 
+/** RFC 4226's HMAC and dynamic truncation: the 31-bit number a code is made from, for one counter. */
+function truncatedHmac(base32Secret: string, counter: number, algorithm: TotpAlgorithm): number {
+  const message = new DataView(new ArrayBuffer(8))
+  message.setUint32(0, Math.floor(counter / 2 ** 32))
+  message.setUint32(4, counter >>> 0)
+  const mac = new Bun.CryptoHasher(HASHES[algorithm], base32Bytes(base32Secret)).update(message.buffer).digest()
+  const offset = mac[mac.length - 1] & 0x0f
+  return mac.readUInt32BE(offset) & 0x7fffffff
+}
+
 /**
  * The code shown at `timestampMs` for a normalized base32 secret (RFC 6238 with RFC 4226's
  * dynamic truncation). Bun's native HMAC rather than otpauth's JavaScript one: this runs on
@@ -68,13 +82,31 @@ function base32Bytes(base32: string): Uint8Array {
 export function totpCode(base32Secret: string, timestampMs: number, parameters: TotpParameters = DEFAULT_TOTP_PARAMETERS): TotpCode {
   const { digits, period } = parameters
   const step = Math.floor(timestampMs / 1000 / period)
-  const counter = new DataView(new ArrayBuffer(8))
-  counter.setUint32(0, Math.floor(step / 2 ** 32))
-  counter.setUint32(4, step >>> 0)
-  const mac = new Bun.CryptoHasher(HASHES[parameters.algorithm], base32Bytes(base32Secret)).update(counter.buffer).digest()
-  const offset = mac[mac.length - 1] & 0x0f
-  const binary = mac.readUInt32BE(offset) & 0x7fffffff
-  const code = String(binary % 10 ** digits).padStart(digits, '0')
+  const code = String(truncatedHmac(base32Secret, step, parameters.algorithm) % 10 ** digits).padStart(digits, '0')
   const remainingSeconds = period - (Math.floor(timestampMs / 1000) % period)
   return { code, remainingSeconds }
+}
+
+/** The HOTP code (RFC 4226) of `counter`. */
+export function hotpCode(base32Secret: string, counter: number, parameters: Pick<TotpParameters, 'algorithm' | 'digits'> = DEFAULT_TOTP_PARAMETERS): string {
+  return String(truncatedHmac(base32Secret, counter, parameters.algorithm) % 10 ** parameters.digits).padStart(parameters.digits, '0')
+}
+
+/** Steam Guard's alphabet: digits and consonants that cannot be mistaken for one another. */
+export const STEAM_ALPHABET = '23456789BCDFGHJKMNPQRTVWXY'
+export const STEAM_DIGITS = 5
+export const STEAM_PERIOD_SECONDS = 30
+
+/**
+ * A Steam Guard code: TOTP (SHA-1, 30 s) whose number is written as 5 characters of Steam's
+ * alphabet, least significant first, instead of decimal digits.
+ */
+export function steamCode(base32Secret: string, timestampMs: number): TotpCode {
+  let value = truncatedHmac(base32Secret, Math.floor(timestampMs / 1000 / STEAM_PERIOD_SECONDS), 'SHA1')
+  let code = ''
+  for (let i = 0; i < STEAM_DIGITS; i++) {
+    code += STEAM_ALPHABET[value % STEAM_ALPHABET.length]
+    value = Math.floor(value / STEAM_ALPHABET.length)
+  }
+  return { code, remainingSeconds: STEAM_PERIOD_SECONDS - (Math.floor(timestampMs / 1000) % STEAM_PERIOD_SECONDS) }
 }

@@ -3,7 +3,7 @@
 // `algorithm`, `digits` and `period` are kept with it (issue 23); a bare secret is SHA-1, 6
 // digits, 30 seconds. Loaded with the first 2FA create or update (otpauth is about 2.5 MB resident).
 import * as OTPAuth from 'otpauth'
-import { DEFAULT_TOTP_PARAMETERS, normalizedBase32, TOTP_ALGORITHMS, TOTP_LIMITS, type TotpAlgorithm, type TotpParameters } from './totp-code'
+import { DEFAULT_TOTP_PARAMETERS, normalizedBase32, STEAM_DIGITS, STEAM_PERIOD_SECONDS, TOTP_ALGORITHMS, TOTP_LIMITS, type OtpType, type TotpAlgorithm, type TotpParameters } from './totp-code'
 
 /** Generous room for a long otpauth URI; anything longer is not a TOTP secret. */
 export const MAX_SECRET_INPUT_LENGTH = 4096
@@ -45,4 +45,51 @@ export function parseTotpSecret(input: string): ParsedTotpSecret | null {
 /** The normalized base32 secret of `input`, or null when it is neither base32 nor a usable TOTP URI. */
 export function normalizeTotpSecret(input: string): string | null {
   return parseTotpSecret(input)?.secret ?? null
+}
+
+export interface ParsedOtpSecret extends ParsedTotpSecret {
+  type: OtpType
+  /** HOTP: the counter of the next code; 0 for the others. */
+  counter: number
+}
+
+/** The largest HOTP counter kept: beyond it a JavaScript number loses whole values. */
+export const MAX_HOTP_COUNTER = Number.MAX_SAFE_INTEGER - 1
+
+/**
+ * Like parseTotpSecret, and also `otpauth://hotp/…` (its `counter` kept, default 0) and Steam
+ * Guard: `otpauth://steam/…`, or a totp URI with `encoder=steam` (Steam's parameters are fixed:
+ * SHA-1, 5 characters, 30 s) (issue 35).
+ */
+export function parseOtpSecret(input: string): ParsedOtpSecret | null {
+  if (input.length > MAX_SECRET_INPUT_LENGTH) return null
+  const trimmed = input.trim()
+  const steamLink = /^otpauth:\/\/steam\//i.test(trimmed)
+  if (steamLink || (/^otpauth:\/\/totp\//i.test(trimmed) && /[?&]encoder=steam(&|$)/i.test(trimmed))) {
+    let parsed: OTPAuth.HOTP | OTPAuth.TOTP
+    try {
+      parsed = OTPAuth.URI.parse(steamLink ? `otpauth://totp/${trimmed.slice('otpauth://steam/'.length)}` : trimmed)
+    } catch {
+      return null
+    }
+    const secret = normalizedBase32(parsed.secret.base32)
+    return secret === null ? null : { type: 'steam', secret, algorithm: 'SHA1', digits: STEAM_DIGITS, period: STEAM_PERIOD_SECONDS, counter: 0 }
+  }
+  if (/^otpauth:\/\/hotp\//i.test(trimmed)) {
+    let parsed: OTPAuth.HOTP | OTPAuth.TOTP
+    try {
+      // The key URI format asks for `counter`; some apps leave it out for a counter at 0.
+      parsed = OTPAuth.URI.parse(/[?&]counter=/i.test(trimmed) ? trimmed : `${trimmed}${trimmed.includes('?') ? '&' : '?'}counter=0`)
+    } catch {
+      return null
+    }
+    if (!(parsed instanceof OTPAuth.HOTP)) return null
+    const secret = normalizedBase32(parsed.secret.base32)
+    const algorithm = parsed.algorithm.toUpperCase() as TotpAlgorithm
+    if (secret === null || !TOTP_ALGORITHMS.includes(algorithm) || !inRange(parsed.digits, TOTP_LIMITS.digits)) return null
+    if (!Number.isSafeInteger(parsed.counter) || parsed.counter < 0 || parsed.counter > MAX_HOTP_COUNTER) return null
+    return { type: 'hotp', secret, algorithm, digits: parsed.digits, period: DEFAULT_TOTP_PARAMETERS.period, counter: parsed.counter }
+  }
+  const totp = parseTotpSecret(trimmed)
+  return totp === null ? null : { type: 'totp', ...totp, counter: 0 }
 }
