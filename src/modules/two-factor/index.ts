@@ -3,7 +3,8 @@ import { Elysia, t } from 'elysia'
 import { authGuard, type GuardDeps } from '../../auth/guard'
 import { paginate, PAGE_HEADERS, PageQuery, setPageHeaders } from '../../http/pagination'
 import { errorResponses, IdParams, NoContent, withResponseHeaders } from '../../http/schemas'
-import type { Vaults } from '../vault-access'
+import type { AppDeps } from '../../deps'
+import { accountProtection } from '../../auth/protection'
 import { ref } from '../audit/service'
 import {
   CreateTwoFactorBody,
@@ -33,7 +34,8 @@ const IMPORT_PATH = '/api/2fa/import'
 // An oversized import is a file too large (400), not a request too large (413).
 bodyIsAFile(IMPORT_PATH)
 
-export function twoFactorRoutes(deps: GuardDeps & { vaults: Vaults; now: () => number; config: Partial<Pick<Config, 'historyVersions' | 'trashMs' | 'trustProxy'>> }) {
+export function twoFactorRoutes(deps: GuardDeps & Pick<AppDeps, 'accounts' | 'vaults' | 'keyring' | 'now'> & { config: Partial<Pick<Config, 'historyVersions' | 'trashMs' | 'trustProxy'>> }) {
+  const { freshProof } = accountProtection(deps)
   const tokens = new TwoFactorService(deps.vaults, deps.now, policyOf(deps.config))
   const transfer = new TwoFactorTransfer(deps.vaults, deps.now)
   return new Elysia({ prefix: '/api/2fa', tags: ['Two-factor tokens'] })
@@ -67,12 +69,10 @@ export function twoFactorRoutes(deps: GuardDeps & { vaults: Vaults; now: () => n
       '/export',
       async ({ auth, audit, body, request, server, set }) => {
         // The password again: whoever finds a session open must not walk off with every secret.
-        if (auth.user.passwordHash !== null) {
-          if (body.password === undefined) throw new AppError(401, 'INVALID_CREDENTIALS', 'The password is required')
-          await deps.accounts.confirmPassword(auth.user, body.password, clientAddress(request, server, { trustProxy: deps.config.trustProxy ?? null }))
-        } else if (!deps.accounts.isFreshOidcSession(auth.sessionTokenHash)) {
-          throw new AppError(403, 'REAUTHENTICATION_REQUIRED', 'This account has no password: sign in with single sign-on again (within 10 minutes) first')
-        }
+        // Also a fresh proof (issue 36): in a session older than 10 minutes the second factor too.
+        if (auth.user.passwordHash !== null && body.password === undefined) throw new AppError(401, 'INVALID_CREDENTIALS', 'The password is required')
+        const client = clientAddress(request, server, { trustProxy: deps.config.trustProxy ?? null })
+        await freshProof.requireOrProve(auth, auth.user.passwordHash === null ? undefined : { password: body.password, code: body.code, recoveryCode: body.recoveryCode }, client)
         const answer = await transfer.exportTokens(auth.userId, body.format)
         set.headers['cache-control'] = 'no-store'
         // On disk before the secrets leave.

@@ -118,6 +118,8 @@ export const ExportTwoFactorBody = component(
   'ExportTwoFactorBody',
   strictObject({
     password: t.Optional(t.String({ maxLength: 1024, description: "The account's password, entered again (required when the account has one)" })),
+    code: t.Optional(t.String({ maxLength: 16, description: 'A two-factor code: needed with the password when two-factor sign-in is on and the session signed in over 10 minutes ago' })),
+    recoveryCode: t.Optional(t.String({ maxLength: 64, description: 'A recovery code instead of the two-factor code' })),
     format: t.Union([t.Literal('otpauth'), t.Literal('aegis'), t.Literal('google-migration')], {
       description: 'otpauth: otpauth:// links, one per line; aegis: an Aegis plain vault (JSON); google-migration: Google Authenticator export links, one per QR code',
     }),
