@@ -340,6 +340,34 @@ describe('svc login: expiry and the endpoints', () => {
   })
 })
 
+describe('svc login: a code approved by another account (issue 36)', () => {
+  test('the terminal prints the account it got and warns when it is not the one before; svc whoami shows it', async () => {
+    const home = svcHome()
+    // Signed in as the owner first (any way will do: here with a key).
+    const mine = await owner.post('/api/access-keys', { name: 'mine', scopes: ['export:read'] })
+    const first = await svc(['login', '--key', server.url], { env: home.env, stdin: mine.body.key })
+    expect(first.stderr).toContain(`Signed in to ${server.url} as ${owner.email} with the key "mine"`)
+    expect(first.stderr).not.toContain('warning')
+
+    // Someone who saw the code approves it with their own account.
+    const other = await signUp(server.url)
+    const { running, userCode } = await startLogin(home.env)
+    expect((await other.post(`/api/auth/device/${userCode}/approve`)).body).toEqual({ status: 'approved' })
+    const result = await running.end()
+    expect(result.code).toBe(0)
+    expect(result.stderr).toContain(`Signed in to ${server.url} as ${other.email}: key "svc on ${hostname()}"`)
+    expect(result.stderr).toContain(`svc: warning: this sign-in is for ${other.email}, not ${owner.email} as before`)
+    const whoami = await svc(['whoami'], { env: home.env })
+    expect(whoami.stdout).toContain(`Account: ${other.email} (svc was signed in as ${owner.email} before)\n`)
+
+    // Signing in again as the same account: no warning.
+    const again = await other.post('/api/access-keys', { name: 'again', scopes: ['export:read'] })
+    const same = await svc(['login', '--key', server.url], { env: home.env, stdin: again.body.key })
+    expect(same.stderr).not.toContain('warning')
+    expect((await svc(['whoami'], { env: home.env })).stdout).toContain(`Account: ${other.email}\n`)
+  }, 40_000)
+})
+
 describe('svc login --key and the config file', () => {
   test('reads the key from standard input only, stores it 0600 in a 0700 folder; logout revokes it (--keep-key only forgets)', async () => {
     const home = svcHome()

@@ -3,7 +3,7 @@
 // file; `bun run build:cli` compiles it into one executable, dist/svc. Every failure is one line
 // on standard error and a non-zero exit code.
 import { exportCommand, get, importCommand, login, logout, ls, totp, whoami } from './commands'
-import { CliError } from './errors'
+import { CliError, escapeControl } from './errors'
 import { run } from './run'
 
 const HELP = `svc: the svc-vault command line
@@ -13,8 +13,11 @@ Usage:
   svc login --key [URL]                sign in with an existing access key read from standard input
   svc logout [--keep-key]              revoke the stored key on the server, and forget it
   svc whoami                           URL, account, key name, scopes, expiry
-  svc run [-e ENV] [-n NAME] [--project P --file F] [--watch] [--interval S] [--mount PATH] [--override] -- CMD ARGS…
-                                       run CMD with the vault's variables in its environment
+  svc run [-e ENV] [-n NAME] [--project P --file F] [--watch] [--interval S] [--mount PATH] [--override]
+          [--allow-env NAME]… [--pass-token] -- CMD ARGS…
+                                       run CMD with the vault's variables in its environment; variables
+                                       that load code (NODE_OPTIONS, LD_PRELOAD…) only with --allow-env,
+                                       SVC_TOKEN only with --pass-token
   svc export [-e ENV] [-n NAME] [--format dotenv|shell|json] [-o FILE]
   svc get VAR [-e ENV] [-n NAME]       print one value
   svc import FILE [--apply --name N [-e ENV]]
@@ -55,9 +58,9 @@ async function main(argv: string[]): Promise<void> {
 
 main(process.argv.slice(2)).catch((error: unknown) => {
   if (error instanceof CliError) {
-    process.stderr.write(`svc: ${error.message}\n`)
+    process.stderr.write(`svc: ${escapeControl(error.message)}\n`)
     process.exit(error.exitCode)
   }
-  process.stderr.write(`svc: ${(error as Error)?.message?.split('\n')[0] ?? String(error)}\n`)
+  process.stderr.write(`svc: ${escapeControl((error as Error)?.message?.split('\n')[0] ?? String(error))}\n`)
   process.exit(1)
 })

@@ -10,7 +10,8 @@ import { envLine } from '../../modules/export/render'
 import { parseArgs, str } from './args'
 import { VaultClient } from './client'
 import { credentials } from './config'
-import { CliError, usageError } from './errors'
+import { CliError, escapeControl, usageError } from './errors'
+import { refusedHooks } from './env-hooks'
 import { writeSecretFile } from './files'
 import { describeSelection, fetchExport, withProject, type Selection, type Variables } from './variables'
 
@@ -32,6 +33,8 @@ export const RUN_OPTIONS = [
   { name: 'interval', value: true },
   { name: 'mount', value: true },
   { name: 'override' },
+  { name: 'allow-env', value: true, repeat: true },
+  { name: 'pass-token' },
 ]
 
 export function selectionFrom(options: Record<string, string | boolean | undefined>): Selection {
@@ -47,10 +50,14 @@ function parseInterval(raw: string | undefined): number {
   return ms
 }
 
-/** The child's environment: the vault's variables added; ones already set win unless `override`. */
-export function childEnvironment(variables: Variables, override: boolean, base: NodeJS.ProcessEnv = process.env): Record<string, string> {
+/**
+ * The child's environment: the vault's variables added; ones already set win unless `override`.
+ * svc's own key (SVC_TOKEN) stays out unless `passToken`: the command has no need of it, and it
+ * would otherwise reach everything the command starts.
+ */
+export function childEnvironment(variables: Variables, override: boolean, base: NodeJS.ProcessEnv = process.env, passToken = false): Record<string, string> {
   const env: Record<string, string> = {}
-  for (const [name, value] of Object.entries(base)) if (value !== undefined) env[name] = value
+  for (const [name, value] of Object.entries(base)) if (value !== undefined && (passToken || name !== 'SVC_TOKEN')) env[name] = value
   for (const [name, value] of Object.entries(variables)) if (override || env[name] === undefined) env[name] = value
   return env
 }
@@ -68,13 +75,18 @@ const sameVariables = (a: Variables, b: Variables) => {
 const SIGNAL_NUMBERS: Record<string, number> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGABRT: 6, SIGKILL: 9, SIGUSR1: 10, SIGSEGV: 11, SIGUSR2: 12, SIGPIPE: 13, SIGTERM: 15 }
 
 export async function run(argv: string[]): Promise<never> {
-  const { options, positionals, rest } = parseArgs(argv, RUN_OPTIONS, { stopAtPositional: true })
+  const { options, positionals, rest, lists } = parseArgs(argv, RUN_OPTIONS, { stopAtPositional: true })
   const command = [...positionals, ...rest]
   if (command.length === 0) throw usageError('svc run needs a command: svc run [options] -- CMD ARGS')
   const selection = selectionFrom(options)
   const override = options.override === true
   const watch = options.watch === true
   const intervalMs = parseInterval(str(options.interval))
+  const passToken = options['pass-token'] === true
+  const allowed = new Set(lists['allow-env'] ?? [])
+  for (const name of allowed) if (!/^[^=\u0000]+$/.test(name)) throw usageError(`--allow-env takes a variable name, got ${name}`)
+  const refusal = (names: string[]) =>
+    `the vault sets ${names.join(', ')}, which make${names.length === 1 ? 's' : ''} programs load or run other code: refused (if you trust ${names.length === 1 ? 'it' : 'them'}, add ${names.map((name) => `--allow-env ${name}`).join(' ')})`
   if (options.interval !== undefined && !watch) throw usageError('--interval needs --watch')
   const mountPath = str(options.mount) === undefined ? undefined : resolve(str(options.mount)!)
   if (mountPath !== undefined && existsSync(mountPath)) {
@@ -89,6 +101,9 @@ export async function run(argv: string[]): Promise<never> {
   if ((selection.name || selection.environment) && Object.keys(exported).length === 0) {
     throw new CliError(`nothing matched: the export of ${describeSelection(selection)} holds no variable`)
   }
+  // Before anything is written or started.
+  const hooks = refusedHooks(Object.keys(variables), allowed)
+  if (hooks.length > 0) throw new CliError(refusal(hooks))
 
   let mounted = false
   const unmount = () => {
@@ -128,7 +143,7 @@ export async function run(argv: string[]): Promise<never> {
 
   const start = () => {
     try {
-      child = Bun.spawn(command, { stdio: ['inherit', 'inherit', 'inherit'], env: childEnvironment(variables, override) })
+      child = Bun.spawn(command, { stdio: ['inherit', 'inherit', 'inherit'], env: childEnvironment(variables, override, process.env, passToken) })
       // A signal that came while svc was still fetching goes to CMD at once.
       if (stopping !== null) child.kill(stopping)
     } catch (error) {
@@ -151,6 +166,9 @@ export async function run(argv: string[]): Promise<never> {
       }
       // An env project has no ETag: with --project its file is read on every poll.
       const next = answer || selection.project ? await withProject(client, selection, exported) : variables
+      // New hook variables: the command keeps its current values (said once, as other failures).
+      const newHooks = refusedHooks(Object.keys(next), allowed)
+      if (newHooks.length > 0) throw new CliError(refusal(newHooks))
       lastWarning = ''
       if (!sameVariables(next, variables) && stopping === null && !finished) {
         variables = next
@@ -160,7 +178,7 @@ export async function run(argv: string[]): Promise<never> {
       }
     } catch (error) {
       const message = error instanceof CliError ? error.message : String((error as Error)?.message ?? error)
-      if (message !== lastWarning) process.stderr.write(`svc: watch: ${message}; the command keeps its current values\n`)
+      if (message !== lastWarning) process.stderr.write(`svc: watch: ${escapeControl(message)}; the command keeps its current values\n`)
       lastWarning = message
     }
     if (stopping === null && !finished) pollTimer = setTimeout(poll, intervalMs)
