@@ -174,9 +174,11 @@ export function CliPage() {
               {request.requestedScopes.map((scope) => (
                 <li key={scope} class={isWrite(scope) ? 'cli-write' : undefined}>
                   <label class="check">
-                    <input type="checkbox" name="scope" value={scope} checked={granted.has(scope)} onChange={() => toggle(scope)} /> <code>{scope}</code>{' '}
-                    {SCOPE_TEXT[scope] ? <span class="muted">— {SCOPE_TEXT[scope]}</span> : null}
-                    {isWrite(scope) ? <strong class="badge badge-expired">can change or delete data</strong> : null}
+                    <input type="checkbox" name="scope" value={scope} checked={granted.has(scope)} onChange={() => toggle(scope)} />
+                    <span>
+                      <code>{scope}</code> {SCOPE_TEXT[scope] ? <span class="muted">— {SCOPE_TEXT[scope]}</span> : null}
+                      {isWrite(scope) ? <strong class="badge badge-expired">can change or delete data</strong> : null}
+                    </span>
                   </label>
                 </li>
               ))}

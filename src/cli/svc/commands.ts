@@ -109,7 +109,7 @@ export async function login(argv: string[]): Promise<void> {
   )
   note(
     `To sign in, open this link in a browser where you are signed in to the vault:\n\n  ${started.verificationUri}\n\n` +
-      `and check that it shows the code ${started.userCode}. Waiting for approval (the code expires in ${Math.round(started.expiresIn / 60)} minutes)…\n`,
+      `and type this code there: ${started.userCode}\n\nWaiting for approval (the code expires in ${Math.round(started.expiresIn / 60)} minutes)…\n`,
   )
   let intervalMs = started.interval * 1000
   const giveUpAt = Date.now() + started.expiresIn * 1000 + 30_000

@@ -111,7 +111,7 @@ export function deviceLoginRoutes(deps: AppDeps) {
     })
     .post('/device/:userCode/deny', async ({ auth, audit, params }) => {
       const decided = logins.decide(auth.userId, params.userCode, false)
-      await audit('device_login.deny', [], { deviceName: decided.deviceName, keyName: keyNameFor(decided.deviceName), scopes: decided.scopes })
+      await audit('device_login.deny', [], { deviceName: decided.deviceName, keyName: keyNameFor(decided.deviceName), scopes: decided.requestedScopes })
       return { status: decided.status }
     }, {
       auth: 'session',
