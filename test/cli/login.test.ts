@@ -365,6 +365,13 @@ describe('svc login: a code approved by another account (issue 36)', () => {
     const same = await svc(['login', '--key', server.url], { env: home.env, stdin: again.body.key })
     expect(same.stderr).not.toContain('warning')
     expect((await svc(['whoami'], { env: home.env })).stdout).toContain(`Account: ${other.email}\n`)
+
+    // A config stored before the account was kept: the vault is asked whose the old key is.
+    const config = join(home.config, 'svc-vault', 'config.json')
+    const { account: _, ...older } = JSON.parse(readFileSync(config, 'utf8'))
+    await Bun.write(config, JSON.stringify(older))
+    const switched = await svc(['login', '--key', server.url], { env: home.env, stdin: (await owner.post('/api/access-keys', { name: 'back', scopes: ['export:read'] })).body.key })
+    expect(switched.stderr).toContain(`svc: warning: this sign-in is for ${owner.email}, not ${other.email} as before`)
   }, 40_000)
 })
 

@@ -64,6 +64,18 @@ function accountFields(previous: StoredConfig | null, url: string, account: stri
   return before !== undefined && before.toLowerCase() !== account.toLowerCase() ? { account, previousAccount: before } : { account }
 }
 
+/** A stored sign-in from before `account` was kept: ask the vault whose its key is (best effort). */
+async function withAccount(previous: StoredConfig | null, url: string): Promise<StoredConfig | null> {
+  if (!previous || previous.account !== undefined || normalizeUrl(previous.url) !== url) return previous
+  try {
+    const answer = await new VaultClient(url, previous.key).raw('GET', '/api/auth/me')
+    if (answer.status === 200) return { ...previous, account: (JSON.parse(answer.text) as MeAnswer).user.email }
+  } catch {
+    // Unreachable or not JSON: nothing to compare with.
+  }
+  return previous
+}
+
 /**
  * A code someone else saw can be approved with their account, and svc would then read and write
  * their vault: say so loudly when the account is not the one svc was signed in as before.
@@ -81,7 +93,7 @@ export async function login(argv: string[]): Promise<void> {
     throw usageError('never pass a key as an argument (it would stay in your shell history): pipe it to svc login --key')
   }
   const url = loginUrl(positionals[0])
-  const previous = readConfig()
+  const previous = await withAccount(readConfig(), url)
   if (options.key) {
     if (options.scopes !== undefined) throw usageError('--scopes applies to a new key, not to --key')
     const key = (await readStdin()).trim()
