@@ -14,9 +14,7 @@ export const usageError = (message: string) => new CliError(`${message} (see svc
 // Text from the vault (names, values, error messages) may hold terminal escapes: ESC sequences
 // that move the cursor, rewrite earlier lines or write the clipboard (OSC 52), and bidi controls
 // that reorder what is shown. On a terminal they are shown escaped, never obeyed.
-// eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g
-// eslint-disable-next-line no-control-regex
 const CONTROL_BUT_NEWLINE = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g
 
 const escapeOne = (char: string) => {
