@@ -289,7 +289,7 @@ describe('svc login: expiry and the endpoints', () => {
     const anonymous = new Client(server.url)
     const everything = await anonymous.post('/api/auth/device', { deviceName: 'IT support', scopes: ALL_SCOPES }, { 'user-agent': 'Phisher/1.0' })
     const described = await owner.get(`/api/auth/device/${everything.body.userCode}`)
-    expect(described.body).toMatchObject({ scopes: ALL_SCOPES.filter((s) => DEFAULT_SCOPES.includes(s)), requestedScopes: ALL_SCOPES, address: '127.0.0.1', userAgent: 'Phisher/1.0' })
+    expect(described.body).toMatchObject({ scopes: ALL_SCOPES, grantedByDefault: ALL_SCOPES.filter((s) => DEFAULT_SCOPES.includes(s)), address: '127.0.0.1', userAgent: 'Phisher/1.0' })
     expect(Math.abs(Date.parse(described.body.createdAt) - now())).toBeLessThan(5000)
     expect((await owner.post(`/api/auth/device/${everything.body.userCode}/approve`)).body).toEqual({ status: 'approved' })
     offset += 20_000

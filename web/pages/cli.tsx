@@ -13,9 +13,10 @@ interface DeviceRequest {
   userCode: string
   deviceName: string
   keyName: string
-  /** What an approval grants unless widened: the default scopes among those asked for. */
+  /** What the device asked for. */
   scopes: string[]
-  requestedScopes: string[]
+  /** What an approval grants unless widened: the default scopes among those asked for. */
+  grantedByDefault: string[]
   address: string
   userAgent: string | null
   createdAt: string
@@ -69,7 +70,7 @@ export function CliPage() {
     setLoadError(null)
     api<DeviceRequest>('GET', `/api/auth/device/${encodeURIComponent(code)}`).then(
       (found) => {
-        setGranted(new Set(found.scopes))
+        setGranted(new Set(found.grantedByDefault))
         setRequest(found)
       },
       (failure) =>
@@ -91,7 +92,7 @@ export function CliPage() {
 
   const decide = (approve: boolean) =>
     run(async () => {
-      const scopes = request!.requestedScopes.filter((scope) => granted.has(scope))
+      const scopes = request!.scopes.filter((scope) => granted.has(scope))
       if (approve && scopes.length === 0) throw new Error('Tick at least one scope to approve, or deny the sign-in.')
       const answer = await api<{ status: 'approved' | 'denied' }>(
         'POST',
@@ -171,7 +172,7 @@ export function CliPage() {
               The key will be named “{request.keyName}”, expire after {request.keyExpiresInDays} days, and hold the scopes ticked below:
             </p>
             <ul class="cli-scopes">
-              {request.requestedScopes.map((scope) => (
+              {request.scopes.map((scope) => (
                 <li key={scope} class={isWrite(scope) ? 'cli-write' : undefined}>
                   <label class="check">
                     <input type="checkbox" name="scope" value={scope} checked={granted.has(scope)} onChange={() => toggle(scope)} />
@@ -183,9 +184,9 @@ export function CliPage() {
                 </li>
               ))}
             </ul>
-            {request.requestedScopes.some((scope) => !request.scopes.includes(scope)) && (
+            {request.scopes.some((scope) => !request.grantedByDefault.includes(scope)) && (
               <p class="notice cli-widen">
-                The device also asked for {request.requestedScopes.filter((scope) => !request.scopes.includes(scope)).join(', ')}, beyond the default
+                The device also asked for {request.scopes.filter((scope) => !request.grantedByDefault.includes(scope)).join(', ')}, beyond the default
                 scopes: those are granted only if you tick them.
               </p>
             )}

@@ -85,7 +85,7 @@ export function deviceLoginRoutes(deps: AppDeps) {
       detail: {
         operationId: 'getDeviceLogin',
         summary: 'A pending device sign-in: the device name, where and when it started, the scopes asked for',
-        description: '`scopes` is what an approval without a choice grants (the default scopes among those asked for); `requestedScopes` all that was asked for; `address` and `userAgent` are the client that started it. 404 DEVICE_CODE_NOT_FOUND when the code is unknown, expired or already decided. 429 after 20 unknown codes in 15 minutes.',
+        description: '`scopes` is what the device asked for; `grantedByDefault` what an approval without a choice grants (the default scopes among them); `address` and `userAgent` are the client that started it. 404 DEVICE_CODE_NOT_FOUND when the code is unknown, expired or already decided. 429 after 20 unknown codes in 15 minutes.',
       },
     })
     .post('/device/:userCode/approve', async ({ auth, audit, body, params }) => {

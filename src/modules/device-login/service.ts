@@ -77,10 +77,10 @@ export interface DeviceRequestView {
   userCode: string
   deviceName: string
   keyName: string
-  /** What an approval without a choice grants: the requested scopes among the default ones. */
+  /** Everything the device asked for; beyond `grantedByDefault`, granted only when the approver picks it. */
   scopes: Scope[]
-  /** Everything the device asked for; beyond `scopes`, granted only when the approver picks it. */
-  requestedScopes: Scope[]
+  /** What an approval without a choice grants: the requested scopes among the default ones. */
+  grantedByDefault: Scope[]
   /** Where and when the request started, as the server saw it. */
   address: string
   userAgent: string | null
@@ -251,8 +251,8 @@ export class DeviceLogins {
       userCode: formatUserCode(request.userCode),
       deviceName: request.deviceName,
       keyName: keyNameFor(request.deviceName),
-      scopes: defaultGrant(request.scopes),
-      requestedScopes: [...request.scopes],
+      scopes: [...request.scopes],
+      grantedByDefault: defaultGrant(request.scopes),
       address: request.client,
       userAgent: request.userAgent,
       createdAt: new Date(request.createdAt).toISOString(),
