@@ -7,7 +7,7 @@ import { existsSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { signUp, type Client } from '../support/client'
 import { startTestServer, tempDir, type TestServer } from '../support/server'
-import { buildCli, startSvc, svc, svcHome } from './support'
+import { buildCli, startSvc, SVC, svc, svcHome } from './support'
 
 let server: TestServer
 let owner: Client
@@ -143,6 +143,21 @@ describe('terminal escapes in names are shown escaped', () => {
     for (const result of [ls, totp, imported]) {
       expect(result.stdout + result.stderr).not.toMatch(/[\x00-\x09\x0b-\x1f\x7f\u202e]/)
     }
+    // svc get: the exact value when piped, escaped on a terminal (`script` gives it one).
+    const valueKey = await user.keyClient(['export:read'])
+    const getEnv = { ...env, SVC_TOKEN: valueKey.credentials.key! }
+    const piped = await svc(['get', 'STRIPE_SECRET_KEY'], { env: { ...getEnv } })
+    expect(piped.stdout).toBe('v\n')
+    const entryId = ((await user.get('/api/entries')).body as { id: string }[])[0].id
+    expect((await user.put(`/api/entries/${entryId}`, { value: `v${OSC52}` })).status).toBe(200)
+    expect(await svc(['get', 'STRIPE_SECRET_KEY'], { env: getEnv })).toMatchObject({ stdout: `v${OSC52}\n`, stderr: '' })
+    if (Bun.spawnSync(['which', 'script']).exitCode === 0) {
+      // Asynchronous: the vault answers from this process.
+      const tty = Bun.spawn(['script', '-qefc', `${SVC} get STRIPE_SECRET_KEY`, '/dev/null'], { env: getEnv, stdin: 'pipe', stdout: 'pipe' })
+      const shown = await new Response(tty.stdout).text()
+      expect(await tty.exited).toBe(0)
+      expect(shown).toBe('v\\x1b]52;c;ZWNobyBwd25lZA==\\x07\r\n')
+    } else if (process.env.CI === 'true') throw new Error('CI=true: this test needs script')
     // An error that repeats a name from the command line or the vault.
     const failed = await svc(['run', '--project', `x${OSC52}`, '--', 'true'], { env: { ...env, SVC_TOKEN: (await user.keyClient(['export:read', 'envs:read', 'envs:reveal'])).credentials.key! } })
     expect(failed).toMatchObject({ code: 1, stderr: 'svc: no env project named x\\x1b]52;c;ZWNobyBwd25lZA==\\x07\n' })
