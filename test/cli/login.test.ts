@@ -12,6 +12,7 @@ import { buildCli, freePort, startSvc, svc, svcHome } from './support'
 
 const DEFAULT_SCOPES = ['entries:read', 'entries:reveal', 'export:read', 'envs:read', 'envs:reveal', '2fa:read', '2fa:reveal', 'categories:read']
 const DAY = 86_400_000
+const ALL_SCOPES = ['categories:read', 'categories:write', 'entries:read', 'entries:write', 'entries:reveal', '2fa:read', '2fa:write', '2fa:reveal', 'stats:read', 'export:read', 'ai:extract', 'envs:read', 'envs:write', 'envs:reveal', 'audit:read']
 
 let server: TestServer
 let owner: Client & { email: string }
@@ -38,6 +39,17 @@ async function startLogin(env: Record<string, string>, extra: string[] = []) {
   return { running, link: link[1], userCode: link[2] }
 }
 
+/** On /cli: types the code as a person reads it off the terminal, and waits for the request. */
+async function typeCode(page: BrowserSession['page'], userCode: string) {
+  const field = page.getByLabel('Code')
+  await field.waitFor()
+  // The link never fills the code in.
+  expect(await field.inputValue()).toBe('')
+  await field.fill(userCode)
+  await page.getByRole('button', { name: 'Continue' }).click()
+  await page.locator('.cli-code').waitFor()
+}
+
 const requireChromium = !hasChromium() && process.env.CI === 'true'
 if (requireChromium) throw new Error('CI=true: Chromium (/usr/bin/chromium) is required for the device approval test')
 
@@ -61,11 +73,17 @@ describe.skipIf(!hasChromium())('svc login: device approval in Chromium', () => 
     const page = browser.page
     await page.goto(link)
     await page.getByRole('heading', { name: 'Sign in the svc command' }).waitFor()
-    await page.locator('.cli-device').waitFor()
+    // The link opens the page; the person types the code from the terminal.
+    await typeCode(page, userCode)
     expect(await page.locator('.cli-device').textContent()).toBe(hostname())
     expect(await page.locator('.cli-code').textContent()).toBe(userCode)
+    // Where and when the sign-in started.
+    expect(await page.locator('.cli-address').textContent()).toBe('127.0.0.1')
+    expect(await page.locator('.cli-user-agent').textContent()).toContain('Bun/')
+    expect(await page.locator('.cli-started').textContent()).toContain('just now')
     const scopes = await page.locator('.cli-scopes code').allTextContents()
     expect(scopes).toEqual(DEFAULT_SCOPES)
+    expect(await page.locator('.cli-scopes input:checked').count()).toBe(DEFAULT_SCOPES.length)
     expect(await page.locator('.cli-approval').textContent()).toContain(`svc on ${hostname()}`)
     await page.getByRole('button', { name: 'Approve' }).click()
     await page.getByText('Approved.').waitFor()
@@ -100,6 +118,8 @@ describe.skipIf(!hasChromium())('svc login: device approval in Chromium', () => 
 
     // The code was single-use: the page now says so.
     await page.goto(link)
+    await page.getByLabel('Code').fill(userCode)
+    await page.getByRole('button', { name: 'Continue' }).click()
     await page.getByText('No sign-in is waiting for the code').waitFor()
 
     const logout = await svc(['logout'], { env: home.env })
@@ -111,8 +131,9 @@ describe.skipIf(!hasChromium())('svc login: device approval in Chromium', () => 
 
   test('denying on the page: svc gets no key and says so', async () => {
     const home = svcHome()
-    const { running, link } = await startLogin(home.env)
+    const { running, link, userCode } = await startLogin(home.env)
     await browser.page.goto(link)
+    await typeCode(browser.page, userCode)
     await browser.page.getByRole('button', { name: 'Deny' }).click()
     await browser.page.getByText('Denied.').waitFor()
     const result = await running.end()
@@ -130,7 +151,7 @@ describe.skipIf(!hasChromium())('svc login: device approval in Chromium', () => 
       await fresh.page.getByLabel('E-mail').fill(owner.email)
       await fresh.page.getByLabel('Password').fill(PASSWORD)
       await fresh.page.getByRole('button', { name: 'Sign in' }).click()
-      await fresh.page.locator('.cli-code').waitFor()
+      await typeCode(fresh.page, userCode)
       expect(await fresh.page.locator('.cli-code').textContent()).toBe(userCode)
       expect(await fresh.page.locator('.cli-scopes code').allTextContents()).toEqual(['export:read'])
       await fresh.page.getByRole('button', { name: 'Approve' }).click()
@@ -141,6 +162,65 @@ describe.skipIf(!hasChromium())('svc login: device approval in Chromium', () => 
       await fresh.close()
     }
   }, 40_000)
+})
+
+describe.skipIf(!hasChromium())('device sign-in phishing: a link someone sends approves nothing (issue 36)', () => {
+  let browser: BrowserSession
+
+  beforeAll(async () => {
+    browser = await openBrowser(server.url)
+    await browser.context.addCookies([{ name: 'svc_session', value: owner.credentials.cookie!, url: server.url }])
+  }, 20_000)
+
+  afterAll(async () => {
+    await browser?.close()
+  })
+
+  test('a pre-filled link approves nothing; typed, only the default scopes are ticked and granted', async () => {
+    // The attacker, without an account, asks for every scope and sends the ready link.
+    const attacker = new Client(server.url)
+    const started = await attacker.post('/api/auth/device', { deviceName: 'IT support', scopes: ALL_SCOPES })
+    const { deviceCode, userCode, verificationUri } = started.body
+    const page = browser.page
+    await page.goto(verificationUri)
+    await page.getByText('This page was opened from a link').waitFor()
+    // The code is not filled in, nothing of the request is shown, and there is nothing to approve.
+    expect(await page.getByLabel('Code').inputValue()).toBe('')
+    expect(await page.getByRole('button', { name: 'Approve' }).count()).toBe(0)
+    expect(await page.locator('.cli-device').count()).toBe(0)
+    expect(await page.content()).not.toContain(userCode)
+    // Continue with nothing typed goes nowhere, and the request stays pending.
+    await page.getByRole('button', { name: 'Continue' }).click()
+    expect(await page.getByRole('button', { name: 'Approve' }).count()).toBe(0)
+    expect((await attacker.post('/api/auth/device/token', { deviceCode })).body.code).toBe('AUTHORIZATION_PENDING')
+
+    // Talked into typing the code too: the write scopes are called out and left unticked.
+    await typeCode(page, userCode)
+    const written = await page.locator('.cli-write code').allTextContents()
+    expect(written).toEqual(ALL_SCOPES.filter((scope) => scope.endsWith(':write')))
+    const ticked = await page.locator('.cli-scopes input:checked').evaluateAll((inputs) => inputs.map((input) => (input as HTMLInputElement).value))
+    expect(ticked.sort()).toEqual([...DEFAULT_SCOPES].sort())
+    expect(await page.locator('.cli-widen').textContent()).toContain('entries:write')
+    await page.getByRole('button', { name: 'Approve' }).click()
+    await page.getByText('Approved.').waitFor()
+    offset += 20_000
+    const granted = await attacker.post('/api/auth/device/token', { deviceCode })
+    expect(granted.status).toBe(200)
+    expect([...granted.body.scopes].sort()).toEqual([...DEFAULT_SCOPES].sort())
+  }, 40_000)
+
+  test('the approver widens on the page: a ticked write scope is granted', async () => {
+    const anonymous = new Client(server.url)
+    const started = await anonymous.post('/api/auth/device', { deviceName: 'my-laptop', scopes: ['export:read', 'entries:write'] })
+    await browser.page.goto(`${server.url}/cli`)
+    await typeCode(browser.page, started.body.userCode)
+    await browser.page.getByRole('checkbox', { name: /entries:write/ }).check()
+    await browser.page.getByRole('button', { name: 'Approve' }).click()
+    await browser.page.getByText('Approved.').waitFor()
+    offset += 20_000
+    const granted = await anonymous.post('/api/auth/device/token', { deviceCode: started.body.deviceCode })
+    expect(granted.body.scopes).toEqual(['export:read', 'entries:write'])
+  }, 30_000)
 })
 
 describe('svc login: expiry and the endpoints', () => {
@@ -205,6 +285,29 @@ describe('svc login: expiry and the endpoints', () => {
     expect((await own.get('/api/auth/me')).status).toBe(401)
   })
 
+  test('requested write scopes are not granted without widening: an approval without a choice grants the default ones', async () => {
+    const anonymous = new Client(server.url)
+    const everything = await anonymous.post('/api/auth/device', { deviceName: 'IT support', scopes: ALL_SCOPES }, { 'user-agent': 'Phisher/1.0' })
+    const described = await owner.get(`/api/auth/device/${everything.body.userCode}`)
+    expect(described.body).toMatchObject({ scopes: ALL_SCOPES, grantedByDefault: ALL_SCOPES.filter((s) => DEFAULT_SCOPES.includes(s)), address: '127.0.0.1', userAgent: 'Phisher/1.0' })
+    expect(Math.abs(Date.parse(described.body.createdAt) - now())).toBeLessThan(5000)
+    expect((await owner.post(`/api/auth/device/${everything.body.userCode}/approve`)).body).toEqual({ status: 'approved' })
+    offset += 20_000
+    const granted = await anonymous.post('/api/auth/device/token', { deviceCode: everything.body.deviceCode })
+    expect([...granted.body.scopes].sort()).toEqual([...DEFAULT_SCOPES].sort())
+    expect(granted.body.scopes.some((scope: string) => scope.endsWith(':write'))).toBe(false)
+
+    // Only write scopes asked for: nothing to grant without a choice; the approver's choice is granted as given.
+    const writer = await anonymous.post('/api/auth/device', { deviceName: 'ci', scopes: ['entries:write'] })
+    const refused = await owner.post(`/api/auth/device/${writer.body.userCode}/approve`)
+    expect(refused.status).toBe(400)
+    expect(refused.body.code).toBe('VALIDATION_ERROR')
+    expect((await owner.post(`/api/auth/device/${writer.body.userCode}/approve`, { scopes: ['nope'] })).body.code).toBe('VALIDATION_ERROR')
+    expect((await owner.post(`/api/auth/device/${writer.body.userCode}/approve`, { scopes: ['entries:write', 'entries:read'] })).body).toEqual({ status: 'approved' })
+    offset += 20_000
+    expect((await anonymous.post('/api/auth/device/token', { deviceCode: writer.body.deviceCode })).body.scopes).toEqual(['entries:write', 'entries:read'])
+  })
+
   test('the body may be left out: a device of unknown name asks for the default scopes', async () => {
     for (const body of [undefined, {}]) {
       const started = await new Client(server.url).post('/api/auth/device', body)
@@ -235,6 +338,41 @@ describe('svc login: expiry and the endpoints', () => {
     expect(doc.paths['/api/auth/device'].post.security).toEqual([])
     expect(doc.paths['/api/auth/device/token'].post.security).toEqual([])
   })
+})
+
+describe('svc login: a code approved by another account (issue 36)', () => {
+  test('the terminal prints the account it got and warns when it is not the one before; svc whoami shows it', async () => {
+    const home = svcHome()
+    // Signed in as the owner first (any way will do: here with a key).
+    const mine = await owner.post('/api/access-keys', { name: 'mine', scopes: ['export:read'] })
+    const first = await svc(['login', '--key', server.url], { env: home.env, stdin: mine.body.key })
+    expect(first.stderr).toContain(`Signed in to ${server.url} as ${owner.email} with the key "mine"`)
+    expect(first.stderr).not.toContain('warning')
+
+    // Someone who saw the code approves it with their own account.
+    const other = await signUp(server.url)
+    const { running, userCode } = await startLogin(home.env)
+    expect((await other.post(`/api/auth/device/${userCode}/approve`)).body).toEqual({ status: 'approved' })
+    const result = await running.end()
+    expect(result.code).toBe(0)
+    expect(result.stderr).toContain(`Signed in to ${server.url} as ${other.email}: key "svc on ${hostname()}"`)
+    expect(result.stderr).toContain(`svc: warning: this sign-in is for ${other.email}, not ${owner.email} as before`)
+    const whoami = await svc(['whoami'], { env: home.env })
+    expect(whoami.stdout).toContain(`Account: ${other.email} (svc was signed in as ${owner.email} before)\n`)
+
+    // Signing in again as the same account: no warning.
+    const again = await other.post('/api/access-keys', { name: 'again', scopes: ['export:read'] })
+    const same = await svc(['login', '--key', server.url], { env: home.env, stdin: again.body.key })
+    expect(same.stderr).not.toContain('warning')
+    expect((await svc(['whoami'], { env: home.env })).stdout).toContain(`Account: ${other.email}\n`)
+
+    // A config stored before the account was kept: the vault is asked whose the old key is.
+    const config = join(home.config, 'svc-vault', 'config.json')
+    const { account: _, ...older } = JSON.parse(readFileSync(config, 'utf8'))
+    await Bun.write(config, JSON.stringify(older))
+    const switched = await svc(['login', '--key', server.url], { env: home.env, stdin: (await owner.post('/api/access-keys', { name: 'back', scopes: ['export:read'] })).body.key })
+    expect(switched.stderr).toContain(`svc: warning: this sign-in is for ${owner.email}, not ${other.email} as before`)
+  }, 40_000)
 })
 
 describe('svc login --key and the config file', () => {
@@ -319,6 +457,29 @@ describe('device sign-in limits', () => {
       await own.stop()
     }
   })
+
+  test('one IPv6 /64 holds at most 20 waiting sign-ins, however many addresses it uses; other clients still get in', async () => {
+    const own = await startTestServer({ env: { SVC_TRUST_PROXY: 'loopback' } })
+    try {
+      const anonymous = new Client(own.url)
+      const from = (address: string) => ({ post: (path: string, body: unknown) => anonymous.post(path, body, { 'x-forwarded-for': address }) })
+      const answers: number[] = []
+      // 100 addresses of one /64, two sign-ins each (the per-address cap of 10 never comes into play).
+      for (let i = 1; i <= 100; i++) {
+        for (let j = 0; j < 2; j++) answers.push((await from(`2001:db8:1:2::${i.toString(16)}`).post('/api/auth/device', { deviceName: 'x' })).status)
+      }
+      expect(answers.filter((s) => s === 200).length).toBe(20)
+      expect(answers.filter((s) => s === 429).length).toBe(180)
+      // The same /64 written another way is still the same network.
+      expect((await from('2001:0db8:0001:0002:ffff:0:0:1').post('/api/auth/device', {})).status).toBe(429)
+      // Another /64 of the same /48, another IPv6 client and an IPv4 one are unaffected.
+      expect((await from('2001:db8:1:3::1').post('/api/auth/device', {})).status).toBe(200)
+      expect((await from('2001:db8:9::1').post('/api/auth/device', {})).status).toBe(200)
+      expect((await from('203.0.113.7').post('/api/auth/device', {})).status).toBe(200)
+    } finally {
+      await own.stop()
+    }
+  }, 30_000)
 
   test('a signed-in user guessing codes is stopped after 20 unknown ones', async () => {
     const own = await startTestServer()

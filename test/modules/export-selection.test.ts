@@ -287,6 +287,20 @@ describe('ETag on GET /api/export', () => {
     expect(after.headers.get('etag')).not.toBe(before)
   })
 
+  test('a 304 writes no export.read event (svc run --watch polls every 10 s); a 200 writes one', async () => {
+    const heidi = await signUp(server.url)
+    const c = await createCategory(heidi, { name: 'Stripe', keyType: 'simple', envVarName: 'STRIPE_KEY' })
+    await createEntry(heidi, { categoryId: c.id, name: 'shop', value: 'sk-live' })
+    const exports = async () => ((await heidi.get('/api/audit?limit=500')).body.items as { action: string }[]).filter((e) => e.action === 'export.read').length
+    const first = await heidi.get('/api/export?format=json')
+    expect(first.status).toBe(200)
+    expect(await exports()).toBe(1)
+    for (let i = 0; i < 5; i++) expect((await heidi.get('/api/export?format=json', { 'if-none-match': first.headers.get('etag')! })).status).toBe(304)
+    expect(await exports()).toBe(1)
+    expect((await heidi.get('/api/export?format=json', { 'if-none-match': '"stale"' })).status).toBe(200)
+    expect(await exports()).toBe(2)
+  })
+
   test('the tag reveals nothing of the content: no plain hash of it, and another user with the same content gets another tag', async () => {
     const make = async () => {
       const user = await signUp(server.url)

@@ -8,6 +8,8 @@ export interface OptionSpec {
   short?: string
   /** Takes a value (else a boolean flag). */
   value?: boolean
+  /** May be given more than once: every value is kept, in order, in `lists`. */
+  repeat?: boolean
 }
 
 export interface Parsed {
@@ -15,16 +17,19 @@ export interface Parsed {
   positionals: string[]
   /** Everything after `--`, or after the first positional when `stopAtPositional`. */
   rest: string[]
+  /** The values of repeatable options. */
+  lists: Record<string, string[]>
 }
 
 export function parseArgs(argv: string[], specs: OptionSpec[], settings: { stopAtPositional?: boolean } = {}): Parsed {
   const options: Parsed['options'] = {}
+  const lists: Parsed['lists'] = {}
   const positionals: string[] = []
   const byLong = new Map(specs.map((spec) => [spec.name, spec]))
   const byShort = new Map(specs.filter((spec) => spec.short).map((spec) => [spec.short!, spec]))
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]
-    if (arg === '--') return { options, positionals, rest: argv.slice(i + 1) }
+    if (arg === '--') return { options, positionals, rest: argv.slice(i + 1), lists }
     let spec: OptionSpec | undefined
     let inline: string | undefined
     if (arg.startsWith('--')) {
@@ -38,7 +43,7 @@ export function parseArgs(argv: string[], specs: OptionSpec[], settings: { stopA
       if (!spec) throw usageError(`unknown option ${arg.slice(0, 2)}`)
       if (arg.length > 2) inline = arg.slice(2)
     } else {
-      if (settings.stopAtPositional) return { options, positionals, rest: argv.slice(i) }
+      if (settings.stopAtPositional) return { options, positionals, rest: argv.slice(i), lists }
       positionals.push(arg)
       continue
     }
@@ -46,12 +51,13 @@ export function parseArgs(argv: string[], specs: OptionSpec[], settings: { stopA
       const value = inline ?? argv[++i]
       if (value === undefined) throw usageError(`--${spec.name} needs a value`)
       options[spec.name] = value
+      if (spec.repeat) (lists[spec.name] ??= []).push(value)
     } else {
       if (inline !== undefined) throw usageError(`--${spec.name} takes no value`)
       options[spec.name] = true
     }
   }
-  return { options, positionals, rest: [] }
+  return { options, positionals, rest: [], lists }
 }
 
 export const str = (value: string | boolean | undefined): string | undefined => (typeof value === 'string' ? value : undefined)

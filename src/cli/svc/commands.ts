@@ -6,7 +6,7 @@ import { resolve } from 'node:path'
 import { parseArgs, str } from './args'
 import { errorBody, VaultClient } from './client'
 import { credentials, normalizeUrl, readConfig, removeConfig, writeConfig, type StoredConfig } from './config'
-import { CliError, isCliError, usageError } from './errors'
+import { CliError, escapeControl as esc, isCliError, printable, usageError } from './errors'
 import { VERSION } from '../../version'
 import { writeSecretFile } from './files'
 import { selectionFrom } from './run'
@@ -75,6 +75,34 @@ async function revokeReplaced(previous: StoredConfig | null, url: string, keepKe
   }
 }
 
+/** The account to remember, and the one before it when the sign-in changed accounts. */
+function accountFields(previous: StoredConfig | null, url: string, account: string): Pick<StoredConfig, 'account' | 'previousAccount'> {
+  const before = previous && normalizeUrl(previous.url) === url ? previous.account : undefined
+  return before !== undefined && before.toLowerCase() !== account.toLowerCase() ? { account, previousAccount: before } : { account }
+}
+
+/** A stored sign-in from before `account` was kept: ask the vault whose its key is (best effort). */
+async function withAccount(previous: StoredConfig | null, url: string): Promise<StoredConfig | null> {
+  if (!previous || previous.account !== undefined || normalizeUrl(previous.url) !== url) return previous
+  try {
+    const answer = await new VaultClient(url, previous.key).raw('GET', '/api/auth/me')
+    if (answer.status === 200) return { ...previous, account: (JSON.parse(answer.text) as MeAnswer).user.email }
+  } catch {
+    // Unreachable or not JSON: nothing to compare with.
+  }
+  return previous
+}
+
+/**
+ * A code someone else saw can be approved with their account, and svc would then read and write
+ * their vault: say so loudly when the account is not the one svc was signed in as before.
+ */
+function warnOtherAccount(previous: StoredConfig | null, url: string, account: string): void {
+  const { previousAccount } = accountFields(previous, url, account)
+  if (previousAccount === undefined) return
+  note(printable(`svc: warning: this sign-in is for ${account}, not ${previousAccount} as before; if you did not expect that, run svc logout and svc login again\n`))
+}
+
 export async function login(argv: string[]): Promise<void> {
   const { options, positionals } = parseArgs(argv, [{ name: 'key' }, { name: 'scopes', value: true }])
   if (positionals.length > 1) throw usageError('svc login takes one URL')
@@ -83,7 +111,7 @@ export async function login(argv: string[]): Promise<void> {
   }
   const url = loginUrl(positionals[0])
   warnIfClearText(url)
-  const previous = readConfig()
+  const previous = await withAccount(readConfig(), url)
   if (options.key) {
     if (options.scopes !== undefined) throw usageError('--scopes applies to a new key, not to --key')
     const key = (await readStdin()).trim()
@@ -94,9 +122,11 @@ export async function login(argv: string[]): Promise<void> {
     if (answer.status === 401) throw new CliError(`the vault at ${url} does not accept this key (unknown, revoked or expired)`)
     if (answer.status !== 200) throw client.failure(answer)
     const record = JSON.parse(answer.text) as AccessKeyAnswer
-    const path = writeConfig({ url, key, keyId: record.id, keyName: record.name, expiresAt: record.expiresAt, createdByLogin: false })
+    const me = await client.json<MeAnswer>('GET', '/api/auth/me')
+    const path = writeConfig({ url, key, keyId: record.id, keyName: record.name, expiresAt: record.expiresAt, createdByLogin: false, ...accountFields(previous, url, me.user.email) })
     await revokeReplaced(previous, url, key)
-    note(`Signed in to ${url} with the key "${record.name}" (${record.scopes.join(' ')}); saved in ${path}\n`)
+    note(printable(`Signed in to ${url} as ${me.user.email} with the key "${record.name}" (${record.scopes.join(' ')}); saved in ${path}\n`))
+    warnOtherAccount(previous, url, me.user.email)
     return
   }
   const scopes = str(options.scopes)?.split(/[\s,]+/).filter(Boolean)
@@ -109,7 +139,7 @@ export async function login(argv: string[]): Promise<void> {
   )
   note(
     `To sign in, open this link in a browser where you are signed in to the vault:\n\n  ${started.verificationUri}\n\n` +
-      `and check that it shows the code ${started.userCode}. Waiting for approval (the code expires in ${Math.round(started.expiresIn / 60)} minutes)…\n`,
+      `and type this code there: ${started.userCode}\n\nWaiting for approval (the code expires in ${Math.round(started.expiresIn / 60)} minutes)…\n`,
   )
   let intervalMs = started.interval * 1000
   const giveUpAt = Date.now() + started.expiresIn * 1000 + 30_000
@@ -118,10 +148,20 @@ export async function login(argv: string[]): Promise<void> {
     const answer = await anonymous.raw('POST', '/api/auth/device/token', { deviceCode: started.deviceCode })
     if (answer.status === 200) {
       const created = JSON.parse(answer.text) as AccessKeyAnswer & { key: string }
-      const path = writeConfig({ url, key: created.key, keyId: created.id, keyName: created.name, expiresAt: created.expiresAt, createdByLogin: true })
-      await revokeReplaced(previous, url, created.key)
+      // Whoever approved the code owns the key: ask the vault whose it is before storing it.
       const me = await new VaultClient(url, created.key).json<MeAnswer>('GET', '/api/auth/me')
-      note(`Signed in to ${url} as ${me.user.email}: key "${created.name}", expires ${created.expiresAt ?? 'never'}; saved in ${path}\n`)
+      const path = writeConfig({
+        url,
+        key: created.key,
+        keyId: created.id,
+        keyName: created.name,
+        expiresAt: created.expiresAt,
+        createdByLogin: true,
+        ...accountFields(previous, url, me.user.email),
+      })
+      await revokeReplaced(previous, url, created.key)
+      note(printable(`Signed in to ${url} as ${me.user.email}: key "${created.name}" (${created.scopes.join(' ')}), expires ${created.expiresAt ?? 'never'}; saved in ${path}\n`))
+      warnOtherAccount(previous, url, me.user.email)
       await noteIfOlder(url)
       return
     }
@@ -153,11 +193,11 @@ export async function logout(argv: string[]): Promise<void> {
   if (!options['keep-key']) {
     try {
       const answer = await new VaultClient(normalizeUrl(stored.url), stored.key).raw('DELETE', '/api/auth/key')
-      if (answer.status === 204) note(`Revoked the key "${stored.keyName ?? 'svc'}" on ${stored.url}\n`)
+      if (answer.status === 204) note(`Revoked the key "${esc(stored.keyName ?? 'svc')}" on ${stored.url}\n`)
       else if (answer.status === 401) note('The key was already revoked or expired\n')
-      else note(`svc: could not revoke the key on the server (HTTP ${answer.status}); revoke "${stored.keyName}" in the web interface\n`)
+      else note(`svc: could not revoke the key on the server (HTTP ${answer.status}); revoke "${esc(stored.keyName ?? 'svc')}" in the web interface\n`)
     } catch (error) {
-      note(`svc: ${(error as Error).message}; the key stays valid until revoked in the web interface or it expires\n`)
+      note(`svc: ${esc((error as Error).message)}; the key stays valid until revoked in the web interface or it expires\n`)
     }
   }
   removeConfig()
@@ -170,14 +210,16 @@ export async function whoami(argv: string[]): Promise<void> {
   const client = VaultClient.signedIn(creds)
   const me = await client.json<MeAnswer>('GET', '/api/auth/me')
   const key = await client.json<AccessKeyAnswer>('GET', '/api/auth/key')
+  // The account the stored sign-in was approved by, when it changed accounts (issue 36).
+  const changed = creds.keySource === 'config' && creds.stored?.previousAccount ? ` (svc was signed in as ${creds.stored.previousAccount} before)` : ''
   const lines = [
     ['URL', creds.url],
-    ['Account', me.user.email],
+    ['Account', me.user.email + changed],
     ['Key', `${key.name} (${key.keyPrefix}…)${creds.keySource === 'SVC_TOKEN' ? ' from SVC_TOKEN' : ''}`],
     ['Scopes', key.scopes.join(' ')],
     ['Expires', key.expiresAt ?? 'never'],
   ]
-  out(lines.map(([label, value]) => `${(label + ':').padEnd(9)}${value}\n`).join(''))
+  out(printable(lines.map(([label, value]) => `${(label + ':').padEnd(9)}${value}\n`).join('')))
   await noteIfOlder(creds.url)
 }
 
@@ -305,8 +347,8 @@ export async function get(argv: string[]): Promise<void> {
   }
   const variables = await withProject(client, selection, exported)
   if (!Object.hasOwn(variables, name)) throw new CliError(`nothing matched: ${name} is not in ${describeSelection(selection)}`)
-  // A terminal gets a line; a pipe or a file gets the value's exact bytes.
-  out(process.stdout.isTTY ? variables[name] + '\n' : variables[name])
+  // A pipe or a file gets the value's exact bytes; a terminal a line, its control characters escaped.
+  out(process.stdout.isTTY ? printable(variables[name]) + '\n' : variables[name])
 }
 
 // ---------------------------------------------------------------- import, totp, ls
@@ -347,14 +389,14 @@ export async function importCommand(argv: string[]): Promise<void> {
   for (const key of keys) byCategory.set(key.categoryName, [...(byCategory.get(key.categoryName) ?? []), key])
   let listing = ''
   for (const [category, list] of byCategory) {
-    listing += `${category} (${list[0].keyType}${list[0].reuse ? ', existing category' : list[0].reuse === false ? ', new category' : ''})\n`
-    for (const key of list) listing += `  ${key.name}${key.keyType === 'group' && key.field ? ` -> field ${key.field}` : ''}\n`
+    listing += `${esc(category)} (${esc(list[0].keyType)}${list[0].reuse ? ', existing category' : list[0].reuse === false ? ', new category' : ''})\n`
+    for (const key of list) listing += `  ${esc(key.name)}${key.keyType === 'group' && key.field ? ` -> field ${esc(key.field)}` : ''}\n`
   }
   out(listing)
   note(`${keys.length} variable${keys.length === 1 ? '' : 's'} in ${byCategory.size} categor${byCategory.size === 1 ? 'y' : 'ies'}, suggested by ${source === 'ai' ? 'the AI model (it saw names only)' : 'the built-in classifier'}\n`)
   if (created) {
     const changed = updated ? `; updated ${updated.entries.length} existing entries` : ''
-    note(`Stored: ${created.categories.length} new categories, ${created.entries.length} new entries named ${name}${changed}\n`)
+    note(`Stored: ${created.categories.length} new categories, ${created.entries.length} new entries named ${esc(name ?? '')}${changed}\n`)
   }
   else note('Nothing stored; add --apply --name NAME [-e ENV] to store them\n')
 }
@@ -374,7 +416,7 @@ export async function totp(argv: string[]): Promise<void> {
   const matches = query ? tokens.filter((t) => t.service.toLowerCase().includes(query) || t.accountName.toLowerCase().includes(query)) : tokens
   if (matches.length === 0) throw new CliError(query ? `nothing matched: no two-factor token for ${positionals[0]}` : 'nothing matched: the vault holds no two-factor token')
   const codes = await Promise.all(matches.map((t) => client.json<{ code: string; remainingSeconds: number }>('POST', `/api/2fa/${t.id}/reveal`)))
-  out(matches.map((t, i) => `${codes[i].code}  ${String(codes[i].remainingSeconds).padStart(2)}s left  ${t.service} (${t.accountName})\n`).join(''))
+  out(matches.map((t, i) => `${esc(codes[i].code)}  ${String(codes[i].remainingSeconds).padStart(2)}s left  ${esc(t.service)} (${esc(t.accountName)})\n`).join(''))
 }
 
 interface CategoryItem {
@@ -401,9 +443,9 @@ export async function ls(argv: string[]): Promise<void> {
   const byText = (a: string, b: string) => a.localeCompare(b)
   let text = ''
   for (const category of [...categories].sort((a, b) => byText(a.name, b.name))) {
-    text += `${category.name}  [${category.keyType}${category.envVarName ? ` ${category.envVarName}` : ''}]\n`
+    text += `${esc(category.name)}  [${esc(category.keyType)}${category.envVarName ? ` ${esc(category.envVarName)}` : ''}]\n`
     const own = entries.filter((e) => e.categoryId === category.id).sort((a, b) => byText(a.name, b.name) || byText(a.environment ?? '', b.environment ?? ''))
-    for (const entry of own) text += `  ${entry.name}${entry.environment ? ` (${entry.environment})` : ''}\n`
+    for (const entry of own) text += `  ${esc(entry.name)}${entry.environment ? ` (${esc(entry.environment)})` : ''}\n`
     if (own.length === 0) text += '  (no entries)\n'
   }
   out(text)

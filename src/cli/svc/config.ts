@@ -14,6 +14,10 @@ export interface StoredConfig {
   expiresAt?: string | null
   /** The key was made by `svc login` (device approval), so `svc logout` revokes it. */
   createdByLogin?: boolean
+  /** The account's e-mail when the key was stored: the account the next `svc login` expects. */
+  account?: string
+  /** Set when a sign-in was approved by another account than the one before it (issue 36). */
+  previousAccount?: string
 }
 
 export interface Credentials {

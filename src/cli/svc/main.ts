@@ -3,7 +3,7 @@
 // file; `bun run build:cli` compiles it into one executable, dist/svc. Every failure is one line
 // on standard error and a non-zero exit code.
 import { exportCommand, get, importCommand, login, logout, ls, totp, version, whoami } from './commands'
-import { CliError, isCliError } from './errors'
+import { CliError, escapeControl, isCliError } from './errors'
 import { run } from './run'
 import { check, inject } from './templates'
 import { signedInClient } from './commands'
@@ -16,8 +16,10 @@ Usage:
   svc logout [--keep-key]              revoke the stored key on the server, and forget it
   svc whoami                           URL, account, key name, scopes, expiry
   svc run [-e ENV] [-n NAME] [--project P --file F] [--watch] [--interval S] [--mount PATH] [--override]
-          [--mask | --no-mask] [--fallback-max-age 24h] -- CMD ARGS…
-                                       run CMD with the vault's variables in its environment
+          [--mask | --no-mask] [--fallback-max-age 24h] [--allow-env NAME]… [--pass-token] -- CMD ARGS…
+                                       run CMD with the vault's variables in its environment; variables
+                                       that load code (NODE_OPTIONS, LD_PRELOAD…) only with --allow-env,
+                                       SVC_TOKEN only with --pass-token
   svc export [-e ENV] [-n NAME] [--format dotenv|bun|node|python|docker|systemd|shell|json|yaml] [-o FILE]
   svc get VAR [-e ENV] [-n NAME]       print one value
   svc inject -i TEMPLATE [-o FILE]     fill {{ svc://NAME/ENV/VAR }} references in a template
@@ -89,9 +91,9 @@ async function main(argv: string[]): Promise<void> {
 
 main(process.argv.slice(2)).catch((error: unknown) => {
   if (isCliError(error)) {
-    process.stderr.write(`svc: ${error.message}\n`)
+    process.stderr.write(`svc: ${escapeControl(error.message)}\n`)
     process.exit(error.exitCode)
   }
-  process.stderr.write(`svc: ${(error as Error)?.message?.split('\n')[0] ?? String(error)}\n`)
+  process.stderr.write(`svc: ${escapeControl((error as Error)?.message?.split('\n')[0] ?? String(error))}\n`)
   process.exit(1)
 })

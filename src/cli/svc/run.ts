@@ -14,7 +14,8 @@ import { VaultClient } from './client'
 import { credentials } from './config'
 import { dropFallbacks, hasFallback, loadFallback, parseMaxAge, saveFallback, selectionKey } from './fallback'
 import { Masker } from './mask'
-import { CliError, isCliError, usageError } from './errors'
+import { CliError, escapeControl, isCliError, usageError } from './errors'
+import { refusedHooks } from './env-hooks'
 import { writeSecretFile } from './files'
 import { ENVIRONMENTS, environmentName, resolveEnvironment } from './templates'
 import { describeSelection, fetchExport, withProject, type Selection, type Variables } from './variables'
@@ -40,6 +41,8 @@ export const RUN_OPTIONS = [
   { name: 'mask' },
   { name: 'no-mask' },
   { name: 'fallback-max-age', value: true },
+  { name: 'allow-env', value: true, repeat: true },
+  { name: 'pass-token' },
 ]
 
 export function selectionFrom(options: Record<string, string | boolean | undefined>): Selection {
@@ -60,10 +63,14 @@ function parseInterval(raw: string | undefined): number {
   return ms
 }
 
-/** The child's environment: the vault's variables added; ones already set win unless `override`. */
-export function childEnvironment(variables: Variables, override: boolean, base: NodeJS.ProcessEnv = process.env): Record<string, string> {
+/**
+ * The child's environment: the vault's variables added; ones already set win unless `override`.
+ * svc's own key (SVC_TOKEN) stays out unless `passToken`: the command has no need of it, and it
+ * would otherwise reach everything the command starts.
+ */
+export function childEnvironment(variables: Variables, override: boolean, base: NodeJS.ProcessEnv = process.env, passToken = false): Record<string, string> {
   const env: Record<string, string> = {}
-  for (const [name, value] of Object.entries(base)) if (value !== undefined) env[name] = value
+  for (const [name, value] of Object.entries(base)) if (value !== undefined && (passToken || name !== 'SVC_TOKEN')) env[name] = value
   for (const [name, value] of Object.entries(variables)) if (override || env[name] === undefined) env[name] = value
   return env
 }
@@ -132,13 +139,18 @@ function startChild(command: string[], env: Record<string, string>, mask: { out:
 const SIGNAL_NUMBERS: Record<string, number> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGABRT: 6, SIGKILL: 9, SIGUSR1: 10, SIGSEGV: 11, SIGUSR2: 12, SIGPIPE: 13, SIGTERM: 15 }
 
 export async function run(argv: string[]): Promise<never> {
-  const { options, positionals, rest } = parseArgs(argv, RUN_OPTIONS, { stopAtPositional: true })
+  const { options, positionals, rest, lists } = parseArgs(argv, RUN_OPTIONS, { stopAtPositional: true })
   const command = [...positionals, ...rest]
   if (command.length === 0) throw usageError('svc run needs a command: svc run [options] -- CMD ARGS')
   const selection = selectionFrom(options)
   const override = options.override === true
   const watch = options.watch === true
   const intervalMs = parseInterval(str(options.interval))
+  const passToken = options['pass-token'] === true
+  const allowed = new Set(lists['allow-env'] ?? [])
+  for (const name of allowed) if (!/^[^=\u0000]+$/.test(name)) throw usageError(`--allow-env takes a variable name, got ${name}`)
+  const refusal = (names: string[]) =>
+    `the vault sets ${names.join(', ')}, which make${names.length === 1 ? 's' : ''} programs load or run other code: refused (if you trust ${names.length === 1 ? 'it' : 'them'}, add ${names.map((name) => `--allow-env ${name}`).join(' ')})`
   if (options.interval !== undefined && !watch) throw usageError('--interval needs --watch')
   const mountPath = str(options.mount) === undefined ? undefined : resolve(str(options.mount)!)
   if (mountPath !== undefined && existsSync(mountPath)) {
@@ -194,6 +206,9 @@ export async function run(argv: string[]): Promise<never> {
         return { out: new Masker(values), err: new Masker(values) }
       }
     : null
+  // Before anything is written or started.
+  const hooks = refusedHooks(Object.keys(variables), allowed)
+  if (hooks.length > 0) throw new CliError(refusal(hooks))
 
   let mounted = false
   const unmount = () => {
@@ -233,7 +248,7 @@ export async function run(argv: string[]): Promise<never> {
 
   const start = async () => {
     try {
-      child = await startChild(command, childEnvironment(variables, override, baseEnv), masker ? masker(variables) : null)
+      child = await startChild(command, childEnvironment(variables, override, baseEnv, passToken), masker ? masker(variables) : null)
       // A signal that came while svc was still fetching goes to CMD at once.
       if (stopping !== null) child.kill(stopping)
     } catch (error) {
@@ -257,6 +272,9 @@ export async function run(argv: string[]): Promise<never> {
       }
       // An env project has no ETag: with --project its file is read on every poll.
       const next = answer || selection.project ? await withProject(client, selection, exported) : variables
+      // New hook variables: the command keeps its current values (said once, as other failures).
+      const newHooks = refusedHooks(Object.keys(next), allowed)
+      if (newHooks.length > 0) throw new CliError(refusal(newHooks))
       lastWarning = ''
       if (!sameVariables(next, variables) && stopping === null && !finished) {
         variables = next
@@ -267,7 +285,7 @@ export async function run(argv: string[]): Promise<never> {
     } catch (error) {
       forgetIfRefused(error)
       const message = isCliError(error) ? error.message : String((error as Error)?.message ?? error)
-      if (message !== lastWarning) process.stderr.write(`svc: watch: ${message}; the command keeps its current values\n`)
+      if (message !== lastWarning) process.stderr.write(`svc: watch: ${escapeControl(message)}; the command keeps its current values\n`)
       lastWarning = message
     }
     if (stopping === null && !finished) pollTimer = setTimeout(poll, intervalMs)

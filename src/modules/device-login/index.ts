@@ -17,6 +17,7 @@ import { AppError } from '../../http/errors'
 import { errorResponses, NoContent, publicErrorResponses } from '../../http/schemas'
 import { AccessKeySchema, CreatedAccessKeySchema } from '../access-keys/model'
 import {
+  ApproveDeviceLoginBody,
   DeviceAuthorizationSchema,
   DeviceDecisionSchema,
   DeviceRequestSchema,
@@ -40,14 +41,14 @@ export function deviceLoginRoutes(deps: AppDeps) {
   deps.accounts.onUserRemoved((userId) => logins.cancelFor(userId))
   return new Elysia({ name: 'deviceLoginRoutes', prefix: '/api/auth', tags: ['Authentication'] })
     .use(authGuard(deps))
-    .post('/device', ({ body, request, server }) => logins.start(body, clientAddress(request, server, deps.config)), {
+    .post('/device', ({ body, request, server }) => logins.start(body, clientAddress(request, server, deps.config), request.headers.get('user-agent')), {
       body: StartDeviceLoginBody,
       response: { 200: DeviceAuthorizationSchema, ...publicErrorResponses(400, 413, 429) },
       detail: {
         operationId: 'startDeviceLogin',
         summary: 'Start a device sign-in (svc login)',
         description:
-          'RFC 8628-like. Answers a secret `deviceCode` for the CLI and a `userCode` with the link `<SVC_BASE_URL>/cli?code=ABCD-EFGH`, where a signed-in person approves or denies. Codes last 10 minutes and are single-use. The key, once approved, is named `svc on <deviceName>`, expires after 90 days and holds `scopes` (default: entries:read entries:reveal export:read envs:read envs:reveal 2fa:read 2fa:reveal categories:read). 429 TOO_MANY_ATTEMPTS when too many sign-ins from one address are waiting.',
+          'RFC 8628-like. Answers a secret `deviceCode` for the CLI and a `userCode` with the link `<SVC_BASE_URL>/cli?code=ABCD-EFGH`, where a signed-in person approves or denies. Codes last 10 minutes and are single-use. The key, once approved, is named `svc on <deviceName>`, expires after 90 days and holds the default scopes among `scopes` (default: entries:read entries:reveal export:read envs:read envs:reveal 2fa:read 2fa:reveal categories:read); any other scope asked for is granted only when the approver picks it on the page. 429 TOO_MANY_ATTEMPTS when too many sign-ins are waiting from one address (10), one IPv6 /64 (20) or in all (1,000).',
         security: [],
       },
     })
@@ -86,29 +87,36 @@ export function deviceLoginRoutes(deps: AppDeps) {
       response: { 200: DeviceRequestSchema, ...errorResponses(404, 429) },
       detail: {
         operationId: 'getDeviceLogin',
-        summary: 'A pending device sign-in: the device name and the scopes asked for',
-        description: '404 DEVICE_CODE_NOT_FOUND when the code is unknown, expired or already decided. 429 after 20 unknown codes in 15 minutes.',
+        summary: 'A pending device sign-in: the device name, where and when it started, the scopes asked for',
+        description: '`scopes` is what the device asked for; `grantedByDefault` what an approval without a choice grants (the default scopes among them); `address` and `userAgent` are the client that started it. 404 DEVICE_CODE_NOT_FOUND when the code is unknown, expired or already decided. 429 after 20 unknown codes in 15 minutes.',
       },
     })
-    .post('/device/:userCode/approve', async ({ auth, audit, params }) => {
+    .post('/device/:userCode/approve', async ({ auth, audit, body, params }) => {
       // Approving pays out a 90-day key: not on a stolen cookie alone (issue 36).
       requireFreshProof(deps.accounts, auth)
-      const decided = logins.decide(auth.userId, params.userCode, true)
-      await audit('device_login.approve', [], { deviceName: decided.deviceName, keyName: keyNameFor(decided.deviceName), scopes: decided.scopes })
+      const decided = logins.decide(auth.userId, params.userCode, true, body?.scopes)
+      await audit('device_login.approve', [], {
+        deviceName: decided.deviceName,
+        keyName: keyNameFor(decided.deviceName),
+        scopes: decided.scopes,
+        requestedScopes: decided.requestedScopes,
+      })
       return { status: decided.status }
     }, {
       auth: 'session',
       params: UserCodeParams,
-      response: { 200: DeviceDecisionSchema, ...errorResponses(404, 413, 429) },
+      body: ApproveDeviceLoginBody,
+      response: { 200: DeviceDecisionSchema, ...errorResponses(400, 404, 413, 429) },
       detail: {
         operationId: 'approveDeviceLogin',
         summary: 'Approve a device sign-in: the CLI receives a new access key of yours on its next poll',
-        description: 'Needs a fresh proof (a sign-in or POST /api/auth/reauth within the last 10 minutes), else 403 REAUTHENTICATION_REQUIRED.',
+        description:
+          'Needs a fresh proof (a sign-in or POST /api/auth/reauth within the last 10 minutes), else 403 REAUTHENTICATION_REQUIRED. Without a body, the key holds the default scopes among those asked for (400 VALIDATION_ERROR when none of them is a default one); `scopes` grants exactly the scopes the approver picked, wider or narrower.',
       },
     })
     .post('/device/:userCode/deny', async ({ auth, audit, params }) => {
       const decided = logins.decide(auth.userId, params.userCode, false)
-      await audit('device_login.deny', [], { deviceName: decided.deviceName, keyName: keyNameFor(decided.deviceName), scopes: decided.scopes })
+      await audit('device_login.deny', [], { deviceName: decided.deviceName, keyName: keyNameFor(decided.deviceName), scopes: decided.requestedScopes })
       return { status: decided.status }
     }, {
       auth: 'session',

@@ -38,6 +38,14 @@ export const PollDeviceLoginBody = strictObject({
   deviceCode: t.String({ minLength: 1, maxLength: 200 }),
 })
 
+/** The approver's choice; left out, the default scopes among those asked for. */
+export const ApproveDeviceLoginBody = t.Union([
+  strictObject({
+    scopes: t.Optional(t.Array(ScopeSchema, { minItems: 1, maxItems: 64, description: 'The scopes the key will hold, as picked on the page' })),
+  }),
+  t.Null(),
+])
+
 export const UserCodeParams = t.Object({ userCode: t.String({ maxLength: 32, description: 'ABCD-EFGH (case, spaces and the hyphen do not matter)' }) })
 
 export const DeviceRequestSchema = component(
@@ -46,7 +54,11 @@ export const DeviceRequestSchema = component(
   userCode: t.String(),
   deviceName: t.String(),
   keyName: t.String({ description: 'The name the new access key will have' }),
-  scopes: t.Array(ScopeSchema),
+  scopes: t.Array(ScopeSchema, { description: 'The scopes the device asked for' }),
+  grantedByDefault: t.Array(ScopeSchema, { description: 'What an approval without a choice grants: the default scopes among those asked for' }),
+  address: t.String({ description: 'The client address that started the sign-in' }),
+  userAgent: t.Union([t.String(), t.Null()], { description: 'Its User-Agent header' }),
+  createdAt: Timestamp,
   keyExpiresInDays: t.Integer({ description: 'The new key expires this many days after approval' }),
   expiresAt: Timestamp,
   }),

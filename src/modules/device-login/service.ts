@@ -28,8 +28,11 @@ export const DEFAULT_CLI_SCOPES: readonly Scope[] = [
   '2fa:reveal',
   'categories:read',
 ]
-// Memory stays bounded on a public endpoint: pending requests per client address and in all.
+// Memory stays bounded on a public endpoint: pending requests per client address, per IPv6 /64
+// (one host usually holds a whole /64, so counting addresses alone lets it fill the global cap)
+// and in all.
 const MAX_PENDING_PER_CLIENT = 10
+export const MAX_PENDING_PER_NETWORK = 20
 const MAX_PENDING = 1000
 // A signed-in user guessing user codes: this many unknown codes per 15 minutes.
 const LOOKUP_WINDOW_MS = 15 * 60_000
@@ -46,14 +49,20 @@ interface DeviceRequest {
   /** Eight letters, without the hyphen. */
   userCode: string
   deviceName: string
+  /** What the device asked for; an approval without a choice grants only its default ones. */
   scopes: Scope[]
   client: string
+  /** The client's IPv6 /64 (its address for IPv4). */
+  network: string
+  userAgent: string | null
   createdAt: number
   expiresAt: number
   intervalMs: number
   lastPollAt: number | null
   status: DeviceRequestStatus
   approvedBy: string | null
+  /** What the approver granted. */
+  granted: Scope[]
 }
 
 export interface DeviceAuthorization {
@@ -68,9 +77,40 @@ export interface DeviceRequestView {
   userCode: string
   deviceName: string
   keyName: string
+  /** Everything the device asked for; beyond `grantedByDefault`, granted only when the approver picks it. */
   scopes: Scope[]
+  /** What an approval without a choice grants: the requested scopes among the default ones. */
+  grantedByDefault: Scope[]
+  /** Where and when the request started, as the server saw it. */
+  address: string
+  userAgent: string | null
+  createdAt: string
   keyExpiresInDays: number
   expiresAt: string
+}
+
+const DEFAULTS = new Set<Scope>(DEFAULT_CLI_SCOPES)
+/** The scopes an approval grants unless the approver widens them: the default ones asked for. */
+export const defaultGrant = (requested: readonly Scope[]) => requested.filter((scope) => DEFAULTS.has(scope))
+
+/** The /64 of an IPv6 address (the unit one host or customer gets), or the address itself. */
+export function networkOf(address: string): string {
+  if (!address.includes(':')) return address
+  const zone = address.indexOf('%')
+  const bare = zone === -1 ? address : address.slice(0, zone)
+  const halves = bare.split('::')
+  if (halves.length > 2) return bare
+  const head = halves[0] ? halves[0].split(':') : []
+  const tail = halves.length === 2 && halves[1] ? halves[1].split(':') : []
+  // An embedded IPv4 tail (::ffff:1.2.3.4) takes two groups; only the first four matter here.
+  const groups = halves.length === 2 ? [...head, ...Array(Math.max(0, 8 - head.length - tail.length)).fill('0'), ...tail] : head
+  return groups.slice(0, 4).map((group) => group.replace(/^0+(?=.)/, '')).join(':') + '::/64'
+}
+
+/** A User-Agent header as stored and shown: printable characters only, at most 300. */
+const cleanUserAgent = (raw: string | null | undefined): string | null => {
+  const text = (raw ?? '').replace(/[\u0000-\u001f\u007f-\u009f]/g, '').trim().slice(0, 300)
+  return text === '' ? null : text
 }
 
 /** "ABCDEFGH" -> "ABCD-EFGH". */
@@ -113,7 +153,7 @@ export class DeviceLogins {
     private readonly now: () => number = Date.now,
   ) {}
 
-  start(input: { deviceName?: string; scopes?: string[] } | null, client: string): DeviceAuthorization {
+  start(input: { deviceName?: string; scopes?: string[] } | null, client: string, userAgent: string | null = null): DeviceAuthorization {
     this.sweep()
     const deviceName = input?.deviceName === undefined ? 'unknown device' : input.deviceName.trim()
     if (deviceName === '') throw validationError('deviceName', 'must not be blank')
@@ -121,9 +161,14 @@ export class DeviceLogins {
     if (scopes.length === 0) throw validationError('scopes', 'at least one scope is required')
     const unknown = scopes.find((scope) => !isScope(scope))
     if (unknown !== undefined) throw validationError('scopes', `unknown scope "${unknown}"`)
+    const network = networkOf(client)
     let fromClient = 0
-    for (const request of this.byDeviceCode.values()) if (request.client === client) fromClient++
-    if (fromClient >= MAX_PENDING_PER_CLIENT || this.byDeviceCode.size >= MAX_PENDING) {
+    let fromNetwork = 0
+    for (const request of this.byDeviceCode.values()) {
+      if (request.client === client) fromClient++
+      if (request.network === network) fromNetwork++
+    }
+    if (fromClient >= MAX_PENDING_PER_CLIENT || fromNetwork >= MAX_PENDING_PER_NETWORK || this.byDeviceCode.size >= MAX_PENDING) {
       throw tooMany(60, 'Too many sign-ins are waiting for approval; try again in a minute')
     }
     const deviceCode = randomToken(32)
@@ -136,12 +181,15 @@ export class DeviceLogins {
       deviceName,
       scopes: scopes as Scope[],
       client,
+      network,
+      userAgent: cleanUserAgent(userAgent),
       createdAt: now,
       expiresAt: now + DEVICE_CODE_TTL_MS,
       intervalMs: POLL_INTERVAL_MS,
       lastPollAt: null,
       status: 'pending',
       approvedBy: null,
+      granted: [],
     }
     this.byDeviceCode.set(request.deviceCodeHash, request)
     this.byUserCode.set(userCode, request)
@@ -190,7 +238,7 @@ export class DeviceLogins {
     this.remove(request)
     const key = await this.accessKeys.create(request.approvedBy!, {
       name: keyNameFor(request.deviceName),
-      scopes: request.scopes,
+      scopes: request.granted,
       expiresAt: new Date(now + KEY_TTL_MS).toISOString(),
     })
     return { key, userId: request.approvedBy!, deviceName: request.deviceName }
@@ -204,18 +252,48 @@ export class DeviceLogins {
       deviceName: request.deviceName,
       keyName: keyNameFor(request.deviceName),
       scopes: [...request.scopes],
+      grantedByDefault: defaultGrant(request.scopes),
+      address: request.client,
+      userAgent: request.userAgent,
+      createdAt: new Date(request.createdAt).toISOString(),
       keyExpiresInDays: KEY_TTL_MS / 86_400_000,
       expiresAt: new Date(request.expiresAt).toISOString(),
     }
   }
 
-  /** Approves or denies; answers what was decided on (device name and scopes; never a code), for the audit log. */
-  decide(userId: string, userCode: string, approve: boolean): { status: 'approved' | 'denied'; deviceName: string; scopes: Scope[] } {
+  /**
+   * Approves or denies; answers what was decided on (device name, the scopes asked for and
+   * granted; never a code), for the audit log. An approval grants `chosen` when the approver
+   * picked scopes on the page, else only the default scopes among those asked for: a link
+   * asking for every scope gets no write scope from one click.
+   */
+  decide(
+    userId: string,
+    userCode: string,
+    approve: boolean,
+    chosen?: readonly string[],
+  ): { status: 'approved' | 'denied'; deviceName: string; scopes: Scope[]; requestedScopes: Scope[] } {
+    let granted: Scope[] = []
+    if (approve) {
+      if (chosen !== undefined) {
+        granted = [...new Set(chosen)] as Scope[]
+        const unknown = granted.find((scope) => !isScope(scope))
+        if (unknown !== undefined) throw validationError('scopes', `unknown scope "${unknown}"`)
+        if (granted.length === 0) throw validationError('scopes', 'at least one scope is required')
+      }
+    }
     const request = this.pending(userId, userCode)
+    if (approve && chosen === undefined) {
+      granted = defaultGrant(request.scopes)
+      if (granted.length === 0) {
+        throw validationError('scopes', `the device asked only for ${request.scopes.join(' ')}, beyond the default scopes: choose the scopes to grant`)
+      }
+    }
     const status = approve ? 'approved' : 'denied'
     request.status = status
     request.approvedBy = approve ? userId : null
-    return { status, deviceName: request.deviceName, scopes: [...request.scopes] }
+    request.granted = granted
+    return { status, deviceName: request.deviceName, scopes: granted, requestedScopes: [...request.scopes] }
   }
 
   /** Drops the sign-ins this user approved that the CLI has not collected yet (account deletion). */

@@ -78,21 +78,23 @@ export function exportRoutes(deps: GuardDeps & { vaults: Vaults }) {
       '/',
       async ({ auth, audit, query, set, headers }) => {
         const rendered = await exporter.render(auth.userId, query)
-        // Recorded on disk before the values leave (a 304 sends none, but it tells the caller they still hold them).
+        // The tag covers who asked and what was answered, so it never matches another user's answer.
+        const tag = contentTag(auth.userId, rendered.contentType, rendered.body)
+        set.headers['etag'] = tag
+        set.headers['cache-control'] = 'no-store'
+        // A 304 sends no value, so it is not an export: `svc run --watch` polls every 10 s, and one
+        // event per poll would bury the log (issue 36).
+        if (matchesIfNoneMatch(headers['if-none-match'], tag)) {
+          set.status = 304
+          return ''
+        }
+        // Recorded on disk before the values leave.
         // The entries by name up to 50 (a whole-vault export is told by its filters and counts).
         await audit(
           'export.read',
           rendered.entries.length <= 50 ? rendered.entries.map((entry) => ref('entry', entry)) : [],
           { filters: { environment: query.environment ?? null, name: query.name ?? null, format: query.format ?? 'dotenv' }, count: rendered.count, entries: rendered.entries.length },
         )
-        // The tag covers who asked and what was answered, so it never matches another user's answer.
-        const tag = contentTag(auth.userId, rendered.contentType, rendered.body)
-        set.headers['etag'] = tag
-        set.headers['cache-control'] = 'no-store'
-        if (matchesIfNoneMatch(headers['if-none-match'], tag)) {
-          set.status = 304
-          return ''
-        }
         set.headers['content-type'] = rendered.contentType
         set.headers['content-disposition'] = `attachment; filename="${rendered.filename}"`
         return rendered.body
