@@ -20,6 +20,7 @@ import {
   toastError,
   useLoad,
   useUnsavedWork,
+  verbatim,
 } from '../ui'
 import { HistoryPanel } from '../components/history'
 
@@ -282,7 +283,7 @@ function FileEditor(props: { projectId: string; projectName: string; fileType: F
       <textarea
         class="mono env-editor"
         aria-label={`Contents of .${fileType}`}
-        spellcheck={false}
+        {...verbatim}
         rows={14}
         value={content}
         placeholder={file ? '' : `No .${fileType} yet. Type or paste KEY=value lines, or upload a file.`}

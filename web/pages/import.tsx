@@ -3,7 +3,7 @@
 import { useState } from 'preact/hooks'
 import { api, type Category, type Entry, type Environment, type ImportAnswer, type ImportKey } from '../api'
 import { navigate } from '../router'
-import { EnvironmentSelect, Field, forgetUnsavedWork, FormError, Icon, inputValue, LengthNote, Link, overLimit, toast, useLoad, useSubmission, useUnsavedWork } from '../ui'
+import { EnvironmentSelect, Field, forgetUnsavedWork, FormError, Icon, inputValue, LengthNote, Link, overLimit, toast, useLoad, useSubmission, useUnsavedWork, verbatim } from '../ui'
 import { projectPath } from './projects'
 
 /** The pasted text without the keys the person left out (.env, export lines, JSON, YAML lines). */
@@ -176,7 +176,7 @@ export function ImportPage() {
           name="configText"
           aria-label="Config to import"
           rows={10}
-          spellcheck={false}
+          {...verbatim}
           required
           placeholder={'OPENAI_API_KEY=sk-...\nDATABASE_HOST=db.internal\nDATABASE_PASSWORD=...'}
           value={text}
