@@ -131,7 +131,7 @@ export function createApp(deps: AppDeps) {
     serve: { maxRequestBodySize: MAX_BODY_BYTES * 4 },
   })
     .use(securityHeaders)
-    .use(hostCheck(deps.config))
+    .use(hostCheck(deps.config, deps.log))
     // Per-request work (ids, counters, log lines) only when something reads it: /metrics or request logs.
     .use(deps.config.metricsToken || deps.logRequest ? observeRequests(deps.config.metricsToken ? deps.metrics : undefined, deps.logRequest) : new Elysia())
     .use(errorHandler(deps.log))
