@@ -62,7 +62,7 @@ export interface SessionRecord {
   signInMethod?: SignInMethod
 }
 
-export type SignInMethod = 'password' | 'oidc' | 'passkey' | 'register'
+export type SignInMethod = 'password' | 'oidc' | 'passkey' | 'register' | 'recovery_code'
 
 export interface AccessKeyRecord {
   id: string

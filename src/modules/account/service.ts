@@ -5,6 +5,7 @@ import type { Accounts } from '../../auth/accounts'
 import type { AuthContext } from '../../auth/guard'
 import { deviceName } from '../../auth/device'
 import { AppError } from '../../http/errors'
+import type { SignInMethod } from '../../store/records'
 import type { Store } from '../../store/store'
 
 export interface SessionView {
@@ -13,6 +14,7 @@ export interface SessionView {
   lastSeenAt: string
   clientAddress: string
   device: string
+  method: SignInMethod
   current: boolean
 }
 
@@ -49,6 +51,7 @@ export class AccountSettings {
         lastSeenAt: s.lastSeenAt ?? s.createdAt,
         clientAddress: s.clientAddress ?? 'unknown',
         device: deviceName(s.userAgent),
+        method: s.signInMethod ?? 'password',
         current: s.tokenHash === auth.sessionTokenHash,
       }))
   }

@@ -11,7 +11,7 @@ export const AuditActionSchema = component(
   'AuditAction',
   t.Union(AUDIT_ACTIONS.map((action) => t.Literal(action)) as unknown as [TLiteral<AuditAction>], {
     description:
-      'What happened, `<kind>.<verb>`. Reads of secrets: entry.reveal, twofa.reveal, envfile.read, export.read, ai.extract, entry.version_reveal, envfile.version_reveal, twofa.version_reveal. auth.login and auth.login_failed carry `details.method` (password, oidc, passkey, 2fa). scope.denied: a valid access key without the scope the operation needs (`details.required`). auth.twofa_change: `details.change` (enabled, disabled, recovery_codes). account.delete is recorded in the server\'s log (the account\'s own log is deleted with it).',
+      'What happened, `<kind>.<verb>`. Reads of secrets: entry.reveal, twofa.reveal, envfile.read, export.read, ai.extract, entry.version_reveal, envfile.version_reveal, twofa.version_reveal. auth.login and auth.login_failed carry `details.method` (password, oidc, passkey, 2fa, recovery_code). scope.denied: a valid access key without the scope the operation needs (`details.required`). auth.twofa_change: `details.change` (enabled, disabled, recovery_codes). account.delete is recorded in the server\'s log (the account\'s own log is deleted with it).',
   }),
 )
 
