@@ -4,6 +4,7 @@
 import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
+import { brotliCompressSync, constants as zlib } from 'node:zlib'
 import { ICON_SLUG, packIcons } from './icons'
 
 const WEB_DIR = join(import.meta.dir, '..', '..', 'web')
@@ -13,6 +14,15 @@ export interface BuiltFile {
   path: string
   type: string
   bytes: Uint8Array<ArrayBuffer>
+  /** The same bytes compressed once here, at build: served by Accept-Encoding (issue 32). */
+  br: Uint8Array<ArrayBuffer>
+  gzip: Uint8Array<ArrayBuffer>
+}
+
+/** Brotli at its best quality and gzip at level 9: done once per build, so the cost is paid once. */
+export function precompress(bytes: Uint8Array<ArrayBuffer>): { br: Uint8Array<ArrayBuffer>; gzip: Uint8Array<ArrayBuffer> } {
+  const br = brotliCompressSync(bytes, { params: { [zlib.BROTLI_PARAM_QUALITY]: 11, [zlib.BROTLI_PARAM_SIZE_HINT]: bytes.length } })
+  return { br: new Uint8Array(br), gzip: new Uint8Array(Bun.gzipSync(bytes, { level: 9 })) }
 }
 
 export interface BuiltWeb {
@@ -42,8 +52,8 @@ export async function buildWeb(): Promise<BuiltWeb> {
   return {
     html,
     files: [
-      { path: jsPath, type: 'text/javascript; charset=utf-8', bytes: js },
-      { path: cssPath, type: 'text/css; charset=utf-8', bytes: css },
+      { path: jsPath, type: 'text/javascript; charset=utf-8', bytes: js, ...precompress(js) },
+      { path: cssPath, type: 'text/css; charset=utf-8', bytes: css, ...precompress(css) },
     ],
   }
 }
