@@ -178,8 +178,8 @@ describeNeeding(hasChromium() ? null : `Chromium is not installed at ${CHROMIUM}
       expect(await dbEntry.getByText('Hides in').textContent()).toMatch(/Hides in \d+ s/)
 
       // Edit: notes change, the value is kept.
-      await dbEntry.getByRole('button', { name: 'Edit entry my-blog' }).click()
-      dialog = page.getByRole('dialog', { name: 'Edit my-blog' })
+      await dbEntry.getByRole('button', { name: 'Edit Database of my-blog (development)' }).click()
+      dialog = page.getByRole('dialog', { name: 'Edit Database of my-blog (development)' })
       await dialog.getByLabel('Notes (optional)').fill('primary database')
       await dialog.getByRole('button', { name: 'Save' }).click()
       await dialog.waitFor({ state: 'detached' })

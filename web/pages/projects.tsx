@@ -26,7 +26,7 @@ import {
   SlashSearch,
   useSubmission,
 } from '../ui'
-import { EntryForm } from './keys'
+import { EntryForm } from '../components/entry-form'
 
 /** An environment of a project, or '' for the keys shared by every environment (no environment). */
 type Slot = Environment | ''

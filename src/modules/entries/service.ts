@@ -54,6 +54,16 @@ export interface RevealedEntry {
   environment: Environment | null
 }
 
+/**
+ * How a person tells an entry apart (issue 32): its variable (a simple category's env var name, a
+ * group's category name), its project and its environment: "OPENAI_API_KEY of blog (production)".
+ * The entry's name alone is only the project's.
+ */
+export function entryLabel(category: Pick<CategoryRecord, 'envVarName' | 'name'> | undefined, entry: { name: string; environment: string | null }): string {
+  const variable = category ? category.envVarName || category.name : null
+  return `${variable ? `${variable} of ` : ''}${entry.name}${entry.environment ? ` (${entry.environment})` : ''}`
+}
+
 /** The entry with this id in the vault, or ENTRY_NOT_FOUND (missing and foreign alike). */
 export function findEntry(data: VaultDocument, id: string): EntryRecord {
   const entry = byId(data.entries, id)
