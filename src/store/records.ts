@@ -121,6 +121,8 @@ export interface EntryRecord {
   rotatedAt?: string
   valueVersion?: number
   valueSetBy?: string
+  /** A group entry's field names (names only, never values), set with each value: counts (issue 32). */
+  fieldNames?: string[]
 }
 
 export interface TwoFactorRecord {

@@ -8,7 +8,7 @@ import type { CategoryRecord, EntryRecord, Environment, VaultDocument } from '..
 import { ICON_PATTERN } from '../categories/model'
 import { DEFAULT_POLICY, type LifecyclePolicy } from '../lifecycle/trash'
 import { prepareVersion } from '../lifecycle/versions'
-import { MAX_VALUE_BYTES, openEntryValue, sealEntryValue } from '../entries/values'
+import { fieldNamesOf, MAX_VALUE_BYTES, openEntryValue, sealEntryValue } from '../entries/values'
 import { exportRows, renderDotenv } from '../export/render'
 import { webBundle } from '../../web/bundle'
 import type { Vaults } from '../vault-access'
@@ -398,7 +398,7 @@ export class AiService {
         else if (current) {
           const version = prepareVersion(data, cipher, 'entry', current, { actor, at, limit: this.policy.historyVersions })
           keepVersions.push(version.apply)
-          updatedEntries.set(current, { ...current, encryptedValue: sealEntryValue(cipher, sealAs!, current.id, value), updatedAt: at, ...version.fields })
+          updatedEntries.set(current, { ...current, encryptedValue: sealEntryValue(cipher, sealAs!, current.id, value), ...fieldNamesOf(category, value), updatedAt: at, ...version.fields })
         } else {
           const id = crypto.randomUUID()
           newEntries.push({
@@ -408,6 +408,7 @@ export class AiService {
             environment,
             notes: null,
             encryptedValue: sealEntryValue(cipher, sealAs!, id, value),
+            ...fieldNamesOf(category, value),
             createdAt: at,
             updatedAt: at,
             valueVersion: 1,
