@@ -78,6 +78,22 @@ export function withoutKeys(text: string, excluded: Set<string>): string {
   return kept.join('\n')
 }
 
+/**
+ * What an import did, counted by variable as the paste had them (issue 32): new, updated, and
+ * the same (already held, left as they were).
+ */
+export function importCounts(answer: ImportAnswer): string {
+  const keys = answer.keys
+  const same = keys.filter((key) => key.same).length
+  const updatedIds = new Set(answer.updated?.entries ?? [])
+  const createdIds = new Set(answer.created?.entries ?? [])
+  const word = (count: number) => `${count} ${count === 1 ? 'variable' : 'variables'}`
+  const parts = [`${word(keys.length)}`]
+  if (createdIds.size || updatedIds.size) parts.push(`${keys.length - same} new or changed`)
+  if (same) parts.push(`${same} the same (skipped)`)
+  return parts.join(', ')
+}
+
 export function ImportPage() {
   const [text, setText] = useState('')
   const [name, setName] = useState('')
@@ -120,9 +136,7 @@ export function ImportPage() {
       setResult(answer.data)
       setSuggestion(null)
       setText('')
-      const created = answer.data.created?.entries.length ?? 0
-      const updated = answer.data.updated?.entries.length ?? 0
-      toast(`Imported into ${project}: ${created} new${updated ? `, ${updated} updated` : ''}`)
+      toast(`Imported into ${project}: ${importCounts(answer.data)}`)
       // Nothing typed is left (the text is cleared above), so going to the project asks nothing.
       forgetUnsavedWork()
       navigate(projectPath(project))
@@ -269,8 +283,9 @@ export function ImportPage() {
       {result && (
         <div class="card import-result" role="status">
           <p>
-            Imported {result.created?.entries.length ?? 0} {result.created?.entries.length === 1 ? 'entry' : 'entries'}
-            {result.created?.categories.length ? ` in ${result.created.categories.length} new categories` : ''}. <Link href="/projects">See them in Projects</Link>.
+            Imported {importCounts(result)}
+            {result.created?.categories.length ? `, in ${result.created.categories.length} new ${result.created.categories.length === 1 ? 'category' : 'categories'}` : ''}.{' '}
+            <Link href="/projects">See them in Projects</Link>.
           </p>
         </div>
       )}
