@@ -1,7 +1,7 @@
 // Activity: the audit log (issue 17), newest first, filtered by action, access key and date;
 // "last used from" for an access key's row; the dashboard's card of the last 7 days.
 import { useState } from 'preact/hooks'
-import { api, type AccessKey, type Entry } from '../api'
+import { api, type AccessKey, type EnvProject, type Entry } from '../api'
 import { keyLabel, variableOf } from '../components/key-names'
 import type { TrashItem } from './trash'
 import { AUDIT_ACTIONS, SECRET_READS } from '../../src/modules/audit/actions'
@@ -32,6 +32,7 @@ function actorLabel(actor: AuditEvent['actor']): string {
   return 'not signed in'
 }
 
+const KIND_WORDS: Record<string, string> = { entry: 'an entry', category: 'a category', twofa: 'a 2FA token', envproject: 'an env project', envfile: 'an env file', accesskey: 'an access key', passkey: 'a passkey', session: 'a session' }
 const UUID = /\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b ?/g
 
 /**
@@ -39,8 +40,13 @@ const UUID = /\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b ?
  * "OPENAI_API_KEY of blog (production)", from the entries and the trash as they are now.
  */
 async function loadRecordNames(): Promise<Map<string, string>> {
-  const [entries, trash] = await Promise.all([api<Entry[]>('GET', '/api/entries').catch(() => []), api<TrashItem[]>('GET', '/api/trash').catch(() => [])])
+  const [entries, trash, envs] = await Promise.all([
+    api<Entry[]>('GET', '/api/entries').catch(() => []),
+    api<TrashItem[]>('GET', '/api/trash').catch(() => []),
+    api<{ data: EnvProject[] }>('GET', '/api/envs').catch(() => ({ data: [] as EnvProject[] })),
+  ])
   const names = new Map<string, string>()
+  for (const project of envs.data) names.set(project.id, `env project ${project.name}`)
   for (const entry of entries) names.set(entry.id, keyLabel(variableOf(entry.category), entry.name, entry.environment))
   for (const item of trash) if (item.label) names.set(item.recordId, item.label)
   return names
@@ -55,7 +61,8 @@ function subject(event: AuditEvent, known: Map<string, string> = new Map()): str
       const recordId = /[0-9a-f-]{36}/.exec(r.name ?? '')?.[0]
       return (recordId && known.get(recordId)) || (r.name ?? 'trash item').replace(UUID, '')
     }
-    return known.get(r.id) ?? r.name ?? r.id
+    // A record the log kept without a name, and that is gone now: its kind, never a bare id.
+    return known.get(r.id) ?? r.name ?? KIND_WORDS[r.kind] ?? r.kind
   })
   // A restored item and its record would say the same twice.
   const names = named.filter((name, index) => named.indexOf(name) === index)
