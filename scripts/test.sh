@@ -34,16 +34,18 @@ if [ ${#missing[@]} -gt 0 ]; then
     # one already there is left alone. Whatever runs afterwards that did not before is stopped.
     before=$(services_running)
     own_policy=""
-    if [ ! -e /usr/sbin/policy-rc.d ]; then
-      printf '#!/bin/sh\n# svc-vault scripts/test.sh: install without starting services\nexit 101\n' >/usr/sbin/policy-rc.d
-      chmod 755 /usr/sbin/policy-rc.d
+    # Debian reads /usr/sbin/policy-rc.d; SVC_POLICY_RC_D is for this script's own test only.
+    policy=${SVC_POLICY_RC_D:-/usr/sbin/policy-rc.d}
+    if [ ! -e "$policy" ]; then
+      printf '#!/bin/sh\n# svc-vault scripts/test.sh: install without starting services\nexit 101\n' >"$policy"
+      chmod 755 "$policy"
       own_policy=1
-      trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+      trap 'rm -f "$policy"' EXIT
     fi
     if ! (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null); then
       echo "warning: apt-get could not install ${packages[*]}" >&2
     fi
-    if [ -n "$own_policy" ]; then rm -f /usr/sbin/policy-rc.d; trap - EXIT; fi
+    if [ -n "$own_policy" ]; then rm -f "$policy"; trap - EXIT; fi
     for service in $(services_running); do
       if ! grep -qx "$service" <<<"$before"; then
         echo "stopping $service, which the install started"
