@@ -19,9 +19,15 @@ export interface BuiltFile {
   gzip: Uint8Array<ArrayBuffer>
 }
 
-/** Brotli at its best quality and gzip at level 9: done once per build, so the cost is paid once. */
-export function precompress(bytes: Uint8Array<ArrayBuffer>): { br: Uint8Array<ArrayBuffer>; gzip: Uint8Array<ArrayBuffer> } {
-  const br = brotliCompressSync(bytes, { params: { [zlib.BROTLI_PARAM_QUALITY]: 11, [zlib.BROTLI_PARAM_SIZE_HINT]: bytes.length } })
+/**
+ * Brotli and gzip (level 9), done once. `bun run build` takes brotli's best quality (11: about 2 s
+ * for the script, paid once per build); a server run from the sources (tests, `bun run dev`)
+ * builds on its first page and takes quality 5 (tens of ms, about 9 % larger), so that page
+ * does not wait.
+ */
+export function precompress(bytes: Uint8Array<ArrayBuffer>, effort: 'best' | 'fast' = 'best'): { br: Uint8Array<ArrayBuffer>; gzip: Uint8Array<ArrayBuffer> } {
+  const quality = effort === 'best' ? 11 : 5
+  const br = brotliCompressSync(bytes, { params: { [zlib.BROTLI_PARAM_QUALITY]: quality, [zlib.BROTLI_PARAM_SIZE_HINT]: bytes.length } })
   return { br: new Uint8Array(br), gzip: new Uint8Array(Bun.gzipSync(bytes, { level: 9 })) }
 }
 
@@ -33,7 +39,7 @@ export interface BuiltWeb {
 
 const shortHash = (bytes: Uint8Array) => new Bun.CryptoHasher('sha256').update(bytes).digest('hex').slice(0, 12)
 
-export async function buildWeb(): Promise<BuiltWeb> {
+export async function buildWeb(effort: 'best' | 'fast' = 'best'): Promise<BuiltWeb> {
   const result = await Bun.build({
     entrypoints: [join(WEB_DIR, 'main.tsx')],
     target: 'browser',
@@ -52,8 +58,8 @@ export async function buildWeb(): Promise<BuiltWeb> {
   return {
     html,
     files: [
-      { path: jsPath, type: 'text/javascript; charset=utf-8', bytes: js, ...precompress(js) },
-      { path: cssPath, type: 'text/css; charset=utf-8', bytes: css, ...precompress(css) },
+      { path: jsPath, type: 'text/javascript; charset=utf-8', bytes: js, ...precompress(js, effort) },
+      { path: cssPath, type: 'text/css; charset=utf-8', bytes: css, ...precompress(css, effort) },
     ],
   }
 }

@@ -43,7 +43,7 @@ function fromPrebuilt(prebuilt: NonNullable<typeof prebuiltWeb>): WebBundle {
 
 async function fromSources(): Promise<WebBundle> {
   const { buildIconPack, buildWeb } = await import('./build')
-  const built = await buildWeb()
+  const built = await buildWeb('fast')
   const assets = new Map(built.files.map((file) => [file.path, file]))
   let pack: Uint8Array<ArrayBuffer> | undefined
   return {
