@@ -80,18 +80,14 @@ export function withoutKeys(text: string, excluded: Set<string>): string {
 
 /**
  * What an import did, counted by variable as the paste had them (issue 32): new, updated, and
- * the same (already held, left as they were).
+ * the same (already held, left as they were). `sent`: the variables sent, with whether the project
+ * had each one before.
  */
-export function importCounts(answer: ImportAnswer): string {
-  const keys = answer.keys
-  const same = keys.filter((key) => key.same).length
-  const updatedIds = new Set(answer.updated?.entries ?? [])
-  const createdIds = new Set(answer.created?.entries ?? [])
-  const word = (count: number) => `${count} ${count === 1 ? 'variable' : 'variables'}`
-  const parts = [`${word(keys.length)}`]
-  if (createdIds.size || updatedIds.size) parts.push(`${keys.length - same} new or changed`)
-  if (same) parts.push(`${same} the same (skipped)`)
-  return parts.join(', ')
+export function importCounts(sent: { name: string; existed: boolean }[], answer: ImportAnswer): string {
+  const same = new Set(answer.keys.filter((key) => key.same).map((key) => key.name))
+  const fresh = sent.filter((key) => !key.existed && !same.has(key.name)).length
+  const updated = sent.filter((key) => key.existed && !same.has(key.name)).length
+  return `${fresh} new, ${updated} updated${same.size ? `, ${same.size} the same (left as they were)` : ''}`
 }
 
 export function ImportPage() {
@@ -100,7 +96,7 @@ export function ImportPage() {
   const [environment, setEnvironment] = useState<Environment | ''>('')
   const [suggestion, setSuggestion] = useState<ImportAnswer | null>(null)
   const [excluded, setExcluded] = useState<Set<string>>(new Set())
-  const [result, setResult] = useState<ImportAnswer | null>(null)
+  const [result, setResult] = useState<(ImportAnswer & { counts: string }) | null>(null)
   /** Keys that the project already has, which the person chose to leave as they are. */
   const [skipped, setSkipped] = useState<Set<string>>(new Set())
   const { busy, error, setError, run } = useSubmission()
@@ -132,11 +128,13 @@ export function ImportPage() {
       const leftOut = new Set([...excluded, ...[...skipped].filter((key) => existingEntry(keyByName.get(key)) !== undefined)])
       const project = name.trim()
       const body = { text: withoutKeys(text, leftOut), apply: true, name: project, ...(environment ? { environment } : {}) }
+      const sent = (suggestion?.keys ?? []).filter((key) => !leftOut.has(key.name)).map((key) => ({ name: key.name, existed: existingEntry(key) !== undefined }))
       const answer = await api<{ data: ImportAnswer }>('POST', '/api/ai/import', body)
-      setResult(answer.data)
+      const counts = importCounts(sent, answer.data)
+      setResult({ ...answer.data, counts })
       setSuggestion(null)
       setText('')
-      toast(`Imported into ${project}: ${importCounts(answer.data)}`)
+      toast(`Imported into ${project}: ${counts}`)
       // Nothing typed is left (the text is cleared above), so going to the project asks nothing.
       forgetUnsavedWork()
       navigate(projectPath(project))
@@ -283,7 +281,7 @@ export function ImportPage() {
       {result && (
         <div class="card import-result" role="status">
           <p>
-            Imported {importCounts(result)}
+            Imported: {result.counts}
             {result.created?.categories.length ? `, in ${result.created.categories.length} new ${result.created.categories.length === 1 ? 'category' : 'categories'}` : ''}.{' '}
             <Link href="/projects">See them in Projects</Link>.
           </p>
