@@ -34,9 +34,6 @@ export const SessionItem = component('Session', t.Object({
   lastSeenAt: Timestamp,
   clientAddress: t.String({ description: 'The client address it signed in from' }),
   device: t.String({ description: 'Browser and system, read from the User-Agent' }),
-  method: t.Union([t.Literal('password'), t.Literal('oidc'), t.Literal('passkey'), t.Literal('register'), t.Literal('recovery_code')], {
-    description: 'How the session signed in: recovery_code when a recovery code stood in for the second factor',
-  }),
   current: t.Boolean({ description: 'Whether this is the session making the request' }),
 }))
 

@@ -5,7 +5,6 @@ import type { Accounts } from '../../auth/accounts'
 import type { AuthContext } from '../../auth/guard'
 import { deviceName } from '../../auth/device'
 import { AppError } from '../../http/errors'
-import type { SignInMethod } from '../../store/records'
 import type { Store } from '../../store/store'
 
 export interface SessionView {
@@ -14,7 +13,6 @@ export interface SessionView {
   lastSeenAt: string
   clientAddress: string
   device: string
-  method: SignInMethod
   current: boolean
 }
 
@@ -51,7 +49,6 @@ export class AccountSettings {
         lastSeenAt: s.lastSeenAt ?? s.createdAt,
         clientAddress: s.clientAddress ?? 'unknown',
         device: deviceName(s.userAgent),
-        method: s.signInMethod ?? 'password',
         current: s.tokenHash === auth.sessionTokenHash,
       }))
   }
