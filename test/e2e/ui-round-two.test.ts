@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
 import type { Page } from 'playwright-core'
 import { hasChromium, openBrowser, type BrowserSession } from '../support/browser'
-import { signUp, type Client } from '../support/client'
+import { PASSWORD, signUp, type Client } from '../support/client'
 import { created, DESKTOP, openTab, seedOtherPages, signInBrowser } from '../support/page-session'
 import { startTestServer, type TestServer } from '../support/server'
 import { enableTwoFactor, testClock } from '../account/support'
@@ -226,10 +226,22 @@ describe.skipIf(!hasChromium())('web page: everyday use, round two (issue 32)', 
   )
 
   test(
-    'Settings says how many recovery codes are left',
+    'Settings says how many recovery codes are left; the downloaded codes name the vault they open',
     async () => {
-      await enableTwoFactor(client, clock.now())
+      const { recoveryCodes } = await enableTwoFactor(client, clock.now())
       const page = await open('/settings')
+      await page.getByText('10 of 10 recovery codes left.').waitFor()
+      await page.getByRole('button', { name: 'New recovery codes' }).click()
+      const form = page.getByRole('form', { name: 'New recovery codes' })
+      await form.getByLabel('Current password').fill(PASSWORD)
+      await form.getByLabel('Recovery code').fill(recoveryCodes[0])
+      await page.getByRole('button', { name: 'Make new recovery codes' }).click()
+      const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download as a text file' }).click()])
+      const host = new URL(server.url).host
+      expect(download.suggestedFilename()).toBe(`svc-vault-recovery-codes-${host.replace(':', '_')}.txt`)
+      const text = readFileSync((await download.path())!, 'utf8')
+      expect(text).toContain(`for alice@example.com at ${new URL(server.url).origin}`)
+      await page.getByRole('button', { name: 'I saved them' }).click()
       await page.getByText('10 of 10 recovery codes left.').waitFor()
       await page.close()
     },
