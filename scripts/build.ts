@@ -28,7 +28,11 @@ const staged = (name: string, bytes: Uint8Array) => {
   writeFileSync(path, bytes)
   return path
 }
-const files = web.files.map((file) => ({ path: file.path, type: file.type, staged: staged(`web-${file.path.split('/').pop()}`, file.bytes) }))
+// Each asset as it is and precompressed (br, gzip): the server picks one by Accept-Encoding.
+const files = web.files.map((file) => {
+  const name = `web-${file.path.split('/').pop()}`
+  return { path: file.path, type: file.type, staged: staged(name, file.bytes), br: staged(`${name}.br`, file.br), gzip: staged(`${name}.gz`, file.gzip) }
+})
 const icons = staged('icons.pack', buildIconPack())
 // The API reference's script: 4 MB as installed, about a quarter gzipped, and served gzipped.
 const docsScript = staged('scalar.js.gz', Bun.gzipSync(readFileSync(scalarScriptPath())))
@@ -39,14 +43,18 @@ const cliScript = staged('svc.js', await buildCliScript())
 // executable, absolute), hence the resolve.
 const prebuiltModule = [
   `import { resolve } from 'node:path'`,
-  ...files.map((file, i) => `import file${i} from ${JSON.stringify(file.staged)} with { type: 'file' }`),
+  ...files.flatMap((file, i) => [
+    `import file${i} from ${JSON.stringify(file.staged)} with { type: 'file' }`,
+    `import file${i}br from ${JSON.stringify(file.br)} with { type: 'file' }`,
+    `import file${i}gz from ${JSON.stringify(file.gzip)} with { type: 'file' }`,
+  ]),
   `import icons from ${JSON.stringify(icons)} with { type: 'file' }`,
   `import docsScript from ${JSON.stringify(docsScript)} with { type: 'file' }`,
   `import cliScript from ${JSON.stringify(cliScript)} with { type: 'file' }`,
   `const at = (file) => resolve(import.meta.dir, file)`,
   `export const prebuiltWeb = {`,
   `  html: ${JSON.stringify(web.html)},`,
-  `  files: [${files.map((file, i) => `{ path: ${JSON.stringify(file.path)}, type: ${JSON.stringify(file.type)}, file: at(file${i}) }`).join(', ')}],`,
+  `  files: [${files.map((file, i) => `{ path: ${JSON.stringify(file.path)}, type: ${JSON.stringify(file.type)}, file: at(file${i}), br: at(file${i}br), gzip: at(file${i}gz) }`).join(', ')}],`,
   `  icons: at(icons),`,
   `  docsScript: at(docsScript),`,
   `  cli: at(cliScript),`,

@@ -1,5 +1,6 @@
 // Composition: services from config (openVault) and the HTTP app from services (createApp).
 // Tests call createApp(deps).handle(request) or start src/index.ts as a process.
+import { VERSION } from './version'
 import { Elysia, type AnyElysia } from 'elysia'
 import { Kind } from '@sinclair/typebox'
 import { AccessKeys } from './auth/access-keys'
@@ -136,7 +137,7 @@ export function createApp(deps: AppDeps) {
     serve: { maxRequestBodySize: MAX_BODY_BYTES * 8 },
   })
     .use(securityHeaders)
-    .use(hostCheck(deps.config))
+    .use(hostCheck(deps.config, deps.log))
     // Per-request work (ids, counters, log lines) only when something reads it: /metrics or request logs.
     .use(deps.config.metricsToken || deps.logRequest ? observeRequests(deps.config.metricsToken ? deps.metrics : undefined, deps.logRequest) : new Elysia())
     .use(errorHandler(deps.log))
@@ -177,7 +178,8 @@ function apiDocumentation(config: AppDeps['config']): Documentation {
   return {
     info: {
       title: 'svc-vault API',
-      version: '1.0.0',
+      // One version: the release's (package.json), as /readyz and --version say.
+      version: VERSION,
       description:
         'A per-user vault for secrets. Authenticate with a session cookie (web interface) or an access key (`Authorization: Bearer svc_…`). A session bypasses scope checks; an access key needs the scope each operation lists (`security` and `x-required-scope`). Every failure answers `{ error, code }`.' +
         ` Audit log (GET /api/audit): every action leaves one event (AuditEvent) in the user's hash-chained log; its actions (AuditAction) are ${AUDIT_ACTIONS.map((action) => `\`${action}\``).join(', ')}.`,

@@ -133,12 +133,16 @@ export function parseMasterKey(raw: string, name = 'SVC_MASTER_KEY'): Uint8Array
 
 const DURATION_UNITS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 }
 
-/** "7d", "12h", "30m", "45s", "2w", or a bare number of seconds. */
+/**
+ * "7d", "12h", "30m", "45s", "2w". The unit is required: a bare "5" was once taken as seconds,
+ * which made SVC_SESSION_TTL=5 a session of five seconds when days were meant.
+ */
 export function parseDuration(raw: string, name: string, range = { min: 1000, max: 366 * 86_400_000, hint: '7d, 12h or 30m' }): number {
-  const match = /^(\d+)\s*([smhdw]?)$/.exec(raw.trim())
-  const ms = match ? Number(match[1]) * DURATION_UNITS[match[2] || 's'] : NaN
+  const match = /^(\d+)\s*([smhdw])$/.exec(raw.trim())
+  const ms = match ? Number(match[1]) * DURATION_UNITS[match[2]] : NaN
   if (!Number.isFinite(ms) || ms < range.min || ms > range.max) {
-    throw new ConfigError(`${name} must be a duration such as ${range.hint} (${range.min / 1000} s to ${range.max / 1000} s), got "${raw}"`)
+    const unitless = /^\d+$/.test(raw.trim()) ? ' with its unit (s, m, h, d or w)' : ''
+    throw new ConfigError(`${name} must be a duration${unitless} such as ${range.hint} (${range.min / 1000} s to ${range.max / 1000} s), got "${raw}"`)
   }
   return ms
 }

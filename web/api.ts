@@ -24,6 +24,8 @@ export interface Entry {
   createdAt: string
   updatedAt: string
   category?: { name: string; keyType: KeyType; envVarName: string | null; icon: string | null }
+  /** A group entry's field names (never values), in the list: how many variables it holds. */
+  fields?: string[]
   // Issue 20: expiry and rotation reminders.
   expiresAt?: string | null
   rotateEveryDays?: number | null
@@ -87,6 +89,8 @@ export interface ImportKey {
   reuse?: boolean
   /** The existing category the key goes into (with reuse: true). */
   categoryId?: string
+  /** After an import: the entry already held this very value, so it was left as it was. */
+  same?: boolean
 }
 export interface ImportCategorySuggestion {
   name: string
@@ -99,6 +103,8 @@ export interface ImportAnswer {
   created?: { categories: string[]; entries: string[] }
   /** Entries given new values (servers that update an existing entry on import). */
   updated?: { categories: string[]; entries: string[] }
+  /** Entries that already held every value imported into them: left as they were. */
+  unchanged?: { entries: string[] }
 }
 export interface Providers {
   password: boolean

@@ -322,6 +322,23 @@ export function overLimit(fields: [string, string, number][]): string | null {
 }
 
 /**
+ * Props for a field whose text must be kept as typed (a secret, a pasted config): no spell check,
+ * no autocorrect, no capitalisation, no autofill. Set as attributes through a ref: Preact sets
+ * `autocorrect` as a property, which Chromium and Safari now take as a boolean ('off' -> on).
+ */
+export const verbatim = {
+  spellcheck: false,
+  autoComplete: 'off',
+  ref(element: HTMLElement | null) {
+    if (!element) return
+    element.setAttribute('autocorrect', 'off')
+    element.setAttribute('autocapitalize', 'off')
+    element.setAttribute('autocomplete', 'off')
+    element.setAttribute('spellcheck', 'false')
+  },
+}
+
+/**
  * A secret value that may span lines (a PEM key, a certificate): a textarea, masked until shown,
  * that keeps the text byte for byte. Spell checking and autocorrection are off, so the text is
  * neither changed nor sent to a spelling service.
@@ -336,10 +353,7 @@ export function SecretInput(props: { name: string; label: string; value: string;
         aria-label={props.label}
         class={`mono secret-textarea${shown ? '' : ' masked'}`}
         rows={lines}
-        spellcheck={false}
-        autoComplete="off"
-        autoCapitalize="off"
-        {...{ autocorrect: 'off' }}
+        {...verbatim}
         placeholder={props.placeholder}
         value={props.value}
         onInput={(event) => props.onInput(event.currentTarget.value)}

@@ -47,9 +47,11 @@ export const publicUser = (user: UserRecord): PublicUser => ({
 })
 
 /** The user as GET /api/auth/me shows them: with whether two-factor sign-in is on (issue 16). */
-export const signedInUser = (user: UserRecord): PublicUser & { twoFactorEnabled: boolean } => ({
+export const signedInUser = (user: UserRecord): PublicUser & { twoFactorEnabled: boolean; recoveryCodesLeft?: number } => ({
   ...publicUser(user),
   twoFactorEnabled: Boolean(user.twoFactor),
+  // Issue 32: how many unused recovery codes remain, so a person knows when to make new ones.
+  ...(user.twoFactor ? { recoveryCodesLeft: user.twoFactor.recoveryCodeHashes.length } : {}),
 })
 
 export const normalizeEmail = (email: string) => email.trim().toLowerCase()

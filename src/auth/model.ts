@@ -41,7 +41,11 @@ export const LoginAnswer = component(
 export const MeAnswer = component(
   'Me',
   t.Object({
-    user: t.Object({ ...UserSchema.properties, twoFactorEnabled: t.Boolean({ description: 'Whether sign-in asks for a second factor' }) }),
+    user: t.Object({
+      ...UserSchema.properties,
+      twoFactorEnabled: t.Boolean({ description: 'Whether sign-in asks for a second factor' }),
+      recoveryCodesLeft: t.Optional(t.Integer({ minimum: 0, description: 'Unused recovery codes (present while two-factor sign-in is on)' })),
+    }),
     auth: t.Union([t.Literal('session'), t.Literal('access-key')]),
     scopes: t.Optional(t.Array(ScopeSchema, { description: "The access key's scopes (absent for a session)" })),
   }),

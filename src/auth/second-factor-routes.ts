@@ -81,6 +81,8 @@ export function secondFactorRoutes(deps: AppDeps) {
           setChallengeCookie(cookie, config, TWO_FACTOR_CHALLENGE_COOKIE, '', 0)
           throw twoFactorRequired()
         }
+        // A recovery code's use must stand out (a stolen code): its own method in the session and the log.
+        const method = typeof body.recoveryCode === 'string' && body.recoveryCode !== '' ? 'recovery_code' : '2fa'
         try {
           await twoFactor.verify(user, body, client)
           tried.undo()
@@ -91,7 +93,7 @@ export function secondFactorRoutes(deps: AppDeps) {
           if (deps.audit && error instanceof AppError && (error.status === 401 || error.status === 429)) {
             const throttled = error.status === 429
             await deps.audit
-              .signIn({ userId: user.id, method: '2fa', ok: false, source: { request, server }, reason: throttled ? 'throttled' : 'invalid_code', outcome: throttled ? 'denied' : 'failed' })
+              .signIn({ userId: user.id, method, ok: false, source: { request, server }, reason: throttled ? 'throttled' : 'invalid_code', outcome: throttled ? 'denied' : 'failed' })
               .catch(() => {})
           }
           throw error
@@ -99,8 +101,8 @@ export function secondFactorRoutes(deps: AppDeps) {
         // The challenge is good for one sign-in: taken before the session's write.
         if (!challenges.consume(challenge)) throw twoFactorRequired()
         setChallengeCookie(cookie, config, TWO_FACTOR_CHALLENGE_COOKIE, '', 0)
-        const signedIn = await accounts.startSession(user, { client, userAgent: request.headers.get('user-agent'), method: 'password' })
-        await deps.audit?.signIn({ userId: user.id, method: '2fa', ok: true, source: { request, server }, sessionTokenHash: sha256Hex(signedIn.token) }).catch(() => {})
+        const signedIn = await accounts.startSession(user, { client, userAgent: request.headers.get('user-agent'), method: method === 'recovery_code' ? 'recovery_code' : 'password' })
+        await deps.audit?.signIn({ userId: user.id, method, ok: true, source: { request, server }, sessionTokenHash: sha256Hex(signedIn.token) }).catch(() => {})
         setSessionCookie(cookie, config, signedIn)
         return { user: publicUser(signedIn.user) }
       },

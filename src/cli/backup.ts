@@ -1,7 +1,7 @@
 // bun run backup <file> [--data-dir DIR] [--include-master-key]
 // Writes a consistent snapshot of the data folder, still sealed as stored, while the server runs.
 import { resolve } from 'node:path'
-import { BackupError, createBackup, writeBackup } from '../store/backup'
+import { BackupError, createBackup, describeBundle, writeBackup } from '../store/backup'
 
 const USAGE = 'usage: bun run backup <file> [--data-dir DIR] [--include-master-key]'
 
@@ -27,8 +27,7 @@ async function main() {
   if (!args) return console.log(USAGE)
   const bundle = createBackup(args.dataDir, { includeMasterKey: args.includeMasterKey })
   await writeBackup(args.file, bundle)
-  const vaults = bundle.files.filter((f) => f.path.startsWith('vaults/')).length
-  console.log(`backup written to ${args.file}: accounts and ${vaults} vault(s) from ${args.dataDir}`)
+  console.log(`backup written to ${args.file}: ${describeBundle(bundle)} from ${args.dataDir}`)
   if (bundle.includesMasterKey) {
     console.log('warning: this backup holds the master key: anyone with the file can read every secret. Keep it apart and safe.')
   } else {

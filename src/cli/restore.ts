@@ -1,7 +1,7 @@
 // bun run restore <file> [--data-dir DIR]
 // Fills an empty data folder from a backup; refuses a folder that holds anything.
 import { resolve } from 'node:path'
-import { BackupError, readBackup, restoreBackup } from '../store/backup'
+import { BackupError, describeBundle, readBackup, restoreBackup } from '../store/backup'
 
 const USAGE = 'usage: bun run restore <file> [--data-dir DIR]'
 
@@ -24,8 +24,8 @@ async function main() {
   const args = parseArgs(process.argv.slice(2))
   if (!args) return console.log(USAGE)
   const bundle = readBackup(args.file)
-  const { vaults } = await restoreBackup(bundle, args.dataDir)
-  console.log(`restored accounts and ${vaults} vault(s) from ${args.file} (taken ${bundle.createdAt}) into ${args.dataDir}`)
+  await restoreBackup(bundle, args.dataDir)
+  console.log(`restored ${describeBundle(bundle)} from ${args.file} (taken ${bundle.createdAt}) into ${args.dataDir}`)
   if (!bundle.includesMasterKey) {
     console.log('start the server with the master key these data were sealed with (SVC_MASTER_KEY or <data>/master.key)')
   }

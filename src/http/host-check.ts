@@ -39,12 +39,31 @@ export function isAllowedHost(host: string | null, allowed: string[]): boolean {
   return LOOPBACK_NAMES.has(hostName(lower))
 }
 
-export function hostCheck(config: Pick<Config, 'allowedHosts'>) {
+const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
+
+/**
+ * Issue 32: a person who opens the vault by a LAN address or a name it was not told gets a page
+ * that says what to do, not the JSON error as the whole page. API clients keep the JSON.
+ */
+function misdirectedPage(host: string, baseUrl: string): string {
+  const shown = escapeHtml(host.slice(0, 200))
+  const base = escapeHtml(baseUrl)
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width"><title>Wrong address for this vault</title></head>
+<body><main><h1>This vault does not answer at ${shown}</h1>
+<p>You reached it as <code>${shown}</code>, but it answers only at <a href="${base}">${base}</a>, the address set in <code>SVC_BASE_URL</code>.</p>
+<p>Open that address instead, or, to use this one, set <code>SVC_BASE_URL</code> to it (for example <code>SVC_BASE_URL=http://${shown}</code>) and restart the vault.
+The operations guide explains it under "On your home network".</p></main></body></html>
+`
+}
+
+export function hostCheck(config: Pick<Config, 'allowedHosts'> & { baseUrl?: string }, log?: (line: string) => void) {
   const allowed = config.allowedHosts
   const plugin = new Elysia({ name: 'http.host-check' })
   // Host header values that passed, exactly as sent: nearly every request sends one of a few,
   // and the check's normalising was several per cent of a reveal. Bounded: any loopback port passes.
   const passed = new Set<string>()
+  const refused = new Set<string>()
   return plugin.onRequest(({ request, set }) => {
     const host = request.headers.get('host')
     if (host === null || host === '' || passed.has(host)) return
@@ -58,6 +77,15 @@ export function hostCheck(config: Pick<Config, 'allowedHosts'>) {
       return
     }
     set.status = 421
+    // Once per refused host (bounded, printable characters only): why a page "does not load".
+    if (log && refused.size < 64 && !refused.has(host)) {
+      refused.add(host)
+      log(`warning: refused a request for host "${host.slice(0, 100).replace(/[^\x21-\x7e]/g, '?')}": not SVC_BASE_URL's host; see "On your home network" in docs/operations.md`)
+    }
+    if (config.baseUrl && request.headers.get('accept')?.includes('text/html')) {
+      set.headers['content-type'] = 'text/html; charset=utf-8'
+      return misdirectedPage(host, config.baseUrl)
+    }
     set.headers['content-type'] = 'application/json; charset=utf-8'
     return errorBody('This server does not answer for that host name', 'MISDIRECTED_REQUEST')
   })

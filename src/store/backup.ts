@@ -243,5 +243,25 @@ export async function restoreBackup(bundle: BackupBundle, dataDir: string): Prom
   for (const file of ordered) {
     await writeFileAtomic(join(dataDir, file.path), Buffer.from(file.data, 'base64'), 0o600)
   }
-  return { files: ordered.length, vaults: ordered.filter((f) => f.path.startsWith(`${VAULTS_DIR}/`) && f.path.endsWith('.json')).length }
+  return { files: ordered.length, vaults: bundleContents(bundle).vaults }
+}
+
+/**
+ * What a bundle holds, counted the way a person reads it: vaults (one per user), apart from the
+ * audit logs (each vault's `<user>.audit.log` and the server's `audit.log`). Backup and restore
+ * both say this, so the same file gives the same figures.
+ */
+export function bundleContents(bundle: BackupBundle): { vaults: number; auditLogs: number } {
+  const paths = bundle.files.map((file) => file.path)
+  return {
+    vaults: paths.filter((path) => path.startsWith(`${VAULTS_DIR}/`) && VAULT_FILE.test(path.slice(VAULTS_DIR.length + 1))).length,
+    auditLogs: paths.filter((path) => path.endsWith('.audit.log') || path === 'audit.log').length,
+  }
+}
+
+/** "accounts, 1 vault and 2 audit logs": a bundle's contents in words. */
+export function describeBundle(bundle: BackupBundle): string {
+  const { vaults, auditLogs } = bundleContents(bundle)
+  const plural = (count: number, word: string) => `${count} ${word}${count === 1 ? '' : 's'}`
+  return `accounts, ${plural(vaults, 'vault')} and ${plural(auditLogs, 'audit log')}`
 }

@@ -65,7 +65,7 @@ export interface SessionRecord {
   reauthAt?: string
 }
 
-export type SignInMethod = 'password' | 'oidc' | 'passkey' | 'register'
+export type SignInMethod = 'password' | 'oidc' | 'passkey' | 'register' | 'recovery_code'
 
 export interface AccessKeyRecord {
   id: string
@@ -124,6 +124,8 @@ export interface EntryRecord {
   rotatedAt?: string
   valueVersion?: number
   valueSetBy?: string
+  /** A group entry's field names (names only, never values), set with each value: counts (issue 32). */
+  fieldNames?: string[]
 }
 
 export interface TwoFactorRecord {

@@ -4,6 +4,8 @@
 import { IconPack } from './icons'
 import { prebuiltWeb } from './prebuilt'
 
+export type Encoding = 'br' | 'gzip' | 'identity'
+
 export interface Asset {
   body: Uint8Array<ArrayBuffer>
   type: string
@@ -11,8 +13,8 @@ export interface Asset {
 
 export interface WebBundle {
   html: string
-  /** The asset served at this path (e.g. /assets/app.1a2b3c4d5e6f.js), or undefined. */
-  asset(path: string): Promise<Asset | undefined>
+  /** The asset served at this path (e.g. /assets/app.1a2b3c4d5e6f.js) in this encoding, or undefined. */
+  asset(path: string, encoding?: Encoding): Promise<Asset | undefined>
   icons: IconPack
 }
 
@@ -21,16 +23,17 @@ function fromPrebuilt(prebuilt: NonNullable<typeof prebuiltWeb>): WebBundle {
   const read = new Map<string, Promise<Asset>>()
   return {
     html: prebuilt.html,
-    asset(path) {
+    asset(path, encoding = 'identity') {
       const file = files.get(path)
       if (!file) return Promise.resolve(undefined)
-      let asset = read.get(path)
+      const key = `${encoding} ${path}`
+      let asset = read.get(key)
       if (!asset) {
-        asset = Bun.file(file.file)
+        asset = Bun.file(encoding === 'br' ? file.br : encoding === 'gzip' ? file.gzip : file.file)
           .bytes()
           .then((body) => ({ body, type: file.type }))
-        read.set(path, asset)
-        asset.catch(() => read.delete(path))
+        read.set(key, asset)
+        asset.catch(() => read.delete(key))
       }
       return asset
     },
@@ -40,12 +43,15 @@ function fromPrebuilt(prebuilt: NonNullable<typeof prebuiltWeb>): WebBundle {
 
 async function fromSources(): Promise<WebBundle> {
   const { buildIconPack, buildWeb } = await import('./build')
-  const built = await buildWeb()
-  const assets = new Map(built.files.map((file) => [file.path, { body: file.bytes, type: file.type }]))
+  const built = await buildWeb('fast')
+  const assets = new Map(built.files.map((file) => [file.path, file]))
   let pack: Uint8Array<ArrayBuffer> | undefined
   return {
     html: built.html,
-    asset: (path) => Promise.resolve(assets.get(path)),
+    asset: (path, encoding = 'identity') => {
+      const file = assets.get(path)
+      return Promise.resolve(file && { body: encoding === 'br' ? file.br : encoding === 'gzip' ? file.gzip : file.bytes, type: file.type })
+    },
     // Packed on the first icon asked for: most test servers never show one.
     icons: new IconPack(async (start, end) => (pack ??= buildIconPack()).subarray(start, end)),
   }

@@ -4,7 +4,7 @@
 import { Elysia, NotFoundError } from 'elysia'
 import type { AppDeps } from '../deps'
 import { STRICT_CSP } from '../http/security-headers'
-import { webBundle } from './bundle'
+import { webBundle, type Encoding } from './bundle'
 import { cliScript } from './cli-bundle'
 
 const HTML_HEADERS = {
@@ -19,6 +19,24 @@ async function indexHtml(accounts: AppDeps['accounts'], sessionToken: unknown, h
   const bundle = await webBundle()
   const signedIn = typeof sessionToken === 'string' && sessionToken !== '' && accounts.session(sessionToken) !== null
   return new Response(bundle.html.replace('%SESSION%', signedIn ? 'signed-in' : 'signed-out'), { headers })
+}
+
+/**
+ * The encoding to send for an Accept-Encoding header: br when the client takes it, else gzip,
+ * else the raw bytes. `q=0` refuses a coding; `*` stands for any not named.
+ */
+export function chooseEncoding(acceptEncoding: string | null): Encoding {
+  if (!acceptEncoding) return 'identity'
+  const weights = new Map<string, number>()
+  for (const part of acceptEncoding.slice(0, 1000).split(',')) {
+    const [name, ...params] = part.trim().toLowerCase().split(';')
+    const q = params.map((param) => /^\s*q=([0-9.]{1,5})\s*$/.exec(param)).find(Boolean)
+    weights.set(name.trim(), q ? Number(q[1]) : 1)
+  }
+  const weight = (coding: string) => weights.get(coding) ?? weights.get('*') ?? 0
+  if (weight('br') > 0) return 'br'
+  if (weight('gzip') > 0) return 'gzip'
+  return 'identity'
 }
 
 const isApiPath = (path: string) => path === '/api' || path.startsWith('/api/')
@@ -37,11 +55,19 @@ export function webRoutes(deps: AppDeps) {
     .get('/', ({ cookie }) => page(cookie), { detail: { hide: true } })
     .get(
       '/assets/:file',
-      async ({ params }) => {
-        const asset = await (await webBundle()).asset(`/assets/${params.file}`)
+      async ({ params, request }) => {
+        // Compressed at build (br and gzip), chosen per request; caches key on Accept-Encoding.
+        const encoding = chooseEncoding(request.headers.get('accept-encoding'))
+        const asset = await (await webBundle()).asset(`/assets/${params.file}`, encoding)
         if (!asset) throw new NotFoundError()
         return new Response(asset.body, {
-          headers: { 'content-type': asset.type, 'cache-control': 'public, max-age=31536000, immutable', 'content-security-policy': STRICT_CSP },
+          headers: {
+            'content-type': asset.type,
+            ...(encoding === 'identity' ? {} : { 'content-encoding': encoding }),
+            vary: 'Accept-Encoding',
+            'cache-control': 'public, max-age=31536000, immutable',
+            'content-security-policy': STRICT_CSP,
+          },
         })
       },
       { detail: { hide: true } },

@@ -4,7 +4,7 @@
 export interface PrebuiltWeb {
   html: string
   /** Absolute paths of the built files (in the executable: /$bunfs/...). */
-  files: { path: string; type: string; file: string }[]
+  files: { path: string; type: string; file: string; br: string; gzip: string }[]
   icons: string
   /** The API reference's script (the pinned @scalar/api-reference standalone build), gzipped. */
   docsScript: string

@@ -90,7 +90,8 @@ describe.skipIf(!hasChromium())('Settings → Security in Chromium', () => {
       const shown = (await page.locator('.recovery-codes code').allTextContents()).map((code) => code.trim())
       expect(shown).toHaveLength(10)
       const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download as a text file' }).click()])
-      expect(download.suggestedFilename()).toBe('svc-vault-recovery-codes.txt')
+      // The file names the vault it opens (issue 32).
+      expect(download.suggestedFilename()).toBe(`svc-vault-recovery-codes-${new URL(page.url()).host.replace(':', '_')}.txt`)
       const text = readFileSync((await download.path())!, 'utf8')
       for (const code of shown) expect(text).toContain(code)
       await page.getByRole('button', { name: 'I saved them' }).click()

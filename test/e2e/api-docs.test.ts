@@ -66,3 +66,25 @@ test.skipIf(!hasChromium() && process.env.CI !== 'true')('in Chromium the refere
     await browser.close()
   }
 }, 60_000)
+
+// Issue 32: the hosted service's buttons are not on a self-hosted vault's page, and the API's
+// version is the app's (package.json, as /readyz says), not a made-up v1.0.0.
+test.skipIf(!hasChromium() && process.env.CI !== 'true')('the reference shows no hosted-service buttons and the app version', async () => {
+  const { VERSION } = await import('../../src/version')
+  const doc = await (await fetch(`${server.url}/api/openapi`)).json()
+  expect(doc.info.version).toBe(VERSION)
+  const browser = await openBrowser(server.url)
+  try {
+    await browser.page.goto(`${server.url}/api/docs`, { timeout: 30_000 })
+    await browser.page.getByText('Sign in with e-mail and password').first().waitFor({ timeout: 20_000 })
+    const text = await browser.page.locator('body').innerText()
+    for (const hosted of ['Ask AI', 'Generate MCP', 'Connect MCP', 'Deploy', 'Configure', 'Share']) {
+      expect({ hosted, visible: await browser.page.getByRole('button', { name: hosted }).filter({ visible: true }).count() }).toEqual({ hosted, visible: 0 })
+      expect({ hosted, inText: text.includes(hosted) }).toEqual({ hosted, inText: false })
+    }
+    expect(text).toContain(VERSION)
+    expect(text).not.toContain('1.0.0')
+  } finally {
+    await browser.close()
+  }
+}, 60_000)

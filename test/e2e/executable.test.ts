@@ -6,6 +6,7 @@ import { copyFileSync, readdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { hasChromium, openBrowser } from '../support/browser'
 import { signUp } from '../support/client'
+import { checkCompressedAssets } from '../support/compressed-assets'
 import { removeDir, ROOT, spawnServer, tempDir, TEST_MASTER_KEY, type SpawnedServer } from '../support/server'
 
 let folder: string
@@ -71,6 +72,11 @@ describe('the executable (bun run build:server)', () => {
     expect(slugs.length).toBeGreaterThan(3000)
     expect(slugs).toContain('stripe')
     expect((await fetch(server.url + '/icons/no-such-brand-x.svg')).status).toBe(404)
+  })
+
+  test('serves the web assets precompressed (br, gzip) from inside itself, by Accept-Encoding, with Vary', async () => {
+    const sizes = await checkCompressedAssets(server.url)
+    expect(sizes.br).toBeLessThan(sizes.gzip)
   })
 
   test('serves the API reference and its pinned script from inside itself', async () => {

@@ -9,16 +9,14 @@ import * as OTPAuth from 'otpauth'
 import type { Page } from 'playwright-core'
 import { CHROMIUM, hasChromium, openBrowser, type BrowserSession } from '../support/browser'
 import { describeNeeding } from '../support/requirements'
-import { Client, PASSWORD, sessionCookie, uniqueEmail } from '../support/client'
+import { Client, PASSWORD, sessionCookie } from '../support/client'
 import { useSession } from '../support/page-session'
 import { ROOT, startTestServer, type TestServer } from '../support/server'
 
-// The README's screenshots are rewritten when asked (SVC_SCREENSHOTS=1) or missing; otherwise they
-// go to a temporary folder, so a test run does not leave the working tree changed.
+// The README's screenshots are made by this test run (issue 32), so they cannot drift from the
+// page: every run rewrites docs/screenshots. SVC_SCREENSHOTS=0 sends them to a temporary folder.
 const SCREENSHOTS =
-  process.env.SVC_SCREENSHOTS === '1' || !existsSync(join(ROOT, 'docs', 'screenshots', 'dashboard.png'))
-    ? join(ROOT, 'docs', 'screenshots')
-    : mkdtempSync(join(tmpdir(), 'svc-vault-screenshots-'))
+  process.env.SVC_SCREENSHOTS === '0' ? mkdtempSync(join(tmpdir(), 'svc-vault-screenshots-')) : join(ROOT, 'docs', 'screenshots')
 const TOTP_SECRET = 'JBSWY3DPEHPK3PXPJBSWY3DP'
 const STEP = 30_000
 
@@ -27,7 +25,10 @@ let browser: BrowserSession
 let page: Page
 let cookie: string | undefined
 /** The account of the step under way (each step has its own). */
-let email = uniqueEmail('ui')
+/** Readable addresses: they show in the README's screenshots (alice@example.com, alice2@…). */
+let accounts = 0
+const readableEmail = () => `alice${++accounts === 1 ? '' : accounts}@example.com`
+let email = readableEmail()
 
 const api = () => new Client(server.url, { cookie })
 const clipboard = () => page.evaluate(() => navigator.clipboard.readText())
@@ -53,7 +54,7 @@ async function confirm(action = 'Delete') {
 
 /** A new account, signed in in the browser, on the dashboard. */
 async function signInAsNewUser() {
-  email = uniqueEmail('ui')
+  email = readableEmail()
   const registered = await new Client(server.url).post('/api/auth/register', { email, password: PASSWORD })
   expect(registered.status).toBe(201)
   cookie = sessionCookie(registered.headers)
@@ -96,7 +97,7 @@ describeNeeding(hasChromium() ? null : `Chromium is not installed at ${CHROMIUM}
     'serves the page with a strict CSP, and registers a new account',
     async () => {
       await browser.context.clearCookies()
-      email = uniqueEmail('ui')
+      email = readableEmail()
       const response = await page.goto(server.url + '/')
       expect(response!.status()).toBe(200)
       const csp = response!.headers()['content-security-policy']
@@ -178,8 +179,8 @@ describeNeeding(hasChromium() ? null : `Chromium is not installed at ${CHROMIUM}
       expect(await dbEntry.getByText('Hides in').textContent()).toMatch(/Hides in \d+ s/)
 
       // Edit: notes change, the value is kept.
-      await dbEntry.getByRole('button', { name: 'Edit entry my-blog' }).click()
-      dialog = page.getByRole('dialog', { name: 'Edit my-blog' })
+      await dbEntry.getByRole('button', { name: 'Edit Database of my-blog (development)' }).click()
+      dialog = page.getByRole('dialog', { name: 'Edit Database of my-blog (development)' })
       await dialog.getByLabel('Notes (optional)').fill('primary database')
       await dialog.getByRole('button', { name: 'Save' }).click()
       await dialog.waitFor({ state: 'detached' })

@@ -73,7 +73,7 @@ describe('import through the model', () => {
       { name: 'AWS_SECRET_ACCESS_KEY', categoryName: 'Amazon Web Services', keyType: 'group', envVarName: 'AWS_SECRET_ACCESS_KEY', field: 'AWS_SECRET_ACCESS_KEY', reuse: false },
       { name: 'DATABASE_URL', categoryName: 'Blog database', keyType: 'simple', envVarName: 'DATABASE_URL', icon: 'postgresql', reuse: false },
       // Left out by the model: filed by the built-in classifier.
-      { name: 'SIGNING_KEY', categoryName: 'SIGNING_KEY', keyType: 'simple', envVarName: 'SIGNING_KEY', reuse: false },
+      { name: 'SIGNING_KEY', categoryName: 'Variables', keyType: 'group', envVarName: 'SIGNING_KEY', field: 'SIGNING_KEY', reuse: false },
     ])
 
     expect(fake.requests).toHaveLength(1)
@@ -97,7 +97,7 @@ describe('import through the model', () => {
     expect(applied.body.data.created.categories).toHaveLength(4)
     expect(applied.body.data.created.entries).toHaveLength(4)
     const names = ((await carol.get('/api/categories')).body as any[]).map((c) => c.name).sort()
-    expect(names).toEqual(['Amazon Web Services', 'Blog database', 'OpenAI', 'SIGNING_KEY'])
+    expect(names).toEqual(['Amazon Web Services', 'Blog database', 'OpenAI', 'Variables'])
 
     // Extract: the model sees entry names and variable names, picks ids, the server decrypts.
     fake.fallback = (request) => {

@@ -159,7 +159,7 @@ describe('classifyKeys (built-in)', () => {
       { name: 'AWS_ACCESS_KEY_ID', categoryName: 'AWS', keyType: 'group', envVarName: 'AWS_ACCESS_KEY_ID', field: 'AWS_ACCESS_KEY_ID' },
       { name: 'AWS_SECRET_ACCESS_KEY', categoryName: 'AWS', keyType: 'group', envVarName: 'AWS_SECRET_ACCESS_KEY', field: 'AWS_SECRET_ACCESS_KEY' },
       { name: 'OPENAI_API_KEY', categoryName: 'OpenAI', keyType: 'simple', envVarName: 'OPENAI_API_KEY' },
-      { name: 'PORT', categoryName: 'PORT', keyType: 'simple', envVarName: 'PORT' },
+      { name: 'PORT', categoryName: 'Variables', keyType: 'group', envVarName: 'PORT', field: 'PORT' },
     ])
   })
 
@@ -204,9 +204,10 @@ describe('classifyKeys (built-in)', () => {
     expect(keys.map((k) => [k.categoryName, k.keyType])).toEqual([
       ['JWT', 'group'],
       ['JWT', 'group'],
-      ['CACHE_URL', 'simple'],
-      ['NODE_ENV', 'simple'],
-      ['NODE_OPTIONS', 'simple'],
+      // The rest are plain variables: one group for all of them (issue 32), not a category each.
+      ['Variables', 'group'],
+      ['Variables', 'group'],
+      ['Variables', 'group'],
     ])
   })
 })

@@ -102,7 +102,7 @@ describe('only names reach the model', () => {
     const answer = await user.post('/api/ai/import', { text: 'DB_URL=mongodb+srv://cvuser:cvpass@cluster0.cvhost.mongodb.net/app\n', apply: true, name: 'atlas' })
     expect(answer.status).toBe(200)
     expect(answer.body.data.source).toBe('builtin')
-    expect(answer.body.data.keys).toEqual([{ name: 'DB_URL', categoryName: 'DB_URL', keyType: 'simple', envVarName: 'DB_URL', reuse: false }])
+    expect(answer.body.data.keys).toEqual([{ name: 'DB_URL', categoryName: 'Variables', keyType: 'group', envVarName: 'DB_URL', field: 'DB_URL', reuse: false }])
     fileEveryName()
     fake.requests.length = 0
     await user.post('/api/ai/extract', { prompt: 'the atlas app' })

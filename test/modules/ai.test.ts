@@ -36,7 +36,7 @@ describe('POST /api/ai/import (built-in)', () => {
       { name: 'AWS_ACCESS_KEY_ID', categoryName: 'AWS', keyType: 'group', envVarName: 'AWS_ACCESS_KEY_ID', field: 'AWS_ACCESS_KEY_ID', reuse: false },
       { name: 'AWS_SECRET_ACCESS_KEY', categoryName: 'AWS', keyType: 'group', envVarName: 'AWS_SECRET_ACCESS_KEY', field: 'AWS_SECRET_ACCESS_KEY', reuse: false },
       { name: 'RESEND_API_KEY', categoryName: 'Resend', keyType: 'simple', envVarName: 'RESEND_API_KEY', icon: 'resend', reuse: false },
-      { name: 'PORT', categoryName: 'PORT', keyType: 'simple', envVarName: 'PORT', reuse: false },
+      { name: 'PORT', categoryName: 'Variables', keyType: 'group', envVarName: 'PORT', field: 'PORT', reuse: false },
     ])
     // Names only in the answer, never a value.
     for (const value of Object.values(dotenvParse(NEXT_APP))) if (value.length > 4) expect(answer.text).not.toContain(value)
@@ -66,11 +66,11 @@ describe('POST /api/ai/import (built-in)', () => {
     const { created, keys, source } = applied.body.data
     expect(source).toBe('builtin')
     expect(keys).toHaveLength(5)
-    // OpenAI reused (same envVarName); AWS, Resend and PORT created.
+    // OpenAI reused (same envVarName); AWS, Resend and the plain variables' group (PORT) created.
     expect(created.categories).toHaveLength(3)
     expect(created.entries).toHaveLength(4)
     const categories = (await carol.get('/api/categories')).body as any[]
-    expect(categories.map((c) => c.name).sort()).toEqual(['AWS', 'My OpenAI', 'PORT', 'Resend'])
+    expect(categories.map((c) => c.name).sort()).toEqual(['AWS', 'My OpenAI', 'Resend', 'Variables'])
     const aws = categories.find((c) => c.name === 'AWS')
     expect(aws).toMatchObject({ keyType: 'group', icon: null, envVarName: null, fieldDefinitions: ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY'] })
     expect(created.categories).toContain(aws.id)

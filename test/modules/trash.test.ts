@@ -62,6 +62,7 @@ describe('trash', () => {
         id: expect.any(String),
         kind: 'entry',
         name: 'gone',
+        label: expect.stringMatching(/ of gone$/),
         recordId: gone.id,
         deletedAt: new Date(clock).toISOString(),
         deletedBy: 'session',

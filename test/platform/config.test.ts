@@ -18,4 +18,12 @@ describe('config', () => {
     for (const bad of ['0', '-1', 'many', '1.5', '']) expect(() => loadConfig({ SVC_OPEN_VAULTS: bad })).toThrow(/SVC_OPEN_VAULTS/)
     for (const bad of ['soon', '0s', '', '10y']) expect(() => loadConfig({ SVC_VAULT_IDLE: bad })).toThrow(/SVC_VAULT_IDLE/)
   })
+
+  test('a duration without its unit is refused with one line naming the variable (issue 32)', () => {
+    for (const name of ['SVC_SESSION_TTL', 'SVC_VAULT_IDLE', 'SVC_AI_TIMEOUT', 'SVC_BODY_TIMEOUT', 'SVC_AUDIT_RETENTION']) {
+      expect(() => loadConfig({ [name]: '5' })).toThrow(new RegExp(`^${name} must be a duration with its unit .*got "5"$`))
+    }
+    expect(loadConfig({ SVC_SESSION_TTL: '5d' }).sessionTtlMs).toBe(5 * 86_400_000)
+    expect(loadConfig({ SVC_SESSION_TTL: '90s' }).sessionTtlMs).toBe(90_000)
+  })
 })

@@ -119,6 +119,8 @@ describe('start-up checks', () => {
         [{ SVC_MASTER_KEY: TEST_MASTER_KEY, SVC_SIGNUP: 'maybe' }, 'SVC_SIGNUP'],
         [{ SVC_MASTER_KEY: TEST_MASTER_KEY, SVC_BASE_URL: 'vault.example.com' }, 'SVC_BASE_URL'],
         [{ SVC_MASTER_KEY: TEST_MASTER_KEY, SVC_SESSION_TTL: 'forever' }, 'SVC_SESSION_TTL'],
+        // Issue 32: a bare number once meant seconds (5 s sessions); the unit is required.
+        [{ SVC_MASTER_KEY: TEST_MASTER_KEY, SVC_SESSION_TTL: '5' }, 'SVC_SESSION_TTL'],
         [{ SVC_MASTER_KEY: TEST_MASTER_KEY, SVC_TRUST_PROXY: 'everyone' }, 'SVC_TRUST_PROXY'],
         [{ SVC_MASTER_KEY: TEST_MASTER_KEY, SVC_REGISTER_LIMIT: 'lots' }, 'SVC_REGISTER_LIMIT'],
       ]

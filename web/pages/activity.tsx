@@ -1,7 +1,9 @@
 // Activity: the audit log (issue 17), newest first, filtered by action, access key and date;
 // "last used from" for an access key's row; the dashboard's card of the last 7 days.
 import { useState } from 'preact/hooks'
-import { api, type AccessKey } from '../api'
+import { api, type AccessKey, type EnvProject, type Entry } from '../api'
+import { keyLabel, variableOf } from '../components/key-names'
+import type { TrashItem } from './trash'
 import { AUDIT_ACTIONS, SECRET_READS } from '../../src/modules/audit/actions'
 import { Field, formatDate, inputValue, Link, Loading, relativeTime, toastError, useLoad } from '../ui'
 
@@ -30,9 +32,40 @@ function actorLabel(actor: AuditEvent['actor']): string {
   return 'not signed in'
 }
 
-/** What the event touched, in words: record names, or what the details say. */
-function subject(event: AuditEvent): string {
-  const names = event.records.filter((r) => r.kind !== 'user').map((r) => r.name ?? r.id)
+const KIND_WORDS: Record<string, string> = { entry: 'an entry', category: 'a category', twofa: 'a 2FA token', envproject: 'an env project', envfile: 'an env file', accesskey: 'an access key', passkey: 'a passkey', session: 'a session' }
+const UUID = /\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b ?/g
+
+/**
+ * Names for the records the log knows only by project ("blog") or by id (issue 32): an entry as
+ * "OPENAI_API_KEY of blog (production)", from the entries and the trash as they are now.
+ */
+async function loadRecordNames(): Promise<Map<string, string>> {
+  const [entries, trash, envs] = await Promise.all([
+    api<Entry[]>('GET', '/api/entries').catch(() => []),
+    api<TrashItem[]>('GET', '/api/trash').catch(() => []),
+    api<{ data: EnvProject[] }>('GET', '/api/envs').catch(() => ({ data: [] as EnvProject[] })),
+  ])
+  const names = new Map<string, string>()
+  for (const project of envs.data) names.set(project.id, `env project ${project.name}`)
+  for (const entry of entries) names.set(entry.id, keyLabel(variableOf(entry.category), entry.name, entry.environment))
+  for (const item of trash) if (item.label) names.set(item.recordId, item.label)
+  return names
+}
+
+/** What the event touched, in words: record names (never a raw id where a name is known), or what the details say. */
+function subject(event: AuditEvent, known: Map<string, string> = new Map()): string {
+  const records = event.records.filter((r) => r.kind !== 'user')
+  const named = records.map((r) => {
+    if (r.kind === 'trash') {
+      // "entry <id> (blog)": the item's kind and its record's name, without the id.
+      const recordId = /[0-9a-f-]{36}/.exec(r.name ?? '')?.[0]
+      return (recordId && known.get(recordId)) || (r.name ?? 'trash item').replace(UUID, '')
+    }
+    // A record the log kept without a name, and that is gone now: its kind, never a bare id.
+    return known.get(r.id) ?? r.name ?? KIND_WORDS[r.kind] ?? r.kind
+  })
+  // A restored item and its record would say the same twice.
+  const names = named.filter((name, index) => named.indexOf(name) === index)
   const parts: string[] = []
   if (names.length > 0) parts.push(names.slice(0, 4).join(', ') + (names.length > 4 ? ` and ${names.length - 4} more` : ''))
   const d = event.details
@@ -68,6 +101,7 @@ export function ActivityPage() {
   const initial = new URLSearchParams(location.search)
   const [filters, setFilters] = useState({ action: initial.get('action') ?? '', actor: initial.get('actor') ?? '', since: '', until: '' })
   const keys = useLoad(() => api<AccessKey[]>('GET', '/api/access-keys'))
+  const recordNames = useLoad(loadRecordNames)
   const [more, setMore] = useState<AuditEvent[]>([])
   const [cursor, setCursor] = useState<string | null>(null)
   const page = useLoad(async () => {
@@ -134,7 +168,7 @@ export function ActivityPage() {
               <li key={event.id} class="list-row activity-event" data-action={event.action}>
                 <span class={`badge ${event.outcome === 'ok' ? 'badge-none' : 'badge-production'}`}>{event.outcome}</span>
                 <span class="grow">
-                  <strong>{event.action}</strong> <span class="muted">{subject(event)}</span>
+                  <strong>{event.action}</strong> <span class="muted">{subject(event, recordNames.data)}</span>
                   <br />
                   <span class="muted small">
                     {actorLabel(event.actor)} · from {event.clientAddress}

@@ -20,6 +20,7 @@ import {
   toastError,
   useLoad,
   useUnsavedWork,
+  verbatim,
 } from '../ui'
 import { HistoryPanel } from '../components/history'
 
@@ -41,6 +42,10 @@ export function EnvProjectsPage() {
           New project
         </button>
       </div>
+      <p class="muted">
+        An env project keeps whole .env files as text, the way you wrote them (comments and order kept): one file per type (.env, .env.local,
+        .env.development, .env.production). For keys one variable at a time, per environment (staging too), see <Link href="/projects">Projects</Link>.
+      </p>
       <input type="search" class="search" placeholder="Search projects…" aria-label="Search projects" value={search} onInput={(event) => setSearch(inputValue(event))} />
       {!projects.data ? (
         <Loading error={projects.error} />
@@ -282,7 +287,7 @@ function FileEditor(props: { projectId: string; projectName: string; fileType: F
       <textarea
         class="mono env-editor"
         aria-label={`Contents of .${fileType}`}
-        spellcheck={false}
+        {...verbatim}
         rows={14}
         value={content}
         placeholder={file ? '' : `No .${fileType} yet. Type or paste KEY=value lines, or upload a file.`}

@@ -3,7 +3,7 @@
 import { useState } from 'preact/hooks'
 import { api, type Category, type Entry, type Environment, type ImportAnswer, type ImportKey } from '../api'
 import { navigate } from '../router'
-import { EnvironmentSelect, Field, forgetUnsavedWork, FormError, Icon, inputValue, LengthNote, Link, overLimit, toast, useLoad, useSubmission, useUnsavedWork } from '../ui'
+import { EnvironmentSelect, Field, forgetUnsavedWork, FormError, Icon, inputValue, LengthNote, Link, overLimit, toast, useLoad, useSubmission, useUnsavedWork, verbatim } from '../ui'
 import { projectPath } from './projects'
 
 /** The pasted text without the keys the person left out (.env, export lines, JSON, YAML lines). */
@@ -78,13 +78,25 @@ export function withoutKeys(text: string, excluded: Set<string>): string {
   return kept.join('\n')
 }
 
+/**
+ * What an import did, counted by variable as the paste had them (issue 32): new, updated, and
+ * the same (already held, left as they were). `sent`: the variables sent, with whether the project
+ * had each one before.
+ */
+export function importCounts(sent: { name: string; existed: boolean }[], answer: ImportAnswer): string {
+  const same = new Set(answer.keys.filter((key) => key.same).map((key) => key.name))
+  const fresh = sent.filter((key) => !key.existed && !same.has(key.name)).length
+  const updated = sent.filter((key) => key.existed && !same.has(key.name)).length
+  return `${fresh} new, ${updated} updated${same.size ? `, ${same.size} the same (left as they were)` : ''}`
+}
+
 export function ImportPage() {
   const [text, setText] = useState('')
   const [name, setName] = useState('')
   const [environment, setEnvironment] = useState<Environment | ''>('')
   const [suggestion, setSuggestion] = useState<ImportAnswer | null>(null)
   const [excluded, setExcluded] = useState<Set<string>>(new Set())
-  const [result, setResult] = useState<ImportAnswer | null>(null)
+  const [result, setResult] = useState<(ImportAnswer & { counts: string }) | null>(null)
   /** Keys that the project already has, which the person chose to leave as they are. */
   const [skipped, setSkipped] = useState<Set<string>>(new Set())
   const { busy, error, setError, run } = useSubmission()
@@ -116,13 +128,13 @@ export function ImportPage() {
       const leftOut = new Set([...excluded, ...[...skipped].filter((key) => existingEntry(keyByName.get(key)) !== undefined)])
       const project = name.trim()
       const body = { text: withoutKeys(text, leftOut), apply: true, name: project, ...(environment ? { environment } : {}) }
+      const sent = (suggestion?.keys ?? []).filter((key) => !leftOut.has(key.name)).map((key) => ({ name: key.name, existed: existingEntry(key) !== undefined }))
       const answer = await api<{ data: ImportAnswer }>('POST', '/api/ai/import', body)
-      setResult(answer.data)
+      const counts = importCounts(sent, answer.data)
+      setResult({ ...answer.data, counts })
       setSuggestion(null)
       setText('')
-      const created = answer.data.created?.entries.length ?? 0
-      const updated = answer.data.updated?.entries.length ?? 0
-      toast(`Imported into ${project}: ${created} new${updated ? `, ${updated} updated` : ''}`)
+      toast(`Imported into ${project}: ${counts}`)
       // Nothing typed is left (the text is cleared above), so going to the project asks nothing.
       forgetUnsavedWork()
       navigate(projectPath(project))
@@ -176,7 +188,7 @@ export function ImportPage() {
           name="configText"
           aria-label="Config to import"
           rows={10}
-          spellcheck={false}
+          {...verbatim}
           required
           placeholder={'OPENAI_API_KEY=sk-...\nDATABASE_HOST=db.internal\nDATABASE_PASSWORD=...'}
           value={text}
@@ -269,8 +281,9 @@ export function ImportPage() {
       {result && (
         <div class="card import-result" role="status">
           <p>
-            Imported {result.created?.entries.length ?? 0} {result.created?.entries.length === 1 ? 'entry' : 'entries'}
-            {result.created?.categories.length ? ` in ${result.created.categories.length} new categories` : ''}. <Link href="/projects">See them in Projects</Link>.
+            Imported: {result.counts}
+            {result.created?.categories.length ? `, in ${result.created.categories.length} new ${result.created.categories.length === 1 ? 'category' : 'categories'}` : ''}.{' '}
+            <Link href="/projects">See them in Projects</Link>.
           </p>
         </div>
       )}

@@ -3,7 +3,7 @@
 // `name` and `environment` filters) and the `svc run` line. From a project: add a key of an
 // existing category, or rename the project (a PUT of each entry's name).
 import { useState } from 'preact/hooks'
-import { api, apiText, ENVIRONMENTS, type Category, type Entry, type Environment, type RevealedEntry } from '../api'
+import { api, apiText, ENVIRONMENTS, type Category, type EnvProject, type Entry, type Environment, type RevealedEntry } from '../api'
 import { EXPORT_FORMATS, exportQuery, formatExtension, type ExportFormat } from '../export-formats'
 import { navigate } from '../router'
 import {
@@ -27,7 +27,8 @@ import {
   SlashSearch,
   useSubmission,
 } from '../ui'
-import { EntryForm } from './keys'
+import { EntryForm } from '../components/entry-form'
+import { AddVariableForm } from '../components/add-variable'
 
 /** An environment of a project, or '' for the keys shared by every environment (no environment). */
 type Slot = Environment | ''
@@ -55,7 +56,11 @@ function projectsOf(entries: Entry[]): Project[] {
   return [...byName.values()].sort((a, b) => a.name.localeCompare(b.name))
 }
 
-const countOf = (entries: Entry[], slot: Slot) => entries.filter((entry) => slotOf(entry) === slot).length
+/** The variables an entry holds, as a paste had them: a group's fields each count (issue 32). */
+const variablesIn = (entry: Entry) => entry.fields?.length || 1
+const sumOf = (entries: Entry[]) => entries.reduce((sum, entry) => sum + variablesIn(entry), 0)
+const countOf = (entries: Entry[], slot: Slot) => sumOf(entries.filter((entry) => slotOf(entry) === slot))
+// A key is one variable here: a group's fields count one each, as the paste had them.
 const keysWord = (count: number) => `${count} ${count === 1 ? 'key' : 'keys'}`
 
 export function ProjectsPage() {
@@ -63,23 +68,37 @@ export function ProjectsPage() {
   const [search, setSearch] = useState('')
   const needle = search.trim().toLowerCase()
   const projects = projectsOf(entries.data ?? []).filter((project) => !needle || project.name.toLowerCase().includes(needle))
+  const [creating, setCreating] = useState(false)
   return (
     <section>
       <div class="page-head">
         <h1>Projects</h1>
-        <Link href="/import" class="btn btn-primary">
-          Import a config
-        </Link>
+        <div class="row-actions">
+          <button type="button" class="btn btn-primary" onClick={() => setCreating(true)}>
+            New project
+          </button>
+          <Link href="/import" class="btn">
+            Import a config
+          </Link>
+        </div>
       </div>
-      <p class="muted">A project is the name its keys are filed under (“my-blog”): each environment of it is one .env file for a program.</p>
+      <p class="muted">
+        A project is the name its keys are filed under (“my-blog”), one variable at a time: each environment of it is one .env file for a program (
+        <code>svc run -n my-blog</code>). Not the same as <Link href="/envs">Env projects</Link>, which keep whole .env files as text, the way you wrote them (
+        <code>svc … --project</code>).
+      </p>
+      {creating && <AddVariableForm onClose={() => setCreating(false)} onSaved={(name) => navigate(projectPath(name))} />}
       {!entries.data ? (
         <Loading error={entries.error} />
       ) : entries.data.length === 0 ? (
         <div class="card empty stack">
           <h2 class="empty-title">No projects yet</h2>
-          <p>Import a project's .env file, or add keys in Keys: the name you give them becomes the project.</p>
+          <p>Start one with its first variable, import a project's .env file, or add keys in Keys: the name you give them becomes the project.</p>
           <div class="actions actions-center">
-            <Link href="/import" class="btn btn-primary">
+            <button type="button" class="btn btn-primary" onClick={() => setCreating(true)}>
+              New project
+            </button>
+            <Link href="/import" class="btn">
               Import a config
             </Link>
             <Link href="/keys" class="btn">
@@ -98,7 +117,7 @@ export function ProjectsPage() {
                   <Link href={projectPath(project.name)} class="project-link">
                     <strong>{project.name}</strong>
                   </Link>{' '}
-                  <span class="muted small">· {keysWord(project.entries.length)}</span>
+                  <span class="muted small">· {keysWord(sumOf(project.entries))}</span>
                 </span>
                 <span class="env-counts">
                   {SLOTS.filter((slot) => countOf(project.entries, slot) > 0).map((slot) => (
@@ -123,7 +142,11 @@ export function ProjectPage(props: { name: string }) {
   const entries = useLoad(() => api<Entry[]>('GET', '/api/entries'), [name])
   const categories = useLoad(() => api<Category[]>('GET', '/api/categories'))
   const [adding, setAdding] = useState<Slot | null>(null)
+  const [addingVariable, setAddingVariable] = useState(false)
   const [renaming, setRenaming] = useState(false)
+  // An env project of the same name: its files are shown as a link here (the two are apart).
+  const envProjects = useLoad(() => api<{ data: EnvProject[] }>('GET', `/api/envs?search=${encodeURIComponent(name)}`).catch(() => ({ data: [] as EnvProject[] })), [name])
+  const twin = envProjects.data?.data.find((project) => project.name === name)
   const mine = (entries.data ?? []).filter((entry) => entry.name === name)
   const categoryList = [...(categories.data ?? [])].sort((a, b) => a.name.localeCompare(b.name))
   const categoryById = new Map(categoryList.map((category) => [category.id, category]))
@@ -141,8 +164,11 @@ export function ProjectPage(props: { name: string }) {
       <div class="page-head">
         <h1>{name}</h1>
         <div class="row-actions">
-          <button type="button" class="btn btn-primary" disabled={categoryList.length === 0} onClick={() => setAdding(slots.find(Boolean) ?? '')}>
-            Add a key
+          <button type="button" class="btn btn-primary" onClick={() => setAddingVariable(true)}>
+            Add a variable
+          </button>
+          <button type="button" class="btn" disabled={categoryList.length === 0} onClick={() => setAdding(slots.find(Boolean) ?? '')}>
+            Add a key of a category
           </button>
           <button type="button" class="btn" disabled={mine.length === 0} onClick={() => setRenaming(true)}>
             Rename
@@ -163,7 +189,7 @@ export function ProjectPage(props: { name: string }) {
       ) : (
         <>
           <p class="muted">
-            {keysWord(mine.length)} in {slots.length} {slots.length === 1 ? 'environment' : 'environments'}.
+            {keysWord(sumOf(mine))} in {slots.length} {slots.length === 1 ? 'environment' : 'environments'}.
             {shared.length > 0 && slots.length > 1 && ' Keys of “any env” are shared: each environment’s .env holds them too, unless it has its own.'}
           </p>
           <div class="environments">
@@ -180,6 +206,23 @@ export function ProjectPage(props: { name: string }) {
             ))}
           </div>
         </>
+      )}
+      {twin && (
+        <p class="muted small env-twin">
+          The env project “{name}” keeps {twin.fileCount} whole .env {twin.fileCount === 1 ? 'file' : 'files'} as text, apart from these keys:{' '}
+          <Link href={`/envs/${twin.id}`}>open its files</Link>.
+        </p>
+      )}
+      {addingVariable && (
+        <AddVariableForm
+          project={name}
+          environment={slots.find(Boolean) ?? ''}
+          onClose={() => setAddingVariable(false)}
+          onSaved={() => {
+            setAddingVariable(false)
+            reload()
+          }}
+        />
       )}
       {adding !== null && categoryList.length > 0 && (
         <EntryForm
@@ -265,7 +308,7 @@ function EnvironmentCard(props: { project: string; slot: Slot; entries: Entry[];
     <article class="card environment" data-environment={slot || 'any'} aria-labelledby={`env-${slot || 'any'}`}>
       <header class="environment-head">
         <h2 id={`env-${slot || 'any'}`} class="environment-name">
-          <EnvBadge environment={slot || null} /> <span class="muted small">{keysWord(props.entries.length)}</span>
+          <EnvBadge environment={slot || null} /> <span class="muted small">{keysWord(sumOf(props.entries))}</span>
         </h2>
         <div class="row-actions">
           <button type="button" class="btn btn-small" disabled={busy} aria-pressed={revealed !== null} onClick={revealAll} aria-label={`${revealed ? 'Hide' : 'Reveal'} all keys of ${project} (${label})`}>
@@ -393,7 +436,7 @@ function RenameProject(props: { name: string; entries: Entry[]; all: Entry[]; on
   return (
     <Modal title={`Rename ${props.name}`} onClose={props.onClose} dirty={to !== props.name}>
       <form class="stack" onSubmit={submit}>
-        <Field label="New project name" hint={`Renames the ${keysWord(props.entries.length)} filed under ${props.name}. Scripts that use the old name need the new one.`}>
+        <Field label="New project name" hint={`Renames the ${keysWord(sumOf(props.entries))} filed under ${props.name}. Scripts that use the old name need the new one.`}>
           <input name="projectName" required value={to} onInput={(event) => setTo(inputValue(event))} />
           <LengthNote value={to} max={200} what="The project name" />
         </Field>

@@ -91,8 +91,9 @@ function RecoveryCodes(props: { codes: string[]; onDone(): void }) {
   const email = currentUser.value?.email ?? 'account'
   const download = () =>
     downloadText(
-      `svc-vault recovery codes for ${email}\nEach code signs in once when the authenticator app is not at hand.\n\n${props.codes.join('\n')}\n`,
-      'svc-vault-recovery-codes.txt',
+      `svc-vault recovery codes for ${email} at ${location.origin}\nEach code signs in once when the authenticator app is not at hand.\n\n${props.codes.join('\n')}\n`,
+      // Which vault the codes open, in the name: several vaults' files stay apart.
+      `svc-vault-recovery-codes-${location.host.replace(/[^A-Za-z0-9.-]+/g, '_')}.txt`,
     )
   return (
     <div class="stack" aria-label="Recovery codes">
@@ -119,7 +120,7 @@ function RecoveryCodes(props: { codes: string[]; onDone(): void }) {
 }
 
 function TwoFactorSection(props: { hasPassword: boolean | undefined }) {
-  const me = useLoad(() => api<{ user: User & { twoFactorEnabled: boolean } }>('GET', '/api/auth/me'))
+  const me = useLoad(() => api<{ user: User & { twoFactorEnabled: boolean; recoveryCodesLeft?: number } }>('GET', '/api/auth/me'))
   const [password, setPassword] = useState('')
   const [setup, setSetup] = useState<{ secret: string; uri: string; qr: string } | null>(null)
   const [code, setCode] = useState('')
@@ -223,6 +224,11 @@ function TwoFactorSection(props: { hasPassword: boolean | undefined }) {
           <strong>On.</strong> Signing in with your password asks for a code from your authenticator app, a recovery code, or a passkey. Single sign-on
           sign-ins are not asked: your identity provider handles that.
         </p>
+        {me.data?.user.recoveryCodesLeft !== undefined && (
+          <p class={me.data.user.recoveryCodesLeft <= 3 ? 'error-text' : 'muted'}>
+            {me.data.user.recoveryCodesLeft} of 10 recovery codes left{me.data.user.recoveryCodesLeft <= 3 ? ': make new ones soon.' : '.'}
+          </p>
+        )}
         {managing ? (
           <form onSubmit={manage} class="stack" aria-label={managing === 'disable' ? 'Turn off two-factor sign-in' : 'New recovery codes'}>
             {props.hasPassword !== false && <PasswordField value={password} onInput={setPassword} />}

@@ -7,6 +7,8 @@ export interface TrashItem {
   id: string
   kind: 'entry' | 'category' | 'twoFactor' | 'envProject' | 'envFile'
   name: string
+  /** An entry as "OPENAI_API_KEY of blog (production)"; others as their name. */
+  label: string
   recordId: string
   deletedAt: string
   deletedBy: string
@@ -36,7 +38,7 @@ export function TrashPage() {
   async function restore(item: TrashItem) {
     try {
       await api('POST', `/api/trash/${item.id}/restore`)
-      toast(`Restored ${item.name}`)
+      toast(`Restored ${item.label}`)
       items.reload()
     } catch (error) {
       toastError(error)
@@ -44,10 +46,10 @@ export function TrashPage() {
   }
 
   async function purge(item: TrashItem) {
-    if (!(await confirmAction(`Delete “${item.name}”${extra(item)} for good? This cannot be undone.`, 'Delete for good'))) return
+    if (!(await confirmAction(`Delete “${item.label}”${extra(item)} for good? This cannot be undone.`, 'Delete for good'))) return
     try {
       await api('DELETE', `/api/trash/${item.id}`)
-      toast(`Deleted ${item.name} for good`)
+      toast(`Deleted ${item.label} for good`)
       items.reload()
     } catch (error) {
       toastError(error)
@@ -85,7 +87,7 @@ export function TrashPage() {
           {items.data.map((item) => (
             <li key={item.id} class="list-row trash-item" data-trash={item.name}>
               <span class="grow">
-                <span class="badge badge-none">{KIND_LABEL[item.kind]}</span> <strong>{item.name}</strong>
+                <span class="badge badge-none">{KIND_LABEL[item.kind]}</span> <strong>{item.label}</strong>
                 <span class="muted">{extra(item)}</span>
                 <br />
                 <span class="muted small">
@@ -93,10 +95,10 @@ export function TrashPage() {
                 </span>
               </span>
               <span class="row-actions">
-                <button type="button" class="btn btn-small" onClick={() => restore(item)} aria-label={`Restore ${item.name}`}>
+                <button type="button" class="btn btn-small" onClick={() => restore(item)} aria-label={`Restore ${item.label}`}>
                   Restore
                 </button>
-                <button type="button" class="btn btn-small btn-danger-quiet" onClick={() => purge(item)} aria-label={`Delete ${item.name} for good`}>
+                <button type="button" class="btn btn-small btn-danger-quiet" onClick={() => purge(item)} aria-label={`Delete ${item.label} for good`}>
                   Delete for good
                 </button>
               </span>

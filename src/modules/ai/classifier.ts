@@ -130,6 +130,13 @@ export function serviceOf(name: string): Service | undefined {
   return undefined
 }
 
+/**
+ * Issue 32: the group that takes a project's plain variables (PORT, NODE_ENV, DB_PASSWORD, ...),
+ * the ones no service or shared prefix claims. Each once had a category of its own: eleven
+ * categories for one app. Now one group holds them, one entry per project and environment.
+ */
+export const PLAIN_VARIABLES = 'Variables'
+
 const firstToken = (name: string) => stripFramework(name).split('_').filter(Boolean)[0] ?? ''
 
 /** Groups keys the way a person would file them. Every input name appears once, in input order. */
@@ -157,12 +164,13 @@ export function classifyKeys(keys: { name: string }[]): ImportKey[] {
   for (const name of unknown) {
     const token = firstToken(name)
     if ((prefixCount.get(token) ?? 0) >= 2) join(name, `prefix:${token}`, token)
-    else join(name, `key:${name}`, name)
+    else join(name, 'plain', PLAIN_VARIABLES)
   }
   return keys.map(({ name }) => {
     const { categoryName, icon } = bucketOf.get(name)!
     const bucket = [...members.values()].find((list) => list.includes(name))!
-    const isGroup = bucket.length > 1
+    // The plain variables are a group even when there is one: the next import adds to it.
+    const isGroup = bucket.length > 1 || categoryName === PLAIN_VARIABLES
     return {
       name,
       categoryName,

@@ -47,6 +47,7 @@ export const ImportKeySchema = component(
   icon: t.Optional(t.String({ description: 'Simple Icons slug of the service' })),
   reuse: t.Boolean({ description: 'true: the key goes to one of your existing categories (`categoryId`); false: to a new category' }),
   categoryId: t.Optional(t.String({ description: 'With reuse: the id of the existing category' })),
+  same: t.Optional(t.Boolean({ description: 'With apply: the entry already held this very value, so it was left as it was (no new version)' })),
   }),
 )
 
@@ -69,6 +70,12 @@ export const ImportAnswer = component(
           entries: t.Array(t.String(), { description: 'Ids of existing entries (same category, name and environment) given the new values' }),
         },
         { description: 'With apply: what existed and was updated rather than duplicated' },
+      ),
+    ),
+    unchanged: t.Optional(
+      t.Object(
+        { entries: t.Array(t.String(), { description: 'Ids of existing entries that already held every value imported into them: not rewritten, no version kept' }) },
+        { description: 'With apply: what was the same and was skipped' },
       ),
     ),
   }),

@@ -8,11 +8,11 @@ import type { CategoryRecord, EntryRecord, Environment, VaultDocument } from '..
 import { ICON_PATTERN } from '../categories/model'
 import { DEFAULT_POLICY, type LifecyclePolicy } from '../lifecycle/trash'
 import { prepareVersion } from '../lifecycle/versions'
-import { MAX_VALUE_BYTES, openEntryValue, sealEntryValue } from '../entries/values'
+import { fieldNamesOf, MAX_VALUE_BYTES, openEntryValue, sealEntryValue } from '../entries/values'
 import { exportRows, renderDotenv } from '../export/render'
 import { webBundle } from '../../web/bundle'
 import type { Vaults } from '../vault-access'
-import { classifyKeys, pickEntries, type EntryMetadata, type ImportKey } from './classifier'
+import { classifyKeys, pickEntries, PLAIN_VARIABLES, type EntryMetadata, type ImportKey } from './classifier'
 import type { ImportInput } from './model'
 import type { ExtractionModel } from './model-client'
 import type { ParsedKey } from './parse-config'
@@ -24,7 +24,7 @@ const loadParser = () => (parserModule ??= import('./parse-config'))
 export type ExtractionSource = 'ai' | 'builtin'
 
 /** A filed key and where it goes: an existing category of the user (`reuse: true`, with its id) or a new one. */
-export type PlacedKey = ImportKey & { reuse: boolean; categoryId?: string }
+export type PlacedKey = ImportKey & { reuse: boolean; categoryId?: string; same?: boolean }
 
 export interface ImportResult {
   source: ExtractionSource
@@ -32,6 +32,8 @@ export interface ImportResult {
   created?: { categories: string[]; entries: string[] }
   /** With apply: existing entries (same category, name and environment) given the new values, and categories given new fields. */
   updated?: { categories: string[]; entries: string[] }
+  /** With apply: existing entries that already held every value imported into them, left as they were. */
+  unchanged?: { entries: string[] }
 }
 
 const ICON = new RegExp(ICON_PATTERN)
@@ -135,6 +137,8 @@ interface CategoryPlan {
   keyType: 'simple' | 'group'
   icon: string | null
   keys: string[]
+  /** A new group that takes any field (the plain variables' group): no declared fields. */
+  anyFields?: boolean
 }
 
 /**
@@ -226,6 +230,8 @@ export function placeKeys(keys: ImportKey[], data: VaultDocument, cipher: VaultC
           keyType: suggestion.keyType,
           icon: suggestion.icon,
           keys: suggestion.keys,
+          // The plain variables' group takes any field: each project's entry holds its own.
+          anyFields: suggestion.keyType === 'group' && sameName(suggestion.categoryName, PLAIN_VARIABLES),
         }
     if (!existing) newNames.push({ name: plan.categoryName, keyType: plan.keyType })
     plans.push(plan)
@@ -338,6 +344,10 @@ export class AiService {
       const updatedEntries = new Map<EntryRecord, EntryRecord>()
       // The values updated entries had, kept as versions once everything is prepared (issue 20).
       const keepVersions: (() => void)[] = []
+      // Issue 32: keys whose entry already held this very value, and entries left as they were:
+      // re-importing an unchanged .env rewrites nothing and pushes no real history out.
+      const same = new Set<string>()
+      const unchangedEntries: string[] = []
       for (const plan of plans) {
         let category = plan.existing
         let sealAs = category
@@ -358,8 +368,8 @@ export class AiService {
             keyType: plan.keyType,
             envVarName: plan.keyType === 'simple' ? plan.keys[0] : null,
             icon: plan.icon,
-            description: null,
-            fieldDefinitions: plan.keyType === 'group' ? [...plan.keys] : null,
+            description: plan.anyFields ? 'Plain variables of your projects: one entry per project and environment holds them' : null,
+            fieldDefinitions: plan.keyType === 'group' && !plan.anyFields ? [...plan.keys] : null,
             createdAt: at,
             updatedAt: at,
           }
@@ -369,17 +379,26 @@ export class AiService {
         const current = data.entries.find((e) => e.categoryId === category!.id && e.name === entryName && e.environment === environment)
         // A simple category takes one key; two keys in one simple plan cannot happen (one variable each).
         let value: string
-        if (category.keyType === 'simple') value = values.get(plan.keys[0])!
-        else {
+        let unchanged = false
+        if (category.keyType === 'simple') {
+          value = values.get(plan.keys[0])!
+          unchanged = current !== undefined && openEntryValue(cipher, category, current) === value
+          if (unchanged) same.add(plan.keys[0])
+        } else {
           const kept = current ? openEntryValue(cipher, category, current) : null
           const fields: Record<string, string> = kept && typeof kept === 'object' ? { ...kept } : {}
-          for (const k of plan.keys) Object.defineProperty(fields, k, { value: values.get(k)!, enumerable: true, writable: true, configurable: true })
+          for (const k of plan.keys) {
+            if (Object.hasOwn(fields, k) && fields[k] === values.get(k)) same.add(k)
+            Object.defineProperty(fields, k, { value: values.get(k)!, enumerable: true, writable: true, configurable: true })
+          }
           value = JSON.stringify(fields)
+          unchanged = current !== undefined && plan.keys.every((k) => same.has(k)) && !widened.has(category)
         }
-        if (current) {
+        if (current && unchanged) unchangedEntries.push(current.id)
+        else if (current) {
           const version = prepareVersion(data, cipher, 'entry', current, { actor, at, limit: this.policy.historyVersions })
           keepVersions.push(version.apply)
-          updatedEntries.set(current, { ...current, encryptedValue: sealEntryValue(cipher, sealAs!, current.id, value), updatedAt: at, ...version.fields })
+          updatedEntries.set(current, { ...current, encryptedValue: sealEntryValue(cipher, sealAs!, current.id, value), ...fieldNamesOf(category, value), updatedAt: at, ...version.fields })
         } else {
           const id = crypto.randomUUID()
           newEntries.push({
@@ -389,6 +408,7 @@ export class AiService {
             environment,
             notes: null,
             encryptedValue: sealEntryValue(cipher, sealAs!, id, value),
+            ...fieldNamesOf(category, value),
             createdAt: at,
             updatedAt: at,
             valueVersion: 1,
@@ -404,9 +424,10 @@ export class AiService {
       data.categories.push(...newCategories)
       data.entries.push(...newEntries)
       return {
-        keys: placed,
+        keys: placed.map((key) => (same.has(key.name) ? { ...key, same: true } : key)),
         created: { categories: newCategories.map((c) => c.id), entries: newEntries.map((e) => e.id) },
         updated: { categories: [...widened.keys()].map((c) => c.id), entries: [...updatedEntries.values()].map((e) => e.id) },
+        unchanged: { entries: unchangedEntries },
       }
     })
   }

@@ -66,7 +66,7 @@ export interface AuditSource {
   server: PeerSource | null | undefined
 }
 
-export type SignInMethod = 'password' | 'oidc' | 'passkey' | '2fa'
+export type SignInMethod = 'password' | 'oidc' | 'passkey' | '2fa' | 'recovery_code'
 
 export const ref = (kind: string, record: { id: string; name?: string | null }, name?: string | null): AuditRecordRef => ({
   kind,

@@ -64,7 +64,10 @@ export const EntryCategorySchema = component(
   ),
 )
 
-export const EntryListItemSchema = component('EntryListItem', withProperties(EntrySchema, { category: EntryCategorySchema }))
+export const EntryListItemSchema = component('EntryListItem', withProperties(EntrySchema, {
+  category: EntryCategorySchema,
+  fields: t.Optional(t.Array(t.String(), { description: "A group entry's field names (never values): how many variables it holds. Absent for a simple entry and for entries stored before it was kept" })),
+}))
 
 export const RevealedEntrySchema = component(
   'RevealedEntry',

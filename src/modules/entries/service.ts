@@ -8,7 +8,7 @@ import { dueStatus, dueWithin, nextDue, type DueStatus } from '../lifecycle/due'
 import { DEFAULT_POLICY, moveToTrash, type LifecyclePolicy } from '../lifecycle/trash'
 import { prepareVersion } from '../lifecycle/versions'
 import type { CreateEntryInput, UpdateEntryInput } from './model'
-import { checkValueSize, openEntryValue, parseGroupValue, sealEntryValue } from './values'
+import { checkValueSize, fieldNamesOf, openEntryValue, parseGroupValue, sealEntryValue } from './values'
 
 export const publicEntry = (e: EntryRecord, now: number) => ({
   id: e.id,
@@ -36,7 +36,7 @@ function statusChangesAt(e: EntryRecord, now: number): number {
 }
 
 type CategorySummary = Pick<CategoryRecord, 'name' | 'keyType' | 'envVarName' | 'icon'>
-export type ListedEntry = PublicEntry & { category: CategorySummary }
+export type ListedEntry = PublicEntry & { category: CategorySummary; fields?: string[] }
 
 export interface EntryFilters {
   /** Only what expires or is due for rotation within this many days. */
@@ -52,6 +52,16 @@ export interface RevealedEntry {
   name: string
   value: string | Record<string, string>
   environment: Environment | null
+}
+
+/**
+ * How a person tells an entry apart (issue 32): its variable (a simple category's env var name, a
+ * group's category name), its project and its environment: "OPENAI_API_KEY of blog (production)".
+ * The entry's name alone is only the project's.
+ */
+export function entryLabel(category: Pick<CategoryRecord, 'envVarName' | 'name'> | undefined, entry: { name: string; environment: string | null }): string {
+  const variable = category ? category.envVarName || category.name : null
+  return `${variable ? `${variable} of ` : ''}${entry.name}${entry.environment ? ` (${entry.environment})` : ''}`
 }
 
 /** The entry with this id in the vault, or ENTRY_NOT_FOUND (missing and foreign alike). */
@@ -87,6 +97,7 @@ function listEntries(data: VaultDocument, now: number): { items: ListedEntry[]; 
     if (!category) continue
     const item = publicEntry(entry, now) as ListedEntry
     if (entry.expiresAt || entry.rotateEveryDays) validUntil = Math.min(validUntil, statusChangesAt(entry, now))
+    if (entry.fieldNames) item.fields = entry.fieldNames
     item.category = summaries[category.id] ??= Object.freeze({ name: category.name, keyType: category.keyType, envVarName: category.envVarName, icon: category.icon })
     items.push(Object.freeze(item))
   }
@@ -169,6 +180,7 @@ export class EntryService {
         environment: input.environment ?? null,
         notes: input.notes ?? null,
         encryptedValue: sealEntryValue(cipher, category, id, input.value),
+        ...fieldNamesOf(category, input.value),
         createdAt: at,
         updatedAt: at,
         expiresAt: input.expiresAt ? new Date(input.expiresAt).toISOString() : null,
@@ -213,6 +225,7 @@ export class EntryService {
       let keepVersion = () => {}
       if (input.value !== undefined) {
         next.encryptedValue = sealEntryValue(cipher, category, entry.id, input.value)
+        Object.assign(next, fieldNamesOf(category, input.value))
         // The value it had becomes a version (issue 20).
         const version = prepareVersion(data, cipher, 'entry', entry, { actor, at: next.updatedAt, limit: this.policy.historyVersions })
         Object.assign(next, version.fields)

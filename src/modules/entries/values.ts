@@ -78,3 +78,17 @@ export function entryValue(category: CategoryRecord, plaintext: string | null): 
     return null
   }
 }
+
+/**
+ * A group value's field names, kept beside the sealed value (names are not secret: they are
+ * what the export and the model see), so that a page counts variables as pasted without a
+ * reveal (issue 32). Undefined for a simple value.
+ */
+export function fieldNamesOf(category: Pick<CategoryRecord, 'keyType'>, value: string): { fieldNames?: string[] } {
+  if (category.keyType !== 'group') return {}
+  try {
+    return { fieldNames: Object.keys(JSON.parse(value) as Record<string, string>) }
+  } catch {
+    return {}
+  }
+}

@@ -89,6 +89,7 @@ export const TrashItemSchema = component(
     id: t.String({ description: 'The trash item id (for restore and purge), not the id of the deleted record' }),
     kind: TrashKindSchema,
     name: t.String({ description: 'What it was called' }),
+    label: t.String({ description: 'How a person tells it apart: an entry as "<variable> of <project> (<environment>)", others as their name' }),
     recordId: t.String({ description: 'The id the deleted record had (and has again once restored)' }),
     deletedAt: Timestamp,
     deletedBy: t.String({ description: '"session" or "key:<access key name>"' }),

@@ -6,7 +6,7 @@ import { AppError } from '../../http/errors'
 import type { TrashRecord, VaultDocument } from '../../store/records'
 import type { Store } from '../../store/store'
 import { findCategory } from '../categories/service'
-import { EntryService, findEntry, type PublicEntry } from '../entries/service'
+import { EntryService, entryLabel, findEntry, type PublicEntry } from '../entries/service'
 import { entryValue } from '../entries/values'
 import { EnvProjectService, findFile, findProject, type PublicEnvFile } from '../envs/service'
 import { findToken, TwoFactorService, type PublicTwoFactor } from '../two-factor/service'
@@ -130,6 +130,7 @@ export interface TrashItemSummary {
   id: string
   kind: TrashRecord['kind']
   name: string
+  label: string
   recordId: string
   deletedAt: string
   deletedBy: string
@@ -143,10 +144,22 @@ function recordIdOf(item: TrashRecord): string {
   return lists[item.kind][0]?.id ?? ''
 }
 
-const summary = (item: TrashRecord): TrashItemSummary => ({
+/**
+ * How a person tells the item apart (issue 32): an entry by its variable, project and environment
+ * ("OPENAI_API_KEY of blog (production)"), since its name is only the project's; others by name.
+ */
+function labelOf(item: TrashRecord, data: VaultDocument): string {
+  const entry = item.kind === 'entry' ? item.entries[0] : undefined
+  if (!entry) return item.name
+  const category = data.categories.find((c) => c.id === entry.categoryId) ?? data.trash.flatMap((t) => t.categories).find((c) => c.id === entry.categoryId)
+  return entryLabel(category, entry)
+}
+
+const summary = (item: TrashRecord, data: VaultDocument): TrashItemSummary => ({
   id: item.id,
   kind: item.kind,
   name: item.name,
+  label: labelOf(item, data),
   recordId: recordIdOf(item),
   deletedAt: item.deletedAt,
   deletedBy: item.deletedBy,
@@ -181,7 +194,7 @@ export class TrashService {
     const { data } = await this.swept(userId)
     return data.trash
       .filter((item) => mayRead(scopes, item))
-      .map(summary)
+      .map((item) => summary(item, data))
       .sort((a, b) => b.deletedAt.localeCompare(a.deletedAt))
   }
 
@@ -221,7 +234,7 @@ export class TrashService {
     const { doc } = await this.swept(userId)
     return doc.update((data) => {
       const item = findTrashItem(data, id, this.now())
-      const purged = summary(item)
+      const purged = summary(item, data)
       purgeItems(data, [item])
       return purged
     })
@@ -232,7 +245,7 @@ export class TrashService {
     const { doc, data } = await this.swept(userId)
     if (data.trash.length === 0) return []
     return doc.update((current) => {
-      const purged = current.trash.map(summary)
+      const purged = current.trash.map((item) => summary(item, current))
       purgeItems(current, current.trash)
       return purged
     })
