@@ -150,7 +150,7 @@ export const MUTANTS: Mutant[] = [
     name: 'bun-export-dollar',
     guarantee: 'exact export: Bun reads back every value of format=bun ($ escaped, as Bun expands it even in single quotes)',
     file: 'src/modules/export/render.ts',
-    search: "const escaped = value.replace(/\\$(?!$)/g, '\\\\$')",
+    search: "const escaped = value.replace(/\\$(?!$)|(?<=\\\\)\\$$/g, '\\\\$')",
     replace: 'const escaped = value',
     test: 'test/modules/export-readers.test.ts',
   },

@@ -185,4 +185,31 @@ describeNeeding(readersMissing)('reader matrix (issue 30)', () => {
       { numRuns: 3 },
     )
   }, 60_000)
+
+  test('a value ending in a backslash never runs on into the next variable (fast-check found it: "\\" before a line of U+2028)', async () => {
+    const values = ['\\', '\u2028', 'C:\\temp\\', 'a b\\', '\\ ', 'x']
+    let text = ''
+    const expected: Record<string, string> = {}
+    values.forEach((value, i) => {
+      const written = dotenvValue(value)
+      if (isRefusal(written)) return
+      expected[`V${i}`] = value
+      text += `V${i}=${written}\n`
+    })
+    expect(Object.keys(expected)).toContain('V0')
+    expect(await READERS['npm dotenv'](text, Object.keys(expected))).toEqual(expected)
+  })
+
+  test('Bun: a backslash before a last $ stays (fast-check found "\\$" read back as "$")', async () => {
+    const values = ['\\$', 'a\\\\$', '\\$x', '$']
+    let text = ''
+    const expected: Record<string, string> = {}
+    values.forEach((value, i) => {
+      const written = bunValue(value)
+      if (isRefusal(written)) throw new Error(`refused ${value}`)
+      expected[`V${i}`] = value
+      text += `V${i}=${written}\n`
+    })
+    expect(await READERS['bun --env-file'](text, Object.keys(expected))).toEqual(expected)
+  })
 })

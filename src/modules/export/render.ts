@@ -28,6 +28,10 @@ const LINE_BREAK = /[\r\n\u2028\u2029]/
 /** The right-hand side of `NAME=` that dotenv's parse reads back as exactly `value`; null when none does. */
 export function quoteEnvValue(value: string): string | null {
   if (PLAIN.test(value)) return value
+  // dotenv's quoted forms take \' \" \` as escaped quotes: a closing quote after a trailing
+  // backslash may be read as one, and the value run on into the next line (a line of its own
+  // ending in U+2028 lets the match end there). Such a value is written unquoted or not at all.
+  if (value.endsWith('\\')) return !LINE_BREAK.test(value) && !value.includes('#') && !EDGE_SPACE.test(value) && !/^['"`]/.test(value) ? value : null
   if (!value.includes("'") && !value.includes('\r')) return `'${value}'`
   if (!value.includes('`') && !value.includes('\r')) return `\`${value}\``
   if (!/\\[nr]/.test(value) && !(value.includes('"') && /[#\u2028\u2029]/.test(value))) {
@@ -216,7 +220,14 @@ const notEnvironment = (value: string) => notText(value) ?? (value.includes('\0'
 export function dotenvValue(value: string): string | Refusal {
   const bad = notText(value)
   if (bad) return bad
-  return quoteEnvValue(value) ?? refuse("holds ', ` and \" together with # or the two characters \\n or \\r, which no dotenv quoting keeps")
+  return (
+    quoteEnvValue(value) ??
+    refuse(
+      value.endsWith('\\')
+        ? 'ends with a backslash and holds a line break, #, a leading quote or surrounding blanks, which no dotenv quoting keeps'
+        : "holds ', ` and \" together with # or the two characters \\n or \\r, which no dotenv quoting keeps",
+    )
+  )
 }
 
 // Bun (src/env_loader.zig; Bun 1.4 as installed): a quoted value runs to the first quote of its
@@ -280,8 +291,10 @@ export function bunValue(value: string): string | Refusal {
   const bad = notEnvironment(value)
   if (bad) return bad
   if (PLAIN.test(value)) return value
-  // Every $ but a last one gets its backslash; expansion then removes exactly those backslashes.
-  const escaped = value.replace(/\$(?!$)/g, '\\$')
+  // Every $ gets its backslash, but a last one not after a backslash (Bun never starts an
+  // expansion at the last byte, yet reads a \$ ending there as an escaped $); expansion then
+  // removes exactly those backslashes.
+  const escaped = value.replace(/\$(?!$)|(?<=\\)\$$/g, '\\$')
   const want = encoder.encode(escaped)
   const candidates = [`'${escaped}'`, `\`${escaped}\``, `"${escaped.replace(/\n/g, '\\n').replace(/\r/g, '\\r')}"`, escaped]
   for (const written of candidates) if (sameBytes(bunReads(written), want)) return written
