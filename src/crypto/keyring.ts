@@ -2,6 +2,7 @@
 // seals that vault's secret fields, each bound (AAD) to its user, record kind and record id, so a
 // ciphertext copied to another record, or a data key swapped between users, does not open.
 import { open, openAll, openAsync, seal } from './aead'
+import { auditMacFromMasterKey, type AuditMac } from './audit-mac'
 import { constantTimeEqual, randomBytes } from './tokens'
 
 // 'webhook': a user's notification webhook secret (record id: the user id).
@@ -99,6 +100,11 @@ export class Keyring {
   private readonly stateKeys = new Map<string, Uint8Array>()
 
   constructor(private masterKey: Uint8Array) {}
+
+  /** The audit chain's MAC (audit-mac.ts): the key stays here. */
+  auditMac(): AuditMac {
+    return auditMacFromMasterKey(this.masterKey)
+  }
 
   /** A value stored beside the data that only this master key reproduces. */
   createKeyCheck(): string {

@@ -55,7 +55,7 @@ export class Metrics {
     this.loginFailures.set(reason, (this.loginFailures.get(reason) ?? 0) + 1)
   }
 
-  render(gauges: { openVaults: number; version: string; auditFailures: number }): string {
+  render(gauges: { openVaults: number; version: string; auditFailures: number; auditChainBroken?: number }): string {
     const out: string[] = []
     const family = (name: string, type: string, help: string) => out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`)
     const histogram = (name: string, pairs: Record<string, string | number>, h: Histogram) => {
@@ -79,6 +79,8 @@ export class Metrics {
     out.push(`svc_vault_write_failures_total ${this.writeFailures}`)
     family('svc_vault_audit_failures_total', 'counter', 'Audit events that could not be recorded.')
     out.push(`svc_vault_audit_failures_total ${gauges.auditFailures}`)
+    family('svc_vault_audit_chain_broken_total', 'counter', 'Audit logs found at open not to reach their anchor (a chain.broken event each).')
+    out.push(`svc_vault_audit_chain_broken_total ${gauges.auditChainBroken ?? 0}`)
     family('svc_vault_login_failures_total', 'counter', 'Failed sign-ins by reason.')
     for (const reason of ['invalid_credentials', 'throttled', 'oidc_failed'] as const) {
       out.push(`svc_vault_login_failures_total${labels({ reason })} ${this.loginFailures.get(reason) ?? 0}`)

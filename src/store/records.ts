@@ -228,7 +228,7 @@ export interface VaultDocument {
   /** The due-items webhook; absent until its owner sets one. Replaced, never changed in place. */
   notifications?: NotificationSettingsRecord
   /** Where this vault's audit log chain starts: a random start value, and the checkpoint of the last compaction. */
-  auditChain?: { start: string; checkpoint: string | null; head?: string | null }
+  auditChain?: { start: string; checkpoint: string | null; head?: string | null; lines?: number; bytes?: number; keyedSince?: string | null }
 }
 
 export interface NotificationSettingsRecord {

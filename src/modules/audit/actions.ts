@@ -54,6 +54,8 @@ export const AUDIT_ACTIONS = [
   'trash.restore',
   'trash.purge',
   'notifications.update',
+  // The server found a log that no longer reaches its anchor (issue 29): written by the server itself.
+  'chain.broken',
 ] as const
 
 export type AuditAction = (typeof AUDIT_ACTIONS)[number]

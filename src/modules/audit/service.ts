@@ -8,14 +8,17 @@ import type { Config } from '../../config'
 import { randomBytes } from '../../crypto/tokens'
 import { clientAddress, type PeerSource } from '../../http/client-address'
 import type { Logger } from '../../http/error-handler'
-import { AuditLogFile, deleteAuditLogFile, readAuditLinesBackwards, readFirstAuditLine, streamAuditLines, readJsonFile, SERVER_AUDIT_ANCHOR, SERVER_AUDIT_LOG, writeJsonFile, type DataSync } from '../../store/audit-log'
+import type { AuditMac } from '../../crypto/audit-mac'
+import { AuditLogFile, deleteAuditLogFile, readAuditLinesBackwards, readAuditLineEndingAt, readAuditLog, readFirstAuditLine, streamAuditLines, readJsonFile, SERVER_AUDIT_ANCHOR, SERVER_AUDIT_LOG, writeJsonFile, type DataSync } from '../../store/audit-log'
 import { VAULTS_DIR, type Store } from '../../store/store'
 import type { Vaults } from '../vault-access'
-import { lineEvent, parseLine, sealLine, type ChainAnchor } from './chain'
+import { lineEvent, parseLine, sealLine, verifyChain, type ChainAnchor, type ChainProblem } from './chain'
 import type { AuditAction, AuditOutcome } from './model'
 
 const USER_ID = /^[0-9a-f-]{36}$/
 const COMPACT_EVERY_MS = 6 * 3_600_000
+/** How often each log's head goes to the server's own log (a log collector keeps it). */
+const HEAD_EVERY_MS = 3_600_000
 const MAX_USER_AGENT = 300
 
 export const userAuditLogPath = (dataDir: string, userId: string) => {
@@ -79,9 +82,20 @@ export const actorOf = (auth: Pick<AuthContext, 'accessKey' | 'sessionTokenHash'
 
 export const sessionActor = (tokenHash: string): AuditActor => ({ type: 'session', id: tokenHash.slice(0, 12), name: null })
 
+/** What opening a log found when the file no longer agrees with its anchor (issue 29). */
+export interface ChainBreak {
+  problem: ChainProblem
+  line: number
+  message: string
+}
+
 interface OpenLog {
   file: AuditLogFile<AuditEvent>
   path: string
+  /** The vault id (null: the server's log), for the head lines in the server's log. */
+  userId: string | null
+  /** The file no longer reaches its anchor: the anchor is kept as it was (never moved) until an operator looks. */
+  broken: ChainBreak | null
   /** Set while a compaction runs: appends wait for it. */
   gate: Promise<void> | null
   compactedAt: number
@@ -101,6 +115,16 @@ export interface AuditQueryInput {
 export class AuditService {
   /** Events that could not be written (the metrics' "audit failures"). */
   failures = 0
+  /** Logs found not to reach their anchor when opened (the metrics' "audit chain broken"). */
+  chainBroken = 0
+  /** Logs checked from their first line since this process started: a re-open checks the anchor's line only. */
+  private readonly verified = new Set<string>()
+  /** Breaks already recorded in this run (a re-open after idle does not record the same one again). */
+  private readonly reported = new Map<string, ChainBreak>()
+  /** Heads of logs closed since the last hourly line. */
+  private readonly closedHeads = new Map<string, { head: string; lines: number }>()
+  private readonly headTimer: ReturnType<typeof setInterval> | null = null
+  private readonly mac: AuditMac | null
   readonly enabled: boolean
   private readonly logs = new Map<string, Promise<OpenLog>>()
   /** The same logs once open (the readers' view of how far each is durable). */
@@ -110,13 +134,67 @@ export class AuditService {
   private readonly timer: ReturnType<typeof setInterval> | null = null
 
   constructor(
-    private readonly deps: { config: Pick<Config, 'trustProxy' | 'audit' | 'dataDir'>; store: Store; vaults: Vaults; now: () => number; log: Logger; dataSync?: DataSync },
+    private readonly deps: {
+      config: Pick<Config, 'trustProxy' | 'audit' | 'dataDir'>
+      store: Store
+      vaults: Vaults
+      now: () => number
+      log: Logger
+      dataSync?: DataSync
+      /** Gives the audit key's MAC (crypto/audit-mac.ts; the key stays in crypto/): lines are keyed with it; absent: unkeyed. */
+      keyring?: { auditMac(): AuditMac }
+    },
   ) {
     this.enabled = deps.config.audit.enabled
+    this.mac = deps.keyring?.auditMac() ?? null
     if (this.enabled) {
       this.timer = setInterval(() => void this.compactOpenLogs(), COMPACT_EVERY_MS)
       this.timer.unref?.()
+      this.headTimer = setInterval(() => void this.logHeads(), HEAD_EVERY_MS)
+      this.headTimer.unref?.()
     }
+  }
+
+  /**
+   * Start-up: the server's anchor (audit.chain.json) records when keying began, so that a log
+   * rewritten unkeyed later is caught even if its own anchor was rewritten too.
+   */
+  async start(): Promise<void> {
+    if (!this.enabled || !this.mac) return
+    const path = join(this.deps.config.dataDir, SERVER_AUDIT_ANCHOR)
+    const anchor = readJsonFile<ChainAnchor>(path)
+    if (anchor?.keyedSince) return
+    const log = this.openLogs.get('')
+    const next: ChainAnchor = { ...(anchor ?? { start: randomBytes(32).toString('hex'), checkpoint: null }), keyedSince: new Date(this.deps.now()).toISOString() }
+    if (log) await log.writeAnchor(next)
+    else await writeJsonFile(path, next)
+  }
+
+  /** The hash of the user's last durable line and how many lines lead there (GET /api/audit). */
+  async headOf(userId: string): Promise<{ head: string; lines: number }> {
+    const log = await this.open(userId)
+    return { head: log.file.durableHead, lines: log.file.durableLines }
+  }
+
+  /** The break opening the user's log found in this run, if any (the Activity page, the dashboard). */
+  brokenOf(userId: string): ChainBreak | null {
+    return this.reported.get(userAuditLogPath(this.deps.config.dataDir, userId)) ?? null
+  }
+
+  /**
+   * One line per log in the server's own log: its vault id, head and line count (no user data), so
+   * that a log collector holds anchors the data folder cannot rewrite (hourly and at shutdown).
+   */
+  async logHeads(): Promise<void> {
+    const heads = new Map(this.closedHeads)
+    this.closedHeads.clear()
+    for (const [key, opening] of this.logs) {
+      const log = await opening.catch(() => null)
+      if (!log) continue
+      if (!log.gate) await this.noteHead(log)
+      heads.set(key, { head: log.file.durableHead, lines: log.file.durableLines })
+    }
+    for (const [key, { head, lines }] of heads) this.deps.log(`info: audit head ${key === '' ? 'server' : key} ${head} lines=${lines}`)
   }
 
   /** The event's common fields for a request: actor, client address, user agent. */
@@ -278,7 +356,7 @@ export class AuditService {
    * that open files and memory follow the active users: what is queued is written first, and an
    * append that comes meanwhile opens it again once that is done.
    */
-  closeUserLog(userId: string): void {
+  closeUserLog(userId: string, keepHead = true): void {
     const opening = this.logs.get(userId)
     if (!opening) return
     this.logs.delete(userId)
@@ -287,6 +365,10 @@ export class AuditService {
       const log = await opening.catch(() => null)
       if (log?.gate) await log.gate
       await log?.file.close()
+      if (log && keepHead) {
+        await this.noteHead(log)
+        this.closedHeads.set(userId, { head: log.file.durableHead, lines: log.file.durableLines })
+      }
     })()
       .catch((error) => this.deps.log(`error: could not close the audit log of ${userId}: ${(error as Error).message}`))
       .finally(() => {
@@ -299,10 +381,10 @@ export class AuditService {
     const vault = await this.deps.vaults.open(userId)
     if (!vault.doc.data.auditChain) {
       await vault.doc.update((data) => {
-        data.auditChain ??= { start: randomBytes(32).toString('hex'), checkpoint: null }
+        data.auditChain ??= { start: randomBytes(32).toString('hex'), checkpoint: null, head: null, lines: 0, bytes: 0 }
       })
     }
-    return this.openFile(userAuditLogPath(this.deps.config.dataDir, userId), () => vault.doc.data.auditChain!, async (anchor) => {
+    return this.openFile(userId, userAuditLogPath(this.deps.config.dataDir, userId), () => vault.doc.data.auditChain!, async (anchor) => {
       await vault.doc.update((data) => {
         data.auditChain = anchor
       })
@@ -313,26 +395,74 @@ export class AuditService {
     const anchorPath = join(this.deps.config.dataDir, SERVER_AUDIT_ANCHOR)
     let anchor = readJsonFile<ChainAnchor>(anchorPath)
     if (!anchor) {
-      anchor = { start: randomBytes(32).toString('hex'), checkpoint: null }
+      anchor = { start: randomBytes(32).toString('hex'), checkpoint: null, head: null, lines: 0, bytes: 0 }
       await writeJsonFile(anchorPath, anchor)
     }
     let current = anchor
-    return this.openFile(join(this.deps.config.dataDir, SERVER_AUDIT_LOG), () => current, async (next) => {
+    return this.openFile(null, join(this.deps.config.dataDir, SERVER_AUDIT_LOG), () => current, async (next) => {
       await writeJsonFile(anchorPath, next)
       current = next
     })
   }
 
-  private async openFile(path: string, readAnchor: () => ChainAnchor, writeAnchor: (anchor: ChainAnchor) => Promise<void>): Promise<OpenLog> {
+  /**
+   * Whether the file still reaches its anchor (issue 29). The first open in a run checks every
+   * line; a re-open (after the vault was idle) checks the line at the anchor's byte length, and
+   * reads everything only when that line is not the anchor's head.
+   */
+  private checkFile(path: string, anchor: ChainAnchor): { ok: true; lines: number } | { ok: false; found: ChainBreak } {
+    const base = anchor.checkpoint ?? anchor.start
+    if (this.verified.has(path) && anchor.lines !== undefined && anchor.bytes !== undefined) {
+      const quick = readAuditLineEndingAt(path, anchor.bytes)
+      if (anchor.bytes === 0 && (anchor.head ?? base) === base && (quick !== null || anchor.lines === 0)) return { ok: true, lines: quick?.after ?? 0 }
+      if (quick?.line != null && quick.line !== '' && anchor.head && parseLine(quick.line, this.mac)?.event.hash === anchor.head) return { ok: true, lines: anchor.lines + quick.after }
+    }
+    const file = readAuditLog(path)
+    const serverAnchor = path.endsWith(`/${SERVER_AUDIT_LOG}`) ? null : readJsonFile<ChainAnchor>(join(this.deps.config.dataDir, SERVER_AUDIT_ANCHOR))
+    const check = verifyChain(file.lines, anchor, { mac: this.mac, keyedSince: serverAnchor?.keyedSince, torn: file.torn, missing: file.missing })
+    if (!check.ok) return { ok: false, found: { problem: check.problem, line: check.line, message: check.message } }
+    this.verified.add(path)
+    return { ok: true, lines: check.lines }
+  }
+
+  private async openFile(userId: string | null, path: string, readAnchor: () => ChainAnchor, writeAnchor: (anchor: ChainAnchor) => Promise<void>): Promise<OpenLog> {
     const anchor = readAnchor()
-    const file = AuditLogFile.open<AuditEvent>(path, (last) => (last === null ? null : parseLine(last))?.event.hash ?? anchor.checkpoint ?? anchor.start, sealLine, this.deps.dataSync)
-    const log: OpenLog = { file, path, gate: null, compactedAt: 0, readAnchor, writeAnchor }
-    await this.compact(log)
+    const check = this.checkFile(path, anchor)
+    const seal = (event: AuditEvent, prev: string) => sealLine(event, prev, this.mac)
+    const file = AuditLogFile.open<AuditEvent>(path, (last) => (last === null ? null : lineEvent(last))?.hash ?? anchor.checkpoint ?? anchor.start, seal, this.deps.dataSync)
+    const log: OpenLog = { file, path, userId, broken: null, gate: null, compactedAt: 0, readAnchor, writeAnchor }
+    if (check.ok) {
+      file.durableLines = check.lines
+      await this.compact(log)
+      return log
+    }
+    // Never move the anchor silently: it stays as it was, and the log itself says what was found.
+    log.broken = check.found
+    file.durableLines = readAuditLog(path).lines.length
+    const who = userId ?? 'server'
+    this.deps.log(`error: the audit log of ${who} (${path}) does not reach its anchor: ${check.found.message}; its anchor is kept, run audit-verify`)
+    const before = this.reported.get(path)
+    if (before?.message === check.found.message) return log
+    this.reported.set(path, check.found)
+    this.chainBroken++
+    await file.append({
+      id: crypto.randomUUID(),
+      time: new Date(this.deps.now()).toISOString(),
+      action: 'chain.broken',
+      outcome: 'failed',
+      actor: { type: 'anonymous', id: null, name: 'svc-vault' },
+      clientAddress: '',
+      userAgent: null,
+      records: [],
+      details: { problem: check.found.problem, line: check.found.line, message: check.found.message, anchorLines: anchor.lines ?? null, anchorHead: anchor.head ?? null },
+    })
     return log
   }
 
   /** Drops the events older than SVC_AUDIT_RETENTION; the file then starts from a recorded checkpoint. */
   private async compact(log: OpenLog): Promise<void> {
+    // A broken log keeps its anchor as it was (a compaction would move it).
+    if (log.broken) return
     log.compactedAt = this.deps.now()
     await this.noteHead(log)
     const cutoff = this.deps.now() - this.deps.config.audit.retentionMs
@@ -343,11 +473,12 @@ export class AuditService {
       (line) => !(timeOf(line) < cutoff),
       // The checkpoint is recorded first: should the rewrite not happen, the verifier finds the
       // checkpoint inside the old file and checks the chain from there.
-      (lastDropped) => {
-        const checkpoint = parseLine(lastDropped)?.event.hash
+      (lastDropped, kept) => {
+        const checkpoint = lineEvent(lastDropped)?.hash
         // An old line that is not a chain line was edited: nothing is dropped (audit-verify names it).
         if (!checkpoint) throw new Error('a line to drop is not a chain line; run audit-verify')
-        return log.writeAnchor({ ...log.readAnchor(), checkpoint, head: log.file.durableHead })
+        const head = log.file.durableHead
+        return log.writeAnchor({ ...log.readAnchor(), checkpoint, head: kept.lines > 0 ? head : checkpoint, lines: kept.lines, bytes: kept.bytes })
       },
     )
   }
@@ -366,17 +497,26 @@ export class AuditService {
     }
   }
 
-  /** Records the log's last durable line in its anchor, so that cutting lines from its end shows. */
+  /**
+   * Records the log's last durable line in its anchor, with the lines and bytes up to it, so that
+   * cutting lines from its end shows (at open, close, compaction and hourly). A broken log's anchor stays.
+   */
   private async noteHead(log: OpenLog): Promise<void> {
+    if (log.broken) return
     const head = log.file.durableHead
     const anchor = log.readAnchor()
-    if (anchor.head === head) return
-    await log.writeAnchor({ ...anchor, head }).catch((error) => this.deps.log(`error: could not record the head of ${log.path}: ${(error as Error).message}`))
+    const keyedSince = anchor.keyedSince ?? (this.mac ? new Date(this.deps.now()).toISOString() : null)
+    if (anchor.head === head && anchor.lines === log.file.durableLines && anchor.bytes === log.file.durableBytes && (anchor.keyedSince ?? null) === keyedSince) return
+    await log
+      .writeAnchor({ ...anchor, head, lines: log.file.durableLines, bytes: log.file.durableBytes, keyedSince })
+      .catch((error) => this.deps.log(`error: could not record the head of ${log.path}: ${(error as Error).message}`))
   }
 
   /** A deleted account's log goes with it: closed (pending lines written first) and removed. */
   async discard(userId: string): Promise<void> {
-    this.closeUserLog(userId)
+    // Its anchor goes with the vault: nothing to record.
+    this.closeUserLog(userId, false)
+    this.reported.delete(userAuditLogPath(this.deps.config.dataDir, userId))
     await this.closing.get(userId)
     deleteAuditLogFile(userAuditLogPath(this.deps.config.dataDir, userId))
   }
@@ -389,6 +529,7 @@ export class AuditService {
 
   async close(): Promise<void> {
     if (this.timer) clearInterval(this.timer)
+    if (this.headTimer) clearInterval(this.headTimer)
     for (const opening of this.logs.values()) {
       const log = await opening.catch(() => null)
       if (!log) continue
@@ -396,6 +537,8 @@ export class AuditService {
       await this.noteHead(log)
     }
     await Promise.all(this.closing.values())
+    // The heads at shutdown, for a log collector.
+    if (this.enabled) await this.logHeads()
     this.logs.clear()
     this.openLogs.clear()
   }

@@ -55,7 +55,7 @@ export function healthRoutes(deps: AppDeps) {
           set.headers['www-authenticate'] = 'Bearer'
           return { error: 'A valid metrics token is required (Authorization: Bearer <SVC_METRICS_TOKEN>)', code: 'AUTH_REQUIRED' }
         }
-        return new Response(deps.metrics.render({ openVaults: deps.store.openVaultCount, version: VERSION, auditFailures: deps.audit.failures }), {
+        return new Response(deps.metrics.render({ openVaults: deps.store.openVaultCount, version: VERSION, auditFailures: deps.audit.failures, auditChainBroken: deps.audit.chainBroken }), {
           headers: { 'content-type': 'text/plain; version=0.0.4; charset=utf-8', 'cache-control': NO_STORE },
         })
       },
