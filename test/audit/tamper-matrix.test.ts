@@ -174,3 +174,76 @@ describe('the tamper matrix', () => {
     })
   }
 })
+
+describe('who catches what (docs/audit.md, "Threat model")', () => {
+  const copy = () => {
+    const dataDir = tempDir('svc-vault-tamper-')
+    dirs.push(dataDir)
+    cpSync(golden, dataDir, { recursive: true })
+    return dataDir
+  }
+  const signIn = async (url: string) =>
+    (await fetch(`${url}/api/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password: PASSWORD }) })).status
+
+  test('only the keyed chain: a tail re-hashed with SHA-256 and the anchor rewritten to match passes without the master key, fails with it', async () => {
+    const dataDir = copy()
+    const forged = rehash(auditFileLines(logOf(dataDir)).map((x, i) => (i === 20 ? x.replace('"c19"', '"c66"') : x)), 20, null, true)
+    write(dataDir, forged)
+    writeAnchor(dataDir, (anchor) => ({ ...anchor, head: JSON.parse(forged.at(-1)!).hash }))
+    const blind = verify(dataDir, [], WITHOUT_KEY)
+    expect(blind.code).toBe(0)
+    expect(blind.output).toContain('keyed lines NOT checked: no master key')
+    expect(example(dataDir, WITHOUT_KEY)).toBe(0)
+    expect(verify(dataDir).output).toMatch(/FAIL .*line 21 was edited: rewritten without the audit key/)
+    expect(example(dataDir)).toBe(1)
+    const server = await startTestServer({ dataDir })
+    expect(await signIn(server.url)).toBe(200)
+    expect(server.deps.audit.chainBroken).toBe(1)
+    await server.stop()
+  })
+
+  test('only an outside copy: the log, its anchor and the folder\'s keying time all rewritten unkeyed pass every check inside the folder', async () => {
+    const dataDir = copy()
+    const start = sha256('attacker')
+    const forged = rehash(auditFileLines(logOf(dataDir)), 0, start, false)
+    write(dataDir, forged)
+    writeAnchor(dataDir, () => ({ start, checkpoint: null, head: JSON.parse(forged.at(-1)!).hash, lines: forged.length, bytes: Buffer.byteLength(forged.join('\n') + '\n') }))
+    const serverAnchor = JSON.parse(readFileSync(join(dataDir, 'audit.chain.json'), 'utf8'))
+    delete serverAnchor.keyedSince
+    writeFileSync(join(dataDir, 'audit.chain.json'), JSON.stringify(serverAnchor))
+    expect(verify(dataDir).code).toBe(0)
+    expect(example(dataDir)).toBe(0)
+    const expectLast = verify(dataDir, ['--expect-last', head])
+    expect(expectLast.code).toBe(1)
+    expect(expectLast.output).toMatch(/FAIL --expect-last .*no log holds this line any more/)
+    const fromExport = verify(dataDir, ['--from-export', exportFile])
+    expect(fromExport.code).toBe(1)
+    expect(fromExport.output).toMatch(/FAIL --from-export .*no log holds any of its 33 line\(s\)/)
+  })
+
+  test('no restart needed: lines cut while the log was closed (its vault idle) are caught when it is opened again', async () => {
+    const dataDir = copy()
+    const server = await startTestServer({ dataDir })
+    try {
+      expect(await signIn(server.url)).toBe(200)
+      server.deps.audit.closeUserLog(userId)
+      await server.deps.audit.settle()
+      write(dataDir, auditFileLines(logOf(dataDir)).slice(0, -3))
+      expect(verify(dataDir).output).toMatch(/lines were removed from the end: .* \(3 missing\)/)
+      expect(await signIn(server.url)).toBe(200)
+      await server.deps.audit.settle()
+      const broken = auditFileLines(logOf(dataDir)).map((line) => JSON.parse(line)).filter((event) => event.action === 'chain.broken')
+      expect(broken.map((event) => event.details.message)).toEqual([expect.stringMatching(/\(3 missing\)/)])
+      expect(verify(dataDir).code).toBe(1)
+      const metrics = server.deps.metrics.render({ openVaults: 0, version: 'x', auditFailures: 0, auditChainBroken: server.deps.audit.chainBroken })
+      expect(metrics).toContain('svc_vault_audit_chain_broken_total 1')
+      const page = await (await fetch(`${server.url}/api/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password: PASSWORD }) })).headers.getSetCookie()
+      const cookie = page.find((line) => line.startsWith('svc_session='))!.split(';')[0]
+      const audit = await (await fetch(`${server.url}/api/audit?limit=1`, { headers: { cookie } })).json()
+      expect(audit.chainBroken).toMatchObject({ problem: 'removed' })
+      expect(audit.head).toMatch(/^[0-9a-f]{64}$/)
+    } finally {
+      await server.stop()
+    }
+  })
+})
