@@ -138,6 +138,22 @@ export const MUTANTS: Mutant[] = [
     replace: 'app.server?.stop(true)',
     test: 'test/robustness/shutdown.test.ts',
   },
+  {
+    name: 'open-moves-head-without-checking',
+    guarantee: 'audit evidence: opening a log checks that it still reaches its anchor before the anchor moves (issue 29)',
+    file: 'src/modules/audit/service.ts',
+    search: 'const check = this.checkFile(path, anchor)',
+    replace: 'const check = { ok: true as const, lines: readAuditLog(path).lines.length }',
+    test: 'test/audit/tamper-matrix.test.ts',
+  },
+  {
+    name: 'verify-skips-missing-log',
+    guarantee: 'audit evidence: audit-verify fails a log whose anchor says lines existed but whose file is gone (issue 29)',
+    file: 'src/store/audit-log.ts',
+    search: 'if (log.missing && !anchor) continue',
+    replace: 'if (log.missing) continue',
+    test: 'test/audit/tamper-matrix.test.ts',
+  },
 ]
 
 const ROOT = join(import.meta.dir, '..')

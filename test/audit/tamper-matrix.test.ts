@@ -39,13 +39,13 @@ beforeAll(async () => {
 })
 afterAll(() => dirs.forEach(removeDir))
 
-function verify(dataDir: string, args: string[] = [], env = WITH_KEY): { code: number; output: string } {
+function verify(dataDir: string, args: string[] = [], env: Record<string, string | undefined> = WITH_KEY): { code: number; output: string } {
   const run = Bun.spawnSync(['bun', 'src/cli/audit-verify.ts', '--data-dir', dataDir, ...args], { cwd: ROOT, stdout: 'pipe', stderr: 'pipe', env })
   return { code: run.exitCode, output: run.stdout.toString() + run.stderr.toString() }
 }
 
 /** The example verifier of docs/ on the user's log, given its anchor as the docs say to find it. */
-function example(dataDir: string, env = WITH_KEY): number {
+function example(dataDir: string, env: Record<string, string | undefined> = WITH_KEY): number {
   const anchorFile = join(dataDir, 'anchor-for-example.json')
   writeFileSync(anchorFile, JSON.stringify(vaultDoc(dataDir).auditChain))
   const keyedSince = JSON.parse(readFileSync(join(dataDir, 'audit.chain.json'), 'utf8')).keyedSince ?? ''
