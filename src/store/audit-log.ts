@@ -250,6 +250,8 @@ export class AuditLogFile<E> {
   private drained: (() => void)[] = []
   /** Whole lines of the chain up to the durable head (the opener sets it; appends count on). */
   durableLines = 0
+  /** Called after each batch is durable (the caller brings its anchor up to date). */
+  onDurable: (() => void) | null = null
 
   private constructor(
     readonly path: string,
@@ -367,6 +369,7 @@ export class AuditLogFile<E> {
       this.head = head
       this.durableLines += batch.length
       for (const pending of batch) pending.resolve()
+      this.onDurable?.()
       this.afterBatch()
     })
   }

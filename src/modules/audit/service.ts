@@ -98,6 +98,9 @@ interface OpenLog {
   broken: ChainBreak | null
   /** Set while a compaction runs: appends wait for it. */
   gate: Promise<void> | null
+  /** The anchor being brought up to date after a batch (one write at a time; later batches share the next). */
+  noting: Promise<void> | null
+  noteAgain: boolean
   compactedAt: number
   readAnchor: () => ChainAnchor
   writeAnchor: (anchor: ChainAnchor) => Promise<void>
@@ -365,6 +368,7 @@ export class AuditService {
       const log = await opening.catch(() => null)
       if (log?.gate) await log.gate
       await log?.file.close()
+      if (log?.noting) await log.noting
       if (log && keepHead) {
         await this.noteHead(log)
         this.closedHeads.set(userId, { head: log.file.durableHead, lines: log.file.durableLines })
@@ -430,10 +434,11 @@ export class AuditService {
     const check = this.checkFile(path, anchor)
     const seal = (event: AuditEvent, prev: string) => sealLine(event, prev, this.mac)
     const file = AuditLogFile.open<AuditEvent>(path, (last) => (last === null ? null : lineEvent(last))?.hash ?? anchor.checkpoint ?? anchor.start, seal, this.deps.dataSync)
-    const log: OpenLog = { file, path, userId, broken: null, gate: null, compactedAt: 0, readAnchor, writeAnchor }
+    const log: OpenLog = { file, path, userId, broken: null, gate: null, noting: null, noteAgain: false, compactedAt: 0, readAnchor, writeAnchor }
     if (check.ok) {
       file.durableLines = check.lines
       await this.compact(log)
+      file.onDurable = () => this.noteHeadSoon(log)
       return log
     }
     // Never move the anchor silently: it stays as it was, and the log itself says what was found.
@@ -463,6 +468,8 @@ export class AuditService {
   private async compact(log: OpenLog): Promise<void> {
     // A broken log keeps its anchor as it was (a compaction would move it).
     if (log.broken) return
+    // An anchor write after a batch would otherwise land after the checkpoint and undo it.
+    while (log.noting) await log.noting
     log.compactedAt = this.deps.now()
     await this.noteHead(log)
     const cutoff = this.deps.now() - this.deps.config.audit.retentionMs
@@ -498,6 +505,26 @@ export class AuditService {
   }
 
   /**
+   * After each durable batch, the anchor follows (issue 29: a tail cut while the server runs shows
+   * too). The request does not wait for it; batches that come while it is written share the next.
+   */
+  private noteHeadSoon(log: OpenLog): void {
+    if (log.broken || log.gate) return
+    if (log.noting) {
+      log.noteAgain = true
+      return
+    }
+    log.noting = (async () => {
+      do {
+        log.noteAgain = false
+        await this.noteHead(log)
+      } while (log.noteAgain && !log.broken)
+    })().finally(() => {
+      log.noting = null
+    })
+  }
+
+  /**
    * Records the log's last durable line in its anchor, with the lines and bytes up to it, so that
    * cutting lines from its end shows (at open, close, compaction and hourly). A broken log's anchor stays.
    */
@@ -524,7 +551,10 @@ export class AuditService {
   /** Waits for every queued event and every log being closed (tests, shutdown). */
   async settle(): Promise<void> {
     await Promise.all(this.closing.values())
-    for (const log of this.openLogs.values()) await log.file.settle()
+    for (const log of this.openLogs.values()) {
+      await log.file.settle()
+      while (log.noting) await log.noting
+    }
   }
 
   async close(): Promise<void> {
@@ -534,6 +564,7 @@ export class AuditService {
       const log = await opening.catch(() => null)
       if (!log) continue
       await log.file.close()
+      if (log.noting) await log.noting
       await this.noteHead(log)
     }
     await Promise.all(this.closing.values())
