@@ -89,6 +89,26 @@ export interface ChainBreak {
   message: string
 }
 
+/** A session's reads of one token's code within REPEAT_WINDOW_MS (recordRepeatable). */
+interface RepeatWindow {
+  userId: string
+  /** The first read's event. */
+  id: string
+  first: number
+  last: number
+  count: number
+  /** The last read's event (actor, address, user agent). */
+  event: Parameters<AuditService['record']>[1]
+  recorded: Promise<void>
+}
+
+const REPEAT_WINDOW_MS = 10 * 60_000
+
+function repeatSummary(window: RepeatWindow): Parameters<AuditService['record']>[1] {
+  const { id: _id, ...event } = window.event
+  return { ...event, details: { ...event.details, count: window.count, repeatOf: window.id, first: new Date(window.first).toISOString(), last: new Date(window.last).toISOString() } }
+}
+
 interface OpenLog {
   file: AuditLogFile<AuditEvent>
   path: string
@@ -127,6 +147,8 @@ export class AuditService {
   /** Heads of logs closed since the last hourly line. */
   private readonly closedHeads = new Map<string, { head: string; lines: number }>()
   private readonly headTimer: ReturnType<typeof setInterval> | null = null
+  /** Open windows of repeated reads (recordRepeatable), by user, session and token. */
+  private readonly repeats = new Map<string, RepeatWindow>()
   private readonly mac: AuditMac | null
   readonly enabled: boolean
   private readonly logs = new Map<string, Promise<OpenLog>>()
@@ -216,11 +238,11 @@ export class AuditService {
    */
   async record(
     userId: string | null,
-    event: { action: AuditAction; outcome?: AuditOutcome; actor: AuditActor; clientAddress: string; userAgent: string | null; records?: AuditRecordRef[]; details?: Record<string, unknown> },
+    event: { id?: string; action: AuditAction; outcome?: AuditOutcome; actor: AuditActor; clientAddress: string; userAgent: string | null; records?: AuditRecordRef[]; details?: Record<string, unknown> },
   ): Promise<void> {
     if (!this.enabled) return
     const full: AuditEvent = {
-      id: crypto.randomUUID(),
+      id: event.id ?? crypto.randomUUID(),
       time: new Date(this.deps.now()).toISOString(),
       action: event.action,
       outcome: event.outcome ?? 'ok',
@@ -249,7 +271,69 @@ export class AuditService {
 
   /** Records an action of a signed-in caller (the routes' `audit` helper). */
   recordFor(auth: AuthContext, source: AuditSource, action: AuditAction, records: AuditRecordRef[] = [], details: Record<string, unknown> = {}, outcome: AuditOutcome = 'ok') {
-    return this.record(auth.userId, { action, outcome, ...this.origin(source, auth), records, details })
+    const event = { action, outcome, ...this.origin(source, auth), records, details }
+    // The 2FA page reads each token's code as it changes: a session's repeated reads are counted.
+    if (action === 'twofa.reveal' && event.actor.type === 'session' && records.length === 1) return this.recordRepeatable(auth.userId, event)
+    return this.record(auth.userId, event)
+  }
+
+  /**
+   * Repeated reads of one token's code by one session within REPEAT_WINDOW_MS (issue 29): the
+   * first is recorded (durably, before its code leaves) with `count: 1`; the repeats are counted,
+   * and one more event gives their count (`count`: every read of the window, `repeatOf`: the first
+   * event) once the window is over: at the next read after it, or when the log is closed (idle,
+   * shutdown). A crash loses that count, never the first read.
+   */
+  private async recordRepeatable(userId: string, event: Parameters<AuditService['record']>[1] & { records: AuditRecordRef[] }): Promise<void> {
+    const key = `${userId}|${event.actor.id}|${event.records[0].id}`
+    const now = this.deps.now()
+    const open = this.repeats.get(key)
+    if (open && now - open.first < REPEAT_WINDOW_MS) {
+      // Not counted (nor answered) before the first read of the window is on disk.
+      await open.recorded
+      open.count++
+      open.last = now
+      open.event = event
+      return
+    }
+    if (open) {
+      this.repeats.delete(key)
+      await this.recordQuietly(userId, repeatSummary(open))
+    }
+    const id = crypto.randomUUID()
+    const window: RepeatWindow = { userId, id, first: now, last: now, count: 1, event, recorded: this.record(userId, { ...event, id, details: { ...event.details, count: 1 } }) }
+    this.repeats.set(key, window)
+    try {
+      await window.recorded
+    } catch (error) {
+      if (this.repeats.get(key) === window) this.repeats.delete(key)
+      throw error
+    }
+  }
+
+  /** The count events of a user's windows still open (null: every user's), taken out of the list. */
+  private takeRepeats(userId: string | null): AuditEvent[] {
+    const events: AuditEvent[] = []
+    for (const [key, window] of this.repeats) {
+      if (userId !== null && window.userId !== userId) continue
+      this.repeats.delete(key)
+      if (window.count > 1) events.push(this.fullEvent(repeatSummary(window)))
+    }
+    return events
+  }
+
+  private fullEvent(event: Parameters<AuditService['record']>[1]): AuditEvent {
+    return {
+      id: event.id ?? crypto.randomUUID(),
+      time: new Date(this.deps.now()).toISOString(),
+      action: event.action,
+      outcome: event.outcome ?? 'ok',
+      actor: event.actor,
+      clientAddress: event.clientAddress,
+      userAgent: event.userAgent,
+      records: event.records ?? [],
+      details: event.details ?? {},
+    }
   }
 
   /**
@@ -367,6 +451,7 @@ export class AuditService {
     const closed: Promise<void> = (async () => {
       const log = await opening.catch(() => null)
       if (log?.gate) await log.gate
+      if (log) for (const event of this.takeRepeats(userId)) void log.file.append(event).catch(() => this.failures++)
       await log?.file.close()
       if (log?.noting) await log.noting
       if (log && keepHead) {
@@ -563,6 +648,7 @@ export class AuditService {
     for (const opening of this.logs.values()) {
       const log = await opening.catch(() => null)
       if (!log) continue
+      if (log.userId !== null) for (const event of this.takeRepeats(log.userId)) void log.file.append(event).catch(() => this.failures++)
       await log.file.close()
       if (log.noting) await log.noting
       await this.noteHead(log)
