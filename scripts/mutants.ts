@@ -69,7 +69,7 @@ export const MUTANTS: Mutant[] = [
   {
     name: 'audit-read-unsynced',
     guarantee: 'nothing half-written is shown: the audit log is read only up to its last durable line',
-    file: 'src/modules/audit/service.ts',
+    file: 'src/audit/recorder.ts',
     search: 'log ? log.file.durableBytes : Infinity',
     replace: 'Infinity',
     test: 'test/audit/audit-log.test.ts',
@@ -141,7 +141,7 @@ export const MUTANTS: Mutant[] = [
   {
     name: 'open-moves-head-without-checking',
     guarantee: 'audit evidence: opening a log checks that it still reaches its anchor before the anchor moves (issue 29)',
-    file: 'src/modules/audit/service.ts',
+    file: 'src/audit/recorder.ts',
     search: 'const check = this.checkFile(path, anchor)',
     replace: 'const check = { ok: true as const, lines: readAuditLog(path).lines.length }',
     test: 'test/audit/tamper-matrix.test.ts',

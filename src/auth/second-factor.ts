@@ -4,8 +4,8 @@
 import { constantTimeEqual, randomBytes, sha256Hex } from '../crypto/tokens'
 import type { Keyring } from '../crypto/keyring'
 import { AppError } from '../http/errors'
-import { totpCode, TOTP_PERIOD_SECONDS } from '../modules/two-factor/totp-code'
-import type { Vaults } from '../modules/vault-access'
+import { totpCode, TOTP_PERIOD_SECONDS } from '../crypto/totp-code'
+import type { Vaults } from '../vault-access'
 import type { UserRecord } from '../store/records'
 import type { Accounts } from './accounts'
 
