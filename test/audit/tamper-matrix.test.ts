@@ -269,4 +269,46 @@ describe('who catches what (docs/audit.md, "Threat model")', () => {
     expect(headLine).toMatch(/^info: audit head [0-9a-f-]{36} [0-9a-f]{64} lines=4$/)
     expect(verify(dataDir, ['--expect-last', headLine!.split(' ')[4]]).code).toBe(0)
   })
+
+  test('old logs keep verifying: an unkeyed log of an earlier release is continued keyed, and the first keyed line is where keying begins', async () => {
+    const dataDir = copy()
+    // What a release before keying left: plain SHA-256 lines, an anchor with start, checkpoint and head only.
+    const start = vaultDoc(dataDir).auditChain.start
+    const old = rehash(auditFileLines(logOf(dataDir)), 0, start, false).map((line) => {
+      const { hash: _hash, ...event } = JSON.parse(line)
+      event.time = new Date(Date.parse(event.time) - 86_400_000).toISOString()
+      return event
+    })
+    // Times a day earlier (before keying began): the chain is made again over them.
+    const lines: string[] = []
+    let prev = start
+    for (const event of old) {
+      const body = JSON.stringify({ ...event, prev })
+      prev = sha256(body)
+      lines.push(`${body.slice(0, -1)},"hash":"${prev}"}`)
+    }
+    write(dataDir, lines)
+    writeAnchor(dataDir, () => ({ start, checkpoint: null, head: prev }))
+    const serverAnchor = JSON.parse(readFileSync(join(dataDir, 'audit.chain.json'), 'utf8'))
+    delete serverAnchor.keyedSince
+    writeFileSync(join(dataDir, 'audit.chain.json'), JSON.stringify(serverAnchor))
+    expect(verify(dataDir).output).toContain(`ok   vaults/${userId}.audit.log: 33 event(s), chain intact (unkeyed)`)
+    expect(example(dataDir)).toBe(0)
+
+    const server = await startTestServer({ dataDir })
+    expect(await signIn(server.url)).toBe(200)
+    expect(server.deps.audit.chainBroken).toBe(0)
+    await server.stop()
+    const events = auditFileLines(logOf(dataDir)).map((line) => JSON.parse(line))
+    expect(events.length).toBe(34)
+    expect(events.slice(0, 33).every((event) => event.chain === undefined)).toBe(true)
+    expect(events[33]).toMatchObject({ action: 'auth.login', chain: 'hmac-sha256', prev })
+    expect(vaultDoc(dataDir).auditChain).toMatchObject({ lines: 34, head: events[33].hash, keyedSince: expect.any(String) })
+    expect(verify(dataDir).output).toContain(`ok   vaults/${userId}.audit.log: 34 event(s), chain intact (keyed)`)
+    expect(example(dataDir)).toBe(0)
+    // An unkeyed line after the first keyed one was not written by the server.
+    write(dataDir, [...auditFileLines(logOf(dataDir)), rehash([...lines, lines[0]], 33, null, false)[33]])
+    expect(verify(dataDir).output).toMatch(/line 35 is not keyed, though keying began at line 34/)
+    expect(example(dataDir)).toBe(1)
+  })
 })
