@@ -1,12 +1,12 @@
 // The hash chain of an audit log (docs/audit.md, "The format"). Each line is one JSON event with
 // `prev` (the `hash` of the line before it; the first line's is the chain's start value, or the
 // checkpoint a compaction left) and, last, `hash`. A keyed line (issue 29) carries
-// `"chain":"hmac-sha256"` after `prev`, and its `hash` is the HMAC-SHA-256 of the line's text
-// without its `hash` member under the audit key (crypto/audit-mac.ts); an older, unkeyed line's
+// `"chain":"hmac-sha256"` and `"key":"<key id>"` after `prev`, and its `hash` is the HMAC-SHA-256
+// of the line's text without its `hash` member under that audit key (crypto/audit-mac.ts); an older, unkeyed line's
 // `hash` is the plain SHA-256 of that text. An edited line no longer matches its own hash; a
 // removed, reordered or re-hashed line breaks the next line's `prev`; a re-hashed keyed line does
 // not match its MAC without the master key; lines cut from the end no longer reach the anchor.
-import type { AuditMac } from '../crypto/audit-mac'
+import type { AuditKeys } from '../crypto/audit-mac'
 import { sha256Hex } from '../crypto/tokens'
 import type { SealedLine } from '../store/audit-log'
 
@@ -14,16 +14,16 @@ import type { SealedLine } from '../store/audit-log'
 export const KEYED = 'hmac-sha256'
 const HASH_SUFFIX_LENGTH = ',"hash":"'.length + 64 + '"}'.length
 
-/** The line for an event (an object serialized as JSON) chained from `prev`; keyed when `mac` is given. */
-export function sealLine(event: object, prev: string, mac?: AuditMac | null): SealedLine {
-  const body = JSON.stringify(mac ? { ...event, prev, chain: KEYED } : { ...event, prev })
-  const hash = mac ? mac(body) : sha256Hex(body)
+/** The line for an event (an object serialized as JSON) chained from `prev`; keyed with the current key when `keys` are given. */
+export function sealLine(event: object, prev: string, keys?: Pick<AuditKeys, 'id' | 'mac'> | null): SealedLine {
+  const body = JSON.stringify(keys ? { ...event, prev, chain: KEYED, key: keys.id } : { ...event, prev })
+  const hash = keys ? keys.mac(body) : sha256Hex(body)
   return { text: `${body.slice(0, -1)},"hash":"${hash}"}`, hash }
 }
 
 export interface ParsedLine {
-  event: Record<string, unknown> & { prev: string; hash: string; time?: string; chain?: string }
-  /** The hash computed from the text (equal to event.hash when the line is intact); null: a keyed line and no key. */
+  event: Record<string, unknown> & { prev: string; hash: string; time?: string; chain?: string; key?: string }
+  /** The hash computed from the text (equal to event.hash when the line is intact); null: a keyed line and no key at hand; '': keyed under a key not known. */
   computed: string | null
 }
 
@@ -37,16 +37,19 @@ export function lineEvent(text: string): ParsedLine['event'] | null {
   }
   if (typeof event !== 'object' || event === null || typeof event.prev !== 'string' || typeof event.hash !== 'string') return null
   if (!text.endsWith(`,"hash":"${event.hash}"}`) || event.hash.length !== 64) return null
-  if (event.chain !== undefined && event.chain !== KEYED) return null
+  if (event.chain !== undefined && (event.chain !== KEYED || typeof event.key !== 'string')) return null
   return event
 }
 
 /** The line parsed, with the hash its text has, or null when it is not an event line of this format. */
-export function parseLine(text: string, mac?: AuditMac | null): ParsedLine | null {
+export function parseLine(text: string, keys?: Pick<AuditKeys, 'macs'> | null): ParsedLine | null {
   const event = lineEvent(text)
   if (!event) return null
   const body = `${text.slice(0, -HASH_SUFFIX_LENGTH)}}`
-  return { event, computed: event.chain === KEYED ? (mac ? mac(body) : null) : sha256Hex(body) }
+  if (event.chain !== KEYED) return { event, computed: sha256Hex(body) }
+  if (!keys) return { event, computed: null }
+  const mac = keys.macs.get(event.key!)
+  return { event, computed: mac ? mac(body) : '' }
 }
 
 /** What a chain starts from and a line known to be in it: kept in the vault file (or audit.chain.json). */
@@ -75,8 +78,8 @@ export type ChainCheck =
   | { ok: false; line: number; problem: ChainProblem; message: string }
 
 export interface VerifyOptions {
-  /** The audit key's MAC: keyed lines are checked only with it. */
-  mac?: AuditMac | null
+  /** The audit keys (the current and earlier ones): keyed lines are checked only with them. */
+  keys?: Pick<AuditKeys, 'macs'> | null
   /** The data folder's keying time (audit.chain.json), when the anchor does not say. */
   keyedSince?: string | null
   /** Bytes after the last whole line (a line cut short, or a crash's debris). */
@@ -87,9 +90,11 @@ export interface VerifyOptions {
 
 /** Checks every line of a log against its anchor; names the first line that breaks the chain. */
 export function verifyChain(lines: string[], anchor: ChainAnchor, options: VerifyOptions = {}): ChainCheck {
-  const mac = options.mac ?? null
+  const keys = options.keys ?? null
+  const rank = new Map([...(keys?.macs.keys() ?? [])].map((id, index) => [id, index]))
+  let newest = -1
   const keyedSince = earliest(anchor.keyedSince, options.keyedSince)
-  const parsed = lines.map((line) => parseLine(line, mac))
+  const parsed = lines.map((line) => parseLine(line, keys))
   const lineOfHash = new Map<string, number>()
   parsed.forEach((line, index) => line && lineOfHash.set(line.event.hash, index))
   let expected = anchor.checkpoint ?? anchor.start
@@ -110,9 +115,14 @@ export function verifyChain(lines: string[], anchor: ChainAnchor, options: Verif
       keyed++
       firstKeyed ||= number
       if (line.computed === null) unchecked = true
-      else if (line.computed !== line.event.hash) {
+      else if (line.computed === '') {
+        return { ok: false, line: number, problem: 'edited', message: `line ${number} is keyed under a key this master key does not know (${line.event.key}): forged without the audit key` }
+      } else if (rank.get(line.event.key!)! < newest) {
+        return { ok: false, line: number, problem: 'edited', message: `line ${number} is keyed under an earlier master key's audit key, after a line keyed under a later one: rewritten` }
+      } else if (line.computed !== line.event.hash) {
         return { ok: false, line: number, problem: 'edited', message: `line ${number} was edited: rewritten without the audit key (it no longer matches its MAC)` }
       }
+      if (line.computed) newest = Math.max(newest, rank.get(line.event.key!)!)
     } else {
       if (firstKeyed) return { ok: false, line: number, problem: 'unkeyed', message: `line ${number} is not keyed, though keying began at line ${firstKeyed}: rewritten without the audit key` }
       if (keyedSince && typeof line.event.time === 'string' && line.event.time >= keyedSince) {

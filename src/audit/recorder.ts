@@ -7,7 +7,7 @@ import type { Config } from '../config'
 import { randomBytes } from '../crypto/tokens'
 import { clientAddress, type PeerSource } from '../http/client-address'
 import type { Logger } from '../http/error-handler'
-import type { AuditMac } from '../crypto/audit-mac'
+import type { AuditKeys } from '../crypto/audit-mac'
 import { AuditLogFile, deleteAuditLogFile, readAuditLinesBackwards, readAuditLineEndingAt, readAuditLog, readFirstAuditLine, streamAuditLines, readJsonFile, SERVER_AUDIT_ANCHOR, SERVER_AUDIT_LOG, writeJsonFile, type DataSync } from '../store/audit-log'
 import { VAULTS_DIR, type Store } from '../store/store'
 import type { Vaults } from '../vault-access'
@@ -157,7 +157,7 @@ export class AuditService {
   private readonly headTimer: ReturnType<typeof setInterval> | null = null
   /** Open windows of repeated reads (recordRepeatable), by user, session and token. */
   private readonly repeats = new Map<string, RepeatWindow>()
-  private readonly mac: AuditMac | null
+  private readonly mac: AuditKeys | null
   readonly enabled: boolean
   private readonly logs = new Map<string, Promise<OpenLog>>()
   /** The same logs once open (the readers' view of how far each is durable). */
@@ -175,11 +175,12 @@ export class AuditService {
       log: Logger
       dataSync?: DataSync
       /** Gives the audit key's MAC (crypto/audit-mac.ts; the key stays in crypto/): lines are keyed with it; absent: unkeyed. */
-      keyring?: { auditMac(): AuditMac }
+      keyring?: { auditKeys(sealed?: readonly string[]): AuditKeys }
     },
   ) {
     this.enabled = deps.config.audit.enabled
-    this.mac = deps.keyring?.auditMac() ?? null
+    // With the audit keys of earlier master keys (rotate-master-key keeps them in accounts.json).
+    this.mac = deps.keyring?.auditKeys(deps.store.accounts.data.auditKeys ?? []) ?? null
     if (this.enabled) {
       this.timer = setInterval(() => void this.compactOpenLogs(), COMPACT_EVERY_MS)
       this.timer.unref?.()
@@ -516,7 +517,7 @@ export class AuditService {
     }
     const file = readAuditLog(path)
     const serverAnchor = path.endsWith(`/${SERVER_AUDIT_LOG}`) ? null : readJsonFile<ChainAnchor>(join(this.deps.config.dataDir, SERVER_AUDIT_ANCHOR))
-    const check = verifyChain(file.lines, anchor, { mac: this.mac, keyedSince: serverAnchor?.keyedSince, torn: file.torn, missing: file.missing })
+    const check = verifyChain(file.lines, anchor, { keys: this.mac, keyedSince: serverAnchor?.keyedSince, torn: file.torn, missing: file.missing })
     if (!check.ok) return { ok: false, found: { problem: check.problem, line: check.line, message: check.message } }
     this.verified.add(path)
     return { ok: true, lines: check.lines }

@@ -12,12 +12,13 @@
 import { readFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { masterKeyFromEnv } from '../config'
-import { auditMacFromMasterKey, type AuditMac } from '../crypto/audit-mac'
+import type { AuditKeys } from '../crypto/audit-mac'
+import { Keyring } from '../crypto/keyring'
 import { MASTER_KEY_FILE, readMasterKeyFile } from '../crypto/master-key'
 import { lineEvent, verifyChain } from '../modules/audit/chain'
 import { readAuditChains, SERVER_AUDIT_LOG, type StoredAuditChain } from '../store/audit-log'
 import { readLoggedDocumentSync } from '../store/document'
-import { VAULT_LISTS } from '../store/records'
+import { ACCOUNTS_LISTS, VAULT_LISTS } from '../store/records'
 
 const USAGE = 'usage: bun run audit-verify [--data-dir DIR] [--expect-last HASH] [--from-export FILE]   (svc-vault audit-verify ... in the executable)'
 
@@ -46,10 +47,13 @@ function parseArgs(argv: string[]): { dataDir: string; expectLast: string[]; fro
   return { dataDir: resolve(dataDir), expectLast, fromExport }
 }
 
-/** The audit key's MAC from the master key the server would use, or null when none is at hand. */
-function auditMac(dataDir: string): AuditMac | null {
+/** The audit keys from the master key the server would use (and the earlier ones it keeps), or null when none is at hand. */
+function auditKeys(dataDir: string): AuditKeys | null {
   const key = masterKeyFromEnv(process.env) ?? readMasterKeyFile(join(dataDir, MASTER_KEY_FILE))
-  return key ? auditMacFromMasterKey(key) : null
+  if (!key) return null
+  const accounts = readLoggedDocumentSync(join(dataDir, 'accounts.json'), ACCOUNTS_LISTS)
+  const sealed = accounts === null ? [] : ((JSON.parse(accounts) as { auditKeys?: string[] }).auditKeys ?? [])
+  return new Keyring(key).auditKeys(sealed)
 }
 
 const hashOf = (line: string) => lineEvent(line)?.hash ?? null
@@ -101,7 +105,7 @@ function main(): number {
     console.log(USAGE)
     return 0
   }
-  const mac = auditMac(args.dataDir)
+  const keys = auditKeys(args.dataDir)
   const chains = readAuditChains(args.dataDir, (path) => readLoggedDocumentSync(path, VAULT_LISTS))
   const serverAnchor = chains.find((chain) => chain.file === SERVER_AUDIT_LOG)?.anchor
   let broken = 0
@@ -112,7 +116,7 @@ function main(): number {
       console.log(`FAIL ${chain.file}: its chain's start value is missing (${chain.file === 'audit.log' ? 'audit.chain.json' : 'the vault file'} has none)`)
       continue
     }
-    const check = verifyChain(chain.lines, chain.anchor, { mac, keyedSince: serverAnchor?.keyedSince, torn: chain.torn, missing: chain.missing })
+    const check = verifyChain(chain.lines, chain.anchor, { keys, keyedSince: serverAnchor?.keyedSince, torn: chain.torn, missing: chain.missing })
     if (check.ok) {
       unchecked ||= check.unchecked
       const notes = [chain.anchor.checkpoint ? 'from a compaction checkpoint' : '', check.keyed > 0 ? (check.unchecked ? 'keyed lines NOT checked: no master key' : 'keyed') : 'unkeyed', chain.torn > 0 ? `${chain.torn} byte(s) of an unfinished line after the last one, never acknowledged` : '']

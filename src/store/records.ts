@@ -84,6 +84,8 @@ export interface AccountsDocument {
   version: number
   /** Sealed by the master key; proves at start that the key matches this data. */
   keyCheck: string
+  /** The audit chain keys of earlier master keys, sealed under the current one (rotate-master-key; docs/audit.md). */
+  auditKeys?: string[]
   users: UserRecord[]
   sessions: SessionRecord[]
   accessKeys: AccessKeyRecord[]

@@ -312,3 +312,33 @@ describe('who catches what (docs/audit.md, "Threat model")', () => {
     expect(example(dataDir)).toBe(1)
   })
 })
+
+describe('a master key rotation', () => {
+  test('lines keyed before it still verify (the old audit key is kept sealed), lines after it are keyed under the new key', async () => {
+    const dataDir = tempDir('svc-vault-tamper-')
+    dirs.push(dataDir)
+    cpSync(golden, dataDir, { recursive: true })
+    const newKey = Buffer.alloc(32, 9).toString('base64')
+    const rotate = Bun.spawnSync(['bun', 'src/cli/rotate-master-key.ts'], { cwd: ROOT, stdout: 'pipe', stderr: 'pipe', env: { ...WITHOUT_KEY, SVC_DATA_DIR: dataDir, SVC_MASTER_KEY: TEST_MASTER_KEY, SVC_NEW_MASTER_KEY: newKey } })
+    expect(rotate.exitCode).toBe(0)
+    const withNewKey = { ...WITHOUT_KEY, SVC_MASTER_KEY: newKey }
+    expect(verify(dataDir, [], withNewKey).output).toContain(`ok   vaults/${userId}.audit.log: 33 event(s), chain intact (keyed)`)
+    const server = await startTestServer({ dataDir, env: { SVC_MASTER_KEY: newKey } })
+    try {
+      const login = await fetch(`${server.url}/api/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password: PASSWORD }) })
+      expect(login.status).toBe(200)
+      expect(server.deps.audit.chainBroken).toBe(0)
+    } finally {
+      await server.stop()
+    }
+    const events = auditFileLines(logOf(dataDir)).map((line) => JSON.parse(line))
+    expect(events.length).toBe(34)
+    expect(events[33].key).not.toBe(events[0].key)
+    expect(verify(dataDir, [], withNewKey).output).toContain(`ok   vaults/${userId}.audit.log: 34 event(s), chain intact (keyed)`)
+    // The old master key alone no longer checks the new lines: they name a key it does not know.
+    expect(verify(dataDir).output).toMatch(/FAIL .*line 34 is keyed under a key this master key does not know/)
+    // A line edited before the rotation is still caught.
+    write(dataDir, auditFileLines(logOf(dataDir)).map((x, i) => (i === 3 ? x.replace('"c2"', '"c22"') : x)))
+    expect(verify(dataDir, [], withNewKey).output).toMatch(/FAIL .*line 4 was edited/)
+  })
+})
