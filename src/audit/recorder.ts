@@ -126,9 +126,8 @@ interface OpenLog {
   broken: ChainBreak | null
   /** Set while a compaction runs: appends wait for it. */
   gate: Promise<void> | null
-  /** The anchor being brought up to date after a batch (one write at a time; later batches share the next). */
+  /** The anchor being brought up to date (hourly): closing waits for it. */
   noting: Promise<void> | null
-  noteAgain: boolean
   compactedAt: number
   readAnchor: () => ChainAnchor
   writeAnchor: (anchor: ChainAnchor) => Promise<void>
@@ -225,7 +224,12 @@ export class AuditService {
     for (const [key, opening] of this.logs) {
       const log = await opening.catch(() => null)
       if (!log) continue
-      if (!log.gate) await this.noteHead(log)
+      if (!log.gate && !log.noting) {
+        log.noting = this.noteHead(log).finally(() => {
+          log.noting = null
+        })
+        await log.noting
+      }
       heads.set(key, { head: log.file.durableHead, lines: log.file.durableLines })
     }
     for (const [key, { head, lines }] of heads) this.deps.log(`info: audit head ${key === '' ? 'server' : key} ${head} lines=${lines}`)
@@ -528,11 +532,10 @@ export class AuditService {
     const check = this.checkFile(path, anchor)
     const seal = (event: AuditEvent, prev: string) => sealLine(event, prev, this.mac)
     const file = AuditLogFile.open<AuditEvent>(path, (last) => (last === null ? null : lineEvent(last))?.hash ?? anchor.checkpoint ?? anchor.start, seal, this.deps.dataSync)
-    const log: OpenLog = { file, path, userId, broken: null, gate: null, noting: null, noteAgain: false, compactedAt: 0, readAnchor, writeAnchor }
+    const log: OpenLog = { file, path, userId, broken: null, gate: null, noting: null, compactedAt: 0, readAnchor, writeAnchor }
     if (check.ok) {
       file.durableLines = check.lines
       await this.compact(log)
-      file.onDurable = () => this.noteHeadSoon(log)
       return log
     }
     // Never move the anchor silently: it stays as it was, and the log itself says what was found.
@@ -596,26 +599,6 @@ export class AuditService {
         })
       await log.gate
     }
-  }
-
-  /**
-   * After each durable batch, the anchor follows (issue 29: a tail cut while the server runs shows
-   * too). The request does not wait for it; batches that come while it is written share the next.
-   */
-  private noteHeadSoon(log: OpenLog): void {
-    if (log.broken || log.gate) return
-    if (log.noting) {
-      log.noteAgain = true
-      return
-    }
-    log.noting = (async () => {
-      do {
-        log.noteAgain = false
-        await this.noteHead(log)
-      } while (log.noteAgain && !log.broken)
-    })().finally(() => {
-      log.noting = null
-    })
   }
 
   /**

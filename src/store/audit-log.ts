@@ -250,8 +250,6 @@ export class AuditLogFile<E> {
   private drained: (() => void)[] = []
   /** Whole lines of the chain up to the durable head (the opener sets it; appends count on). */
   durableLines = 0
-  /** Called after each batch is durable (the caller brings its anchor up to date). */
-  onDurable: (() => void) | null = null
 
   private constructor(
     readonly path: string,
@@ -369,7 +367,6 @@ export class AuditLogFile<E> {
       this.head = head
       this.durableLines += batch.length
       for (const pending of batch) pending.resolve()
-      this.onDurable?.()
       this.afterBatch()
     })
   }
