@@ -84,14 +84,18 @@ describe.skipIf(!hasChromium())('Activity page in Chromium', () => {
     await vault.deps.audit.settle()
     const path = join(vault.dataDir, 'vaults', `${owner.user.id}.audit.log`)
     writeFileSync(path, auditFileLines(path).slice(0, -2).map((line) => `${line}\n`).join(''))
-    const page = browser.page
-    await browser.context.clearCookies()
+    // A page of its own: the one the test before left may still have requests in flight.
     await browser.context.addCookies([{ name: 'svc_session', value: owner.credentials.cookie!, url: vault.url }])
-    await page.goto(`${vault.url}/`)
-    await expect(page.locator('.recent-activity [data-chain-broken]').textContent()).resolves.toMatch(/chain is broken.*2 missing/)
-    await page.goto(`${vault.url}/activity`)
-    await expect(page.locator('section [data-chain-broken]').first().textContent()).resolves.toMatch(/chain is broken.*2 missing.*svc-vault audit-verify/)
-    await page.locator('[data-action="chain.broken"]').first().waitFor()
+    const page = await browser.context.newPage()
+    try {
+      await page.goto(`${vault.url}/`)
+      await expect(page.locator('.recent-activity [data-chain-broken]').textContent()).resolves.toMatch(/chain is broken.*2 missing/)
+      await page.goto(`${vault.url}/activity`)
+      await expect(page.locator('section [data-chain-broken]').first().textContent()).resolves.toMatch(/chain is broken.*2 missing.*svc-vault audit-verify/)
+      await page.locator('[data-action="chain.broken"]').first().waitFor()
+    } finally {
+      await page.close()
+    }
   }, 30_000)
 
   test('the 2FA page fetches codes only while it is visible (issue 29)', async () => {
@@ -108,7 +112,6 @@ describe.skipIf(!hasChromium())('Activity page in Chromium', () => {
       page.on('request', (request) => {
         if (request.method() === 'POST' && request.url().endsWith('/reveal')) reveals.push(request.url())
       })
-      await browser.context.clearCookies()
       await browser.context.addCookies([{ name: 'svc_session', value: owner.credentials.cookie!, url: vault.url }])
       await page.goto(`${vault.url}/2fa`)
       await page.locator('[data-token="GitHub"]').waitFor()
