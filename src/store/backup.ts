@@ -112,7 +112,8 @@ function anchorIn(path: string, bytes: Buffer | null): string {
   const parsed = JSON.parse(bytes.toString('utf8')) as { auditChain?: { start?: unknown; checkpoint?: unknown } }
   const anchor = path === SERVER_AUDIT_ANCHOR ? (parsed as { start?: unknown; checkpoint?: unknown }) : (parsed.auditChain ?? null)
   // Where the chain starts is what must agree with the log read after it (a compaction moves it);
-  // head, lines and bytes follow every append batch and the log read later only holds more.
+  // head, lines and bytes only move forward with the log (at open, close, hourly), and the log
+  // read later holds at least as much.
   return JSON.stringify(anchor && { start: anchor.start, checkpoint: anchor.checkpoint })
 }
 
