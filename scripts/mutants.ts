@@ -77,7 +77,7 @@ export const MUTANTS: Mutant[] = [
   {
     name: 'audit-read-unsynced',
     guarantee: 'nothing half-written is shown: the audit log is read only up to its last durable line',
-    file: 'src/modules/audit/service.ts',
+    file: 'src/audit/recorder.ts',
     search: 'log ? log.file.durableBytes : Infinity',
     replace: 'Infinity',
     test: 'test/audit/audit-log.test.ts',
@@ -177,6 +177,22 @@ export const MUTANTS: Mutant[] = [
     search: 'return doc.update((current) => {',
     replace: 'return ((mutate: (data: VaultDocument) => TwoFactorCode) => mutate(doc.data))((current) => {',
     test: 'test/robustness/hotp-crash.test.ts',
+  },
+  {
+    name: 'open-moves-head-without-checking',
+    guarantee: 'audit evidence: opening a log checks that it still reaches its anchor before the anchor moves (issue 29)',
+    file: 'src/audit/recorder.ts',
+    search: 'const check = this.checkFile(path, anchor)',
+    replace: 'const check = { ok: true as const, lines: readAuditLog(path).lines.length }',
+    test: 'test/audit/tamper-matrix.test.ts',
+  },
+  {
+    name: 'verify-skips-missing-log',
+    guarantee: 'audit evidence: audit-verify fails a log whose anchor says lines existed but whose file is gone (issue 29)',
+    file: 'src/store/audit-log.ts',
+    search: 'if (log.missing && !anchor) continue',
+    replace: 'if (log.missing) continue',
+    test: 'test/audit/tamper-matrix.test.ts',
   },
 ]
 

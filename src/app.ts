@@ -118,7 +118,8 @@ export async function openVault(
   accounts = new Accounts(store.accounts, config, now)
   accessKeys = new AccessKeys(store.accounts, now)
   const vaults = new Vaults(store, keyring)
-  audit = new AuditService({ config, store, vaults, now, log })
+  audit = new AuditService({ config, store, vaults, now, log, keyring })
+  await audit.start().catch((error) => log(`error: could not record when audit keying began: ${(error as Error).message}`))
   if (!config.audit.enabled) log('warning: SVC_AUDIT=off: nothing is recorded in the audit log; this switch is for the benchmark only')
   return { config, store, keyring, accounts, accessKeys, vaults, log, now, metrics, logRequest, audit }
 }

@@ -351,7 +351,7 @@ function parseRegisterLimit(raw: string | undefined): number {
  * SVC_MASTER_KEY (the key itself) or SVC_MASTER_KEY_FILE (a file holding it, such as a systemd
  * credential or a Docker secret), not both. An error names the file, never its content.
  */
-function masterKeyFromEnv(env: Env): Uint8Array | undefined {
+export function masterKeyFromEnv(env: Env): Uint8Array | undefined {
   const file = env.SVC_MASTER_KEY_FILE?.trim()
   if (!file) return env.SVC_MASTER_KEY ? parseMasterKey(env.SVC_MASTER_KEY) : undefined
   if (env.SVC_MASTER_KEY) throw new ConfigError('SVC_MASTER_KEY and SVC_MASTER_KEY_FILE are both set: set only one')

@@ -75,7 +75,8 @@ const USAGE = `usage: svc-vault                    start the server (configured 
        svc-vault healthcheck        exit 0 when the server on this machine is ready (GET /readyz)
        svc-vault backup <file> ...  the operator commands, as bun run backup, restore and
        svc-vault restore <file> ...   rotate-master-key run them from the sources (--help for each)
-       svc-vault rotate-master-key`
+       svc-vault rotate-master-key
+       svc-vault audit-verify ...   check the audit logs and their anchors (--help)`
 
 const command = process.argv.slice(2)
 if (command.length === 0) {
@@ -90,6 +91,9 @@ if (command.length === 0) {
   process.argv.splice(2, 1)
   if (command[0] === 'backup') await import('./cli/backup')
   else await import('./cli/restore')
+} else if (command[0] === 'audit-verify') {
+  process.argv.splice(2, 1)
+  await import('./cli/audit-verify')
 } else if (command[0] === 'rotate-master-key' && command.length === 1) {
   const { rotateMasterKey } = await import('./cli/rotate-master-key')
   await rotateMasterKey().catch((error) => {

@@ -35,11 +35,11 @@ export interface LogSinks {
 
 const CONSOLE: LogSinks = { stdout: (text) => console.log(text), stderr: (text) => console.error(text) }
 
-/** A service's line starts with its level when it is not a warning ("error: …", "warning: …"). */
-function split(line: string): { level: 'error' | 'warn'; message: string } {
-  const match = /^(error|warning): /.exec(line)
+/** A service's line starts with its level when it is not a warning ("error: …", "warning: …", "info: …"). */
+function split(line: string): { level: 'error' | 'warn' | 'info'; message: string } {
+  const match = /^(error|warning|info): /.exec(line)
   if (!match) return { level: 'warn', message: line }
-  return { level: match[1] === 'error' ? 'error' : 'warn', message: line.slice(match[0].length) }
+  return { level: match[1] === 'error' ? 'error' : match[1] === 'info' ? 'info' : 'warn', message: line.slice(match[0].length) }
 }
 
 export function createServerLog(format: LogFormat, sinks: LogSinks = CONSOLE, now: () => number = Date.now): ServerLog {

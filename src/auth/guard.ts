@@ -10,8 +10,8 @@ import type { AccessKeyRecord, UserRecord } from '../store/records'
 import type { AccessKeys } from './access-keys'
 import type { Accounts } from './accounts'
 import type { Scope } from './scopes'
-import type { AuditAction } from '../modules/audit/model'
-import type { AuditRecordRef, AuditService } from '../modules/audit/service'
+import type { AuditAction } from '../audit/actions'
+import type { AuditRecordRef, AuditService } from '../audit/recorder'
 
 /** The session cookie's name over plain http; over https it is `__Host-svc_session` (config.sessionCookie). */
 export const SESSION_COOKIE = 'svc_session'

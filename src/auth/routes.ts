@@ -1,5 +1,5 @@
 // /api/auth: register, login, logout, me, providers. OIDC routes come from auth/oidc-routes.
-import { Elysia, type Cookie } from 'elysia'
+import { Elysia } from 'elysia'
 import type { Config } from '../config'
 import { clientAddress } from '../http/client-address'
 import { assertSameSite } from '../http/csrf'
@@ -9,33 +9,22 @@ import { publicUser, signedInUser, type Accounts, type SignedIn } from './accoun
 import { authGuard } from './guard'
 import { AppError } from '../http/errors'
 import { sha256Hex } from '../crypto/tokens'
-import type { AuditService } from '../modules/audit/service'
+import type { AuditService } from '../audit/recorder'
 import type { Scope } from './scopes'
 import { LoginAnswer, LoginBody, MeAnswer, ProvidersAnswer, RegisterBody, UserAnswer } from './model'
 import type { AppDeps } from '../deps'
 import { accountProtection } from './protection'
 import { setTwoFactorChallengeCookie } from './second-factor-routes'
+import { setSessionCookie, clearSessionCookie } from './session-cookie'
+
+// In their own file, so that the second factor's routes set it without importing these.
+export { setSessionCookie, clearSessionCookie }
 
 export interface AuthRouteDeps extends Pick<AppDeps, 'keyring' | 'vaults' | 'now'> {
   config: Config
   accounts: Accounts
   accessKeys: AccessKeys
   audit?: AuditService
-}
-
-export function setSessionCookie(cookie: Record<string, Cookie<unknown>>, config: Config, signedIn: SignedIn): void {
-  cookie[config.sessionCookie].set({
-    value: signedIn.token,
-    httpOnly: true,
-    sameSite: 'lax',
-    path: '/',
-    secure: config.secureCookies,
-    expires: signedIn.expiresAt,
-  })
-}
-
-export function clearSessionCookie(cookie: Record<string, Cookie<unknown>>, config: Config): void {
-  cookie[config.sessionCookie].set({ value: '', httpOnly: true, sameSite: 'lax', path: '/', secure: config.secureCookies, maxAge: 0, expires: new Date(0) })
 }
 
 /** Register and login answers set the session cookie. */

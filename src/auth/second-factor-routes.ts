@@ -13,7 +13,7 @@ import { publicUser } from './accounts'
 import { UserAnswer } from './model'
 import { PASSKEY_CHALLENGE_TTL_MS, PASSKEY_SIGN_IN_COOKIE, passkeyFailed, relyingParty } from './passkeys'
 import { accountProtection } from './protection'
-import { setSessionCookie } from './routes'
+import { setSessionCookie } from './session-cookie'
 import {
   TWO_FACTOR_CHALLENGE_COOKIE,
   TWO_FACTOR_CHALLENGE_TTL_MS,

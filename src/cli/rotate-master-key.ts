@@ -181,6 +181,8 @@ export async function rotateMasterKey(env: Record<string, string | undefined> = 
     // 2. No server starts on a half-rotated folder.
     await store.accounts.update((data) => {
       data.keyCheck = rekey ? KEY_CHECK_REKEYING : KEY_CHECK_ROTATING
+      // Lines of the audit logs keyed under the old master key still verify (docs/audit.md).
+      data.auditKeys = oldRing.rewrapAuditKeys(data.auditKeys ?? [], newRing)
     })
 
     // 3. One atomic write per vault.

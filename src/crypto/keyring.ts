@@ -2,6 +2,7 @@
 // seals that vault's secret fields, each bound (AAD) to its user, record kind and record id, so a
 // ciphertext copied to another record, or a data key swapped between users, does not open.
 import { open, openAll, openAsync, seal } from './aead'
+import { auditKeyId, auditKeysOf, deriveAuditKey, type AuditKeys } from './audit-mac'
 import { constantTimeEqual, randomBytes } from './tokens'
 
 // 'webhook': a user's notification webhook secret (record id: the user id).
@@ -20,6 +21,8 @@ const fieldAad = (userId: string, kind: SecretKind, recordId: string) => `svc-va
 /** A previous value of a record (issue 20): the record's AAD naming the version too. */
 const versionAad = (userId: string, kind: SecretKind, recordId: string, version: number) => `${fieldAad(userId, kind, recordId)}:version:${version}`
 const stateAad = (purpose: string) => `svc-vault:state:${purpose}`
+/** An earlier master key's audit key, kept sealed under the current one (rotate-master-key). */
+const AUDIT_KEY_AAD = 'svc-vault:audit-key'
 
 export class MasterKeyMismatchError extends Error {}
 
@@ -99,6 +102,36 @@ export class Keyring {
   private readonly stateKeys = new Map<string, Uint8Array>()
 
   constructor(private masterKey: Uint8Array) {}
+
+  /**
+   * The audit chain's keys (audit-mac.ts): this master key's, and the earlier ones `sealed` holds
+   * (accounts.json `auditKeys`; one that does not open under this master key is left out).
+   */
+  auditKeys(sealed: readonly string[] = []): AuditKeys {
+    const earlier = sealed.map((text) => open(this.masterKey, text, AUDIT_KEY_AAD)).filter((key): key is Buffer => key !== null && key.length === 32)
+    return auditKeysOf(deriveAuditKey(this.masterKey), earlier.map((key) => new Uint8Array(key)))
+  }
+
+  /**
+   * For rotation: the earlier audit keys sealed under `newMaster`, and this master key's own audit
+   * key with them, so that lines keyed before the rotation still verify after it. Ones already
+   * sealed under `newMaster` (an interrupted rotation run again) are kept as they are.
+   */
+  rewrapAuditKeys(sealed: readonly string[], newMaster: Keyring): string[] {
+    const out: string[] = []
+    const ids = new Set<string>()
+    for (const text of sealed) {
+      const already = open(newMaster.masterKey, text, AUDIT_KEY_AAD)
+      const key = already ?? open(this.masterKey, text, AUDIT_KEY_AAD)
+      if (!key || key.length !== 32) continue
+      ids.add(auditKeyId(new Uint8Array(key)))
+      out.push(already ? text : seal(newMaster.masterKey, key, AUDIT_KEY_AAD))
+    }
+    const own = deriveAuditKey(this.masterKey)
+    const newId = auditKeyId(deriveAuditKey(newMaster.masterKey))
+    if (!ids.has(auditKeyId(own)) && auditKeyId(own) !== newId) out.push(seal(newMaster.masterKey, own, AUDIT_KEY_AAD))
+    return out
+  }
 
   /** A value stored beside the data that only this master key reproduces. */
   createKeyCheck(): string {

@@ -59,6 +59,7 @@ export class Metrics {
     openVaults: number
     version: string
     auditFailures: number
+    auditChainBroken?: number
     /** The data folder's free space and SVC_DISK_FLOOR (issue 36). */
     disk?: { freeBytes: number | null; floorBytes: number; low: boolean }
     /** Failed sign-ins counted instead of written one by one, by why; and summaries not yet written. */
@@ -87,6 +88,8 @@ export class Metrics {
     out.push(`svc_vault_write_failures_total ${this.writeFailures}`)
     family('svc_vault_audit_failures_total', 'counter', 'Audit events that could not be recorded.')
     out.push(`svc_vault_audit_failures_total ${gauges.auditFailures}`)
+    family('svc_vault_audit_chain_broken_total', 'counter', 'Audit logs found at open not to reach their anchor (a chain.broken event each).')
+    out.push(`svc_vault_audit_chain_broken_total ${gauges.auditChainBroken ?? 0}`)
     family('svc_vault_login_failures_total', 'counter', 'Failed sign-ins by reason.')
     for (const reason of ['invalid_credentials', 'throttled', 'oidc_failed'] as const) {
       out.push(`svc_vault_login_failures_total${labels({ reason })} ${this.loginFailures.get(reason) ?? 0}`)

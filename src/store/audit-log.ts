@@ -248,6 +248,8 @@ export class AuditLogFile<E> {
   private syncing = false
   /** Waiting for the batch in flight (compaction, close). */
   private drained: (() => void)[] = []
+  /** Whole lines of the chain up to the durable head (the opener sets it; appends count on). */
+  durableLines = 0
 
   private constructor(
     readonly path: string,
@@ -363,6 +365,7 @@ export class AuditLogFile<E> {
       }
       this.bytes = end
       this.head = head
+      this.durableLines += batch.length
       for (const pending of batch) pending.resolve()
       this.afterBatch()
     })
@@ -411,7 +414,7 @@ export class AuditLogFile<E> {
    * so no line is written to the file being replaced after it was read. What the next line chains
    * from does not change.
    */
-  async dropBefore(keep: (line: string) => boolean, dropping: (lastDropped: string) => Promise<void>): Promise<void> {
+  async dropBefore(keep: (line: string) => boolean, dropping: (lastDropped: string, kept: { lines: number; bytes: number }) => Promise<void>): Promise<void> {
     this.paused = true
     try {
       await this.idle()
@@ -421,13 +424,14 @@ export class AuditLogFile<E> {
       try {
         const cut = firstKept(fd, this.bytes, keep)
         if (cut.lastDropped === null) return
-        await dropping(cut.lastDropped)
         kept = readAt(fd, cut.offset, this.bytes - cut.offset)
+        await dropping(cut.lastDropped, { lines: countLines(kept), bytes: kept.length })
       } finally {
         closeSync(fd)
       }
       this.closeFd()
       await writeFileAtomic(this.path, kept)
+      this.durableLines = countLines(kept)
       this.bytes = kept.length
       this.exists = true
       this.dirty = false
@@ -466,6 +470,12 @@ function firstKept(fd: number, limit: number, keep: (line: string) => boolean): 
   return { offset: pos - pending.length, lastDropped }
 }
 
+function countLines(bytes: Buffer): number {
+  let count = 0
+  for (let at = bytes.indexOf(0x0a); at >= 0; at = bytes.indexOf(0x0a, at + 1)) count++
+  return count
+}
+
 function writeAll(fd: number, bytes: Uint8Array, at: number): void {
   let written = 0
   while (written < bytes.length) written += writeSync(fd, bytes, written, bytes.length - written, at + written)
@@ -495,31 +505,89 @@ export function readJsonFile<T>(path: string): T | null {
   }
 }
 
+/**
+ * The server's quick check of a log it opens again (issue 29): the line that ends at `offset` (the
+ * anchor's `bytes`; null when none ends there or the file is shorter) and how many whole lines
+ * follow it, read from `offset` on only. null: no file.
+ */
+export function readAuditLineEndingAt(path: string, offset: number): { line: string | null; after: number } | null {
+  const fd = openForReading(path)
+  if (fd === null) return null
+  try {
+    const size = fstatSync(fd).size
+    if (offset > size || (offset > 0 && readAt(fd, offset - 1, 1)[0] !== 0x0a)) return { line: null, after: 0 }
+    let line: string | null = null
+    for (let chunk = CHUNK_BYTES; offset > 0; chunk *= 4) {
+      const start = Math.max(0, offset - 1 - chunk)
+      const bytes = readAt(fd, start, offset - 1 - start)
+      const newline = bytes.lastIndexOf(0x0a)
+      if (newline >= 0 || start === 0) {
+        line = bytes.subarray(newline + 1).toString('utf8')
+        break
+      }
+    }
+    const rest = readAt(fd, offset, size - offset)
+    const zero = rest.indexOf(0)
+    return { line, after: countLines(zero < 0 ? rest : rest.subarray(0, zero)) }
+  } finally {
+    closeSync(fd)
+  }
+}
+
 /** A log on disk and where its chain starts (null: nothing recorded), for the verifier. */
 export interface StoredAuditChain {
   /** Relative to the data folder. */
   file: string
   lines: string[]
-  anchor: { start: string; checkpoint: string | null; head?: string | null } | null
+  /** Bytes after the last whole line: a line cut short (or a crash's debris). */
+  torn: number
+  /** The log file does not exist (its anchor may say it had lines). */
+  missing: boolean
+  anchor: { start: string; checkpoint: string | null; head?: string | null; lines?: number; bytes?: number; keyedSince?: string | null } | null
+}
+
+/** A log file as the verifier reads it: its whole lines, and what follows the last one. */
+export function readAuditLog(path: string): { lines: string[]; bytes: number; torn: number; missing: boolean } {
+  let all: Buffer
+  try {
+    all = readFileSync(path)
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { lines: [], bytes: 0, torn: 0, missing: true }
+    throw error
+  }
+  const zero = all.indexOf(0)
+  const end = zero < 0 ? all.length : zero
+  const whole = end === 0 ? 0 : all.lastIndexOf(0x0a, end - 1) + 1
+  const text = all.subarray(0, whole).toString('utf8')
+  return { lines: text === '' ? [] : text.slice(0, -1).split('\n'), bytes: whole, torn: end - whole, missing: false }
 }
 
 /**
  * Every audit log of a data folder with its chain's anchor: the server's `audit.log` (anchor in
  * `audit.chain.json`) and each `vaults/<user>.audit.log` (anchor in the vault document, its change
- * log applied). Read-only; safe beside a running server.
+ * log applied), and every vault whose anchor names a log, whether its file is there or not.
+ * Read-only; safe beside a running server.
  */
 export function readAuditChains(dataDir: string, readVault: (path: string) => string | null): StoredAuditChain[] {
   const chains: StoredAuditChain[] = []
   const server = join(dataDir, SERVER_AUDIT_LOG)
   if (existsSync(server) || existsSync(join(dataDir, SERVER_AUDIT_ANCHOR))) {
-    chains.push({ file: SERVER_AUDIT_LOG, lines: readAuditLines(server).lines, anchor: readJsonFile(join(dataDir, SERVER_AUDIT_ANCHOR)) })
+    chains.push({ file: SERVER_AUDIT_LOG, ...readAuditLog(server), anchor: readJsonFile(join(dataDir, SERVER_AUDIT_ANCHOR)) })
   }
   const vaults = join(dataDir, 'vaults')
   const names = existsSync(vaults) ? readdirSync(vaults) : []
-  for (const name of names.filter((n) => /^[0-9a-f-]{36}\.audit\.log$/.test(n)).sort()) {
-    const text = readVault(join(vaults, name.replace(/\.audit\.log$/, '.json')))
+  const ids = new Set<string>()
+  for (const name of names) {
+    const match = /^([0-9a-f-]{36})(\.audit\.log|\.json)$/.exec(name)
+    if (match) ids.add(match[1])
+  }
+  for (const id of [...ids].sort()) {
+    const text = existsSync(join(vaults, `${id}.json`)) ? readVault(join(vaults, `${id}.json`)) : null
     const anchor = text === null ? null : ((JSON.parse(text) as { auditChain?: StoredAuditChain['anchor'] }).auditChain ?? null)
-    chains.push({ file: `vaults/${name}`, lines: readAuditLines(join(vaults, name)).lines, anchor })
+    const log = readAuditLog(join(vaults, `${id}.audit.log`))
+    // A vault that never had a log (no anchor, no file) is not a chain.
+    if (log.missing && !anchor) continue
+    chains.push({ file: `vaults/${id}.audit.log`, ...log, anchor })
   }
   return chains
 }

@@ -109,8 +109,12 @@ function documentIdentity(dataDir: string, path: string): string {
 /** The anchor of an audit chain in a document's text (a vault's `auditChain`, or the whole file). */
 function anchorIn(path: string, bytes: Buffer | null): string {
   if (bytes === null) return 'null'
-  const parsed = JSON.parse(bytes.toString('utf8')) as { auditChain?: unknown }
-  return JSON.stringify(path === SERVER_AUDIT_ANCHOR ? parsed : (parsed.auditChain ?? null))
+  const parsed = JSON.parse(bytes.toString('utf8')) as { auditChain?: { start?: unknown; checkpoint?: unknown } }
+  const anchor = path === SERVER_AUDIT_ANCHOR ? (parsed as { start?: unknown; checkpoint?: unknown }) : (parsed.auditChain ?? null)
+  // Where the chain starts is what must agree with the log read after it (a compaction moves it);
+  // head, lines and bytes only move forward with the log (at open, close, hourly), and the log
+  // read later holds at least as much.
+  return JSON.stringify(anchor && { start: anchor.start, checkpoint: anchor.checkpoint })
 }
 
 /**

@@ -87,6 +87,8 @@ export interface AccountsDocument {
   version: number
   /** Sealed by the master key; proves at start that the key matches this data. */
   keyCheck: string
+  /** The audit chain keys of earlier master keys, sealed under the current one (rotate-master-key; docs/audit.md). */
+  auditKeys?: string[]
   users: UserRecord[]
   sessions: SessionRecord[]
   accessKeys: AccessKeyRecord[]
@@ -238,7 +240,7 @@ export interface VaultDocument {
   /** The due-items webhook; absent until its owner sets one. Replaced, never changed in place. */
   notifications?: NotificationSettingsRecord
   /** Where this vault's audit log chain starts: a random start value, and the checkpoint of the last compaction. */
-  auditChain?: { start: string; checkpoint: string | null; head?: string | null }
+  auditChain?: { start: string; checkpoint: string | null; head?: string | null; lines?: number; bytes?: number; keyedSince?: string | null }
 }
 
 export interface NotificationSettingsRecord {

@@ -8,7 +8,7 @@ import { AuditService } from '../../src/modules/audit/service'
 import { auditFileLines, auditFileText } from '../support/audit-file'
 import { heldSync, turn } from '../support/held-sync'
 import { Client, signUp, uniqueEmail, PASSWORD } from '../support/client'
-import { removeDir, ROOT, startTestServer, tempDir, type TestServer } from '../support/server'
+import { removeDir, ROOT, startTestServer, tempDir, TEST_MASTER_KEY, type TestServer } from '../support/server'
 
 let server: TestServer
 let alice: Client & { user: any; email: string }
@@ -26,7 +26,7 @@ const logPath = (s: TestServer, userId: string) => join(s.dataDir, 'vaults', `${
 const lines = auditFileLines
 
 function verify(dataDir: string): { code: number; output: string } {
-  const run = Bun.spawnSync(['bun', 'src/cli/audit-verify.ts', '--data-dir', dataDir], { cwd: ROOT, stdout: 'pipe', stderr: 'pipe' })
+  const run = Bun.spawnSync(['bun', 'src/cli/audit-verify.ts', '--data-dir', dataDir], { cwd: ROOT, stdout: 'pipe', stderr: 'pipe', env: { ...process.env, SVC_MASTER_KEY: TEST_MASTER_KEY } })
   return { code: run.exitCode, output: run.stdout.toString() + run.stderr.toString() }
 }
 
@@ -196,7 +196,7 @@ describe('the chain', () => {
     }
     // Edited: a name changed in line 3.
     check((l) => l.map((line, i) => (i === 2 ? line.replace('"d1"', '"d9"') : line)), /FAIL vaults\/.*: line 3 was edited/)
-    // Edited and re-hashed by someone who knows the format: the next line no longer follows.
+    // Edited and re-hashed by someone who knows the format but not the key: its MAC does not match.
     check((l) => {
       const event = JSON.parse(l[2])
       event.records[0].name = 'forged'
@@ -204,7 +204,7 @@ describe('the chain', () => {
       const text = JSON.stringify(body)
       l[2] = `${text.slice(0, -1)},"hash":"${new Bun.CryptoHasher('sha256').update(text).digest('hex')}"}`
       return l
-    }, /line 4 does not follow line 3/)
+    }, /line 3 was edited: rewritten without the audit key/)
     // Removed: line 4.
     check((l) => l.filter((_, i) => i !== 3), /line 4 does not follow line 3: a line between them was removed/)
     // Removed: the first line.

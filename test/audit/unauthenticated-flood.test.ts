@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { statSync } from 'node:fs'
 import { join } from 'node:path'
-import { INDIVIDUAL_BUDGET } from '../../src/modules/audit/unauthenticated'
+import { INDIVIDUAL_BUDGET } from '../../src/audit/unauthenticated'
 import { post, testClock } from '../account/support'
 import { SoftPasskey } from './soft-passkey'
 import { auditFileLines } from '../support/audit-file'
@@ -205,7 +205,7 @@ describe('SVC_DISK_FLOOR', () => {
 
 describe('counts are not lost', () => {
   test('a summary whose write fails goes back into the open one and is written with it later', async () => {
-    const { UnauthenticatedEvents } = await import('../../src/modules/audit/unauthenticated')
+    const { UnauthenticatedEvents } = await import('../../src/audit/unauthenticated')
     let now = Date.parse('2026-06-01T10:00:00.000Z')
     let failing = true
     const written: any[] = []

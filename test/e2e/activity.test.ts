@@ -2,6 +2,9 @@
 // and key; an access key's row says where it was last used from and links to its events; the
 // dashboard counts failed sign-ins and secret reads of the last 7 days.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { auditFileLines } from '../support/audit-file'
 import { hasChromium, openBrowser, type BrowserSession } from '../support/browser'
 import { signUp } from '../support/client'
 import { removeDir, startTestServer, type TestServer } from '../support/server'
@@ -72,5 +75,56 @@ describe.skipIf(!hasChromium())('Activity page in Chromium', () => {
     await page.waitForLoadState('networkidle')
     expect(browser.errors).toEqual([])
     expect(browser.cspViolations).toEqual([])
+  }, 30_000)
+
+  test('a log found broken when opened is said on the Activity page and the dashboard (issue 29)', async () => {
+    const owner = await signUp(vault.url)
+    for (let i = 0; i < 4; i++) await owner.post('/api/categories', { name: `b${i}`, keyType: 'group' })
+    vault.deps.audit.closeUserLog(owner.user.id)
+    await vault.deps.audit.settle()
+    const path = join(vault.dataDir, 'vaults', `${owner.user.id}.audit.log`)
+    writeFileSync(path, auditFileLines(path).slice(0, -2).map((line) => `${line}\n`).join(''))
+    // A page of its own: the one the test before left may still have requests in flight.
+    await browser.context.addCookies([{ name: 'svc_session', value: owner.credentials.cookie!, url: vault.url }])
+    const page = await browser.context.newPage()
+    try {
+      await page.goto(`${vault.url}/`)
+      await expect(page.locator('.recent-activity [data-chain-broken]').textContent()).resolves.toMatch(/chain is broken.*2 missing/)
+      await page.goto(`${vault.url}/activity`)
+      await expect(page.locator('section [data-chain-broken]').first().textContent()).resolves.toMatch(/chain is broken.*2 missing.*svc-vault audit-verify/)
+      await page.locator('[data-action="chain.broken"]').first().waitFor()
+    } finally {
+      await page.close()
+    }
+  }, 30_000)
+
+  test('the 2FA page fetches codes only while it is visible (issue 29)', async () => {
+    const owner = await signUp(vault.url)
+    expect((await owner.post('/api/2fa', { service: 'GitHub', accountName: 'owner', secret: 'JBSWY3DPEHPK3PXP' })).status).toBe(201)
+    const page = await browser.context.newPage()
+    try {
+      // A background tab: hidden from the start.
+      await page.addInitScript(() => {
+        ;(window as unknown as { __hidden: boolean }).__hidden = true
+        Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => ((window as unknown as { __hidden: boolean }).__hidden ? 'hidden' : 'visible') })
+      })
+      const reveals: string[] = []
+      page.on('request', (request) => {
+        if (request.method() === 'POST' && request.url().endsWith('/reveal')) reveals.push(request.url())
+      })
+      await browser.context.addCookies([{ name: 'svc_session', value: owner.credentials.cookie!, url: vault.url }])
+      await page.goto(`${vault.url}/2fa`)
+      await page.locator('[data-token="GitHub"]').waitFor()
+      await page.waitForTimeout(600)
+      expect(reveals).toEqual([])
+      await page.evaluate(() => {
+        ;(window as unknown as { __hidden: boolean }).__hidden = false
+        document.dispatchEvent(new Event('visibilitychange'))
+      })
+      await page.waitForResponse((response) => response.url().endsWith('/reveal'))
+      expect(reveals.length).toBe(1)
+    } finally {
+      await page.close()
+    }
   }, 30_000)
 })

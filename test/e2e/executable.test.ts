@@ -2,7 +2,7 @@
 // folder (no node_modules, no web/, no sources) and started from there. It serves the API, the
 // web interface and the brand icons from inside itself.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { copyFileSync, readdirSync, writeFileSync } from 'node:fs'
+import { copyFileSync, cpSync, readdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { hasChromium, openBrowser } from '../support/browser'
 import { signUp } from '../support/client'
@@ -103,6 +103,26 @@ describe('the executable (bun run build:server)', () => {
       await second.stop()
       removeDir(restoredDir)
       removeDir(backup)
+    }
+  })
+
+  test('carries audit-verify: the data folder\'s logs checked beside the running server, with the key from its file, and a cut log failed', async () => {
+    const bob = await signUp(server.url)
+    expect((await bob.post('/api/categories', { name: 'audit', keyType: 'group' })).status).toBe(201)
+    const { head } = (await bob.get('/api/audit?limit=1')).body
+    const env = { PATH: '/usr/bin:/bin', SVC_MASTER_KEY_FILE: join(folder, 'master-key') }
+    const ok = Bun.spawnSync([executable, 'audit-verify', '--data-dir', join(folder, 'data'), '--expect-last', head], { cwd: folder, env, stdout: 'pipe', stderr: 'pipe' })
+    expect(ok.stdout.toString()).toContain(`ok   vaults/${bob.user.id}.audit.log: 2 event(s), chain intact (keyed)`)
+    expect(ok.exitCode).toBe(0)
+    const copy = tempDir('svc-vault-exe-audit-')
+    try {
+      cpSync(join(folder, 'data'), copy, { recursive: true })
+      writeFileSync(join(copy, 'vaults', `${bob.user.id}.audit.log`), '')
+      const cut = Bun.spawnSync([executable, 'audit-verify', '--data-dir', copy, '--expect-last', head], { cwd: folder, env, stdout: 'pipe', stderr: 'pipe' })
+      expect(cut.exitCode).toBe(1)
+      expect(cut.stdout.toString()).toMatch(/FAIL --expect-last .*no log holds this line any more/)
+    } finally {
+      removeDir(copy)
     }
   })
 

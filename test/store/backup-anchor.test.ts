@@ -42,9 +42,10 @@ test('an anchor that changes between the reads is read again with its log: the b
     compactions++
     // What compaction does: the checkpoint first, then the file without the dropped line.
     const anchor = JSON.parse(readFileSync(anchorPath, 'utf8')) as ChainAnchor
-    writeFileSync(`${anchorPath}.tmp`, JSON.stringify({ ...anchor, checkpoint: JSON.parse(lines[0]).hash }))
+    const kept = `${lines.slice(1).join('\n')}\n`
+    writeFileSync(`${anchorPath}.tmp`, JSON.stringify({ ...anchor, checkpoint: JSON.parse(lines[0]).hash, lines: anchor.lines! - 1, bytes: Buffer.byteLength(kept) }))
     Bun.spawnSync(['mv', `${anchorPath}.tmp`, anchorPath])
-    writeFileSync(logPath, `${lines.slice(1).join('\n')}\n`)
+    writeFileSync(logPath, kept)
   }
   const bundle = createBackup(server.dataDir)
   beforeLogRead = null

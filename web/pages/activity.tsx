@@ -21,6 +21,20 @@ export interface AuditEvent {
 interface AuditPage {
   items: AuditEvent[]
   nextCursor: string | null
+  /** The hash of the log's last line (keep it elsewhere: audit-verify --expect-last). */
+  head?: string
+  /** What the server found opening the log in this run, when it no longer reached its anchor. */
+  chainBroken?: { problem: string; line: number; message: string } | null
+}
+
+/** The log no longer reached its anchor when the server opened it (issue 29): said in red, with what to run. */
+function ChainBrokenNote(props: { message: string }) {
+  return (
+    <p class="card error-text" role="alert" data-chain-broken>
+      <strong>The audit log's chain is broken:</strong> {props.message}. Lines may have been removed or rewritten; run{' '}
+      <code>svc-vault audit-verify</code> (or <code>bun run audit-verify</code>) on the server and compare with a copy kept elsewhere.
+    </p>
+  )
 }
 
 const DAY_MS = 86_400_000
@@ -125,8 +139,15 @@ export function ActivityPage() {
     <section>
       <h1>Activity</h1>
       <p class="muted">
-        Every sign-in, every read of a secret and every change, newest first. The log is hash-chained: <code>bun run audit-verify</code> on the server shows whether a line was edited or removed.
+        Every sign-in, every read of a secret and every change, newest first. The log is hash-chained: <code>svc-vault audit-verify</code> (or{' '}
+        <code>bun run audit-verify</code>) on the server shows whether a line was edited or removed.
       </p>
+      {page.data?.chainBroken && <ChainBrokenNote message={page.data.chainBroken.message} />}
+      {page.data?.head && (
+        <p class="muted small">
+          Last line's hash: <code data-audit-head>{page.data.head}</code> (keep it elsewhere; <code>audit-verify --expect-last</code> checks the log still reaches it)
+        </p>
+      )}
       <form class="card activity-filters" onSubmit={(event) => event.preventDefault()}>
         <Field label="Action">
           <select name="action" value={filters.action} onChange={set('action')}>
@@ -213,10 +234,15 @@ export function KeyLastUsedFrom(props: { keyId: string }) {
 
 /** The dashboard's card: failed sign-ins and secret reads of the last 7 days. */
 export function RecentActivityCard() {
+  const [chainBroken, setChainBroken] = useState<string | null>(null)
   const week = useLoad(async () => {
     const since = new Date(Date.now() - 7 * DAY_MS).toISOString()
     const events: AuditEvent[] = []
     let cursor: string | null = null
+    // The newest chain.broken event, however old: a broken log stays broken until an operator looks.
+    const broken = await api<AuditPage>('GET', '/api/audit?action=chain.broken&limit=1')
+    const found = broken.chainBroken?.message ?? broken.items[0]?.details.message
+    setChainBroken(typeof found === 'string' ? found : null)
     // At most a few pages: the card counts, the Activity page lists.
     for (let page = 0; page < 4; page++) {
       const answer: AuditPage = await api<AuditPage>('GET', `/api/audit?limit=500&since=${encodeURIComponent(since)}${cursor ? `&cursor=${cursor}` : ''}`)
@@ -234,6 +260,11 @@ export function RecentActivityCard() {
   return (
     <div class="card recent-activity">
       <h2>Last 7 days</h2>
+      {chainBroken && (
+        <p class="error-text" role="alert" data-chain-broken>
+          <Link href="/activity?action=chain.broken">The audit log's chain is broken</Link>: {chainBroken}
+        </p>
+      )}
       {!events ? (
         <Loading error={week.error} />
       ) : (

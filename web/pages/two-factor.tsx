@@ -160,15 +160,22 @@ function TokenCard(props: { token: TwoFactorToken; onDeleted(): void }) {
         fetching = false
       }
     }
-    void refresh()
-    const timer = setInterval(() => {
+    // Codes are fetched only while the page is visible: each fetch is a read of a secret in the
+    // audit log, and a tab left open in the background would fill it (issue 29).
+    const visible = () => document.visibilityState === 'visible'
+    const tick = () => {
       const seconds = Math.ceil((expiresAt.current - Date.now()) / 1000)
-      if (seconds <= 0) void refresh()
-      else setLeft(seconds)
-    }, 250)
+      if (seconds > 0) setLeft(seconds)
+      else if (visible()) void refresh()
+      else setLeft(0)
+    }
+    if (visible()) void refresh()
+    const timer = setInterval(tick, 250)
+    document.addEventListener('visibilitychange', tick)
     return () => {
       live = false
       clearInterval(timer)
+      document.removeEventListener('visibilitychange', tick)
       setCode(null)
     }
   }, [token.id, hotp])

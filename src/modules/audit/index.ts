@@ -15,9 +15,11 @@ export function auditRoutes(deps: AppDeps) {
     .use(authGuard(deps))
     .get(
       '/',
-      ({ auth, query, set }) => {
+      async ({ auth, query, set }) => {
         set.headers['cache-control'] = 'no-store'
-        return audit.list(auth.userId, query)
+        const page = await audit.list(auth.userId, query)
+        const { head, lines } = await audit.headOf(auth.userId)
+        return { ...page, head, headLines: lines, chainBroken: audit.brokenOf(auth.userId) }
       },
       {
         auth: 'audit:read',
@@ -45,7 +47,7 @@ export function auditRoutes(deps: AppDeps) {
           operationId: 'exportAuditLog',
           summary: 'Your audit log as stored (JSON Lines), for a log shipper',
           description:
-            'The log file\'s lines, oldest first, `application/x-ndjson`: each an AuditEvent with `prev` (the SHA-256 of the line before; the first line\'s is the chain\'s start value or the checkpoint of the last compaction) and `hash` (the SHA-256 of the line without `hash`). `since` keeps the lines at or after that time. Events older than SVC_AUDIT_RETENTION (default 365d) are dropped when the file is compacted.',
+            'The log file\'s lines, oldest first, `application/x-ndjson`: each an AuditEvent with `prev` (the `hash` of the line before; the first line\'s is the chain\'s start value or the checkpoint of the last compaction), `chain` ("hmac-sha256" on keyed lines) and `hash` (HMAC-SHA-256 under the audit key of the line without `hash`; plain SHA-256 on older unkeyed lines), see docs/audit.md. `since` keeps the lines at or after that time. Events older than SVC_AUDIT_RETENTION (default 365d) are dropped when the file is compacted.',
         },
       },
     )

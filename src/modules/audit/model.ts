@@ -64,6 +64,21 @@ export const AuditPage = component(
   t.Object({
     items: t.Array(AuditEventSchema, { description: 'Newest first' }),
     nextCursor: nullable(t.String({ description: 'Pass as `cursor` for the next (older) page; null at the end' })),
+    head: t.Optional(
+      t.String({
+        description:
+          'The `hash` of the log\'s last durable line (the chain\'s start value while it has none): keep it elsewhere and check it later with `audit-verify --expect-last HASH`',
+      }),
+    ),
+    headLines: t.Optional(t.Integer({ minimum: 0, description: 'How many lines lead to `head` (from the start or the last compaction checkpoint)' })),
+    chainBroken: t.Optional(
+      nullable(
+        t.Object(
+          { problem: t.String(), line: t.Integer(), message: t.String() },
+          { description: 'What the server found when it opened the log in this run, when the file no longer reached its anchor (a chain.broken event was recorded); null: nothing' },
+        ),
+      ),
+    ),
   }),
 )
 

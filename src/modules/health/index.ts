@@ -61,6 +61,7 @@ export function healthRoutes(deps: AppDeps) {
           openVaults: deps.store.openVaultCount,
           version: VERSION,
           auditFailures: deps.audit.failures,
+          auditChainBroken: deps.audit.chainBroken,
           disk: deps.audit.disk(),
           unauthenticated: { counted: deps.audit.unauthenticated.counted, pending: deps.audit.unauthenticated.pending },
         }

@@ -1,0 +1,694 @@
+// The audit log (issue 17): one event per action, appended to the user's `vaults/<user>.audit.log`
+// (failed sign-ins for e-mails without an account: the server's `audit.log`), hash-chained
+// (chain.ts), durable before the call resolves. A read of a secret awaits its event before it
+// answers: when the event cannot be written, the request fails and the secret is not sent.
+import { join } from 'node:path'
+import type { Config } from '../config'
+import { randomBytes } from '../crypto/tokens'
+import { clientAddress, type PeerSource } from '../http/client-address'
+import type { Logger } from '../http/error-handler'
+import type { AuditKeys } from '../crypto/audit-mac'
+import { AuditLogFile, deleteAuditLogFile, readAuditLinesBackwards, readAuditLineEndingAt, readAuditLog, readFirstAuditLine, streamAuditLines, readJsonFile, SERVER_AUDIT_ANCHOR, SERVER_AUDIT_LOG, writeJsonFile, type DataSync } from '../store/audit-log'
+import { VAULTS_DIR, type Store } from '../store/store'
+import { freeDiskBytes } from '../store/disk-space'
+import type { Vaults } from '../vault-access'
+import { lineEvent, parseLine, sealLine, verifyChain, type ChainAnchor, type ChainProblem } from './chain'
+import type { AuditAction, AuditOutcome } from './actions'
+import { UnauthenticatedEvents } from './unauthenticated'
+
+const USER_ID = /^[0-9a-f-]{36}$/
+const COMPACT_EVERY_MS = 6 * 3_600_000
+/** How often each log's head goes to the server's own log (a log collector keeps it). */
+const HEAD_EVERY_MS = 3_600_000
+const MAX_USER_AGENT = 300
+/** How long a reading of the free disk space is used (a flood of failed sign-ins asks on each). */
+const DISK_CHECK_EVERY_MS = 1000
+
+export const userAuditLogPath = (dataDir: string, userId: string) => {
+  if (!USER_ID.test(userId)) throw new Error('invalid user id')
+  return join(dataDir, VAULTS_DIR, `${userId}.audit.log`)
+}
+
+/** A line's event time in ms (NaN when the line is not an event with a time). */
+function timeOf(line: string): number {
+  try {
+    return Date.parse((JSON.parse(line) as { time?: unknown }).time as string)
+  } catch {
+    return NaN
+  }
+}
+
+export interface AuditRecordRef {
+  kind: string
+  id: string
+  name: string | null
+}
+
+export interface AuditActor {
+  type: 'session' | 'access-key' | 'anonymous' | 'device-login'
+  id: string | null
+  name: string | null
+}
+
+export interface AuditEvent {
+  id: string
+  time: string
+  action: AuditAction
+  outcome: AuditOutcome
+  actor: AuditActor
+  clientAddress: string
+  userAgent: string | null
+  records: AuditRecordRef[]
+  details: Record<string, unknown>
+}
+
+/** Where a request came from: what every event of it carries besides the action. */
+export interface AuditSource {
+  request: Request
+  server: PeerSource | null | undefined
+}
+
+export type SignInMethod = 'password' | 'oidc' | 'passkey' | '2fa' | 'recovery_code'
+
+export const ref = (kind: string, record: { id: string; name?: string | null }, name?: string | null): AuditRecordRef => ({
+  kind,
+  id: record.id,
+  name: name ?? record.name ?? null,
+})
+
+/**
+ * Who acted, as the sign-in code passes it in (the recorder imports no auth code): an access key,
+ * or a session named by its token's hash; neither: anonymous.
+ */
+export interface AuditCaller {
+  accessKey?: { id: string; name: string } | null
+  sessionTokenHash?: string | null
+}
+
+export const actorOf = (auth: AuditCaller | null): AuditActor =>
+  auth?.accessKey
+    ? { type: 'access-key', id: auth.accessKey.id, name: auth.accessKey.name }
+    : auth?.sessionTokenHash
+      ? sessionActor(auth.sessionTokenHash)
+      : { type: 'anonymous', id: null, name: null }
+
+export const sessionActor = (tokenHash: string): AuditActor => ({ type: 'session', id: tokenHash.slice(0, 12), name: null })
+
+/** What opening a log found when the file no longer agrees with its anchor (issue 29). */
+export interface ChainBreak {
+  problem: ChainProblem
+  line: number
+  message: string
+}
+
+/** A session's reads of one token's code within REPEAT_WINDOW_MS (recordRepeatable). */
+interface RepeatWindow {
+  userId: string
+  /** The first read's event. */
+  id: string
+  first: number
+  last: number
+  count: number
+  /** The last read's event (actor, address, user agent). */
+  event: Parameters<AuditService['record']>[1]
+  recorded: Promise<void>
+}
+
+const REPEAT_WINDOW_MS = 10 * 60_000
+
+function repeatSummary(window: RepeatWindow): Parameters<AuditService['record']>[1] {
+  const { id: _id, ...event } = window.event
+  return { ...event, details: { ...event.details, count: window.count, repeatOf: window.id, first: new Date(window.first).toISOString(), last: new Date(window.last).toISOString() } }
+}
+
+interface OpenLog {
+  file: AuditLogFile<AuditEvent>
+  path: string
+  /** The vault id (null: the server's log), for the head lines in the server's log. */
+  userId: string | null
+  /** The file no longer reaches its anchor: the anchor is kept as it was (never moved) until an operator looks. */
+  broken: ChainBreak | null
+  /** Set while a compaction runs: appends wait for it. */
+  gate: Promise<void> | null
+  /** The anchor being brought up to date (hourly): closing waits for it. */
+  noting: Promise<void> | null
+  compactedAt: number
+  readAnchor: () => ChainAnchor
+  writeAnchor: (anchor: ChainAnchor) => Promise<void>
+}
+
+export interface AuditQueryInput {
+  limit?: number
+  cursor?: string
+  action?: string
+  actor?: string
+  since?: string
+  until?: string
+}
+
+export class AuditService {
+  /** Events that could not be written (the metrics' "audit failures"). */
+  failures = 0
+  /** Logs found not to reach their anchor when opened (the metrics' "audit chain broken"). */
+  chainBroken = 0
+  /** Logs checked from their first line since this process started: a re-open checks the anchor's line only. */
+  private readonly verified = new Set<string>()
+  /** Breaks already recorded in this run (a re-open after idle does not record the same one again). */
+  private readonly reported = new Map<string, ChainBreak>()
+  /** Heads of logs closed since the last hourly line. */
+  private readonly closedHeads = new Map<string, { head: string; lines: number }>()
+  private readonly headTimer: ReturnType<typeof setInterval> | null = null
+  /** Open windows of repeated reads (recordRepeatable), by user, session and token. */
+  private readonly repeats = new Map<string, RepeatWindow>()
+  private readonly mac: AuditKeys | null
+  readonly enabled: boolean
+  private readonly logs = new Map<string, Promise<OpenLog>>()
+  /** The same logs once open (the readers' view of how far each is durable). */
+  private readonly openLogs = new Map<string, OpenLog>()
+  /** Logs being closed (their vault was closed): opening one again waits for it. */
+  private readonly closing = new Map<string, Promise<void>>()
+  private readonly timer: ReturnType<typeof setInterval> | null = null
+  /** Events clients without an account can cause (failed sign-ins): budgeted, counted past it. */
+  readonly unauthenticated: UnauthenticatedEvents
+  private diskReading: { at: number; freeBytes: number | null } | null = null
+
+  constructor(
+    private readonly deps: {
+      config: Pick<Config, 'trustProxy' | 'audit' | 'dataDir'> & Partial<Pick<Config, 'diskFloorBytes'>>
+      store: Store
+      vaults: Vaults
+      now: () => number
+      log: Logger
+      dataSync?: DataSync
+      /** Gives the audit key's MAC (crypto/audit-mac.ts; the key stays in crypto/): lines are keyed with it; absent: unkeyed. */
+      keyring?: { auditKeys(sealed?: readonly string[]): AuditKeys }
+      /** Free bytes of the data folder's filesystem (tests stand in for a full disk). */
+      freeBytes?: () => number | null
+    },
+  ) {
+    this.enabled = deps.config.audit.enabled
+    this.unauthenticated = new UnauthenticatedEvents({
+      now: deps.now,
+      write: (userId, event) => this.record(userId, event),
+      diskLow: () => this.disk().low,
+    })
+    // With the audit keys of earlier master keys (rotate-master-key keeps them in accounts.json).
+    this.mac = deps.keyring?.auditKeys(deps.store.accounts.data.auditKeys ?? []) ?? null
+    if (this.enabled) {
+      this.timer = setInterval(() => void this.compactOpenLogs(), COMPACT_EVERY_MS)
+      this.timer.unref?.()
+      this.headTimer = setInterval(() => void this.logHeads(), HEAD_EVERY_MS)
+      this.headTimer.unref?.()
+    }
+  }
+
+  /**
+   * Start-up: the server's anchor (audit.chain.json) records when keying began, so that a log
+   * rewritten unkeyed later is caught even if its own anchor was rewritten too.
+   */
+  async start(): Promise<void> {
+    if (!this.enabled || !this.mac) return
+    const path = join(this.deps.config.dataDir, SERVER_AUDIT_ANCHOR)
+    const anchor = readJsonFile<ChainAnchor>(path)
+    if (anchor?.keyedSince) return
+    const log = this.openLogs.get('')
+    const next: ChainAnchor = { ...(anchor ?? { start: randomBytes(32).toString('hex'), checkpoint: null }), keyedSince: new Date(this.deps.now()).toISOString() }
+    if (log) await log.writeAnchor(next)
+    else await writeJsonFile(path, next)
+  }
+
+  /** The hash of the user's last durable line and how many lines lead there (GET /api/audit). */
+  async headOf(userId: string): Promise<{ head: string; lines: number }> {
+    const log = await this.open(userId)
+    return { head: log.file.durableHead, lines: log.file.durableLines }
+  }
+
+  /** The break opening the user's log found in this run, if any (the Activity page, the dashboard). */
+  brokenOf(userId: string): ChainBreak | null {
+    return this.reported.get(userAuditLogPath(this.deps.config.dataDir, userId)) ?? null
+  }
+
+  /**
+   * One line per log in the server's own log: its vault id, head and line count (no user data), so
+   * that a log collector holds anchors the data folder cannot rewrite (hourly and at shutdown).
+   */
+  async logHeads(): Promise<void> {
+    const heads = new Map(this.closedHeads)
+    this.closedHeads.clear()
+    for (const [key, opening] of this.logs) {
+      const log = await opening.catch(() => null)
+      if (!log) continue
+      if (!log.gate && !log.noting) {
+        log.noting = this.noteHead(log).finally(() => {
+          log.noting = null
+        })
+        await log.noting
+      }
+      heads.set(key, { head: log.file.durableHead, lines: log.file.durableLines })
+    }
+    for (const [key, { head, lines }] of heads) this.deps.log(`info: audit head ${key === '' ? 'server' : key} ${head} lines=${lines}`)
+  }
+
+  /** The event's common fields for a request: actor, client address, user agent. */
+  origin(source: AuditSource, auth: AuditCaller | null) {
+    const agent = source.request.headers.get('user-agent')
+    return {
+      actor: actorOf(auth),
+      clientAddress: clientAddress(source.request, source.server, this.deps.config),
+      userAgent: agent === null ? null : agent.slice(0, MAX_USER_AGENT),
+    }
+  }
+
+  /**
+   * Appends an event to the user's log (null: the server's log); resolves once it is on disk.
+   * Rejects when it cannot be written: a caller about to send a secret must not send it then.
+   */
+  async record(
+    userId: string | null,
+    event: { id?: string; action: AuditAction; outcome?: AuditOutcome; actor: AuditActor; clientAddress: string; userAgent: string | null; records?: AuditRecordRef[]; details?: Record<string, unknown> },
+  ): Promise<void> {
+    if (!this.enabled) return
+    const full: AuditEvent = {
+      id: event.id ?? crypto.randomUUID(),
+      time: new Date(this.deps.now()).toISOString(),
+      action: event.action,
+      outcome: event.outcome ?? 'ok',
+      actor: event.actor,
+      clientAddress: event.clientAddress,
+      userAgent: event.userAgent,
+      records: event.records ?? [],
+      details: event.details ?? {},
+    }
+    try {
+      for (;;) {
+        const opening = this.open(userId)
+        const log = await opening
+        if (log.gate) await log.gate
+        // Closed meanwhile (its vault was closed): the next open waits for that and reads on.
+        if (this.logs.get(userId ?? '') !== opening) continue
+        await log.file.append(full)
+        break
+      }
+    } catch (error) {
+      this.failures++
+      this.deps.log(`error: could not write the audit event ${full.action}: ${(error as Error)?.message ?? error}`)
+      throw error
+    }
+  }
+
+  /** Records an action of a signed-in caller (the routes' `audit` helper). */
+  recordFor(auth: AuditCaller & { userId: string }, source: AuditSource, action: AuditAction, records: AuditRecordRef[] = [], details: Record<string, unknown> = {}, outcome: AuditOutcome = 'ok') {
+    const event = { action, outcome, ...this.origin(source, auth), records, details }
+    // The 2FA page reads each token's code as it changes: a session's repeated reads are counted.
+    if (action === 'twofa.reveal' && event.actor.type === 'session' && records.length === 1) return this.recordRepeatable(auth.userId, event)
+    return this.record(auth.userId, event)
+  }
+
+  /**
+   * Repeated reads of one token's code by one session within REPEAT_WINDOW_MS (issue 29): the
+   * first is recorded (durably, before its code leaves) with `count: 1`; the repeats are counted,
+   * and one more event gives their count (`count`: every read of the window, `repeatOf`: the first
+   * event) once the window is over: at the next read after it, or when the log is closed (idle,
+   * shutdown). A crash loses that count, never the first read.
+   */
+  private async recordRepeatable(userId: string, event: Parameters<AuditService['record']>[1] & { records: AuditRecordRef[] }): Promise<void> {
+    const key = `${userId}|${event.actor.id}|${event.records[0].id}`
+    const now = this.deps.now()
+    const open = this.repeats.get(key)
+    if (open && now - open.first < REPEAT_WINDOW_MS) {
+      // Not counted (nor answered) before the first read of the window is on disk.
+      await open.recorded
+      open.count++
+      open.last = now
+      open.event = event
+      return
+    }
+    if (open) {
+      this.repeats.delete(key)
+      await this.recordQuietly(userId, repeatSummary(open))
+    }
+    const id = crypto.randomUUID()
+    const window: RepeatWindow = { userId, id, first: now, last: now, count: 1, event, recorded: this.record(userId, { ...event, id, details: { ...event.details, count: 1 } }) }
+    this.repeats.set(key, window)
+    try {
+      await window.recorded
+    } catch (error) {
+      if (this.repeats.get(key) === window) this.repeats.delete(key)
+      throw error
+    }
+  }
+
+  /** The count events of a user's windows still open (null: every user's), taken out of the list. */
+  private takeRepeats(userId: string | null): AuditEvent[] {
+    const events: AuditEvent[] = []
+    for (const [key, window] of this.repeats) {
+      if (userId !== null && window.userId !== userId) continue
+      this.repeats.delete(key)
+      if (window.count > 1) events.push(this.fullEvent(repeatSummary(window)))
+    }
+    return events
+  }
+
+  private fullEvent(event: Parameters<AuditService['record']>[1]): AuditEvent {
+    return {
+      id: event.id ?? crypto.randomUUID(),
+      time: new Date(this.deps.now()).toISOString(),
+      action: event.action,
+      outcome: event.outcome ?? 'ok',
+      actor: event.actor,
+      clientAddress: event.clientAddress,
+      userAgent: event.userAgent,
+      records: event.records ?? [],
+      details: event.details ?? {},
+    }
+  }
+
+  /**
+   * A sign-in attempt, for every sign-in method (password, oidc, passkey, 2fa). `userId` null: no
+   * account has the e-mail (the server's log). `sessionTokenHash`: the session it started.
+   */
+  signIn(input: { userId: string | null; method: SignInMethod; ok: boolean; source: AuditSource; sessionTokenHash?: string | null; email?: string; reason?: string; outcome?: AuditOutcome }) {
+    const origin = this.origin(input.source, null)
+    const details: Record<string, unknown> & { method: string; reason?: string } = { method: input.method }
+    if (input.reason) details.reason = input.reason
+    // The e-mail tried, only in the server's log (the user's own log knows whose it is).
+    const email = input.userId === null && input.email ? input.email.slice(0, 200) : undefined
+    if (email !== undefined) details.email = email
+    const event = {
+      action: input.ok ? ('auth.login' as const) : ('auth.login_failed' as const),
+      outcome: input.outcome ?? (input.ok ? ('ok' as const) : ('failed' as const)),
+      ...origin,
+      actor: input.sessionTokenHash ? sessionActor(input.sessionTokenHash) : origin.actor,
+      records: input.userId ? [{ kind: 'user', id: input.userId, name: null }] : [],
+      details,
+    }
+    if (input.ok) return this.record(input.userId, event)
+    // A failure comes from anyone: budgeted per log, a throttled one only counted (unauthenticated.ts).
+    if (!this.enabled) return Promise.resolve()
+    const throttled = input.reason === 'throttled' || input.reason === 'TOO_MANY_ATTEMPTS'
+    return this.unauthenticated.add(input.userId, event, throttled, email)
+  }
+
+  /**
+   * The data folder's free space against SVC_DISK_FLOOR: under it, nothing an unauthenticated
+   * client causes is written (/metrics and /readyz say so). Read at most once a second.
+   */
+  disk(): { freeBytes: number | null; floorBytes: number; low: boolean } {
+    const floorBytes = this.deps.config.diskFloorBytes ?? 0
+    const at = performance.now()
+    if (!this.diskReading || at - this.diskReading.at >= DISK_CHECK_EVERY_MS || this.deps.freeBytes) {
+      this.diskReading = { at, freeBytes: this.deps.freeBytes ? this.deps.freeBytes() : freeDiskBytes(this.deps.config.dataDir) }
+    }
+    const { freeBytes } = this.diskReading
+    return { freeBytes, floorBytes, low: floorBytes > 0 && freeBytes !== null && freeBytes < floorBytes }
+  }
+
+  /** Like record, but a failure is only logged and counted (sign-in failures, denials: nothing leaves). */
+  async recordQuietly(userId: string | null, event: Parameters<AuditService['record']>[1]): Promise<void> {
+    await this.record(userId, event).catch(() => {})
+  }
+
+  /** One page of the user's events, newest first (read from the end of the log, as far as needed). */
+  async list(userId: string, query: AuditQueryInput): Promise<{ items: AuditEvent[]; nextCursor: string | null }> {
+    // Failed sign-ins counted but not yet written are written first: the page shows their counts.
+    await this.unauthenticated.flush(userId)
+    const limit = query.limit ?? 50
+    const since = query.since ? Date.parse(query.since) : -Infinity
+    const until = query.until ? Date.parse(query.until) : Infinity
+    const matches = (event: AuditEvent) => {
+      if (query.action && event.action !== query.action) return false
+      if (query.actor && event.actor.id !== query.actor && event.actor.type !== query.actor) return false
+      const time = Date.parse(event.time)
+      return !(time < since || time >= until)
+    }
+    const items: AuditEvent[] = []
+    // Before the cursor's event is passed, nothing is taken (a cursor never given out: nothing).
+    let passedCursor = !query.cursor
+    // A further page only when an older event could still match.
+    let more = false
+    for await (const event of this.eventsNewestFirst(userId)) {
+      if (!passedCursor) {
+        passedCursor = event.id === query.cursor
+        continue
+      }
+      if (!matches(event)) continue
+      if (items.length === limit) {
+        more = true
+        break
+      }
+      items.push(event)
+    }
+    return { items, nextCursor: more && items.length > 0 ? items[items.length - 1].id : null }
+  }
+
+  /** The user's log as stored (JSON Lines), from `since` on, read as the client takes it. */
+  exportLines(userId: string, since?: string): ReadableStream<Uint8Array> {
+    const from = since ? Date.parse(since) : -Infinity
+    // A line whose time cannot be read is kept: the export hides nothing the file holds.
+    const keep = from === -Infinity ? undefined : (line: string) => !(timeOf(line) < from)
+    return streamAuditLines(userAuditLogPath(this.deps.config.dataDir, userId), this.durableEnd(userId), keep)
+  }
+
+  /** How far the user's log may be read: a batch still syncing (and perhaps failing) is not shown. */
+  private durableEnd(userId: string): number {
+    const log = this.openLogs.get(userId)
+    return log ? log.file.durableBytes : Infinity
+  }
+
+  private async *eventsNewestFirst(userId: string): AsyncGenerator<AuditEvent> {
+    for await (const line of readAuditLinesBackwards(userAuditLogPath(this.deps.config.dataDir, userId), this.durableEnd(userId))) {
+      // Listing does not check the chain (audit-verify does): no hash is computed.
+      const parsed = lineEvent(line)
+      if (!parsed) continue
+      const { prev: _prev, hash: _hash, ...event } = parsed
+      yield event as unknown as AuditEvent
+    }
+  }
+
+  private open(userId: string | null): Promise<OpenLog> {
+    const key = userId ?? ''
+    let log = this.logs.get(key)
+    if (!log) {
+      const closing = this.closing.get(key)
+      const opening = (closing ? closing.then(() => this.openLog(userId)) : this.openLog(userId)).then((open) => {
+        if (this.logs.get(key) === opening) this.openLogs.set(key, open)
+        return open
+      })
+      log = opening
+      this.logs.set(key, opening)
+      opening.catch(() => {
+        if (this.logs.get(key) === opening) this.logs.delete(key)
+      })
+    }
+    return log
+  }
+
+  private openLog(userId: string | null): Promise<OpenLog> {
+    return userId === null ? this.openServerLog() : this.openUserLog(userId)
+  }
+
+  /**
+   * Closes a user's log when the store closes their vault (idle, or beyond SVC_OPEN_VAULTS), so
+   * that open files and memory follow the active users: what is queued is written first, and an
+   * append that comes meanwhile opens it again once that is done.
+   */
+  closeUserLog(userId: string, keepHead = true): void {
+    const opening = this.logs.get(userId)
+    if (!opening) return
+    this.logs.delete(userId)
+    this.openLogs.delete(userId)
+    const closed: Promise<void> = (async () => {
+      const log = await opening.catch(() => null)
+      if (log?.gate) await log.gate
+      if (log) for (const event of this.takeRepeats(userId)) void log.file.append(event).catch(() => this.failures++)
+      await log?.file.close()
+      if (log?.noting) await log.noting
+      if (log && keepHead) {
+        await this.noteHead(log)
+        this.closedHeads.set(userId, { head: log.file.durableHead, lines: log.file.durableLines })
+      }
+    })()
+      .catch((error) => this.deps.log(`error: could not close the audit log of ${userId}: ${(error as Error).message}`))
+      .finally(() => {
+        if (this.closing.get(userId) === closed) this.closing.delete(userId)
+      })
+    this.closing.set(userId, closed)
+  }
+
+  private async openUserLog(userId: string): Promise<OpenLog> {
+    const vault = await this.deps.vaults.open(userId)
+    if (!vault.doc.data.auditChain) {
+      await vault.doc.update((data) => {
+        data.auditChain ??= { start: randomBytes(32).toString('hex'), checkpoint: null, head: null, lines: 0, bytes: 0 }
+      })
+    }
+    return this.openFile(userId, userAuditLogPath(this.deps.config.dataDir, userId), () => vault.doc.data.auditChain!, async (anchor) => {
+      await vault.doc.update((data) => {
+        data.auditChain = anchor
+      })
+    })
+  }
+
+  private async openServerLog(): Promise<OpenLog> {
+    const anchorPath = join(this.deps.config.dataDir, SERVER_AUDIT_ANCHOR)
+    let anchor = readJsonFile<ChainAnchor>(anchorPath)
+    if (!anchor) {
+      anchor = { start: randomBytes(32).toString('hex'), checkpoint: null, head: null, lines: 0, bytes: 0 }
+      await writeJsonFile(anchorPath, anchor)
+    }
+    let current = anchor
+    return this.openFile(null, join(this.deps.config.dataDir, SERVER_AUDIT_LOG), () => current, async (next) => {
+      await writeJsonFile(anchorPath, next)
+      current = next
+    })
+  }
+
+  /**
+   * Whether the file still reaches its anchor (issue 29). The first open in a run checks every
+   * line; a re-open (after the vault was idle) checks the line at the anchor's byte length, and
+   * reads everything only when that line is not the anchor's head.
+   */
+  private checkFile(path: string, anchor: ChainAnchor): { ok: true; lines: number } | { ok: false; found: ChainBreak } {
+    const base = anchor.checkpoint ?? anchor.start
+    if (this.verified.has(path) && anchor.lines !== undefined && anchor.bytes !== undefined) {
+      const quick = readAuditLineEndingAt(path, anchor.bytes)
+      if (anchor.bytes === 0 && (anchor.head ?? base) === base && (quick !== null || anchor.lines === 0)) return { ok: true, lines: quick?.after ?? 0 }
+      if (quick?.line != null && quick.line !== '' && anchor.head && parseLine(quick.line, this.mac)?.event.hash === anchor.head) return { ok: true, lines: anchor.lines + quick.after }
+    }
+    const file = readAuditLog(path)
+    const serverAnchor = path.endsWith(`/${SERVER_AUDIT_LOG}`) ? null : readJsonFile<ChainAnchor>(join(this.deps.config.dataDir, SERVER_AUDIT_ANCHOR))
+    const check = verifyChain(file.lines, anchor, { keys: this.mac, keyedSince: serverAnchor?.keyedSince, torn: file.torn, missing: file.missing })
+    if (!check.ok) return { ok: false, found: { problem: check.problem, line: check.line, message: check.message } }
+    this.verified.add(path)
+    return { ok: true, lines: check.lines }
+  }
+
+  private async openFile(userId: string | null, path: string, readAnchor: () => ChainAnchor, writeAnchor: (anchor: ChainAnchor) => Promise<void>): Promise<OpenLog> {
+    const anchor = readAnchor()
+    const check = this.checkFile(path, anchor)
+    const seal = (event: AuditEvent, prev: string) => sealLine(event, prev, this.mac)
+    const file = AuditLogFile.open<AuditEvent>(path, (last) => (last === null ? null : lineEvent(last))?.hash ?? anchor.checkpoint ?? anchor.start, seal, this.deps.dataSync)
+    const log: OpenLog = { file, path, userId, broken: null, gate: null, noting: null, compactedAt: 0, readAnchor, writeAnchor }
+    if (check.ok) {
+      file.durableLines = check.lines
+      await this.compact(log)
+      return log
+    }
+    // Never move the anchor silently: it stays as it was, and the log itself says what was found.
+    log.broken = check.found
+    file.durableLines = readAuditLog(path).lines.length
+    const who = userId ?? 'server'
+    this.deps.log(`error: the audit log of ${who} (${path}) does not reach its anchor: ${check.found.message}; its anchor is kept, run audit-verify`)
+    const before = this.reported.get(path)
+    if (before?.message === check.found.message) return log
+    this.reported.set(path, check.found)
+    this.chainBroken++
+    await file.append({
+      id: crypto.randomUUID(),
+      time: new Date(this.deps.now()).toISOString(),
+      action: 'chain.broken',
+      outcome: 'failed',
+      actor: { type: 'anonymous', id: null, name: 'svc-vault' },
+      clientAddress: '',
+      userAgent: null,
+      records: [],
+      details: { problem: check.found.problem, line: check.found.line, message: check.found.message, anchorLines: anchor.lines ?? null, anchorHead: anchor.head ?? null },
+    })
+    return log
+  }
+
+  /** Drops the events older than SVC_AUDIT_RETENTION; the file then starts from a recorded checkpoint. */
+  private async compact(log: OpenLog): Promise<void> {
+    // A broken log keeps its anchor as it was (a compaction would move it).
+    if (log.broken) return
+    // An anchor write after a batch would otherwise land after the checkpoint and undo it.
+    while (log.noting) await log.noting
+    log.compactedAt = this.deps.now()
+    await this.noteHead(log)
+    const cutoff = this.deps.now() - this.deps.config.audit.retentionMs
+    // Nothing to drop while the oldest event is recent (no read of the whole file).
+    const first = readFirstAuditLine(log.path)
+    if (first === null || !(Date.parse(parseLine(first)?.event.time ?? '') < cutoff)) return
+    await log.file.dropBefore(
+      (line) => !(timeOf(line) < cutoff),
+      // The checkpoint is recorded first: should the rewrite not happen, the verifier finds the
+      // checkpoint inside the old file and checks the chain from there.
+      (lastDropped, kept) => {
+        const checkpoint = lineEvent(lastDropped)?.hash
+        // An old line that is not a chain line was edited: nothing is dropped (audit-verify names it).
+        if (!checkpoint) throw new Error('a line to drop is not a chain line; run audit-verify')
+        const head = log.file.durableHead
+        return log.writeAnchor({ ...log.readAnchor(), checkpoint, head: kept.lines > 0 ? head : checkpoint, lines: kept.lines, bytes: kept.bytes })
+      },
+    )
+  }
+
+  /** Compacts every open log (runs every few hours); appends wait meanwhile. */
+  async compactOpenLogs(): Promise<void> {
+    for (const opening of this.logs.values()) {
+      const log = await opening.catch(() => null)
+      if (!log || log.gate) continue
+      log.gate = this.compact(log)
+        .catch((error) => this.deps.log(`error: could not compact ${log.path}: ${(error as Error).message}`))
+        .finally(() => {
+          log.gate = null
+        })
+      await log.gate
+    }
+  }
+
+  /**
+   * Records the log's last durable line in its anchor, with the lines and bytes up to it, so that
+   * cutting lines from its end shows (at open, close, compaction and hourly). A broken log's anchor stays.
+   */
+  private async noteHead(log: OpenLog): Promise<void> {
+    if (log.broken) return
+    const head = log.file.durableHead
+    const anchor = log.readAnchor()
+    const keyedSince = anchor.keyedSince ?? (this.mac ? new Date(this.deps.now()).toISOString() : null)
+    if (anchor.head === head && anchor.lines === log.file.durableLines && anchor.bytes === log.file.durableBytes && (anchor.keyedSince ?? null) === keyedSince) return
+    await log
+      .writeAnchor({ ...anchor, head, lines: log.file.durableLines, bytes: log.file.durableBytes, keyedSince })
+      .catch((error) => this.deps.log(`error: could not record the head of ${log.path}: ${(error as Error).message}`))
+  }
+
+  /** A deleted account's log goes with it: closed (pending lines written first) and removed. */
+  async discard(userId: string): Promise<void> {
+    this.unauthenticated.forget(userId)
+    // Its anchor goes with the vault: nothing to record.
+    this.closeUserLog(userId, false)
+    this.reported.delete(userAuditLogPath(this.deps.config.dataDir, userId))
+    await this.closing.get(userId)
+    deleteAuditLogFile(userAuditLogPath(this.deps.config.dataDir, userId))
+  }
+
+  /** Waits for every queued event and every log being closed (tests, shutdown). */
+  async settle(): Promise<void> {
+    await Promise.all(this.closing.values())
+    for (const log of this.openLogs.values()) {
+      await log.file.settle()
+      while (log.noting) await log.noting
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.timer) clearInterval(this.timer)
+    if (this.headTimer) clearInterval(this.headTimer)
+    this.unauthenticated.stop()
+    // The counts of failed sign-ins not yet written go in before the logs close.
+    await this.unauthenticated.flushAll().catch(() => {})
+    for (const opening of this.logs.values()) {
+      const log = await opening.catch(() => null)
+      if (!log) continue
+      if (log.userId !== null) for (const event of this.takeRepeats(log.userId)) void log.file.append(event).catch(() => this.failures++)
+      await log.file.close()
+      if (log.noting) await log.noting
+      await this.noteHead(log)
+    }
+    await Promise.all(this.closing.values())
+    // The heads at shutdown, for a log collector.
+    if (this.enabled) await this.logHeads()
+    this.logs.clear()
+    this.openLogs.clear()
+  }
+}
