@@ -68,6 +68,20 @@ export const AUDIT_ACTIONS = [
 export type AuditAction = (typeof AUDIT_ACTIONS)[number]
 export type AuditOutcome = 'ok' | 'denied' | 'failed'
 
+/** A record an event names. */
+export interface AuditRecordRef {
+  kind: string
+  id: string
+  name: string | null
+}
+
+/** Who acted: the caller passes it in (the recorder knows no session). */
+export interface AuditActor {
+  type: 'session' | 'access-key' | 'anonymous' | 'device-login'
+  id: string | null
+  name: string | null
+}
+
 /** The actions that read a secret (the dashboard counts them). */
 export const SECRET_READS: readonly AuditAction[] = [
   'entry.reveal',

@@ -13,7 +13,8 @@ import { VAULTS_DIR, type Store } from '../store/store'
 import { freeDiskBytes } from '../store/disk-space'
 import type { Vaults } from '../vault-access'
 import { lineEvent, parseLine, sealLine, verifyChain, type ChainAnchor, type ChainProblem } from './chain'
-import type { AuditAction, AuditOutcome } from './actions'
+import type { AuditAction, AuditActor, AuditOutcome, AuditRecordRef } from './actions'
+export type { AuditActor, AuditRecordRef } from './actions'
 import { UnauthenticatedEvents } from './unauthenticated'
 
 const USER_ID = /^[0-9a-f-]{36}$/
@@ -36,18 +37,6 @@ function timeOf(line: string): number {
   } catch {
     return NaN
   }
-}
-
-export interface AuditRecordRef {
-  kind: string
-  id: string
-  name: string | null
-}
-
-export interface AuditActor {
-  type: 'session' | 'access-key' | 'anonymous' | 'device-login'
-  id: string | null
-  name: string | null
 }
 
 export interface AuditEvent {

@@ -11,8 +11,7 @@
 // A summary is written when its window ends (at the next attempt of its kind, or the minute's
 // check), when the owner reads the log (so the Activity page shows the counts at once), and at
 // shutdown.
-import type { AuditActor, AuditRecordRef } from './recorder'
-import type { AuditAction, AuditOutcome } from './actions'
+import type { AuditAction, AuditActor, AuditOutcome, AuditRecordRef } from './actions'
 
 /** Single events of unauthenticated clients per log per hour; the rest are counted. */
 export const INDIVIDUAL_BUDGET = 20
