@@ -177,11 +177,16 @@ export type ProxyHeader = 'auto' | (typeof PROXY_HEADERS)[number]
  */
 export function parseTrustProxy(raw: string | undefined): BlockList | null {
   const items = (raw ?? '').split(',').map((item) => item.trim()).filter((item) => item && !PROXY_HEADERS.includes(item.toLowerCase() as never))
+  const expected = 'a comma list of proxy addresses, CIDR ranges or "loopback" (and optionally x-forwarded-for or forwarded)'
   if (items.length === 0) {
-    if ((raw ?? '').trim()) throw new ConfigError('SVC_TRUST_PROXY names a header but no proxy: add the proxy addresses, CIDR ranges or "loopback"')
-    return null
+    const value = (raw ?? '').trim()
+    if (value.replaceAll(',', '').trim() === '') {
+      if (value) throw new ConfigError(`SVC_TRUST_PROXY must be ${expected}, got "${value}"`)
+      return null
+    }
+    throw new ConfigError('SVC_TRUST_PROXY names a header but no proxy: add the proxy addresses, CIDR ranges or "loopback"')
   }
-  return parseAddressList(items, 'SVC_TRUST_PROXY', 'a comma list of proxy addresses, CIDR ranges or "loopback" (and optionally x-forwarded-for or forwarded)')
+  return parseAddressList(items, 'SVC_TRUST_PROXY', expected)
 }
 
 export function parseTrustProxyHeader(raw: string | undefined): ProxyHeader {
@@ -192,9 +197,14 @@ export function parseTrustProxyHeader(raw: string | undefined): ProxyHeader {
 
 /** SVC_WEBHOOK_ALLOW: a comma list of addresses and CIDR ranges (and `loopback`) webhooks may reach although internal. */
 export function parseWebhookAllow(raw: string | undefined): BlockList | null {
-  const items = (raw ?? '').split(',').map((item) => item.trim()).filter(Boolean)
-  if (items.length === 0) return null
-  return parseAddressList(items, 'SVC_WEBHOOK_ALLOW', 'a comma list of CIDR ranges or addresses such as 192.168.1.0/24, or "loopback"')
+  const expected = 'a comma list of CIDR ranges or addresses such as 192.168.1.0/24, or "loopback"'
+  const value = (raw ?? '').trim()
+  const items = value.split(',').map((item) => item.trim()).filter(Boolean)
+  if (items.length === 0) {
+    if (value) throw new ConfigError(`SVC_WEBHOOK_ALLOW must be ${expected}, got "${value}"`)
+    return null
+  }
+  return parseAddressList(items, 'SVC_WEBHOOK_ALLOW', expected)
 }
 
 function parseAddressList(items: string[], name: string, expected: string): BlockList {
@@ -218,7 +228,8 @@ function parseAddressList(items: string[], name: string, expected: string): Bloc
   return list
 }
 
-const text = (raw: string) => raw
+/** A value taken as given (trimmed). */
+const asIs = (raw: string) => raw
 
 // ---- The table ----
 
@@ -240,7 +251,7 @@ export const SETTINGS = {
     parse: (raw) => parseMasterKey(raw),
     doc: 'base64 of 32 random bytes (`openssl rand -base64 32`). Unset: a key is generated on first start into `<data>/master.key` (mode 0600)',
   }),
-  SVC_MASTER_KEY_FILE: optional({ parse: text, doc: 'a file holding that key instead (a systemd credential, a Docker secret); not with `SVC_MASTER_KEY`' }),
+  SVC_MASTER_KEY_FILE: optional({ parse: asIs, doc: 'a file holding that key instead (a systemd credential, a Docker secret); not with `SVC_MASTER_KEY`' }),
   SVC_BASE_URL: optional({
     parse: (raw) => parseUrl(raw, 'SVC_BASE_URL'),
     shown: '`http://localhost:<PORT>`',
@@ -254,12 +265,12 @@ export const SETTINGS = {
   SVC_REGISTER_LIMIT: withDefault({ parse: parseRegisterLimit, default: '10', doc: 'new accounts per client address per hour; `0` turns the limit off' }),
   SVC_SESSION_TTL: withDefault({ parse: duration('SVC_SESSION_TTL', 1000, 366 * 86_400_000, '7d, 12h or 30m'), default: '7d', doc: 'session lifetime (`30m`, `12h`, `7d`, `2w`; the unit is required)' }),
   SVC_OIDC_ISSUER: optional({ parse: parseOidcIssuer, doc: 'sign-in through an identity provider, its issuer URL (with `SVC_OIDC_CLIENT_ID`): [docs/oidc.md](docs/oidc.md)' }),
-  SVC_OIDC_CLIENT_ID: optional({ parse: text, doc: 'the client id registered at the identity provider' }),
-  SVC_OIDC_CLIENT_SECRET: optional({ parse: text, doc: 'its client secret (none: a public client)' }),
-  SVC_OIDC_NAME: withDefault({ parse: text, default: 'Single sign-on', doc: 'the sign-in button\'s label' }),
-  ANTHROPIC_API_KEY: optional({ parse: text, doc: 'AI-assisted import; without a key a built-in classifier answers' }),
+  SVC_OIDC_CLIENT_ID: optional({ parse: asIs, doc: 'the client id registered at the identity provider' }),
+  SVC_OIDC_CLIENT_SECRET: optional({ parse: asIs, doc: 'its client secret (none: a public client)' }),
+  SVC_OIDC_NAME: withDefault({ parse: asIs, default: 'Single sign-on', doc: 'the sign-in button\'s label' }),
+  ANTHROPIC_API_KEY: optional({ parse: asIs, doc: 'AI-assisted import; without a key a built-in classifier answers' }),
   ANTHROPIC_BASE_URL: optional({ parse: (raw) => (parseUrl(raw, 'ANTHROPIC_BASE_URL'), raw), shown: 'SDK default', doc: 'the model API\'s address' }),
-  SVC_AI_MODEL: withDefault({ parse: text, default: DEFAULT_AI_MODEL, doc: 'the model AI-assisted import asks' }),
+  SVC_AI_MODEL: withDefault({ parse: asIs, default: DEFAULT_AI_MODEL, doc: 'the model AI-assisted import asks' }),
   SVC_AI_TIMEOUT: withDefault({ parse: duration('SVC_AI_TIMEOUT', 1000, 600_000, '20s or 1m'), default: '20s', doc: 'how long an AI-assisted import waits for the model' }),
   SVC_TRUST_PROXY: optional({
     parse: (raw) => ({ list: parseTrustProxy(raw), header: parseTrustProxyHeader(raw) }),

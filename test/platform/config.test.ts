@@ -109,6 +109,9 @@ describe('config', () => {
     })
     expect(configError({ SVC_CHECK_RESPONSES: 'yes' })).toStartWith('SVC_CHECK_RESPONSES must be "1" or "0"')
     expect(configError({ SVC_OIDC_CLIENT_ID: 'vault' })).toBe('SVC_OIDC_ISSUER must be set when SVC_OIDC_CLIENT_ID is set')
+    // A list of nothing is as blank as a blank value.
+    expect(configError({ SVC_TRUST_PROXY: ' , ' })).toStartWith('SVC_TRUST_PROXY must be a comma list')
+    expect(configError({ SVC_WEBHOOK_ALLOW: ',' })).toStartWith('SVC_WEBHOOK_ALLOW must be a comma list')
     expect(configError({ ANTHROPIC_BASE_URL: 'api.example.com' })).toStartWith('ANTHROPIC_BASE_URL must be an http:// or https:// URL')
   })
 })
