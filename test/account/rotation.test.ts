@@ -9,7 +9,7 @@ const dirs: string[] = []
 afterAll(() => dirs.forEach(removeDir))
 
 test('two-factor sign-in still works after rotate-master-key', async () => {
-  const first = await spawnServer({ env: { SVC_MASTER_KEY: '' } })
+  const first = await spawnServer({ env: { SVC_MASTER_KEY: undefined } })
   dirs.push(first.dataDir)
   const owner = await signUp(first.url)
   const { secret } = await enableTwoFactor(owner, Date.now())
@@ -21,7 +21,7 @@ test('two-factor sign-in still works after rotate-master-key', async () => {
   })
   expect(rotation.exitCode).toBe(0)
 
-  const second = await spawnServer({ dataDir: first.dataDir, env: { SVC_MASTER_KEY: '' } })
+  const second = await spawnServer({ dataDir: first.dataDir, env: { SVC_MASTER_KEY: undefined } })
   try {
     const login = await post(second.url, '/api/auth/login', { email: owner.email, password: PASSWORD })
     expect(login.body).toEqual({ twoFactorRequired: true })

@@ -26,7 +26,7 @@ beforeAll(async () => {
     command: [executable],
     cwd: folder,
     dataDir: join(folder, 'data'),
-    env: { SVC_MASTER_KEY: '', SVC_MASTER_KEY_FILE: join(folder, 'master-key'), SVC_SIGNUP: 'open', PATH: '/usr/bin:/bin' },
+    env: { SVC_MASTER_KEY: undefined, SVC_MASTER_KEY_FILE: join(folder, 'master-key'), SVC_SIGNUP: 'open', PATH: '/usr/bin:/bin' },
   })
 }, 60_000)
 
@@ -96,7 +96,7 @@ describe('the executable (bun run build:server)', () => {
     const restoredDir = join(folder, 'restored')
     const restored = Bun.spawnSync([executable, 'restore', backup, '--data-dir', restoredDir], { cwd: folder, env, stdout: 'pipe', stderr: 'pipe' })
     expect({ code: restored.exitCode, err: restored.stderr.toString() }).toEqual({ code: 0, err: '' })
-    const second = await spawnServer({ command: [executable], cwd: folder, dataDir: restoredDir, env: { SVC_MASTER_KEY: '', SVC_MASTER_KEY_FILE: join(folder, 'master-key') } })
+    const second = await spawnServer({ command: [executable], cwd: folder, dataDir: restoredDir, env: { SVC_MASTER_KEY: undefined, SVC_MASTER_KEY_FILE: join(folder, 'master-key') } })
     try {
       expect(await (await fetch(`${second.url}/readyz`)).json()).toMatchObject({ status: 'ready' })
     } finally {

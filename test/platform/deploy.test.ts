@@ -103,7 +103,7 @@ describe('deploy/svc-vault.service', () => {
       }
     }
     expect(Object.keys(env).sort()).toEqual(['HOST', 'PORT', 'SVC_DATA_DIR', 'SVC_MASTER_KEY_FILE', 'SVC_TRUST_PROXY'])
-    const server = await spawnServer({ command: [executable], cwd: dir, dataDir: state, env: { ...env, PORT: '0', SVC_MASTER_KEY: '', SVC_SIGNUP: 'open' } })
+    const server = await spawnServer({ command: [executable], cwd: dir, dataDir: state, env: { ...env, PORT: '0', SVC_MASTER_KEY: undefined, SVC_SIGNUP: 'open' } })
     try {
       expect(await (await fetch(`${server.url}/readyz`)).json()).toMatchObject({ status: 'ready' })
       expect(server.output()).not.toContain('generated a master key')

@@ -218,7 +218,7 @@ describe('SVC_MASTER_KEY_FILE', () => {
     const category = await user.post('/api/categories', { name: 'Stripe', keyType: 'simple', envVarName: 'STRIPE_KEY' })
     const entry = await user.post('/api/entries', { categoryId: category.body.id, name: 'shop', value: 'sk_key_file' })
     expect(await first.stop()).toBe(0)
-    const second = await spawnServer({ dataDir, env: { SVC_MASTER_KEY: '', SVC_MASTER_KEY_FILE: keyFile } })
+    const second = await spawnServer({ dataDir, env: { SVC_MASTER_KEY: undefined, SVC_MASTER_KEY_FILE: keyFile } })
     try {
       const again = new Client(second.url, { cookie: user.credentials.cookie })
       expect((await again.post(`/api/entries/${entry.body.id}/reveal`)).body.value).toBe('sk_key_file')

@@ -140,7 +140,7 @@ describe('start-up checks', () => {
   }, 20_000)
 
   test('without SVC_MASTER_KEY a key is generated into master.key (0600) with a one-line warning, and reused', async () => {
-    const first = await spawnServer({ env: { SVC_MASTER_KEY: '' } })
+    const first = await spawnServer({ env: { SVC_MASTER_KEY: undefined } })
     try {
       const path = join(first.dataDir, 'master.key')
       expect(statSync(path).mode & 0o777).toBe(0o600)
@@ -154,7 +154,7 @@ describe('start-up checks', () => {
       const seeded = await seed(first.url)
       expect(await first.stop()).toBe(0)
 
-      const second = await spawnServer({ dataDir: first.dataDir, env: { SVC_MASTER_KEY: '' } })
+      const second = await spawnServer({ dataDir: first.dataDir, env: { SVC_MASTER_KEY: undefined } })
       try {
         expect(second.output()).not.toMatch(/warning/i)
         expect(readFileSync(path, 'utf8')).toBe(key)

@@ -50,7 +50,7 @@ interface Seeded {
 }
 
 /** A stopped server's data folder with two users' secrets and an access key. */
-async function seededFolder(env: Record<string, string>): Promise<Seeded> {
+async function seededFolder(env: Record<string, string | undefined>): Promise<Seeded> {
   const server = await spawnServer({ env })
   dirs.push(server.dataDir)
   try {
@@ -68,7 +68,7 @@ async function seededFolder(env: Record<string, string>): Promise<Seeded> {
   }
 }
 
-async function expectAllReadable(seeded: Seeded, env: Record<string, string>) {
+async function expectAllReadable(seeded: Seeded, env: Record<string, string | undefined>) {
   const server = await spawnServer({ dataDir: seeded.dataDir, env })
   try {
     for (const { client, secrets } of seeded.users) await expectSecretsReadable(new Client(server.url, client.credentials), secrets)
@@ -90,7 +90,7 @@ const sealedFields = (dataDir: string) =>
 
 describe('rotate-master-key', () => {
   test('key in master.key: re-wraps data keys only, replaces the file (0600); every secret stays readable; the old key no longer starts', async () => {
-    const seeded = await seededFolder({ SVC_MASTER_KEY: '' })
+    const seeded = await seededFolder({ SVC_MASTER_KEY: undefined })
     const keyPath = join(seeded.dataDir, 'master.key')
     const oldKey = readFileSync(keyPath, 'utf8').trim()
     const before = sealedFields(seeded.dataDir)
@@ -112,7 +112,7 @@ describe('rotate-master-key', () => {
     expect(after.map((v) => v.sealed)).toEqual(before.map((v) => v.sealed))
     for (let i = 0; i < after.length; i++) expect(after[i].dataKey).not.toBe(before[i].dataKey)
 
-    await expectAllReadable(seeded, { SVC_MASTER_KEY: '' })
+    await expectAllReadable(seeded, { SVC_MASTER_KEY: undefined })
     const old = await runServerToExit({ SVC_DATA_DIR: seeded.dataDir, SVC_MASTER_KEY: oldKey })
     expect(old.code).toBe(1)
     expect(old.output).toContain('master key does not match')
@@ -167,7 +167,7 @@ describe('rotate-master-key', () => {
   }, 30_000)
 
   test('an interrupted rotation: the server refuses to start with either key, and running the tool again finishes it', async () => {
-    const seeded = await seededFolder({ SVC_MASTER_KEY: '' })
+    const seeded = await seededFolder({ SVC_MASTER_KEY: undefined })
     const keyPath = join(seeded.dataDir, 'master.key')
     const oldKey = readFileSync(keyPath, 'utf8').trim()
     const newKey = Buffer.alloc(32, 5).toString('base64')
@@ -186,7 +186,7 @@ describe('rotate-master-key', () => {
     vault.dataKey = oldRing.rewrapDataKey(firstUser, vault.dataKey, newRing)
     writeFileSync(vaultPath, JSON.stringify(vault))
 
-    for (const env of [{ SVC_MASTER_KEY: '' }, { SVC_MASTER_KEY: newKey }]) {
+    for (const env of [{}, { SVC_MASTER_KEY: newKey }] as Record<string, string>[]) {
       const refused = await runServerToExit({ SVC_DATA_DIR: seeded.dataDir, ...env })
       expect(refused.code).toBe(1)
       expect(refused.output).not.toContain('listening')
@@ -197,7 +197,7 @@ describe('rotate-master-key', () => {
     expect(finished.code).toBe(0)
     expect(readFileSync(keyPath, 'utf8').trim()).toBe(newKey)
     expect(existsSync(join(seeded.dataDir, 'master.key.new'))).toBe(false)
-    await expectAllReadable(seeded, { SVC_MASTER_KEY: '' })
+    await expectAllReadable(seeded, { SVC_MASTER_KEY: undefined })
   }, 30_000)
 })
 
@@ -241,7 +241,7 @@ function openedWithOldKeyAndOldFiles(oldKey: string, oldFiles: Record<string, an
 }
 
 /** A server on the folder, user 0 stores new secrets (after the rotation), then it stops. */
-async function writeAfterRotation(seeded: Seeded, env: Record<string, string>): Promise<SeededSecrets> {
+async function writeAfterRotation(seeded: Seeded, env: Record<string, string | undefined>): Promise<SeededSecrets> {
   const server = await spawnServer({ dataDir: seeded.dataDir, env })
   try {
     const client = new Client(server.url, seeded.users[0].client.credentials)
@@ -253,17 +253,17 @@ async function writeAfterRotation(seeded: Seeded, env: Record<string, string>): 
 
 describe('rotate-master-key --rekey', () => {
   test('without --rekey, the old key and an old vault file still open what is written after the rotation (why --rekey exists)', async () => {
-    const seeded = await seededFolder({ SVC_MASTER_KEY: '' })
+    const seeded = await seededFolder({ SVC_MASTER_KEY: undefined })
     const oldKey = readFileSync(join(seeded.dataDir, 'master.key'), 'utf8').trim()
     const oldFiles = vaultFiles(seeded.dataDir)
     expect((await rotate({ SVC_DATA_DIR: seeded.dataDir })).code).toBe(0)
-    const after = await writeAfterRotation(seeded, { SVC_MASTER_KEY: '' })
+    const after = await writeAfterRotation(seeded, { SVC_MASTER_KEY: undefined })
     const opened = openedWithOldKeyAndOldFiles(oldKey, oldFiles, vaultFiles(seeded.dataDir))
     expect(opened[after.simple.id]).toBe(after.simple.value)
   }, 30_000)
 
   test('new data keys, every record sealed again: the old key and pre-rotation files open nothing written afterwards; every secret stays readable', async () => {
-    const seeded = await seededFolder({ SVC_MASTER_KEY: '' })
+    const seeded = await seededFolder({ SVC_MASTER_KEY: undefined })
     const keyPath = join(seeded.dataDir, 'master.key')
     const oldKey = readFileSync(keyPath, 'utf8').trim()
     const oldFiles = vaultFiles(seeded.dataDir)
@@ -289,13 +289,13 @@ describe('rotate-master-key --rekey', () => {
     // No change log keeps the old ciphertexts beside the files.
     expect(readdirSync(join(seeded.dataDir, 'vaults')).filter((name) => name.endsWith('.json.log') && statSync(join(seeded.dataDir, 'vaults', name)).size > 0)).toEqual([])
 
-    await expectAllReadable(seeded, { SVC_MASTER_KEY: '' })
-    const after = await writeAfterRotation(seeded, { SVC_MASTER_KEY: '' })
+    await expectAllReadable(seeded, { SVC_MASTER_KEY: undefined })
+    const after = await writeAfterRotation(seeded, { SVC_MASTER_KEY: undefined })
     const current = vaultFiles(seeded.dataDir)
     // The attack: the old key and the pre-rotation files open nothing of today's files, old or new.
     expect(openedWithOldKeyAndOldFiles(oldKey, oldFiles, current)).toEqual({})
     expect(sealedOf(current[seeded.users[0].client.user.id]).map((f) => f.id)).toContain(after.simple.id)
-    await expectAllReadable({ ...seeded, users: [{ client: seeded.users[0].client, secrets: after }, ...seeded.users] }, { SVC_MASTER_KEY: '' })
+    await expectAllReadable({ ...seeded, users: [{ client: seeded.users[0].client, secrets: after }, ...seeded.users] }, { SVC_MASTER_KEY: undefined })
     expect((await runServerToExit({ SVC_DATA_DIR: seeded.dataDir, SVC_MASTER_KEY: oldKey })).code).toBe(1)
   }, 60_000)
 
@@ -316,7 +316,7 @@ describe('rotate-master-key --rekey', () => {
   }, 60_000)
 
   test('an interrupted --rekey: the server refuses to start, a re-run (even without the flag) finishes the vaults left', async () => {
-    const seeded = await seededFolder({ SVC_MASTER_KEY: '' })
+    const seeded = await seededFolder({ SVC_MASTER_KEY: undefined })
     const keyPath = join(seeded.dataDir, 'master.key')
     const oldKey = readFileSync(keyPath, 'utf8').trim()
     const newKey = Buffer.alloc(32, 6).toString('base64')
@@ -341,7 +341,7 @@ describe('rotate-master-key --rekey', () => {
     writeFileSync(vaultPath, JSON.stringify(vault))
     const halfway = vaultFiles(seeded.dataDir)
 
-    for (const env of [{ SVC_MASTER_KEY: '' }, { SVC_MASTER_KEY: newKey }]) {
+    for (const env of [{}, { SVC_MASTER_KEY: newKey }] as Record<string, string>[]) {
       const refused = await runServerToExit({ SVC_DATA_DIR: seeded.dataDir, ...env })
       expect(refused.code).toBe(1)
       expect(refused.output).not.toContain('listening')
@@ -360,7 +360,7 @@ describe('rotate-master-key --rekey', () => {
     expect(finished[secondUser].dataKey).not.toBe(oldFiles[secondUser].dataKey)
     const before = new Set(sealedOf(oldFiles[secondUser]).map((f) => f.sealed))
     for (const field of sealedOf(finished[secondUser])) expect(before.has(field.sealed)).toBe(false)
-    await expectAllReadable(seeded, { SVC_MASTER_KEY: '' })
+    await expectAllReadable(seeded, { SVC_MASTER_KEY: undefined })
     expect(openedWithOldKeyAndOldFiles(oldKey, oldFiles, vaultFiles(seeded.dataDir))).toEqual({})
   }, 60_000)
 

@@ -58,11 +58,13 @@ describe('config validation', () => {
     expect(loadConfig({}).port).toBe(3000)
   })
 
-  test('HOST=not.a.host and PORT=" " stop the server in one line, before any key or file is made', async () => {
+  test('HOST=not.a.host, PORT=" " and SVC_MASTER_KEY= stop the server in one line, before any key or file is made', async () => {
     for (const [env, name] of [
       [{ HOST: 'not.a.host' }, 'HOST'],
       [{ PORT: ' ' }, 'PORT'],
       [{ HOST: ' ' }, 'HOST'],
+      // As a compose file writes `SVC_MASTER_KEY: ${SVC_MASTER_KEY}` with the variable unset.
+      [{ SVC_MASTER_KEY: '' }, 'SVC_MASTER_KEY'],
     ] as [Record<string, string>, string][]) {
       const dataDir = tempDir()
       try {
@@ -89,7 +91,7 @@ describe('restore without the key', () => {
     const backup = join(work, 'vault.backup')
     try {
       // A vault whose key was generated into the folder, as a first start does.
-      const first = await spawnServer({ dataDir: original, env: { SVC_MASTER_KEY: '' } })
+      const first = await spawnServer({ dataDir: original, env: { SVC_MASTER_KEY: undefined } })
       const alice = await signUp(first.url)
       const category = (await alice.post('/api/categories', { name: 'Stripe', keyType: 'simple', envVarName: 'STRIPE_KEY' })).body
       const entry = (await alice.post('/api/entries', { categoryId: category.id, name: 'shop', value: 'sk_live_restore' })).body
@@ -113,7 +115,7 @@ describe('restore without the key', () => {
       expect(existsSync(join(restored, 'master.key'))).toBe(false)
 
       copyFileSync(join(original, 'master.key'), join(restored, 'master.key'))
-      const second = await spawnServer({ dataDir: restored, env: { SVC_MASTER_KEY: '' } })
+      const second = await spawnServer({ dataDir: restored, env: { SVC_MASTER_KEY: undefined } })
       try {
         const back = new Client(second.url, alice.credentials)
         expect((await back.post(`/api/entries/${entry.id}/reveal`)).body.value).toBe('sk_live_restore')
@@ -132,7 +134,7 @@ describe('restore without the key', () => {
   }, 60_000)
 
   test('an empty folder still gets a generated key on first start', async () => {
-    const first = await spawnServer({ env: { SVC_MASTER_KEY: '' } })
+    const first = await spawnServer({ env: { SVC_MASTER_KEY: undefined } })
     try {
       expect(existsSync(join(first.dataDir, 'master.key'))).toBe(true)
     } finally {

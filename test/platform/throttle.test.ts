@@ -150,7 +150,7 @@ describe('issue 14: brute force and lock-out', () => {
   }, 60_000)
 
   test('registration: at most SVC_REGISTER_LIMIT (default 10) accounts an hour from one address, parallel included', async () => {
-    const limited = await startTestServer({ now, env: { SVC_REGISTER_LIMIT: '', SVC_TRUST_PROXY: 'loopback' } })
+    const limited = await startTestServer({ now, env: { SVC_REGISTER_LIMIT: undefined, SVC_TRUST_PROXY: 'loopback' } })
     try {
       expect(limited.deps.config.registerLimit).toBe(10)
       const register = (client: string) =>

@@ -157,7 +157,7 @@ test('restore refuses a folder that is not empty, and a damaged or foreign file'
 test('--include-master-key carries the generated key file; without it the key must come from elsewhere', async () => {
   const dataDir = dir('svc-vault-keyfile-')
   // No SVC_MASTER_KEY: the server generates <data>/master.key.
-  const server = await spawnServer({ dataDir, env: { SVC_MASTER_KEY: '' } })
+  const server = await spawnServer({ dataDir, env: { SVC_MASTER_KEY: undefined } })
   servers.push(server)
   const alice = await signUp(server.url)
   const made = await alice.post('/api/categories', { name: 'WithKey', keyType: 'group' })
@@ -171,7 +171,7 @@ test('--include-master-key carries the generated key file; without it the key mu
   const restored = dir('svc-vault-restored-')
   expect((await cli('restore', [withKey, '--data-dir', restored])).code).toBe(0)
   expect(existsSync(join(restored, 'master.key'))).toBe(true)
-  const second = await spawnServer({ dataDir: restored, env: { SVC_MASTER_KEY: '' } })
+  const second = await spawnServer({ dataDir: restored, env: { SVC_MASTER_KEY: undefined } })
   servers.push(second)
   ;(alice as { base: string }).base = second.url
   expect((await alice.get(`/api/categories/${made.body.id}`)).body.name).toBe('WithKey')

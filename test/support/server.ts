@@ -29,7 +29,7 @@ export interface TestServer {
 }
 
 /** The real app on a loopback port in this process (`port`: a chosen one, e.g. to match SVC_BASE_URL; default random). */
-export async function startTestServer(options: { env?: Record<string, string>; dataDir?: string; now?: () => number; port?: number } = {}): Promise<TestServer> {
+export async function startTestServer(options: { env?: Record<string, string | undefined>; dataDir?: string; now?: () => number; port?: number } = {}): Promise<TestServer> {
   const dataDir = options.dataDir ?? tempDir()
   const logs: string[] = []
   const config = loadConfig({ SVC_MASTER_KEY: TEST_MASTER_KEY, NODE_ENV: 'test', ...TEST_SIGNUP_ENV, ...options.env, SVC_DATA_DIR: dataDir, PORT: '0' })
