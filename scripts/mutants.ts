@@ -142,8 +142,8 @@ export const MUTANTS: Mutant[] = [
     name: 'failed-write-kept-in-memory',
     guarantee: 'failing disk: after a failed write the server shows only what is on disk',
     file: 'src/store/document.ts',
-    search: 'const onDisk = this.adapter.readSync()',
-    replace: 'const onDisk = null as T | null',
+    search: 'const file = readDocumentSync<T>(this.path)',
+    replace: 'const file = null as { data: T; length: number } | null',
     test: 'test/robustness/failing-disk.test.ts',
   },
   {

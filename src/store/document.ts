@@ -286,10 +286,9 @@ export class Document<T> implements StoredDocument<T> {
     this.next = null
     try {
       const file = readDocumentSync<T>(this.path)
-      const onDisk = file && file.data
-      if (file) this.fileLength = file.length
-      if (onDisk !== null && onDisk !== undefined) {
-        let current = this.log && this.options.beforeLog ? this.options.beforeLog(onDisk) : onDisk
+      if (file !== null && file.data !== null && file.data !== undefined) {
+        this.fileLength = file.length
+        let current = this.log && this.options.beforeLog ? this.options.beforeLog(file.data) : file.data
         if (this.log) applyLog(this.path, current, this.options.loggedLists!, readLogSync(this.log.path, this.log.bytes).batches)
         if (this.options.migrate) current = this.options.migrate(current)
         this.current = current
