@@ -115,6 +115,22 @@ export const MUTANTS: Mutant[] = [
     test: 'test/robustness/backup.test.ts',
   },
   {
+    name: 'open-skips-tag-check',
+    guarantee: 'integrity: a sealed value opens only when its GCM tag matches the key, IV, ciphertext and AAD (the one open())',
+    file: 'src/crypto/aead.ts',
+    search: '    decipher.final() // throws when the tag does not match; GCM returns no further bytes',
+    replace: '',
+    test: 'test/platform/aead.test.ts',
+  },
+  {
+    name: 'compare-length-only',
+    guarantee: 'secrets and their hashes are compared in full, in constant time (the one constantTimeEqual)',
+    file: 'src/crypto/tokens.ts',
+    search: 'return left.length === right.length && timingSafeEqual(left, right)',
+    replace: 'return left.length === right.length',
+    test: 'test/platform/operations.test.ts',
+  },
+  {
     name: 'aad-without-record-id',
     guarantee: 'tampering: a ciphertext is bound to its user, kind and record id',
     file: 'src/crypto/keyring.ts',
@@ -134,8 +150,8 @@ export const MUTANTS: Mutant[] = [
     name: 'failed-write-kept-in-memory',
     guarantee: 'failing disk: after a failed write the server shows only what is on disk',
     file: 'src/store/document.ts',
-    search: 'const onDisk = this.adapter.readSync()',
-    replace: 'const onDisk = null as T | null',
+    search: 'const file = readDocumentSync<T>(this.path)',
+    replace: 'const file = null as { data: T; length: number } | null',
     test: 'test/robustness/failing-disk.test.ts',
   },
   {

@@ -11,7 +11,7 @@ const loadOpenIdClient = () => (openIdClient ??= import('openid-client'))
 import type { Config, OidcConfig } from '../config'
 import { isLoopbackHost } from '../config'
 import type { Keyring } from '../crypto/keyring'
-import { randomToken } from '../crypto/tokens'
+import { constantTimeEqual, randomToken } from '../crypto/tokens'
 import { AppError } from '../http/errors'
 import type { Logger } from '../http/error-handler'
 import type { UserRecord } from '../store/records'
@@ -251,7 +251,7 @@ export class OidcSignIn {
   ): Promise<UserRecord> {
     const user = this.deps.accounts.userById(link.userId)
     // The browser finishing the round trip must still hold the session that started it.
-    if (!user || context.sessionHash !== link.sessionHash) {
+    if (!user || context.sessionHash === null || !constantTimeEqual(context.sessionHash, link.sessionHash)) {
       throw oidcFailed('The session that started linking has ended; sign in and link the provider again')
     }
     await this.deps.accounts.linkIdentity(user, identity, link.sessionHash)

@@ -1,7 +1,8 @@
 // Envelope encryption. The master key wraps one random data key per user vault; the data key
 // seals that vault's secret fields, each bound (AAD) to its user, record kind and record id, so a
 // ciphertext copied to another record, or a data key swapped between users, does not open.
-import { open, openAll, openAsync, seal } from './aead'
+import { hkdfSync } from 'node:crypto'
+import { open, openAll, seal } from './aead'
 import { auditKeyId, auditKeysOf, deriveAuditKey, type AuditKeys } from './audit-mac'
 import { constantTimeEqual, randomBytes } from './tokens'
 
@@ -13,7 +14,7 @@ const KEY_CHECK_AAD = 'svc-vault:key-check'
 /**
  * The key check is HMAC-SHA-256(master key, label): checking it needs no cipher at start-up.
  * Data folders made before it hold an AES-GCM sealed check instead (no prefix); that one still
- * passes, through Web Crypto, and the server then replaces it (keyCheckIsCurrent).
+ * passes, and the server then replaces it (keyCheckIsCurrent).
  */
 const KEY_CHECK_PREFIX = 'hmac-sha256.'
 const dataKeyAad = (userId: string) => `svc-vault:data-key:${userId}`
@@ -46,7 +47,7 @@ export interface VaultRekey {
 
 /**
  * Seals and opens the secret fields of one user's vault. The data key is unwrapped on the first
- * seal or open: listing a vault needs no key (and so no node:crypto, see aead.ts).
+ * seal or open: listing a vault needs no key.
  */
 export class VaultCipher {
   private key: Uint8Array | null | undefined
@@ -88,7 +89,7 @@ export class VaultCipher {
     return open(dataKey, sealed, versionAad(this.userId, kind, recordId, version))?.toString('utf8') ?? null
   }
 
-  /** open() of many records of one kind (`sealed[i]` belongs to `recordIds[i]`), decoded in one pass. */
+  /** open() of many records of one kind (`sealed[i]` belongs to `recordIds[i]`). */
   openAll(kind: SecretKind, recordIds: readonly string[], sealed: readonly string[]): (string | null)[] {
     const dataKey = this.dataKey
     if (!dataKey) return sealed.map(() => null)
@@ -147,7 +148,7 @@ export class Keyring {
     }
     const passes = keyCheckIsCurrent(check)
       ? constantTimeEqual(check, this.createKeyCheck())
-      : (await openAsync(this.masterKey, check, KEY_CHECK_AAD))?.toString() === KEY_CHECK_PLAINTEXT
+      : open(this.masterKey, check, KEY_CHECK_AAD)?.toString() === KEY_CHECK_PLAINTEXT
     if (!passes) throw new MasterKeyMismatchError('the master key does not match the data in the data folder')
   }
 
@@ -217,7 +218,6 @@ export class Keyring {
   private stateKey(purpose: string): Uint8Array {
     let key = this.stateKeys.get(purpose)
     if (!key) {
-      const { hkdfSync } = process.getBuiltinModule('node:crypto')
       key = new Uint8Array(hkdfSync('sha256', this.masterKey, new Uint8Array(0), stateAad(purpose), 32))
       this.stateKeys.set(purpose, key)
     }

@@ -1,13 +1,8 @@
 // Random tokens and their hashes. Tokens are stored only as SHA-256; a lookup is by hash
 // (a Map), then a constant-time compare guards against any timing signal from the Map.
+import { randomBytes, timingSafeEqual } from 'node:crypto'
 
-/**
- * `count` random bytes from Web Crypto's generator, not node:crypto's randomBytes: node:crypto
- * loads only when a secret is sealed or opened (aead.ts).
- */
-export function randomBytes(count: number): Buffer {
-  return Buffer.from(crypto.getRandomValues(new Uint8Array(count)))
-}
+export { randomBytes }
 
 export function randomToken(bytes = 32): string {
   return randomBytes(bytes).toString('base64url')
@@ -18,10 +13,12 @@ export function sha256Hex(text: string): string {
   return Bun.SHA256.hash(text, 'hex')
 }
 
-/** Equal strings, in time that depends only on their length (hex digests here: no allocation). */
+/**
+ * Whether two secrets (or their hashes) are equal, in time that depends only on their length: the
+ * one compare of secrets in src/. Strings compare by their UTF-8 bytes.
+ */
 export function constantTimeEqual(a: string, b: string): boolean {
-  if (a.length !== b.length) return false
-  let difference = 0
-  for (let i = 0; i < a.length; i++) difference |= a.charCodeAt(i) ^ b.charCodeAt(i)
-  return difference === 0
+  const left = Buffer.from(a)
+  const right = Buffer.from(b)
+  return left.length === right.length && timingSafeEqual(left, right)
 }

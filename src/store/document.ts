@@ -1,4 +1,4 @@
-// One JSON document on disk, held in memory by one lowdb `Low`. Mutations are synchronous on
+// One JSON document on disk, held in memory as plain data. Mutations are synchronous on
 // the in-memory data, then committed: concurrent commits share one write and one fsync (group
 // commit). When a write fails, the in-memory data goes back to what is on disk and every commit
 // waiting on it fails, so no answer claims a write that is not durable.
@@ -8,7 +8,6 @@
 // log has grown as long as the file. Replaying at start then reads at most about twice the
 // document, and a write costs what changed, not the size of the document.
 import { readFileSync, statSync } from 'node:fs'
-import { Low, type Adapter } from 'lowdb'
 import { writeFileAtomic } from './atomic-file'
 import { ChangeLog, readLogSync } from './change-log'
 import type { StoredDocument } from './data-store'
@@ -20,31 +19,16 @@ const MIN_LOG_BYTES_TO_FOLD = 64 * 1024
 
 export { CorruptDocumentError }
 
-class DurableJsonAdapter<T> implements Adapter<T> {
-  /** Length of the file's text when last read; 0 when there is no file. */
-  fileLength = 0
-
-  constructor(readonly path: string) {}
-
+/** The document's file, parsed; null when there is none. */
+function readDocumentSync<T>(path: string): { data: T; length: number } | null {
   // Read synchronously, as JSON.parse (the larger cost) runs after it anyway, and only once per
   // document and process: the asynchronous read's thread-pool path cost 0.4 MB of idle memory.
-  async read(): Promise<T | null> {
-    return this.readSync()
-  }
-
-  readSync(): T | null {
-    try {
-      const text = readFileSync(this.path, 'utf8')
-      this.fileLength = text.length
-      return parseDocument<T>(this.path, text)
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null
-      throw error
-    }
-  }
-
-  async write(data: T): Promise<void> {
-    await writeFileAtomic(this.path, JSON.stringify(data))
+  try {
+    const text = readFileSync(path, 'utf8')
+    return { data: parseDocument<T>(path, text), length: text.length }
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null
+    throw error
   }
 }
 
@@ -134,8 +118,9 @@ export interface DocumentOptions<T> {
 }
 
 export class Document<T> implements StoredDocument<T> {
-  private readonly low: Low<T>
-  private readonly adapter: DurableJsonAdapter<T>
+  private current: T = null as T
+  /** Length of the file's text when last read or written; 0 when there is no file. */
+  private fileLength = 0
   private flushing: Promise<void> | null = null
   private next: Waiter | null = null
   private lazyTimer: ReturnType<typeof setTimeout> | null = null
@@ -151,15 +136,16 @@ export class Document<T> implements StoredDocument<T> {
   private constructor(
     readonly path: string,
     private readonly options: DocumentOptions<T>,
-  ) {
-    this.adapter = new DurableJsonAdapter<T>(path)
-    this.low = new Low<T>(this.adapter, null as T)
-  }
+  ) {}
 
   static async open<T>(path: string, options: DocumentOptions<T>): Promise<Document<T>> {
     const document = new Document<T>(path, options)
-    await document.low.read()
-    document.fileExists = document.low.data !== null && document.low.data !== undefined
+    const file = readDocumentSync<T>(path)
+    if (file) {
+      document.current = file.data
+      document.fileLength = file.length
+    }
+    document.fileExists = file !== null && file.data !== null && file.data !== undefined
     const lists = options.loggedLists
     // Whether opening upgraded the stored format (the upgraded document is then written back).
     let migrated = false
@@ -177,11 +163,11 @@ export class Document<T> implements StoredDocument<T> {
       document.log = log
       // The log was written beside the file in the file's format: applied first, then both are
       // brought up to the current format together.
-      if (document.fileExists && options.beforeLog) document.low.data = options.beforeLog(document.low.data)
-      if (document.fileExists) applyLog(path, document.low.data, lists, batches)
+      if (document.fileExists && options.beforeLog) document.current = options.beforeLog(document.current)
+      if (document.fileExists) applyLog(path, document.current, lists, batches)
     }
-    if (!document.fileExists) document.low.data = options.create()
-    else if (options.migrate) document.low.data = migrate(document.low.data)
+    if (!document.fileExists) document.current = options.create()
+    else if (options.migrate) document.current = migrate(document.current)
     if (lists) document.committed = commitState(document.untyped(), lists)
     if (!document.fileExists) await document.commit()
     else if (migrated && options.persistMigration) {
@@ -193,16 +179,16 @@ export class Document<T> implements StoredDocument<T> {
   }
 
   private untyped(): Record<string, unknown> {
-    return this.low.data as Record<string, unknown>
+    return this.current as Record<string, unknown>
   }
 
   get data(): T {
-    return this.low.data
+    return this.current
   }
 
   /** Applies a synchronous mutation and resolves once it is on disk. */
   async update<R>(mutate: (data: T) => R): Promise<R> {
-    const result = mutate(this.low.data)
+    const result = mutate(this.current)
     await this.commit()
     return result
   }
@@ -273,14 +259,14 @@ export class Document<T> implements StoredDocument<T> {
 
   /** Starts the write of everything committed so far (synchronously: it sees one instant). */
   private write(): Promise<void> {
-    for (const apply of this.beforeWriteHooks) apply(this.low.data)
+    for (const apply of this.beforeWriteHooks) apply(this.current)
     const log = this.log
-    if (!log) return writeFileAtomic(this.path, JSON.stringify(this.low.data))
+    if (!log) return writeFileAtomic(this.path, JSON.stringify(this.current))
     const { changes, next } = changesSince(this.committed!, this.untyped(), this.options.loggedLists!)
-    const fold = !this.fileExists || this.foldWanted || log.bytes >= Math.max(this.adapter.fileLength, MIN_LOG_BYTES_TO_FOLD)
+    const fold = !this.fileExists || this.foldWanted || log.bytes >= Math.max(this.fileLength, MIN_LOG_BYTES_TO_FOLD)
     this.foldWanted = false
     // Taken with the changes: the file must hold exactly the state the log ends at.
-    const text = fold ? JSON.stringify(this.low.data) : null
+    const text = fold ? JSON.stringify(this.current) : null
     return this.persist(log, changes, next, text)
   }
 
@@ -295,7 +281,7 @@ export class Document<T> implements StoredDocument<T> {
     try {
       await writeFileAtomic(this.path, text)
       this.fileExists = true
-      this.adapter.fileLength = text.length
+      this.fileLength = text.length
       await log.clear()
     } catch (error) {
       // The commit is durable in the log already; the fold is tried again on the next commit.
@@ -309,14 +295,15 @@ export class Document<T> implements StoredDocument<T> {
     const queued = this.next
     this.next = null
     try {
-      const onDisk = this.adapter.readSync()
-      if (onDisk !== null) {
-        let current = this.log && this.options.beforeLog ? this.options.beforeLog(onDisk) : onDisk
+      const file = readDocumentSync<T>(this.path)
+      if (file !== null && file.data !== null && file.data !== undefined) {
+        this.fileLength = file.length
+        let current = this.log && this.options.beforeLog ? this.options.beforeLog(file.data) : file.data
         if (this.log) applyLog(this.path, current, this.options.loggedLists!, readLogSync(this.log.path, this.log.bytes).batches)
         if (this.options.migrate) current = this.options.migrate(current)
-        this.low.data = current
+        this.current = current
         if (this.log) this.committed = commitState(this.untyped(), this.options.loggedLists!)
-        this.options.onReload?.(this.low.data)
+        this.options.onReload?.(this.current)
       }
     } catch {
       // The file cannot be read either; keep serving what we have and let the next write retry.

@@ -5,7 +5,7 @@
 // imported back the same way. Damaged files are 400 with the reason and write nothing.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
-import { decodeBase32IgnorePadding } from '@oslojs/encoding'
+import { Secret } from 'otpauth'
 import { auditFileLines } from '../support/audit-file'
 import { PASSWORD, signUp, type Client } from '../support/client'
 import { removeDir, startTestServer, type TestServer } from '../support/server'

@@ -1,6 +1,5 @@
-// open() decodes into shared scratch space up to a size and allocates past it, and openAll()
-// decodes many values in one pass: every path must give the same answers, and nothing of one
-// value may show in the next.
+// open() at every size, malformed and tampered input, and openAll() giving what open() gives for
+// each value: nothing of one value may show in the next.
 import { describe, expect, test } from 'bun:test'
 import { open, openAll, seal } from '../../src/crypto/aead'
 
@@ -18,7 +17,6 @@ function tamper(sealed: string, index: number, at: number): string {
 }
 
 describe('aead', () => {
-  // 4,000 and more bytes go past the scratch space.
   const sizes = [0, 1, 2, 3, 15, 16, 17, 100, 3000, 4000, 4100, 70_000]
 
   test('seal and open agree for small and large values, in any order', () => {
@@ -58,7 +56,7 @@ describe('aead', () => {
       `v1.${iv}.${body.slice(0, 20)}`, // shorter than a tag
       `v1.${iv}.${body.slice(0, -1)}!`,
       `v1.${iv.slice(0, -1)}*.${body}`,
-      `v1.${iv}.${'A'.repeat(8000)}`, // past the scratch space, wrong tag
+      `v1.${iv}.${'A'.repeat(8000)}`, // long, wrong tag
     ]
     for (const text of malformed) expect(open(key, text, AAD)).toBeNull()
     expect(open(key, 42 as never, AAD)).toBeNull()

@@ -2,7 +2,7 @@
 // written from each format's own documentation (independent of the server's readers and writers),
 // and oathtool's codes for them.
 import { createCipheriv, randomBytes, scryptSync } from 'node:crypto'
-import { decodeBase32IgnorePadding } from '@oslojs/encoding'
+import { Secret } from 'otpauth'
 
 export type Kind = 'totp' | 'hotp' | 'steam'
 export interface Known {
@@ -63,7 +63,7 @@ export function googleLink(tokens: Known[], batchIndex: number, batchSize: numbe
   const payload: number[] = []
   for (const token of tokens) {
     const otp = [
-      ...pbBytes(1, decodeBase32IgnorePadding(token.secret)),
+      ...pbBytes(1, Secret.fromBase32(token.secret).bytes),
       ...pbBytes(2, utf8(`${token.issuer}:${token.account}`)),
       ...pbBytes(3, utf8(token.issuer)),
       ...pbVarint(4, { SHA1: 1, SHA256: 2, SHA512: 3 }[token.algorithm]),

@@ -1,7 +1,7 @@
 // /healthz (alive), /readyz (ready to serve), /metrics (Prometheus, behind SVC_METRICS_TOKEN).
 // None of them needs an account, and none answers anything about a user.
-import { timingSafeEqual } from 'node:crypto'
 import { Elysia, NotFoundError } from 'elysia'
+import { constantTimeEqual, sha256Hex } from '../../crypto/tokens'
 import type { AppDeps } from '../../deps'
 import { errorResponses, publicErrorResponses } from '../../http/schemas'
 import { VERSION } from '../../version'
@@ -9,12 +9,11 @@ import { HealthSchema, MetricsText, NotReadySchema, ReadySchema } from './model'
 import { HealthService } from './service'
 
 const NO_STORE = 'no-store'
-const sha256 = (text: string) => new Bun.CryptoHasher('sha256').update(text).digest()
 
 export function healthRoutes(deps: AppDeps) {
   const health = new HealthService(deps)
   const token = deps.config.metricsToken
-  const tokenHash = token === undefined ? undefined : sha256(token)
+  const tokenHash = token === undefined ? undefined : sha256Hex(token)
   const errors = errorResponses(401, 404)
   return new Elysia({ name: 'healthRoutes', tags: ['Operations'] })
     .get(
@@ -52,7 +51,7 @@ export function healthRoutes(deps: AppDeps) {
       ({ headers, set }) => {
         if (!tokenHash) throw new NotFoundError()
         const match = /^Bearer (\S+)$/.exec(headers.authorization ?? '')
-        if (!match || !timingSafeEqual(sha256(match[1]), tokenHash)) {
+        if (!match || !constantTimeEqual(sha256Hex(match[1]), tokenHash)) {
           set.status = 401
           set.headers['www-authenticate'] = 'Bearer'
           return { error: 'A valid metrics token is required (Authorization: Bearer <SVC_METRICS_TOKEN>)', code: 'AUTH_REQUIRED' }

@@ -2,7 +2,7 @@
 // export into candidate tokens (or a 400 naming why the whole file is unreadable); writing turns
 // stored tokens into the formats those apps import. Loaded with the first import or export.
 import { createDecipheriv, scrypt } from 'node:crypto'
-import { decodeBase32IgnorePadding, encodeBase32UpperCaseNoPadding } from '@oslojs/encoding'
+import { Secret } from 'otpauth'
 import { badRequest } from '../../http/errors'
 import { decodeMigrationPayload, MIGRATION_PREFIX, migrationLink, migrationLinkData, type MigrationOtp } from './migration'
 import { parseOtpSecret } from './totp'
@@ -144,7 +144,7 @@ function fromMigration(otp: MigrationOtp): RawToken {
     issuer: otp.issuer,
     name: otp.name,
     // Short secrets are left for the check to refuse, not thrown here.
-    secret: otp.secret.length > 0 ? encodeBase32UpperCaseNoPadding(otp.secret) : '',
+    secret: otp.secret.length > 0 ? new Secret({ buffer: Uint8Array.from(otp.secret).buffer }).base32 : '',
     type,
     algorithm: MIGRATION_ALGORITHMS[otp.algorithm] ?? `algorithm ${otp.algorithm}`,
     digits: otp.digits === 2 ? 8 : otp.digits === 0 || otp.digits === 1 ? 6 : -1,
@@ -411,7 +411,7 @@ export function migrationLinks(tokens: ExportToken[]): ExportResult {
     else if (token.type === 'totp' && token.period !== 30) refuse('Google Authenticator changes codes every 30 seconds only')
     else {
       otps.push({
-        secret: decodeBase32IgnorePadding(token.secret),
+        secret: Secret.fromBase32(token.secret).bytes,
         name: token.accountName,
         issuer: token.service,
         algorithm: { SHA1: 1, SHA256: 2, SHA512: 3 }[token.algorithm],
