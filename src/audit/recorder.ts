@@ -289,7 +289,8 @@ export class AuditService {
   recordFor(auth: AuditCaller & { userId: string }, source: AuditSource, action: AuditAction, records: AuditRecordRef[] = [], details: Record<string, unknown> = {}, outcome: AuditOutcome = 'ok') {
     const event = { action, outcome, ...this.origin(source, auth), records, details }
     // The 2FA page reads each token's code as it changes: a session's repeated reads are counted.
-    if (action === 'twofa.reveal' && event.actor.type === 'session' && records.length === 1) return this.recordRepeatable(auth.userId, event)
+    // An HOTP reveal (its `counter` in details) uses up a new code each time: recorded one by one.
+    if (action === 'twofa.reveal' && event.actor.type === 'session' && records.length === 1 && details.counter === undefined) return this.recordRepeatable(auth.userId, event)
     return this.record(auth.userId, event)
   }
 
