@@ -147,10 +147,10 @@ describe('terminal escapes in names are shown escaped', () => {
     const valueKey = await user.keyClient(['export:read'])
     const getEnv = { ...env, SVC_TOKEN: valueKey.credentials.key! }
     const piped = await svc(['get', 'STRIPE_SECRET_KEY'], { env: { ...getEnv } })
-    expect(piped.stdout).toBe('v\n')
+    expect(piped.stdout).toBe('v')
     const entryId = ((await user.get('/api/entries')).body as { id: string }[])[0].id
     expect((await user.put(`/api/entries/${entryId}`, { value: `v${OSC52}` })).status).toBe(200)
-    expect(await svc(['get', 'STRIPE_SECRET_KEY'], { env: getEnv })).toMatchObject({ stdout: `v${OSC52}\n`, stderr: '' })
+    expect(await svc(['get', 'STRIPE_SECRET_KEY'], { env: getEnv })).toMatchObject({ stdout: `v${OSC52}`, stderr: '' })
     if (Bun.spawnSync(['which', 'script']).exitCode === 0) {
       // Asynchronous: the vault answers from this process.
       const tty = Bun.spawn(['script', '-qefc', `${SVC} get STRIPE_SECRET_KEY`, '/dev/null'], { env: getEnv, stdin: 'pipe', stdout: 'pipe' })
