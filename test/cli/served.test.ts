@@ -130,9 +130,10 @@ describe.skipIf(!NODE)('the served CLI on Node', () => {
       try {
         await browser.context.addCookies([{ name: 'svc_session', value: owner.credentials.cookie!, url: server.url }])
         await browser.page.goto(link)
-        // The code is typed as the terminal shows it, where the page asks for it.
-        const codeInput = browser.page.getByLabel(/code/i)
-        if (await codeInput.count()) await codeInput.first().fill(userCode)
+        // The code is typed as the terminal shows it (the link never fills it in).
+        await browser.page.getByLabel('Code').fill(userCode)
+        await browser.page.getByRole('button', { name: 'Continue' }).click()
+        await browser.page.locator('.cli-code').waitFor()
         await browser.page.getByRole('button', { name: 'Approve' }).click()
         await browser.page.getByText('Approved.').waitFor()
       } finally {
