@@ -12,7 +12,6 @@ import { DEFAULT_POLICY, type LifecyclePolicy } from '../lifecycle/trash'
 import { prepareVersion } from '../lifecycle/versions'
 import { MAX_VALUE_BYTES, openEntryValue, sealEntryValue } from '../entries/values'
 import { exportRows, renderDotenv } from '../export/render'
-import { webBundle } from '../../web/bundle'
 import type { Vaults } from '../vault-access'
 import { classifyKeys, pickEntries, type EntryMetadata, type ImportKey } from './classifier'
 import type { ImportInput } from './model'
@@ -250,6 +249,8 @@ export class AiService {
   constructor(
     private readonly vaults: Vaults,
     private readonly model: ExtractionModel,
+    /** The slugs the vault has icons for: a model's icon outside them is dropped. */
+    private readonly knownIcons: () => Promise<ReadonlySet<string>>,
     private readonly now: () => number = Date.now,
     private readonly policy: LifecyclePolicy = DEFAULT_POLICY,
   ) {}
@@ -291,7 +292,7 @@ export class AiService {
     let source: ExtractionSource = 'builtin'
     let keys: ImportKey[] | null = null
     if (this.model.available) {
-      const knownIcons = await (await webBundle()).icons.slugs()
+      const knownIcons = await this.knownIcons()
       keys = validKeyFiling(await this.model.fileKeys(parsed.map((k) => k.name)), named, (slug) => knownIcons.has(slug))
       if (keys) source = 'ai'
     }
