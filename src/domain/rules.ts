@@ -19,6 +19,19 @@ export const VARIABLE_NAME_PATTERN = '^[A-Za-z_][A-Za-z0-9_]*$'
 const VARIABLE_NAME = new RegExp(VARIABLE_NAME_PATTERN)
 export const isVariableName = (name: string) => VARIABLE_NAME.test(name)
 
+/**
+ * A pasted key's name made a variable name: invalid characters become `_`, a leading digit gets
+ * `_`; null when nothing (or only `_`) is left or it is longer than MAX_NAME_LENGTH.
+ */
+export function toVariableName(raw: string): string | null {
+  const trimmed = raw.trim()
+  if (!trimmed || trimmed.length > MAX_NAME_LENGTH) return null
+  let name = trimmed.replace(/[^A-Za-z0-9_]/g, '_')
+  if (/^[0-9]/.test(name)) name = `_${name}`
+  if (/^_+$/.test(name) || name.length > MAX_NAME_LENGTH) return null
+  return name
+}
+
 /** A Simple Icons slug, as a category's icon holds it and /icons/<slug>.svg serves it. */
 export const ICON_SLUG_PATTERN = '^[a-z0-9-]{1,64}$'
 const ICON_SLUG = new RegExp(ICON_SLUG_PATTERN)
