@@ -27,10 +27,10 @@ import {
   useSubmission,
 } from '../ui'
 import { DueBadge, HistoryPanel } from '../components/history'
+import { isIconSlug, isVariableName } from '../../src/domain/rules'
 
 const ENV_ORDER: Record<string, number> = { development: 0, staging: 1, production: 2 }
 const byNameThenEnv = (a: Entry, b: Entry) => a.name.localeCompare(b.name) || (ENV_ORDER[a.environment ?? ''] ?? -1) - (ENV_ORDER[b.environment ?? ''] ?? -1)
-const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
 /** Rows (category heads and entries) shown at first and added each time the end comes into view. */
 const ROWS_PER_PAGE = 200
 
@@ -434,10 +434,10 @@ function CategoryForm(props: { category: Category | null; hasEntries: boolean; o
       ['The description', description, 2000],
     ])
     if (tooLong) return setError(tooLong)
-    if (keyType === 'simple' && !NAME.test(envVarName.trim())) return setError('The variable name must be letters, digits and _, not starting with a digit.')
-    const badField = fieldList.find((field) => !NAME.test(field))
+    if (keyType === 'simple' && !isVariableName(envVarName.trim())) return setError('The variable name must be letters, digits and _, not starting with a digit.')
+    const badField = fieldList.find((field) => !isVariableName(field))
     if (keyType === 'group' && badField) return setError(`“${badField}” is not a valid field name.`)
-    if (slug && !/^[a-z0-9-]{1,64}$/.test(slug)) return setError('The icon is a slug such as “anthropic” or “github”.')
+    if (slug && !isIconSlug(slug)) return setError('The icon is a slug such as “anthropic” or “github”.')
     const body: Record<string, unknown> = {
       name: name.trim(),
       icon: slug || null,
@@ -598,7 +598,7 @@ export function EntryForm(props: {
     if (isGroup) {
       const filled = rows.filter((row) => row.value !== '' && !removed.has(row.name))
       if (filled.length > 0 || removed.size > 0 || !entry) {
-        const bad = filled.find((row) => !NAME.test(row.name.trim()))
+        const bad = filled.find((row) => !isVariableName(row.name.trim()))
         if (bad) return setError(`“${bad.name}” is not a valid field name.`)
         if (entry && current === null) return setError(`The current fields could not be read${currentError ? ` (${currentError})` : ''}, so they cannot be kept. Try again.`)
         const merged: Record<string, string> = {}
