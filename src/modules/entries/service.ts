@@ -106,7 +106,10 @@ const twinKey = (e: EntryName) => `${e.categoryId}\u0000${e.name}\u0000${e.envir
  * so a write does not scan every entry.
  */
 export function findEntryTwin(entries: readonly EntryRecord[], entry: EntryName): EntryRecord | undefined {
-  return recordsWithKey(entries, 'twin', twinKey, twinKey(entry)).find((e) => e.id !== entry.id)
+  const twins = recordsWithKey(entries, 'twin', twinKey, twinKey(entry))
+  // Data stored before the rule may hold several: the first in the list, as a scan finds it.
+  if (twins.length > 1) return entries.find((e) => e.id !== entry.id && twins.includes(e))
+  return twins.length === 1 && twins[0].id !== entry.id ? twins[0] : undefined
 }
 
 /** 409 ENTRY_EXISTS; `advice` ends the message ("in this category; update it instead"). */
