@@ -18,6 +18,8 @@ export interface WebBundle {
   icons: IconPack
 }
 
+const prebuiltIcons = (file: string) => new IconPack((start, end) => Bun.file(file).slice(start, end).bytes())
+
 function fromPrebuilt(prebuilt: NonNullable<typeof prebuiltWeb>): WebBundle {
   const files = new Map(prebuilt.files.map((file) => [file.path, file]))
   const read = new Map<string, Promise<Asset>>()
@@ -37,7 +39,7 @@ function fromPrebuilt(prebuilt: NonNullable<typeof prebuiltWeb>): WebBundle {
       }
       return asset
     },
-    icons: new IconPack((start, end) => Bun.file(prebuilt.icons).slice(start, end).bytes()),
+    icons: prebuiltIcons(prebuilt.icons),
   }
 }
 
@@ -68,4 +70,20 @@ export function webBundle(): Promise<WebBundle> {
     })
   }
   return pending
+}
+
+let slugs: Promise<ReadonlySet<string>> | undefined
+
+/**
+ * The slugs the vault has icons for, without building the page: the header of the prebuilt pack,
+ * or, run from the sources, the simple-icons list the pack is made from.
+ */
+export function iconSlugs(): Promise<ReadonlySet<string>> {
+  if (!slugs) {
+    slugs = prebuiltWeb ? prebuiltIcons(prebuiltWeb.icons).slugs() : import('./build').then((build) => new Set(build.iconSlugs()))
+    slugs.catch(() => {
+      slugs = undefined
+    })
+  }
+  return slugs
 }

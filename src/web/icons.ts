@@ -3,7 +3,7 @@
 // sorted slugs, then the SVGs (already filled with their brand colour) gzipped in small chunks,
 // so answering an icon reads and inflates one chunk, not the 5 MB of all of them. A slug is
 // looked up in the pack's list, never joined into a path.
-export const ICON_SLUG = /^[a-z0-9-]{1,64}$/
+import { isIconSlug } from '../domain/rules'
 
 /** Icons per chunk: about 80 KB of SVG each, inflated in well under a millisecond. */
 const CHUNK_ICONS = 64
@@ -70,7 +70,7 @@ export class IconPack {
 
   /** The icon's SVG, or undefined for an unknown slug. */
   async svg(slug: string): Promise<string | undefined> {
-    if (!ICON_SLUG.test(slug)) return undefined
+    if (!isIconSlug(slug)) return undefined
     const known = this.svgs.get(slug)
     if (known) return known
     const { data, index, base } = await this.open()

@@ -97,8 +97,8 @@ export function webRoutes(deps: AppDeps) {
         if (params.file === 'slugs.json') {
           return new Response(await icons.slugsJson(), { headers: { 'content-type': 'application/json', 'cache-control': 'public, max-age=86400' } })
         }
-        const match = /^([a-z0-9-]{1,64})\.svg$/.exec(params.file)
-        const svg = match ? await icons.svg(match[1]) : undefined
+        // svg() answers only a known slug (isIconSlug, then the pack's list).
+        const svg = params.file.endsWith('.svg') ? await icons.svg(params.file.slice(0, -'.svg'.length)) : undefined
         if (!svg) throw new NotFoundError()
         return new Response(svg, {
           headers: { 'content-type': 'image/svg+xml', 'cache-control': 'public, max-age=86400', 'content-security-policy': STRICT_CSP },

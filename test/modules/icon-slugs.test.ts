@@ -6,6 +6,9 @@ import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { classifyKeys, SERVICES } from '../../src/modules/ai/classifier'
 import { validKeyFiling } from '../../src/modules/ai/service'
+import { buildIconPack } from '../../src/web/build'
+import { iconSlugs } from '../../src/web/bundle'
+import { IconPack } from '../../src/web/icons'
 
 const packageDir = dirname(createRequire(import.meta.url).resolve('simple-icons/package.json'))
 const known = new Set((JSON.parse(readFileSync(join(packageDir, 'data', 'simple-icons.json'), 'utf8')) as { slug: string }[]).map((icon) => icon.slug))
@@ -57,5 +60,16 @@ describe('icon slugs the page suggests', () => {
     }
     expect(named.length).toBeGreaterThan(0)
     expect(named.filter((slug) => !exists(slug))).toEqual([])
+  })
+})
+
+describe('icon slugs the import keeps', () => {
+  test("are the slugs the vault serves icons for (the import reads them without building the page)", async () => {
+    const pack = buildIconPack()
+    const served = await new IconPack(async (start, end) => pack.subarray(start, end)).slugs()
+    const kept = await iconSlugs()
+    expect(kept.size).toBe(served.size)
+    expect([...kept].filter((slug) => !served.has(slug))).toEqual([])
+    expect(kept.has('github') && !kept.has('openai')).toBe(true)
   })
 })

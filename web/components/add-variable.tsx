@@ -6,8 +6,8 @@ import { useState } from 'preact/hooks'
 import { api, type Environment, type ImportAnswer } from '../api'
 import { DialogActions, EnvironmentSelect, Field, inputValue, LengthNote, Modal, overLimit, SecretInput, toast, useSubmission, verbatim } from '../ui'
 import { keyLabel } from './key-names'
+import { isVariableName } from '../../src/domain/rules'
 
-const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
 
 /** `project` given: adds to that project; else the form asks for the new project's name too. */
 export function AddVariableForm(props: { project?: string; environment?: Environment | ''; onClose(): void; onSaved(project: string): void }) {
@@ -25,7 +25,7 @@ export function AddVariableForm(props: { project?: string; environment?: Environ
     if (!name) return setError('Give the project a name, such as my-blog.')
     const tooLong = overLimit([['The project name', name, 200]])
     if (tooLong) return setError(tooLong)
-    if (!NAME.test(variable.trim())) return setError('The variable name must be letters, digits and _, not starting with a digit (PORT, DATABASE_URL).')
+    if (!isVariableName(variable.trim())) return setError('The variable name must be letters, digits and _, not starting with a digit (PORT, DATABASE_URL).')
     if (value === '') return setError('Enter the value.')
     await run(async () => {
       const body = { text: JSON.stringify({ [variable.trim()]: value }), apply: true, name, ...(environment ? { environment } : {}) }

@@ -2,8 +2,8 @@
 import { useState } from 'preact/hooks'
 import { api, type Category } from '../api'
 import { DialogActions, Field, Icon, inputValue, knownIcons, LengthNote, Modal, overLimit, toast, useSubmission } from '../ui'
+import { isIconSlug, isVariableName } from '../../src/domain/rules'
 
-const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
 
 export function CategoryForm(props: { category: Category | null; hasEntries: boolean; onClose(): void; onSaved(): void }) {
   const existing = props.category
@@ -34,10 +34,10 @@ export function CategoryForm(props: { category: Category | null; hasEntries: boo
       ['The description', description, 2000],
     ])
     if (tooLong) return setError(tooLong)
-    if (keyType === 'simple' && !NAME.test(envVarName.trim())) return setError('The variable name must be letters, digits and _, not starting with a digit.')
-    const badField = fieldList.find((field) => !NAME.test(field))
+    if (keyType === 'simple' && !isVariableName(envVarName.trim())) return setError('The variable name must be letters, digits and _, not starting with a digit.')
+    const badField = fieldList.find((field) => !isVariableName(field))
     if (keyType === 'group' && badField) return setError(`“${badField}” is not a valid field name.`)
-    if (slug && !/^[a-z0-9-]{1,64}$/.test(slug)) return setError('The icon is a slug such as “anthropic” or “github”.')
+    if (slug && !isIconSlug(slug)) return setError('The icon is a slug such as “anthropic” or “github”.')
     const body: Record<string, unknown> = {
       name: name.trim(),
       icon: slug || null,

@@ -4,8 +4,8 @@ import { useEffect, useState } from 'preact/hooks'
 import { api, errorMessage, type Category, type Entry, type Environment, type RevealedEntry } from '../api'
 import { DialogActions, EnvironmentSelect, Field, inputValue, LengthNote, Modal, overLimit, SecretInput, toast, useSubmission } from '../ui'
 import { entryLabel, keyLabel, variableOf } from './key-names'
+import { isVariableName } from '../../src/domain/rules'
 
-const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
 
 interface FieldRow {
   name: string
@@ -103,7 +103,7 @@ export function EntryForm(props: {
     if (isGroup) {
       const filled = rows.filter((row) => row.value !== '' && !removed.has(row.name))
       if (filled.length > 0 || removed.size > 0 || !entry) {
-        const bad = filled.find((row) => !NAME.test(row.name.trim()))
+        const bad = filled.find((row) => !isVariableName(row.name.trim()))
         if (bad) return setError(`“${bad.name}” is not a valid field name.`)
         if (entry && current === null) return setError(`The current fields could not be read${currentError ? ` (${currentError})` : ''}, so they cannot be kept. Try again.`)
         const merged: Record<string, string> = {}

@@ -5,15 +5,13 @@ import { api, type Category, type Entry, type Environment, type ImportAnswer, ty
 import { navigate } from '../router'
 import { EnvironmentSelect, Field, forgetUnsavedWork, FormError, Icon, inputValue, LengthNote, Link, overLimit, toast, useLoad, useSubmission, useUnsavedWork, verbatim } from '../ui'
 import { projectPath } from './projects'
+import { toVariableName } from '../../src/domain/rules'
 
 /** The pasted text without the keys the person left out (.env, export lines, JSON, YAML lines). */
 export function withoutKeys(text: string, excluded: Set<string>): string {
   if (excluded.size === 0) return text
-  const variable = (raw: string) => {
-    let name = raw.trim().replace(/[^A-Za-z0-9_]/g, '_')
-    if (/^[0-9]/.test(name)) name = `_${name}`
-    return name
-  }
+  // The server's naming; a name it refuses (null) was never listed, so never left out.
+  const variable = (raw: string) => toVariableName(raw) ?? ''
   const trimmed = text.trim()
   if (trimmed.startsWith('{')) {
     try {

@@ -1,6 +1,7 @@
 // The built-in classifier: no network, answers when there is no API key or the model fails.
 // Import: known services (with their Simple Icons slugs) and shared name prefixes become groups,
 // the rest simple keys. Extract: prompt words matched against entry, category and variable names.
+import { nameKey } from '../../domain/rules'
 import type { Environment } from '../../store/records'
 
 export type SuggestedKeyType = 'simple' | 'group'
@@ -111,8 +112,8 @@ const stripFramework = (name: string) => {
 }
 
 export function serviceByName(name: string): Service | undefined {
-  const lower = name.trim().toLowerCase()
-  return SERVICES.find((s) => s.name.toLowerCase() === lower)
+  const key = nameKey(name)
+  return SERVICES.find((s) => nameKey(s.name) === key)
 }
 
 /**

@@ -10,6 +10,7 @@ import { errorResponses, withResponseHeaders } from '../../http/schemas'
 import { ExtractAnswer, ExtractBody, ImportAnswer, ImportBody } from './model'
 import { createExtractionModel } from './model-client'
 import { AiService } from './service'
+import { iconSlugs } from '../../web/bundle'
 import { policyOf } from '../lifecycle/trash'
 import { actorOf } from '../lifecycle/versions'
 
@@ -27,7 +28,7 @@ function requireScopes(auth: AuthContext, scopes: readonly Scope[]): void {
 import { ref } from '../audit/service'
 
 export function aiRoutes(deps: AppDeps) {
-  const ai = new AiService(deps.vaults, createExtractionModel(deps.config.ai, deps.log), deps.now, policyOf(deps.config))
+  const ai = new AiService(deps.vaults, createExtractionModel(deps.config.ai, deps.log), iconSlugs, deps.now, policyOf(deps.config))
   return new Elysia({ name: 'aiRoutes', prefix: '/api/ai', tags: ['AI'] })
     .use(authGuard(deps))
     .post(

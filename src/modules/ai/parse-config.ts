@@ -9,32 +9,21 @@
 // is refused too); flattening is iterative and visits at most one node per character of the text
 // (YAML aliases cannot multiply the work). Values are kept as written, numbers included.
 import { parse as parseDotenv } from 'dotenv'
+import { MAX_NAME_LENGTH, toVariableName } from '../../domain/rules'
 import { validationError } from '../../http/errors'
 
 export interface ParsedKey {
-  /** A variable name: `^[A-Za-z_][A-Za-z0-9_]*$`. */
+  /** A variable name (isVariableName). */
   name: string
   value: string
 }
 
-/** The longest variable name kept (category names and envVarName allow 200 characters). */
-export const MAX_NAME_LENGTH = 200
 /** More keys than this in one paste is not a config; the rest are ignored. */
 export const MAX_KEYS = 500
 /** Objects and lists nested deeper than this inside pasted JSON or YAML: 400 (as for request bodies). */
 export const MAX_PASTE_DEPTH = 32
 
 export const tooDeep = () => validationError('text', `nested deeper than ${MAX_PASTE_DEPTH} levels`)
-
-/** A name usable as an environment variable: invalid characters become `_`, a leading digit gets `_`. */
-export function toVariableName(raw: string): string | null {
-  const trimmed = raw.trim()
-  if (!trimmed || trimmed.length > MAX_NAME_LENGTH) return null
-  let name = trimmed.replace(/[^A-Za-z0-9_]/g, '_')
-  if (/^[0-9]/.test(name)) name = `_${name}`
-  if (/^_+$/.test(name) || name.length > MAX_NAME_LENGTH) return null
-  return name
-}
 
 const isContainer = (value: unknown): value is object => value !== null && typeof value === 'object'
 

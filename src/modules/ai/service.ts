@@ -1,16 +1,17 @@
 // AI extraction and import. The model (or, without it, the built-in classifier) sees names only;
 // values are parsed, sealed, opened and rendered here on the server. Whatever the model answers is
 // checked against the user's own data: unknown entry ids and key names are dropped.
+import { isIconSlug, MAX_NAME_LENGTH, sameName } from '../../domain/rules'
 import { AppError, validationError } from '../../http/errors'
 import { indexById, replaceRecord } from '../../store/by-id'
 import type { VaultCipher } from '../../crypto/keyring'
 import type { CategoryRecord, EntryRecord, Environment, VaultDocument } from '../../store/records'
-import { ICON_PATTERN } from '../categories/model'
+import { findCategoryTwin } from '../categories/service'
+import { findEntryTwin } from '../entries/service'
 import { DEFAULT_POLICY, type LifecyclePolicy } from '../lifecycle/trash'
 import { prepareVersion } from '../lifecycle/versions'
 import { fieldNamesOf, MAX_VALUE_BYTES, openEntryValue, sealEntryValue } from '../entries/values'
 import { exportRows, renderDotenv } from '../export/render'
-import { webBundle } from '../../web/bundle'
 import type { Vaults } from '../vault-access'
 import { classifyKeys, pickEntries, PLAIN_VARIABLES, type EntryMetadata, type ImportKey } from './classifier'
 import type { ImportInput } from './model'
@@ -35,9 +36,6 @@ export interface ImportResult {
   /** With apply: existing entries that already held every value imported into them, left as they were. */
   unchanged?: { entries: string[] }
 }
-
-const ICON = new RegExp(ICON_PATTERN)
-const MAX_CATEGORY_NAME = 200
 
 /** Names of an entry for the model: the variable, or the field names of a group (names, not values). */
 function entryMetadata(data: VaultDocument, cipher: Parameters<typeof openEntryValue>[0]): EntryMetadata[] {
@@ -92,9 +90,9 @@ export function validKeyFiling(answer: unknown, parsed: { name: string }[], know
     if (typeof name !== 'string' || !known.has(name) || filed.has(name)) continue
     if (typeof categoryName !== 'string') continue
     const cleanName = cleanModelName(categoryName)
-    if (!cleanName || cleanName.length > MAX_CATEGORY_NAME) continue
+    if (!cleanName || cleanName.length > MAX_NAME_LENGTH) continue
     if (keyType !== 'simple' && keyType !== 'group') continue
-    filed.set(name, { categoryName: cleanName, keyType, ...(typeof icon === 'string' && ICON.test(icon) && knownIcon(icon) ? { icon } : {}) })
+    filed.set(name, { categoryName: cleanName, keyType, ...(typeof icon === 'string' && isIconSlug(icon) && knownIcon(icon) ? { icon } : {}) })
   }
   if (filed.size === 0) return null
   const fallback = new Map(classifyKeys(parsed.filter((k) => !filed.has(k.name))).map((k) => [k.name, k]))
@@ -126,8 +124,6 @@ const BIDI_CONTROLS = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g
 export function cleanModelName(name: string): string {
   return name.replace(BIDI_CONTROLS, '').replace(/[\u0000-\u001f\u007f\u2028\u2029]/g, ' ').trim()
 }
-
-const sameName = (a: string, b: string) => a.trim().toLowerCase() === b.trim().toLowerCase()
 
 /** One category an import fills: an existing one (reused) or one to create, and the keys it takes. */
 interface CategoryPlan {
@@ -165,12 +161,12 @@ function groupFieldSets(data: VaultDocument, cipher: VaultCipher): Map<string, S
 }
 
 /** `name`, or `name (VAR)`, `name (VAR) 2`, ... : the first no category of this key type has. */
-function freeCategoryName(taken: { name: string; keyType: string }[], keyType: string, name: string, variable: string): string {
-  const clash = (candidate: string) => taken.some((c) => c.keyType === keyType && sameName(c.name, candidate))
+function freeCategoryName(taken: readonly Pick<CategoryRecord, 'name' | 'keyType'>[], keyType: CategoryRecord['keyType'], name: string, variable: string): string {
+  const clash = (candidate: string) => findCategoryTwin(taken, { name: candidate, keyType }) !== undefined
   if (!clash(name)) return name
-  const base = `${name} (${variable})`.slice(0, MAX_CATEGORY_NAME)
+  const base = `${name} (${variable})`.slice(0, MAX_NAME_LENGTH)
   let candidate = base
-  for (let n = 2; clash(candidate); n++) candidate = `${base.slice(0, MAX_CATEGORY_NAME - 1 - String(n).length)} ${n}`
+  for (let n = 2; clash(candidate); n++) candidate = `${base.slice(0, MAX_NAME_LENGTH - 1 - String(n).length)} ${n}`
   return candidate
 }
 
@@ -208,13 +204,13 @@ export function placeKeys(keys: ImportKey[], data: VaultDocument, cipher: VaultC
   }
   const groups = data.categories.filter((c) => c.keyType === 'group')
   const fieldSets = groups.length > 0 ? groupFieldSets(data, cipher) : new Map<string, Set<string>>()
-  const newNames: { name: string; keyType: string }[] = []
+  const newNames: Pick<CategoryRecord, 'name' | 'keyType'>[] = []
   for (const suggestion of suggested) {
     // A group holding every key of the suggestion (a lone key suggested as simple included), the
     // one of the suggested name first; for a suggested group, else the group of that name.
     const holdsAll = groups.filter((c) => suggestion.keys.every((k) => fieldSets.get(c.id)?.has(k)))
     let existing: CategoryRecord | undefined = holdsAll.find((c) => sameName(c.name, suggestion.categoryName)) ?? holdsAll[0]
-    if (!existing && suggestion.keyType === 'group') existing = groups.find((c) => sameName(c.name, suggestion.categoryName))
+    if (!existing && suggestion.keyType === 'group') existing = findCategoryTwin(groups, { name: suggestion.categoryName, keyType: 'group' })
     const joined = existing && plans.find((p) => p.existing === existing)
     if (joined) {
       // Several suggestions land in one existing group: one entry holds them all.
@@ -259,6 +255,8 @@ export class AiService {
   constructor(
     private readonly vaults: Vaults,
     private readonly model: ExtractionModel,
+    /** The slugs the vault has icons for: a model's icon outside them is dropped. */
+    private readonly knownIcons: () => Promise<ReadonlySet<string>>,
     private readonly now: () => number = Date.now,
     private readonly policy: LifecyclePolicy = DEFAULT_POLICY,
   ) {}
@@ -300,7 +298,7 @@ export class AiService {
     let source: ExtractionSource = 'builtin'
     let keys: ImportKey[] | null = null
     if (this.model.available) {
-      const knownIcons = await (await webBundle()).icons.slugs()
+      const knownIcons = await this.knownIcons()
       keys = validKeyFiling(await this.model.fileKeys(parsed.map((k) => k.name)), named, (slug) => knownIcons.has(slug))
       if (keys) source = 'ai'
     }
@@ -376,7 +374,8 @@ export class AiService {
           newCategories.push(category)
           sealAs = category
         }
-        const current = data.entries.find((e) => e.categoryId === category!.id && e.name === entryName && e.environment === environment)
+        // The twin of the entry this import writes is updated rather than added beside it.
+        const current = findEntryTwin(data.entries, { categoryId: category.id, name: entryName, environment })
         // A simple category takes one key; two keys in one simple plan cannot happen (one variable each).
         let value: string
         let unchanged = false

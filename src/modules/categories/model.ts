@@ -1,14 +1,12 @@
 import { t } from 'elysia'
+import { ICON_SLUG_PATTERN, MAX_NAME_LENGTH, VARIABLE_NAME_PATTERN } from '../../domain/rules'
 import { component, strictObject, Timestamp } from '../../http/schemas'
 
-export const NAME_PATTERN = '^[A-Za-z_][A-Za-z0-9_]*$'
-export const ICON_PATTERN = '^[a-z0-9-]{1,64}$'
-
-const Name = t.String({ minLength: 1, maxLength: 200 })
-const EnvVarName = t.String({ maxLength: 200, pattern: NAME_PATTERN, error: 'must match ^[A-Za-z_][A-Za-z0-9_]*$' })
-const Icon = t.String({ pattern: ICON_PATTERN, error: 'must be a slug: a-z, 0-9 and -, 1 to 64 characters' })
+const Name = t.String({ minLength: 1, maxLength: MAX_NAME_LENGTH })
+const EnvVarName = t.String({ maxLength: MAX_NAME_LENGTH, pattern: VARIABLE_NAME_PATTERN, error: `must match ${VARIABLE_NAME_PATTERN}` })
+const Icon = t.String({ pattern: ICON_SLUG_PATTERN, error: 'must be a slug: a-z, 0-9 and -, 1 to 64 characters' })
 const Description = t.String({ maxLength: 2000 })
-const FieldDefinitions = t.Array(t.String({ maxLength: 200, pattern: NAME_PATTERN, error: 'field names must match ^[A-Za-z_][A-Za-z0-9_]*$' }), {
+const FieldDefinitions = t.Array(t.String({ maxLength: MAX_NAME_LENGTH, pattern: VARIABLE_NAME_PATTERN, error: `field names must match ${VARIABLE_NAME_PATTERN}` }), {
   maxItems: 200,
   description: 'Ordered field names of a group category',
 })

@@ -1,4 +1,5 @@
 // Key categories: the type of a key (simple: one variable; group: named fields).
+import { sameName } from '../../domain/rules'
 import { byId, replaceRecord } from '../../store/by-id'
 import { badRequest, conflict, NotFound, validationError } from '../../http/errors'
 import type { CategoryRecord, VaultDocument } from '../../store/records'
@@ -37,13 +38,23 @@ function checkFieldDefinitions(fields: string[] | null | undefined): string[] | 
   return [...fields]
 }
 
-/** Category names compare as a person reads them: trimmed, case-insensitive. */
-export const sameCategoryName = (a: string, b: string) => a.trim().toLowerCase() === b.trim().toLowerCase()
+type CategoryName = Pick<CategoryRecord, 'name' | 'keyType'> & { id?: string }
 
-/** 409 CATEGORY_EXISTS when another category has this name and key type (issue 23). */
-function assertNoTwin(data: VaultDocument, category: Pick<CategoryRecord, 'id' | 'name' | 'keyType'>): void {
-  const twin = data.categories.find((c) => c.id !== category.id && c.keyType === category.keyType && sameCategoryName(c.name, category.name))
-  if (twin) throw conflict('CATEGORY_EXISTS', `A ${category.keyType} category named "${twin.name}" exists already`)
+/**
+ * The twin rule: no two categories of one key type share a name (sameName: trimmed, any case).
+ * The one among `categories` that `category` would twin, other than itself.
+ */
+export function findCategoryTwin<C extends CategoryName>(categories: readonly C[], category: CategoryName): C | undefined {
+  return categories.find((c) => (category.id === undefined || c.id !== category.id) && c.keyType === category.keyType && sameName(c.name, category.name))
+}
+
+/** 409 CATEGORY_EXISTS naming the twin; `advice` follows (a restore says what to do). */
+export const categoryExists = (twin: Pick<CategoryRecord, 'name' | 'keyType'>, advice = '') =>
+  conflict('CATEGORY_EXISTS', `A ${twin.keyType} category named "${twin.name}" exists already${advice}`)
+
+function assertNoTwin(data: VaultDocument, category: CategoryName): void {
+  const twin = findCategoryTwin(data.categories, category)
+  if (twin) throw categoryExists(twin)
 }
 
 function checkShape(category: Pick<CategoryRecord, 'keyType' | 'envVarName' | 'fieldDefinitions'>): void {
@@ -111,7 +122,7 @@ export class CategoryService {
         if (next.keyType === 'simple' && input.fieldDefinitions === undefined) next.fieldDefinitions = null
       }
       checkShape(next)
-      if (!sameCategoryName(next.name, category.name) || next.keyType !== category.keyType) assertNoTwin(data, next)
+      if (!sameName(next.name, category.name) || next.keyType !== category.keyType) assertNoTwin(data, next)
       next.updatedAt = new Date(this.now()).toISOString()
       // Checked before anything changes; now applied in one step.
       return replaceRecord(data.categories, category, next)

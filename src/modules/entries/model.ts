@@ -1,10 +1,11 @@
 import { t } from 'elysia'
+import { MAX_NAME_LENGTH } from '../../domain/rules'
 import { PageQuery } from '../../http/pagination'
 import { component, Integer, strictObject, Timestamp, withProperties } from '../../http/schemas'
 import { KeyTypeSchema } from '../categories/model'
 import { MAX_VALUE_BYTES } from './values'
 
-const Name = t.String({ minLength: 1, maxLength: 200, description: 'The project the entry is for' })
+const Name = t.String({ minLength: 1, maxLength: MAX_NAME_LENGTH, description: 'The project the entry is for' })
 const Notes = t.String({ maxLength: 2000 })
 // The byte limit (64 KiB of UTF-8) is checked by the service; this bound keeps the schema honest.
 const Value = t.String({

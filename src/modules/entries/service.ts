@@ -106,20 +106,33 @@ function listEntries(data: VaultDocument, now: number): { items: ListedEntry[]; 
   return { items, validUntil }
 }
 
+type EntryName = Pick<EntryRecord, 'categoryId' | 'name' | 'environment'> & { id?: string }
+
+const twinKey = (e: EntryName) => `${e.categoryId}\u0000${e.name}\u0000${e.environment ?? ''}`
+
 /**
- * 409 ENTRY_EXISTS when another entry has this category, name and environment (issue 23): the
- * export could not tell them apart. Names compare exactly, as the export's `name` filter does.
+ * The twin rule: no two entries share category, name and environment (the export could not tell
+ * them apart). Names compare exactly, as the export's `name` filter does. The entry of `entries`
+ * that `entry` would twin, other than itself; through a grouping kept up to date with the list,
+ * so a write does not scan every entry.
  */
-export function assertNoTwinEntry(data: VaultDocument, entry: Pick<EntryRecord, 'id' | 'categoryId' | 'name' | 'environment'>): void {
-  // Through a grouping kept up to date with the list: a write does not scan every entry.
-  const twin = recordsWithKey(data.entries, 'twin', twinKey, twinKey(entry)).some((e) => e.id !== entry.id)
-  if (twin) {
-    const where = entry.environment ? ` for ${entry.environment}` : ' without an environment'
-    throw conflict('ENTRY_EXISTS', `An entry named "${entry.name}"${where} exists already in this category; update it instead`)
-  }
+export function findEntryTwin(entries: readonly EntryRecord[], entry: EntryName): EntryRecord | undefined {
+  const twins = recordsWithKey(entries, 'twin', twinKey, twinKey(entry))
+  // Data stored before the rule may hold several: the first in the list, as a scan finds it.
+  if (twins.length > 1) return entries.find((e) => e.id !== entry.id && twins.includes(e))
+  return twins.length === 1 && twins[0].id !== entry.id ? twins[0] : undefined
 }
 
-const twinKey = (e: Pick<EntryRecord, 'categoryId' | 'name' | 'environment'>) => `${e.categoryId}\u0000${e.name}\u0000${e.environment ?? ''}`
+/** 409 ENTRY_EXISTS; `advice` ends the message ("in this category; update it instead"). */
+export function entryExists(entry: EntryName, advice: string) {
+  const where = entry.environment ? ` for ${entry.environment}` : ' without an environment'
+  return conflict('ENTRY_EXISTS', `An entry named "${entry.name}"${where} exists already ${advice}`)
+}
+
+/** 409 ENTRY_EXISTS when another entry has this category, name and environment. */
+function assertNoTwinEntry(data: VaultDocument, entry: EntryName): void {
+  if (findEntryTwin(data.entries, entry)) throw entryExists(entry, 'in this category; update it instead')
+}
 
 export class EntryService {
   private readonly lastLists = new WeakMap<VaultDocument, LastList>()

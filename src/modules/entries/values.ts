@@ -2,14 +2,12 @@
 // A simple value is the plain string; a group value is stored as the JSON text of an object of
 // string values (the request sends it as that string, reveal answers the object).
 import type { VaultCipher } from '../../crypto/keyring'
+import { isVariableName, VARIABLE_NAME_PATTERN } from '../../domain/rules'
 import { AppError, badRequest } from '../../http/errors'
 import type { CategoryRecord, EntryRecord } from '../../store/records'
 
 /** docs/api.md, "Limits": an entry value is at most 64 KiB (UTF-8 bytes). */
 export const MAX_VALUE_BYTES = 64 * 1024
-
-/** Group field names become environment variable names in the export. */
-const FIELD_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
 
 const invalidValue = (problem: string) => badRequest('INVALID_VALUE', `value: ${problem}`)
 
@@ -36,8 +34,9 @@ export function parseGroupValue(category: CategoryRecord, value: string): Record
     if (declared && !declared.has(field)) {
       throw invalidValue(`field "${field}" is not one of the category's fields (${[...declared].join(', ')})`)
     }
-    if (!declared && !FIELD_NAME.test(field)) {
-      throw invalidValue(`field "${field}" must match ^[A-Za-z_][A-Za-z0-9_]*$`)
+    // Group field names become environment variable names in the export.
+    if (!declared && !isVariableName(field)) {
+      throw invalidValue(`field "${field}" must match ${VARIABLE_NAME_PATTERN}`)
     }
     if (typeof fieldValue !== 'string') throw invalidValue(`field "${field}" must be a string`)
     // defineProperty: a field named __proto__ stays an ordinary field.

@@ -1,10 +1,11 @@
 import { t } from 'elysia'
+import { MAX_NAME_LENGTH } from '../../domain/rules'
 import { component, Integer, strictObject, Timestamp, withProperties } from '../../http/schemas'
 
 /** The largest env file content, in UTF-8 bytes (docs/api.md, "Limits"). */
 export const MAX_ENV_FILE_BYTES = 1024 * 1024
 
-const Name = t.String({ minLength: 1, maxLength: 200 })
+const Name = t.String({ minLength: 1, maxLength: MAX_NAME_LENGTH })
 const Description = t.String({ maxLength: 2000 })
 const FileTypeSchema = component(
   'EnvFileType',

@@ -1,4 +1,5 @@
 // Env projects: named groups of encrypted `.env`-style files, at most one file per fileType.
+import { sameName } from '../../domain/rules'
 import { byId, replaceRecord } from '../../store/by-id'
 import { conflict, NotFound, validationError } from '../../http/errors'
 import type { EnvFileRecord, EnvFileType, EnvProjectRecord, VaultDocument } from '../../store/records'
@@ -52,12 +53,22 @@ export function findFile(data: VaultDocument, projectId: string, fileId: string)
   return file
 }
 
-const sameProjectName = (a: string, b: string) => a.trim().toLowerCase() === b.trim().toLowerCase()
+/** The twin rule: no two env projects share a name (sameName: trimmed, any case); the twin of `project`, other than itself. */
+export function findProjectTwin(projects: readonly EnvProjectRecord[], project: Pick<EnvProjectRecord, 'name'> & { id?: string }): EnvProjectRecord | undefined {
+  return projects.find((p) => p.id !== project.id && sameName(p.name, project.name))
+}
 
-/** 409 ENV_PROJECT_EXISTS when another project has this name, trimmed and case-insensitive (issue 23). */
+/** 409 ENV_PROJECT_EXISTS naming the twin; `advice` follows (a restore says what to do). */
+export const envProjectExists = (twin: Pick<EnvProjectRecord, 'name'>, advice = '') =>
+  conflict('ENV_PROJECT_EXISTS', `An env project named "${twin.name}" exists already${advice}`)
+
+/** A project holds at most one file per fileType: its file of this type, if any. */
+export const findFileOfType = (files: readonly EnvFileRecord[], projectId: string, fileType: EnvFileType) =>
+  files.find((f) => f.projectId === projectId && f.fileType === fileType)
+
 function assertNoTwinProject(data: VaultDocument, project: Pick<EnvProjectRecord, 'id' | 'name'>): void {
-  const twin = data.envProjects.find((p) => p.id !== project.id && sameProjectName(p.name, project.name))
-  if (twin) throw conflict('ENV_PROJECT_EXISTS', `An env project named "${twin.name}" exists already`)
+  const twin = findProjectTwin(data.envProjects, project)
+  if (twin) throw envProjectExists(twin)
 }
 
 export class EnvProjectService {
@@ -114,7 +125,7 @@ export class EnvProjectService {
       const next: EnvProjectRecord = { ...project, updatedAt: this.timestamp() }
       if (input.name !== undefined) next.name = input.name
       if (input.description !== undefined) next.description = input.description
-      if (!sameProjectName(next.name, project.name)) assertNoTwinProject(data, next)
+      if (!sameName(next.name, project.name)) assertNoTwinProject(data, next)
       return publicEnvProject(replaceRecord(data.envProjects, project, next), filesOf(data, id).length)
     })
   }
@@ -142,7 +153,7 @@ export class EnvProjectService {
     return doc.update((data) => {
       const project = findProject(data, projectId)
       const at = this.timestamp()
-      const existing = data.envFiles.find((f) => f.projectId === projectId && f.fileType === input.fileType)
+      const existing = findFileOfType(data.envFiles, projectId, input.fileType)
       // Sealed before anything changes, so a failure leaves the vault as it was.
       const id = existing?.id ?? crypto.randomUUID()
       const encryptedContent = cipher.seal('envfile', id, input.content)

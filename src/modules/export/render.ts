@@ -16,6 +16,7 @@
 //   ', `, " and # together, or ', ` and a literal \n): its line is left out and a comment line
 //   says so, naming only the variable. The value stays available through reveal.
 import type { VaultCipher } from '../../crypto/keyring'
+import { isVariableName } from '../../domain/rules'
 import { indexById } from '../../store/by-id'
 import type { CategoryRecord, EntryRecord, VaultDocument } from '../../store/records'
 import { entryValue } from '../entries/values'
@@ -165,14 +166,13 @@ export function renderEnvExport(data: VaultDocument, cipher: VaultCipher, entrie
 // POSIX shell. Inside single quotes a shell interprets nothing; a ' in the value ends the quotes,
 // adds an escaped \' and opens them again ('\''). A name is written only when it is a shell
 // identifier (a tampered group field could hold anything), and a value only without NUL, which
-// no shell variable can hold.
-const SHELL_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
+// no shell variable can hold. A variable name (domain/rules.ts) is a shell identifier.
 
 /** `value` single-quoted for a POSIX shell: read back exactly, never interpreted. */
 export const shellQuote = (value: string) => `'${value.replaceAll("'", "'\\''")}'`
 
 export function shellLine(name: string, value: string): string {
-  if (!SHELL_NAME.test(name)) return '# a variable left out: its name is not a shell identifier'
+  if (!isVariableName(name)) return '# a variable left out: its name is not a shell identifier'
   if (value.includes('\0')) return `# ${name} left out: its value holds a NUL character, which a shell variable cannot hold; reveal the entry to read it`
   return `export ${name}=${shellQuote(value)}`
 }
@@ -364,7 +364,7 @@ export function systemdValue(value: string): string | Refusal {
 export function shellValue(value: string, name = 'X'): string | Refusal {
   const bad = notEnvironment(value)
   if (bad) return bad
-  if (!SHELL_NAME.test(name)) return refuse('has a name that is not a shell identifier')
+  if (!isVariableName(name)) return refuse('has a name that is not a shell identifier')
   return shellQuote(value)
 }
 

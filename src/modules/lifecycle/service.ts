@@ -2,17 +2,18 @@
 // only through its owner's vault, and a version only through its live record: a foreign, missing
 // or trashed record answers its kind's 404, as everywhere.
 import type { Scope } from '../../auth/scopes'
-import { AppError } from '../../http/errors'
+import { AppError, conflict } from '../../http/errors'
+import { byId } from '../../store/by-id'
 import type { TrashRecord, VaultDocument } from '../../store/records'
 import type { Store } from '../../store/store'
-import { findCategory } from '../categories/service'
-import { EntryService, entryLabel, findEntry, type PublicEntry } from '../entries/service'
+import { categoryExists, findCategory, findCategoryTwin } from '../categories/service'
+import { EntryService, entryExists, entryLabel, findEntry, findEntryTwin, type PublicEntry } from '../entries/service'
 import { entryValue } from '../entries/values'
-import { EnvProjectService, findFile, findProject, type PublicEnvFile } from '../envs/service'
+import { EnvProjectService, envProjectExists, findFile, findFileOfType, findProject, findProjectTwin, type PublicEnvFile } from '../envs/service'
 import { findToken, TwoFactorService, type PublicTwoFactor } from '../two-factor/service'
 import { hotpCode, normalizedBase32, steamCode, totpCode } from '../two-factor/totp-code'
 import type { Vaults } from '../vault-access'
-import { expiredItems, findTrashItem, purgeItems, restoreItem, TRASH_SCOPES, type LifecyclePolicy } from './trash'
+import { expiredItems, findTrashItem, purgeItems, TRASH_SCOPES, type LifecyclePolicy } from './trash'
 import { findVersion, listVersions, openVersion, type VersionSummary } from './versions'
 
 export class HistoryService {
@@ -175,6 +176,46 @@ const summary = (item: TrashRecord, data: VaultDocument): TrashItemSummary => ({
 
 /** An access key sees the kinds it may read, and restores those it may write; a session, all. */
 const mayRead = (scopes: string[] | null, item: TrashRecord) => scopes === null || scopes.includes(TRASH_SCOPES[item.kind].read)
+
+/**
+ * Puts an item's records back in the live lists. A twin of what lives there now is 409 by the
+ * owning service's rule (CATEGORY_EXISTS, ENTRY_EXISTS, ENV_PROJECT_EXISTS, ENV_FILE_EXISTS); an
+ * entry or env file whose category or project is gone is 409 TRASH_PARENT_MISSING. Checked
+ * before anything changes.
+ */
+function restoreItem(data: VaultDocument, item: TrashRecord): void {
+  for (const category of item.categories) {
+    const twin = findCategoryTwin(data.categories, category)
+    if (twin) throw categoryExists(twin, '; rename it, then restore')
+  }
+  const restoredCategories = new Set(item.categories.map((c) => c.id))
+  for (const entry of item.entries) {
+    if (!restoredCategories.has(entry.categoryId) && !byId(data.categories, entry.categoryId)) {
+      throw conflict('TRASH_PARENT_MISSING', `The category of "${entry.name}" is no longer there; restore the category first`)
+    }
+    if (findEntryTwin(data.entries, entry)) throw entryExists(entry, 'in its category; rename or delete it, then restore')
+  }
+  for (const project of item.envProjects) {
+    const twin = findProjectTwin(data.envProjects, project)
+    if (twin) throw envProjectExists(twin, '; rename it, then restore')
+  }
+  const restoredProjects = new Set(item.envProjects.map((p) => p.id))
+  for (const file of item.envFiles) {
+    if (restoredProjects.has(file.projectId)) continue
+    if (!byId(data.envProjects, file.projectId)) {
+      throw conflict('TRASH_PARENT_MISSING', 'The project of this env file is no longer there; restore the project first')
+    }
+    if (findFileOfType(data.envFiles, file.projectId, file.fileType)) {
+      throw conflict('ENV_FILE_EXISTS', `The project has a .${file.fileType} file already; delete it, then restore`)
+    }
+  }
+  data.categories.push(...item.categories)
+  data.entries.push(...item.entries)
+  data.twoFactor.push(...item.twoFactor)
+  data.envProjects.push(...item.envProjects)
+  data.envFiles.push(...item.envFiles)
+  data.trash = data.trash.filter((t) => t !== item)
+}
 
 export class TrashService {
   constructor(

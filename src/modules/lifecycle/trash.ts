@@ -3,8 +3,8 @@
 // same ids, so same AADs), in one trash record of the vault document until it expires. Lists,
 // details, stats and export read only the live lists, so it disappears from them at once. Its
 // versions stay in `versions`, unreachable while their record is not live, and go with it when
-// it is purged.
-import { conflict, NotFound } from '../../http/errors'
+// it is purged. A restore (service.ts) checks each owning service's twin rule.
+import { NotFound } from '../../http/errors'
 import type { Config } from '../../config'
 import type { Scope } from '../../auth/scopes'
 import type { TrashKind, TrashRecord, VaultDocument } from '../../store/records'
@@ -103,48 +103,3 @@ export function purgeItems(data: VaultDocument, items: readonly TrashRecord[]): 
 
 /** The items whose time in the trash is over. */
 export const expiredItems = (data: VaultDocument, now: number) => data.trash.filter((t) => !isLive(t, now))
-
-const sameName = (a: string, b: string) => a.trim().toLowerCase() === b.trim().toLowerCase()
-
-/**
- * Puts an item's records back in the live lists. A name clash with what lives there now is 409
- * (CATEGORY_EXISTS, ENTRY_EXISTS, ENV_PROJECT_EXISTS, ENV_FILE_EXISTS); an entry or env file
- * whose category or project is gone is 409 TRASH_PARENT_MISSING. Checked before anything changes.
- */
-export function restoreItem(data: VaultDocument, item: TrashRecord): void {
-  for (const category of item.categories) {
-    const twin = data.categories.find((c) => c.keyType === category.keyType && sameName(c.name, category.name))
-    if (twin) throw conflict('CATEGORY_EXISTS', `A ${category.keyType} category named "${twin.name}" exists already; rename it, then restore`)
-  }
-  const restoredCategories = new Set(item.categories.map((c) => c.id))
-  for (const entry of item.entries) {
-    if (!restoredCategories.has(entry.categoryId) && !data.categories.some((c) => c.id === entry.categoryId)) {
-      throw conflict('TRASH_PARENT_MISSING', `The category of "${entry.name}" is no longer there; restore the category first`)
-    }
-    const twin = data.entries.some((e) => e.categoryId === entry.categoryId && e.name === entry.name && e.environment === entry.environment)
-    if (twin) {
-      const where = entry.environment ? ` for ${entry.environment}` : ' without an environment'
-      throw conflict('ENTRY_EXISTS', `An entry named "${entry.name}"${where} exists already in its category; rename or delete it, then restore`)
-    }
-  }
-  for (const project of item.envProjects) {
-    const twin = data.envProjects.find((p) => sameName(p.name, project.name))
-    if (twin) throw conflict('ENV_PROJECT_EXISTS', `An env project named "${twin.name}" exists already; rename it, then restore`)
-  }
-  const restoredProjects = new Set(item.envProjects.map((p) => p.id))
-  for (const file of item.envFiles) {
-    if (restoredProjects.has(file.projectId)) continue
-    if (!data.envProjects.some((p) => p.id === file.projectId)) {
-      throw conflict('TRASH_PARENT_MISSING', 'The project of this env file is no longer there; restore the project first')
-    }
-    if (data.envFiles.some((f) => f.projectId === file.projectId && f.fileType === file.fileType)) {
-      throw conflict('ENV_FILE_EXISTS', `The project has a .${file.fileType} file already; delete it, then restore`)
-    }
-  }
-  data.categories.push(...item.categories)
-  data.entries.push(...item.entries)
-  data.twoFactor.push(...item.twoFactor)
-  data.envProjects.push(...item.envProjects)
-  data.envFiles.push(...item.envFiles)
-  data.trash = data.trash.filter((t) => t !== item)
-}

@@ -1,4 +1,5 @@
 // Two-factor tokens: TOTP secrets kept sealed; only reveal turns one into the current code.
+import { nameKey } from '../../domain/rules'
 import { byId, replaceRecord } from '../../store/by-id'
 import { badRequest, NotFound } from '../../http/errors'
 import type { TwoFactorRecord, VaultDocument } from '../../store/records'
@@ -229,9 +230,8 @@ export interface ImportAnswer {
   refused: { index: number; service: string; accountName: string; reason: string }[]
 }
 
-/** Same secret and same service and account (case and surrounding spaces aside). */
-const duplicateKey = (secret: string, service: string, accountName: string) =>
-  `${secret}\u0000${service.trim().toLowerCase()}\u0000${accountName.trim().toLowerCase()}`
+/** Same secret and the same service and account name (nameKey: case and surrounding spaces aside). */
+const duplicateKey = (secret: string, service: string, accountName: string) => `${secret}\u0000${nameKey(service)}\u0000${nameKey(accountName)}`
 
 /**
  * Sorts a file's tokens into created, duplicates and refused against the vault as it is; with
