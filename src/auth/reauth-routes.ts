@@ -8,6 +8,7 @@ import { component, errorResponses, Timestamp } from '../http/schemas'
 import { authGuard } from './guard'
 import { PASSKEY_CHALLENGE_TTL_MS, passkeyFailed, relyingParty } from './passkeys'
 import { accountProtection } from './protection'
+import { refusalOutcome } from './sign-in'
 
 const PURPOSE = 'passkey-reauth'
 /** The passkey challenge of a re-authentication: its own cookie, so a sign-in ceremony elsewhere does not replace it. */
@@ -118,11 +119,9 @@ export function reauthRoutes(deps: AppDeps) {
             await freshProof.checkPassword(auth.user, body, client)
           }
         } catch (error) {
-          if (error instanceof AppError && (error.status === 401 || error.status === 429)) {
-            await deps.audit
-              .recordFor(auth, { request, server }, 'auth.reauth', [{ kind: 'user', id: auth.userId, name: null }], { method, reason: error.code }, error.status === 429 ? 'denied' : 'failed')
-              .catch(() => {})
-          }
+          // The sign-in's rule: a refused proof is recorded (as denied when throttled), malformed input is not.
+          const outcome = refusalOutcome(error)
+          if (outcome) await deps.audit.recordForQuietly(auth, { request, server }, 'auth.reauth', [{ kind: 'user', id: auth.userId, name: null }], { method, reason: (error as AppError).code }, outcome)
           throw error
         }
         // Written with what the proof used up (a code's step, a recovery code, the passkey's counter).

@@ -5,7 +5,6 @@ import type { Config } from '../config'
 import type { AppDeps } from '../deps'
 import { clientAddress } from '../http/client-address'
 import { AppError } from '../http/errors'
-import { sha256Hex } from '../crypto/tokens'
 import { assertSameSite } from '../http/csrf'
 import { component, errorResponses } from '../http/schemas'
 import type { UserRecord } from '../store/records'
@@ -13,7 +12,7 @@ import { publicUser } from './accounts'
 import { UserAnswer } from './model'
 import { PASSKEY_CHALLENGE_TTL_MS, PASSKEY_SIGN_IN_COOKIE, passkeyFailed, relyingParty } from './passkeys'
 import { accountProtection } from './protection'
-import { setSessionCookie } from './routes'
+import { completeSignIn, recordFailedSignIn } from './sign-in'
 import {
   TWO_FACTOR_CHALLENGE_COOKIE,
   TWO_FACTOR_CHALLENGE_TTL_MS,
@@ -87,21 +86,14 @@ export function secondFactorRoutes(deps: AppDeps) {
         } catch (error) {
           if (error instanceof AppError && error.code === 'INVALID_TWO_FACTOR_CODE') tried.wrong()
           else tried.undo()
-          // A wrong code after the right password: recorded in the account's log (a throttled one as denied).
-          if (deps.audit && error instanceof AppError && (error.status === 401 || error.status === 429)) {
-            const throttled = error.status === 429
-            await deps.audit
-              .signIn({ userId: user.id, method: '2fa', ok: false, source: { request, server }, reason: throttled ? 'throttled' : 'invalid_code', outcome: throttled ? 'denied' : 'failed' })
-              .catch(() => {})
-          }
+          // A wrong code after the right password: recorded in the account's log.
+          await recordFailedSignIn(deps, { request, server }, error, { userId: user.id, method: '2fa' })
           throw error
         }
         // The challenge is good for one sign-in: taken before the session's write.
         if (!challenges.consume(challenge)) throw twoFactorRequired()
         setChallengeCookie(cookie, config, TWO_FACTOR_CHALLENGE_COOKIE, '', 0)
-        const signedIn = await accounts.startSession(user, { client, userAgent: request.headers.get('user-agent'), method: 'password' })
-        await deps.audit?.signIn({ userId: user.id, method: '2fa', ok: true, source: { request, server }, sessionTokenHash: sha256Hex(signedIn.token) }).catch(() => {})
-        setSessionCookie(cookie, config, signedIn)
+        const signedIn = await completeSignIn(deps, { cookie, request, server }, '2fa', user)
         return { user: publicUser(signedIn.user) }
       },
       {
@@ -158,10 +150,7 @@ export function secondFactorRoutes(deps: AppDeps) {
         } catch (error) {
           // Recorded in the passkey owner's log (or the account of an open two-step sign-in); an
           // unknown passkey in the server's.
-          if (deps.audit && error instanceof AppError && error.status === 401) {
-            const userId = issued.userId ?? passkeys.ownerOf((body.response as { id?: unknown })?.id)
-            await deps.audit.signIn({ userId, method: 'passkey', ok: false, source: { request, server }, reason: 'passkey_failed' }).catch(() => {})
-          }
+          await recordFailedSignIn(deps, { request, server }, error, { userId: issued.userId ?? passkeys.ownerOf((body.response as { id?: unknown })?.id), method: 'passkey' })
           throw error
         }
         // A passkey completes an open two-factor sign-in too.
@@ -170,13 +159,7 @@ export function secondFactorRoutes(deps: AppDeps) {
           challenges.consume(pending)
           setChallengeCookie(cookie, config, TWO_FACTOR_CHALLENGE_COOKIE, '', 0)
         }
-        const signedIn = await accounts.startSession(user, {
-          client: clientAddress(request, server, config),
-          userAgent: request.headers.get('user-agent'),
-          method: 'passkey',
-        })
-        await deps.audit?.signIn({ userId: user.id, method: 'passkey', ok: true, source: { request, server }, sessionTokenHash: sha256Hex(signedIn.token) }).catch(() => {})
-        setSessionCookie(cookie, config, signedIn)
+        const signedIn = await completeSignIn(deps, { cookie, request, server }, 'passkey', user)
         return { user: publicUser(signedIn.user) }
       },
       {

@@ -65,7 +65,8 @@ export interface SessionRecord {
   reauthAt?: string
 }
 
-export type SignInMethod = 'password' | 'oidc' | 'passkey' | 'register'
+/** The factor that finished the sign-in (`2fa`: a password, then a two-factor code), as the audit event names it too. */
+export type SignInMethod = 'password' | '2fa' | 'oidc' | 'passkey' | 'register'
 
 export interface AccessKeyRecord {
   id: string
