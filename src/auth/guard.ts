@@ -118,14 +118,14 @@ async function recordDenied(deps: GuardDeps, request: Request, server: AuditSour
 
 /**
  * authenticate, for the guard's two moments (before the body, and the route's transform): a
- * valid key without the scope is recorded (scope.denied), then refused (a rejected promise).
+ * valid key without the scope is recorded (scope.denied), then refused.
  */
-function authenticateOrRecord(deps: GuardDeps, request: Request, server: AuditSource['server'], need: AuthNeed): AuthContext | Promise<never> {
+async function authenticateOrRecord(deps: GuardDeps, request: Request, server: AuditSource['server'], need: AuthNeed): Promise<AuthContext> {
   try {
     return authenticate(deps, request, sessionToken(request.headers.get('cookie'), deps.config.sessionCookie), need)
   } catch (error) {
     if (error instanceof AppError && (error.code === 'AUTH_SCOPE_REQUIRED' || error.code === 'SESSION_REQUIRED')) {
-      return recordDenied(deps, request, server, need as Requirement).then(() => Promise.reject(error))
+      await recordDenied(deps, request, server, need as Requirement)
     }
     throw error
   }
@@ -161,7 +161,8 @@ interface GuardedRoute {
  */
 export function authBeforeBody(deps: GuardDeps, routes: () => readonly GuardedRoute[]) {
   let needs: Map<string, AuthNeed> | undefined
-  return new Elysia({ name: 'auth.before-body' }).onParse({ as: 'global' }, ({ request, route, server }) => {
+  // Async hooks: Elysia awaits a hook only when it looks async, and a refusal may wait for its record.
+  return new Elysia({ name: 'auth.before-body' }).onParse({ as: 'global' }, async ({ request, route, server }) => {
     if (request.body === null || request.headers.get('content-length') === '0') return
     needs ??= new Map(
       routes().flatMap((r): [string, AuthNeed][] => {
@@ -171,9 +172,7 @@ export function authBeforeBody(deps: GuardDeps, routes: () => readonly GuardedRo
     )
     const need = needs.get(`${request.method} ${route}`)
     if (!need) return
-    const auth = authenticateOrRecord(deps, request, server, need)
-    if (auth instanceof Promise) return auth
-    authenticatedEarly.set(request, auth)
+    authenticatedEarly.set(request, await authenticateOrRecord(deps, request, server, need))
   })
 }
 
@@ -191,15 +190,13 @@ export function authGuard(deps: GuardDeps) {
         // One scope as its name; several (all needed) as the list.
         'x-required-scope': need === 'session' || need === 'any' ? undefined : typeof need === 'string' ? need : [...need],
       } as Record<string, unknown>,
-      transform({ request, server }) {
+      async transform({ request, server }) {
         const early = authenticatedEarly.get(request)
         if (early) {
           resolved.set(request, early)
           return
         }
-        const auth = authenticateOrRecord(deps, request, server, need)
-        if (auth instanceof Promise) return auth
-        resolved.set(request, auth)
+        resolved.set(request, await authenticateOrRecord(deps, request, server, need))
       },
       resolve({ request, server }) {
         const auth = resolved.get(request)!
