@@ -8,7 +8,7 @@ import { AppError } from '../http/errors'
 import { component, errorResponses, NoContent, publicErrorResponses, withResponseHeaders } from '../http/schemas'
 import { requireFreshProof } from './fresh-proof'
 import { authGuard, sessionToken } from './guard'
-import { SlidingWindow } from './login-throttle'
+import { SlidingWindow, tooManyAttempts } from './login-throttle'
 import { OIDC_CALLBACK_PATH, OIDC_TRANSACTION_COOKIE, OIDC_TRANSACTION_TTL_MS, OidcSignIn } from './oidc'
 import { completeSignIn, recordFailedSignIn } from './sign-in'
 
@@ -89,7 +89,7 @@ export function oidcRoutes(deps: AppDeps) {
         const key = `c:${client}`
         const wait = callbacks.wait(key, MAX_CALLBACKS_PER_CLIENT)
         if (wait > 0) {
-          throw new AppError(429, 'TOO_MANY_ATTEMPTS', 'Too many sign-in callbacks from this address; try again later', { 'retry-after': String(wait) })
+          throw tooManyAttempts('Too many sign-in callbacks from this address; try again later', wait)
         }
         callbacks.add(key)
         const sealed = cookie[OIDC_TRANSACTION_COOKIE]?.value
