@@ -80,9 +80,10 @@ export function reauthRoutes(deps: AppDeps) {
     )
     .post(
       '/reauth/options',
-      async ({ auth, cookie, request, set }) => {
+      async ({ auth, cookie, request, server, set }) => {
         if ((auth.user.passkeys ?? []).length === 0) throw new AppError(409, 'PASSKEY_NOT_FOUND', 'This account has no passkey: confirm with the password')
-        const rp = relyingParty(config, request)
+        // The port the server listens on, as the sign-in ceremony takes it (SVC_PORT=0 in tests).
+        const rp = relyingParty(config, request, server?.port)
         const options = await passkeys.signInOptions(rp, auth.user)
         // Bound to this session: another session's ceremony cannot be finished here.
         const { sealed } = challenges.issue(PURPOSE, { challenge: options.challenge, userId: auth.userId, session: auth.sessionTokenHash, rp }, PASSKEY_CHALLENGE_TTL_MS)
