@@ -10,7 +10,7 @@ import { requireFreshProof } from './fresh-proof'
 import { authGuard, sessionToken } from './guard'
 import { SlidingWindow, tooManyAttempts } from './login-throttle'
 import { OIDC_CALLBACK_PATH, OIDC_TRANSACTION_COOKIE, OIDC_TRANSACTION_TTL_MS, OidcSignIn } from './oidc'
-import { completeSignIn, recordFailedSignIn } from './sign-in'
+import { completeSignIn, recordFailedSignIn, setStepCookie } from './sign-in'
 
 /** Callbacks per client address per 15 minutes (CONTRACT.md): each one costs calls to the provider. */
 export const MAX_CALLBACKS_PER_CLIENT = 60
@@ -49,15 +49,7 @@ export function oidcRoutes(deps: AppDeps) {
   const oidc = config.oidc ? new OidcSignIn({ ...deps, config: { baseUrl: config.baseUrl, oidc: config.oidc } }) : undefined
 
   const transactionCookie = (cookie: Record<string, Cookie<unknown>>, value: string, maxAgeMs: number) =>
-    cookie[OIDC_TRANSACTION_COOKIE].set({
-      value,
-      httpOnly: true,
-      sameSite: 'lax',
-      path: OIDC_CALLBACK_PATH,
-      secure: config.secureCookies,
-      maxAge: Math.floor(maxAgeMs / 1000),
-      ...(maxAgeMs === 0 ? { expires: new Date(0) } : {}),
-    })
+    setStepCookie(cookie, config, { name: OIDC_TRANSACTION_COOKIE, path: OIDC_CALLBACK_PATH, sameSite: 'lax' }, value, maxAgeMs)
 
   return new Elysia({ prefix: '/api/auth', tags: ['Authentication'] })
     .use(authGuard(deps))

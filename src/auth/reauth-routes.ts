@@ -8,7 +8,7 @@ import { component, errorResponses, Timestamp } from '../http/schemas'
 import { authGuard } from './guard'
 import { PASSKEY_CHALLENGE_TTL_MS, passkeyFailed, relyingParty } from './passkeys'
 import { accountProtection } from './protection'
-import { refusalOutcome } from './sign-in'
+import { refusalOutcome, setStepCookie } from './sign-in'
 
 const PURPOSE = 'passkey-reauth'
 /** The passkey challenge of a re-authentication: its own cookie, so a sign-in ceremony elsewhere does not replace it. */
@@ -50,15 +50,7 @@ export function reauthRoutes(deps: AppDeps) {
   const { passkeys, challenges, freshProof } = accountProtection(deps)
 
   const challengeCookie = (cookie: Record<string, Cookie<unknown>>, value: string, maxAgeMs: number) =>
-    cookie[REAUTH_PASSKEY_COOKIE].set({
-      value,
-      httpOnly: true,
-      sameSite: 'strict',
-      path: COOKIE_PATH,
-      secure: config.secureCookies,
-      maxAge: Math.floor(maxAgeMs / 1000),
-      ...(maxAgeMs === 0 ? { expires: new Date(0) } : {}),
-    })
+    setStepCookie(cookie, config, { name: REAUTH_PASSKEY_COOKIE, path: COOKIE_PATH, sameSite: 'strict' }, value, maxAgeMs)
 
   return new Elysia({ prefix: '/api/auth', tags: ['Authentication'] })
     .use(authGuard(deps))

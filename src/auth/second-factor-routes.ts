@@ -12,7 +12,7 @@ import { publicUser } from './accounts'
 import { UserAnswer } from './model'
 import { PASSKEY_CHALLENGE_TTL_MS, PASSKEY_SIGN_IN_COOKIE, passkeyFailed, relyingParty } from './passkeys'
 import { accountProtection } from './protection'
-import { completeSignIn, recordFailedSignIn } from './sign-in'
+import { completeSignIn, recordFailedSignIn, setStepCookie } from './sign-in'
 import {
   TWO_FACTOR_CHALLENGE_COOKIE,
   TWO_FACTOR_CHALLENGE_TTL_MS,
@@ -26,17 +26,8 @@ const COOKIE_PATH = '/api/auth'
 
 type Cookies = Record<string, Cookie<unknown>>
 
-function setChallengeCookie(cookie: Cookies, config: Pick<Config, 'secureCookies'>, name: string, value: string, maxAgeMs: number) {
-  cookie[name].set({
-    value,
-    httpOnly: true,
-    sameSite: 'strict',
-    path: COOKIE_PATH,
-    secure: config.secureCookies,
-    maxAge: Math.floor(maxAgeMs / 1000),
-    ...(maxAgeMs === 0 ? { expires: new Date(0) } : {}),
-  })
-}
+const setChallengeCookie = (cookie: Cookies, config: Pick<Config, 'secureCookies'>, name: string, value: string, maxAgeMs: number) =>
+  setStepCookie(cookie, config, { name, path: COOKIE_PATH, sameSite: 'strict' }, value, maxAgeMs)
 
 /** Issues the two-factor challenge after a right password: good for 5 minutes and one sign-in. */
 export function setTwoFactorChallengeCookie(cookie: Cookies, config: Pick<Config, 'secureCookies'>, challenges: SealedChallenges, user: UserRecord) {

@@ -37,6 +37,26 @@ export function clearSessionCookie(cookie: Record<string, Cookie<unknown>>, conf
   cookie[config.sessionCookie].set({ value: '', httpOnly: true, sameSite: 'lax', path: '/', secure: config.secureCookies, maxAge: 0, expires: new Date(0) })
 }
 
+/** A sign-in step's cookie (a challenge, a provider transaction): its name, the one path it is sent to, and SameSite (lax: it must come back with the provider's redirect). */
+export interface StepCookie {
+  name: string
+  path: string
+  sameSite: 'strict' | 'lax'
+}
+
+/** Sets a step's short-lived HttpOnly cookie, or clears it (maxAgeMs 0). */
+export function setStepCookie(cookie: Record<string, Cookie<unknown>>, config: Pick<Config, 'secureCookies'>, step: StepCookie, value: string, maxAgeMs: number): void {
+  cookie[step.name].set({
+    value,
+    httpOnly: true,
+    sameSite: step.sameSite,
+    path: step.path,
+    secure: config.secureCookies,
+    maxAge: Math.floor(maxAgeMs / 1000),
+    ...(maxAgeMs === 0 ? { expires: new Date(0) } : {}),
+  })
+}
+
 /**
  * Starts the session of `user` (or takes one already started with the account it created: a
  * first single sign-on), records the sign-in and sets the session cookie.
