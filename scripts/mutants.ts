@@ -210,6 +210,14 @@ export const MUTANTS: Mutant[] = [
     replace: 'if (log.missing) continue',
     test: 'test/audit/tamper-matrix.test.ts',
   },
+  {
+    name: 'failed-sign-in-throttled-unrecorded',
+    guarantee: 'audit: every refused sign-in (wrong password, code or passkey, refused by policy or the throttle) is recorded, by one rule for every method',
+    file: 'src/auth/sign-in.ts',
+    search: 'error.status < 400 || error.status >= 500',
+    replace: 'error.status < 400 || error.status >= 429',
+    test: 'test/audit/unauthenticated-flood.test.ts',
+  },
 ]
 
 const ROOT = join(import.meta.dir, '..')

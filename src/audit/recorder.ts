@@ -375,7 +375,7 @@ export class AuditService {
     if (input.ok) return this.record(input.userId, event)
     // A failure comes from anyone: budgeted per log, a throttled one only counted (unauthenticated.ts).
     if (!this.enabled) return Promise.resolve()
-    const throttled = input.reason === 'throttled' || input.reason === 'TOO_MANY_ATTEMPTS'
+    const throttled = input.reason === 'throttled'
     return this.unauthenticated.add(input.userId, event, throttled, email)
   }
 
@@ -393,9 +393,23 @@ export class AuditService {
     return { freeBytes, floorBytes, low: floorBytes > 0 && freeBytes !== null && freeBytes < floorBytes }
   }
 
-  /** Like record, but a failure is only logged and counted (sign-in failures, denials: nothing leaves). */
+  // Best effort: the *Quietly methods never reject; a failure is only logged and counted (by
+  // record). For events that must not undo what already happened (a session started, a logout),
+  // and for refusals (nothing leaves). A read of a secret uses record or recordFor instead.
+
+  /** Like record, best effort. */
   async recordQuietly(userId: string | null, event: Parameters<AuditService['record']>[1]): Promise<void> {
     await this.record(userId, event).catch(() => {})
+  }
+
+  /** Like recordFor, best effort. */
+  async recordForQuietly(...args: Parameters<AuditService['recordFor']>): Promise<void> {
+    await this.recordFor(...args).catch(() => {})
+  }
+
+  /** Like signIn, best effort. */
+  async signInQuietly(input: Parameters<AuditService['signIn']>[0]): Promise<void> {
+    await this.signIn(input).catch(() => {})
   }
 
   /** One page of the user's events, newest first (read from the end of the log, as far as needed). */

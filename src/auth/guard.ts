@@ -11,7 +11,7 @@ import type { AccessKeys } from './access-keys'
 import type { Accounts } from './accounts'
 import type { Scope } from './scopes'
 import type { AuditAction } from '../audit/actions'
-import type { AuditRecordRef, AuditService } from '../audit/recorder'
+import type { AuditRecordRef, AuditService, AuditSource } from '../audit/recorder'
 
 /** The session cookie's name over plain http; over https it is `__Host-svc_session` (config.sessionCookie). */
 export const SESSION_COOKIE = 'svc_session'
@@ -43,8 +43,8 @@ export interface GuardDeps {
   config: Pick<Config, 'origin'> & Partial<Pick<Config, 'sessionCookie'>>
   accounts: Accounts
   accessKeys: AccessKeys
-  /** The audit log (issue 17): routes get an `audit` helper; a key's missing scope is recorded. */
-  audit?: AuditService
+  /** The audit log: routes get an `audit` helper; a key's missing scope is recorded. */
+  audit: AuditService
 }
 
 /** Records an action of the caller; resolves once the event is on disk (await it before sending a secret). */
@@ -102,18 +102,33 @@ export function sessionToken(header: string | null, name = SESSION_COOKIE): stri
   return undefined
 }
 
-async function recordDenied(deps: GuardDeps, audit: AuditService, request: Request, server: Parameters<AuditService['origin']>[0]['server'], need: Requirement) {
+async function recordDenied(deps: GuardDeps, request: Request, server: AuditSource['server'], need: Requirement) {
   const bearer = /^Bearer\s+(.+)$/i.exec(request.headers.get('authorization')?.trim() ?? '')
   const key = bearer ? deps.accessKeys.authenticate(bearer[1].trim()) : null
   if (!key) return
-  const origin = audit.origin({ request, server }, { accessKey: key, sessionTokenHash: null })
-  await audit.recordQuietly(key.userId, {
+  const origin = deps.audit.origin({ request, server }, { accessKey: key, sessionTokenHash: null })
+  await deps.audit.recordQuietly(key.userId, {
     action: 'scope.denied',
     outcome: 'denied',
     ...origin,
     records: [{ kind: 'access_key', id: key.id, name: key.name }],
     details: { required: need, method: request.method, path: new URL(request.url).pathname },
   })
+}
+
+/**
+ * authenticate, for the guard's two moments (before the body, and the route's transform): a
+ * valid key without the scope is recorded (scope.denied), then refused.
+ */
+async function authenticateOrRecord(deps: GuardDeps, request: Request, server: AuditSource['server'], need: AuthNeed): Promise<AuthContext> {
+  try {
+    return authenticate(deps, request, sessionToken(request.headers.get('cookie'), deps.config.sessionCookie), need)
+  } catch (error) {
+    if (error instanceof AppError && (error.code === 'AUTH_SCOPE_REQUIRED' || error.code === 'SESSION_REQUIRED')) {
+      await recordDenied(deps, request, server, need as Requirement)
+    }
+    throw error
+  }
 }
 
 /** Scopes whose answers hold plaintext (reveal, export, AI extract). */
@@ -146,7 +161,8 @@ interface GuardedRoute {
  */
 export function authBeforeBody(deps: GuardDeps, routes: () => readonly GuardedRoute[]) {
   let needs: Map<string, AuthNeed> | undefined
-  return new Elysia({ name: 'auth.before-body' }).onParse({ as: 'global' }, ({ request, route, server }) => {
+  // Async hooks: Elysia awaits a hook only when it looks async, and a refusal may wait for its record.
+  return new Elysia({ name: 'auth.before-body' }).onParse({ as: 'global' }, async ({ request, route, server }) => {
     if (request.body === null || request.headers.get('content-length') === '0') return
     needs ??= new Map(
       routes().flatMap((r): [string, AuthNeed][] => {
@@ -156,15 +172,7 @@ export function authBeforeBody(deps: GuardDeps, routes: () => readonly GuardedRo
     )
     const need = needs.get(`${request.method} ${route}`)
     if (!need) return
-    try {
-      authenticatedEarly.set(request, authenticate(deps, request, sessionToken(request.headers.get('cookie'), deps.config.sessionCookie), need))
-    } catch (error) {
-      // A valid key without the scope: the attempt is recorded (scope.denied), then refused, still before the body.
-      if (deps.audit && error instanceof AppError && (error.code === 'AUTH_SCOPE_REQUIRED' || error.code === 'SESSION_REQUIRED')) {
-        return recordDenied(deps, deps.audit, request, server, need as Requirement).then(() => Promise.reject(error))
-      }
-      throw error
-    }
+    authenticatedEarly.set(request, await authenticateOrRecord(deps, request, server, need))
   })
 }
 
@@ -182,31 +190,21 @@ export function authGuard(deps: GuardDeps) {
         // One scope as its name; several (all needed) as the list.
         'x-required-scope': need === 'session' || need === 'any' ? undefined : typeof need === 'string' ? need : [...need],
       } as Record<string, unknown>,
-      transform({ request, server }) {
+      async transform({ request, server }) {
         const early = authenticatedEarly.get(request)
         if (early) {
           resolved.set(request, early)
           return
         }
-        try {
-          resolved.set(request, authenticate(deps, request, sessionToken(request.headers.get('cookie'), deps.config.sessionCookie), need))
-        } catch (error) {
-          // A valid key without the scope: the attempt is recorded (scope.denied), then refused.
-          if (deps.audit && error instanceof AppError && (error.code === 'AUTH_SCOPE_REQUIRED' || error.code === 'SESSION_REQUIRED')) {
-            return recordDenied(deps, deps.audit, request, server, need as Requirement).then(() => Promise.reject(error))
-          }
-          throw error
-        }
+        resolved.set(request, await authenticateOrRecord(deps, request, server, need))
       },
       resolve({ request, server }) {
         const auth = resolved.get(request)!
-        const audit: AuditFn = deps.audit
-          ? (action, records, details) => deps.audit!.recordFor(auth, { request, server }, action, records, details)
-          : async () => {}
+        const audit: AuditFn = (action, records, details) => deps.audit.recordFor(auth, { request, server }, action, records, details)
         // For a scope a handler requires itself (extract's export:read, say): `throw await denyScope('export:read')`
         // records scope.denied like the guard does, and gives the 403 to throw.
         const denyScope = async (scope: Scope) => {
-          if (deps.audit && auth.accessKey) await recordDenied(deps, deps.audit, request, server, scope)
+          if (auth.accessKey) await recordDenied(deps, request, server, scope)
           return new AppError(403, 'AUTH_SCOPE_REQUIRED', `This access key lacks the scope ${scope}`)
         }
         return { auth, audit, denyScope }

@@ -6,10 +6,16 @@
 // - 100 for one e-mail from all addresses together (the ceiling against spread-out guessing),
 // - 50 from one client address, whatever the e-mail.
 // Past any of them an attempt answers 429 until the oldest counted one leaves the window.
+import { AppError } from '../http/errors'
+
 export const WINDOW_MS = 15 * 60_000
 export const MAX_PER_EMAIL_AND_CLIENT = 10
 export const MAX_PER_EMAIL = 100
 export const MAX_PER_CLIENT = 50
+
+/** The 429 answer of every limit in src/auth: `message` says which, Retry-After when to try again. */
+export const tooManyAttempts = (message: string, retryAfterSeconds: number) =>
+  new AppError(429, 'TOO_MANY_ATTEMPTS', message, { 'retry-after': String(retryAfterSeconds) })
 
 /** A counter of events per key within a sliding window. */
 export class SlidingWindow {

@@ -8,10 +8,9 @@ import { AppError } from '../http/errors'
 import { component, errorResponses, NoContent, publicErrorResponses, withResponseHeaders } from '../http/schemas'
 import { requireFreshProof } from './fresh-proof'
 import { authGuard, sessionToken } from './guard'
-import { SlidingWindow } from './login-throttle'
+import { SlidingWindow, tooManyAttempts } from './login-throttle'
 import { OIDC_CALLBACK_PATH, OIDC_TRANSACTION_COOKIE, OIDC_TRANSACTION_TTL_MS, OidcSignIn } from './oidc'
-import { setSessionCookie } from './routes'
-import { sha256Hex } from '../crypto/tokens'
+import { completeSignIn, recordFailedSignIn, setStepCookie } from './sign-in'
 
 /** Callbacks per client address per 15 minutes (CONTRACT.md): each one costs calls to the provider. */
 export const MAX_CALLBACKS_PER_CLIENT = 60
@@ -50,15 +49,7 @@ export function oidcRoutes(deps: AppDeps) {
   const oidc = config.oidc ? new OidcSignIn({ ...deps, config: { baseUrl: config.baseUrl, oidc: config.oidc } }) : undefined
 
   const transactionCookie = (cookie: Record<string, Cookie<unknown>>, value: string, maxAgeMs: number) =>
-    cookie[OIDC_TRANSACTION_COOKIE].set({
-      value,
-      httpOnly: true,
-      sameSite: 'lax',
-      path: OIDC_CALLBACK_PATH,
-      secure: config.secureCookies,
-      maxAge: Math.floor(maxAgeMs / 1000),
-      ...(maxAgeMs === 0 ? { expires: new Date(0) } : {}),
-    })
+    setStepCookie(cookie, config, { name: OIDC_TRANSACTION_COOKIE, path: OIDC_CALLBACK_PATH, sameSite: 'lax' }, value, maxAgeMs)
 
   return new Elysia({ prefix: '/api/auth', tags: ['Authentication'] })
     .use(authGuard(deps))
@@ -90,7 +81,7 @@ export function oidcRoutes(deps: AppDeps) {
         const key = `c:${client}`
         const wait = callbacks.wait(key, MAX_CALLBACKS_PER_CLIENT)
         if (wait > 0) {
-          throw new AppError(429, 'TOO_MANY_ATTEMPTS', 'Too many sign-in callbacks from this address; try again later', { 'retry-after': String(wait) })
+          throw tooManyAttempts('Too many sign-in callbacks from this address; try again later', wait)
         }
         callbacks.add(key)
         const sealed = cookie[OIDC_TRANSACTION_COOKIE]?.value
@@ -106,22 +97,14 @@ export function oidcRoutes(deps: AppDeps) {
           })
         } catch (error) {
           // Nobody is known to have tried (the provider did not vouch for anyone): the server's log, or the signed-in user's when linking.
-          if (error instanceof AppError) {
-            await deps.audit
-              .signIn({ userId: session?.userId ?? null, method: 'oidc', ok: false, source: { request, server }, reason: error.code, outcome: error.status === 429 || error.status === 403 ? 'denied' : 'failed' })
-              .catch(() => {})
-          }
+          await recordFailedSignIn(deps, { request, server }, error, { userId: session?.userId ?? null, method: 'oidc' })
           throw error
         }
-        if ('signedIn' in outcome) {
-          await deps.audit
-            .signIn({ userId: outcome.signedIn.user.id, method: 'oidc', ok: true, source: { request, server }, sessionTokenHash: sha256Hex(outcome.signedIn.token) })
-            .catch(() => {})
-        } else if (session) {
+        if ('signedIn' in outcome) await completeSignIn(deps, { cookie, request, server }, 'oidc', outcome.signedIn)
+        else if (session) {
           const origin = deps.audit.origin({ request, server }, { accessKey: null, sessionTokenHash: session.tokenHash })
           await deps.audit.recordQuietly(outcome.linked.id, { action: 'auth.oidc_link', ...origin, records: [{ kind: 'user', id: outcome.linked.id, name: null }], details: { method: 'oidc' } })
         }
-        if ('signedIn' in outcome) setSessionCookie(cookie, config, outcome.signedIn)
         set.headers['cache-control'] = 'no-store'
         set.headers.location = 'signedIn' in outcome ? '/' : AFTER_LINK_PATH
         set.status = 302
@@ -176,11 +159,11 @@ export function oidcRoutes(deps: AppDeps) {
     )
     .delete(
       '/oidc/link',
-      async ({ auth, audit, set }) => {
+      async ({ auth, request, server, set }) => {
         if (!config.oidc) throw oidcDisabled()
         const linked = auth.user.identities.length > 0
         await accounts.unlinkIdentities(auth.user)
-        if (linked) await audit('auth.oidc_unlink', [{ kind: 'user', id: auth.userId, name: null }]).catch(() => {})
+        if (linked) await deps.audit.recordForQuietly(auth, { request, server }, 'auth.oidc_unlink', [{ kind: 'user', id: auth.userId, name: null }])
         set.status = 204
       },
       {

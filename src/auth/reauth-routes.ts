@@ -8,6 +8,7 @@ import { component, errorResponses, Timestamp } from '../http/schemas'
 import { authGuard } from './guard'
 import { PASSKEY_CHALLENGE_TTL_MS, passkeyFailed, relyingParty } from './passkeys'
 import { accountProtection } from './protection'
+import { refusalOutcome, setStepCookie } from './sign-in'
 
 const PURPOSE = 'passkey-reauth'
 /** The passkey challenge of a re-authentication: its own cookie, so a sign-in ceremony elsewhere does not replace it. */
@@ -49,15 +50,7 @@ export function reauthRoutes(deps: AppDeps) {
   const { passkeys, challenges, freshProof } = accountProtection(deps)
 
   const challengeCookie = (cookie: Record<string, Cookie<unknown>>, value: string, maxAgeMs: number) =>
-    cookie[REAUTH_PASSKEY_COOKIE].set({
-      value,
-      httpOnly: true,
-      sameSite: 'strict',
-      path: COOKIE_PATH,
-      secure: config.secureCookies,
-      maxAge: Math.floor(maxAgeMs / 1000),
-      ...(maxAgeMs === 0 ? { expires: new Date(0) } : {}),
-    })
+    setStepCookie(cookie, config, { name: REAUTH_PASSKEY_COOKIE, path: COOKIE_PATH, sameSite: 'strict' }, value, maxAgeMs)
 
   return new Elysia({ prefix: '/api/auth', tags: ['Authentication'] })
     .use(authGuard(deps))
@@ -81,6 +74,7 @@ export function reauthRoutes(deps: AppDeps) {
       '/reauth/options',
       async ({ auth, cookie, request, server, set }) => {
         if ((auth.user.passkeys ?? []).length === 0) throw new AppError(409, 'PASSKEY_NOT_FOUND', 'This account has no passkey: confirm with the password')
+        // The port the server listens on, as the sign-in ceremony takes it (SVC_PORT=0 in tests).
         const rp = relyingParty(config, request, server?.port)
         const options = await passkeys.signInOptions(rp, auth.user)
         // Bound to this session: another session's ceremony cannot be finished here.
@@ -118,11 +112,9 @@ export function reauthRoutes(deps: AppDeps) {
             await freshProof.checkPassword(auth.user, body, client)
           }
         } catch (error) {
-          if (error instanceof AppError && (error.status === 401 || error.status === 429)) {
-            await deps.audit
-              .recordFor(auth, { request, server }, 'auth.reauth', [{ kind: 'user', id: auth.userId, name: null }], { method, reason: error.code }, error.status === 429 ? 'denied' : 'failed')
-              .catch(() => {})
-          }
+          // The sign-in's rule: a refused proof is recorded (as denied when throttled), malformed input is not.
+          const outcome = refusalOutcome(error)
+          if (outcome) await deps.audit.recordForQuietly(auth, { request, server }, 'auth.reauth', [{ kind: 'user', id: auth.userId, name: null }], { method, reason: (error as AppError).code }, outcome)
           throw error
         }
         // Written with what the proof used up (a code's step, a recovery code, the passkey's counter).

@@ -5,9 +5,8 @@ import { clientAddress } from '../http/client-address'
 import { assertSameSite } from '../http/csrf'
 import { errorResponses, NoContent, publicErrorResponses, withResponseHeaders } from '../http/schemas'
 import type { AccessKeys } from './access-keys'
-import { publicUser, signedInUser, type Accounts, type SignedIn } from './accounts'
+import { publicUser, signedInUser, type Accounts } from './accounts'
 import { authGuard } from './guard'
-import { AppError } from '../http/errors'
 import { sha256Hex } from '../crypto/tokens'
 import type { AuditService } from '../audit/recorder'
 import type { Scope } from './scopes'
@@ -15,16 +14,13 @@ import { LoginAnswer, LoginBody, MeAnswer, ProvidersAnswer, RegisterBody, UserAn
 import type { AppDeps } from '../deps'
 import { accountProtection } from './protection'
 import { setTwoFactorChallengeCookie } from './second-factor-routes'
-import { setSessionCookie, clearSessionCookie } from './session-cookie'
-
-// In their own file, so that the second factor's routes set it without importing these.
-export { setSessionCookie, clearSessionCookie }
+import { clearSessionCookie, completeSignIn, recordFailedSignIn, setSessionCookie } from './sign-in'
 
 export interface AuthRouteDeps extends Pick<AppDeps, 'keyring' | 'vaults' | 'now'> {
   config: Config
   accounts: Accounts
   accessKeys: AccessKeys
-  audit?: AuditService
+  audit: AuditService
 }
 
 /** Register and login answers set the session cookie. */
@@ -52,10 +48,8 @@ export function authRoutes(deps: AuthRouteDeps) {
       async ({ body, cookie, set, request, server }) => {
         assertSameSite(request, config.origin)
         const signedIn = await accounts.register(body, clientAddress(request, server, config), request.headers.get('user-agent'))
-        if (deps.audit) {
-          const origin = deps.audit.origin({ request, server }, { accessKey: null, sessionTokenHash: sha256Hex(signedIn.token) })
-          await deps.audit.recordQuietly(signedIn.user.id, { action: 'auth.register', ...origin, records: [{ kind: 'user', id: signedIn.user.id, name: null }], details: { method: 'password' } })
-        }
+        const origin = deps.audit.origin({ request, server }, { accessKey: null, sessionTokenHash: sha256Hex(signedIn.token) })
+        await deps.audit.recordQuietly(signedIn.user.id, { action: 'auth.register', ...origin, records: [{ kind: 'user', id: signedIn.user.id, name: null }], details: { method: 'password' } })
         setSessionCookie(cookie, config, signedIn)
         set.status = 201
         return { user: publicUser(signedIn.user) }
@@ -80,13 +74,8 @@ export function authRoutes(deps: AuthRouteDeps) {
         try {
           user = await accounts.checkPassword(body.email, body.password, client)
         } catch (error) {
-          // A failed sign-in goes to the account's log, or to the server's when no account has the e-mail.
-          if (deps.audit && error instanceof AppError && (error.status === 401 || error.status === 429)) {
-            const throttled = error.status === 429
-            await deps.audit
-              .signIn({ userId: accounts.userByEmail(body.email)?.id ?? null, method: 'password', ok: false, source: { request, server }, email: body.email, reason: throttled ? 'throttled' : 'invalid_credentials', outcome: throttled ? 'denied' : 'failed' })
-              .catch(() => {})
-          }
+          // The account's log, or the server's when no account has the e-mail.
+          await recordFailedSignIn(deps, { request, server }, error, { userId: accounts.userByEmail(body.email)?.id ?? null, method: 'password', email: body.email })
           throw error
         }
         if (user.twoFactor) {
@@ -94,9 +83,7 @@ export function authRoutes(deps: AuthRouteDeps) {
           setTwoFactorChallengeCookie(cookie, config, challenges, user)
           return { twoFactorRequired: true as const }
         }
-        const signedIn = await accounts.startSession(user, { client, userAgent: request.headers.get('user-agent'), method: 'password' })
-        await deps.audit?.signIn({ userId: signedIn.user.id, method: 'password', ok: true, source: { request, server }, sessionTokenHash: sha256Hex(signedIn.token) }).catch(() => {})
-        setSessionCookie(cookie, config, signedIn)
+        const signedIn = await completeSignIn(deps, { cookie, request, server }, 'password', user)
         return { user: publicUser(signedIn.user) }
       },
       {
@@ -112,9 +99,9 @@ export function authRoutes(deps: AuthRouteDeps) {
     )
     .post(
       '/logout',
-      async ({ auth, audit, cookie, set }) => {
+      async ({ auth, cookie, request, server, set }) => {
         await accounts.endSession(auth.sessionTokenHash!)
-        await audit('auth.logout').catch(() => {})
+        await deps.audit.recordForQuietly(auth, { request, server }, 'auth.logout')
         clearSessionCookie(cookie, config)
         set.status = 204
       },

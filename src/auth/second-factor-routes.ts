@@ -5,7 +5,6 @@ import type { Config } from '../config'
 import type { AppDeps } from '../deps'
 import { clientAddress } from '../http/client-address'
 import { AppError } from '../http/errors'
-import { sha256Hex } from '../crypto/tokens'
 import { assertSameSite } from '../http/csrf'
 import { component, errorResponses } from '../http/schemas'
 import type { UserRecord } from '../store/records'
@@ -13,7 +12,7 @@ import { publicUser } from './accounts'
 import { UserAnswer } from './model'
 import { PASSKEY_CHALLENGE_TTL_MS, PASSKEY_SIGN_IN_COOKIE, passkeyFailed, relyingParty } from './passkeys'
 import { accountProtection } from './protection'
-import { setSessionCookie } from './session-cookie'
+import { completeSignIn, recordFailedSignIn, setStepCookie } from './sign-in'
 import {
   TWO_FACTOR_CHALLENGE_COOKIE,
   TWO_FACTOR_CHALLENGE_TTL_MS,
@@ -27,17 +26,8 @@ const COOKIE_PATH = '/api/auth'
 
 type Cookies = Record<string, Cookie<unknown>>
 
-function setChallengeCookie(cookie: Cookies, config: Pick<Config, 'secureCookies'>, name: string, value: string, maxAgeMs: number) {
-  cookie[name].set({
-    value,
-    httpOnly: true,
-    sameSite: 'strict',
-    path: COOKIE_PATH,
-    secure: config.secureCookies,
-    maxAge: Math.floor(maxAgeMs / 1000),
-    ...(maxAgeMs === 0 ? { expires: new Date(0) } : {}),
-  })
-}
+const setChallengeCookie = (cookie: Cookies, config: Pick<Config, 'secureCookies'>, name: string, value: string, maxAgeMs: number) =>
+  setStepCookie(cookie, config, { name, path: COOKIE_PATH, sameSite: 'strict' }, value, maxAgeMs)
 
 /** Issues the two-factor challenge after a right password: good for 5 minutes and one sign-in. */
 export function setTwoFactorChallengeCookie(cookie: Cookies, config: Pick<Config, 'secureCookies'>, challenges: SealedChallenges, user: UserRecord) {
@@ -89,21 +79,14 @@ export function secondFactorRoutes(deps: AppDeps) {
         } catch (error) {
           if (error instanceof AppError && error.code === 'INVALID_TWO_FACTOR_CODE') tried.wrong()
           else tried.undo()
-          // A wrong code after the right password: recorded in the account's log (a throttled one as denied).
-          if (deps.audit && error instanceof AppError && (error.status === 401 || error.status === 429)) {
-            const throttled = error.status === 429
-            await deps.audit
-              .signIn({ userId: user.id, method, ok: false, source: { request, server }, reason: throttled ? 'throttled' : 'invalid_code', outcome: throttled ? 'denied' : 'failed' })
-              .catch(() => {})
-          }
+          // A wrong code after the right password: recorded in the account's log.
+          await recordFailedSignIn(deps, { request, server }, error, { userId: user.id, method })
           throw error
         }
         // The challenge is good for one sign-in: taken before the session's write.
         if (!challenges.consume(challenge)) throw twoFactorRequired()
         setChallengeCookie(cookie, config, TWO_FACTOR_CHALLENGE_COOKIE, '', 0)
-        const signedIn = await accounts.startSession(user, { client, userAgent: request.headers.get('user-agent'), method: method === 'recovery_code' ? 'recovery_code' : 'password' })
-        await deps.audit?.signIn({ userId: user.id, method, ok: true, source: { request, server }, sessionTokenHash: sha256Hex(signedIn.token) }).catch(() => {})
-        setSessionCookie(cookie, config, signedIn)
+        const signedIn = await completeSignIn(deps, { cookie, request, server }, method, user)
         return { user: publicUser(signedIn.user) }
       },
       {
@@ -160,10 +143,7 @@ export function secondFactorRoutes(deps: AppDeps) {
         } catch (error) {
           // Recorded in the passkey owner's log (or the account of an open two-step sign-in); an
           // unknown passkey in the server's.
-          if (deps.audit && error instanceof AppError && error.status === 401) {
-            const userId = issued.userId ?? passkeys.ownerOf((body.response as { id?: unknown })?.id)
-            await deps.audit.signIn({ userId, method: 'passkey', ok: false, source: { request, server }, reason: 'passkey_failed' }).catch(() => {})
-          }
+          await recordFailedSignIn(deps, { request, server }, error, { userId: issued.userId ?? passkeys.ownerOf((body.response as { id?: unknown })?.id), method: 'passkey' })
           throw error
         }
         // A passkey completes an open two-factor sign-in too.
@@ -172,13 +152,7 @@ export function secondFactorRoutes(deps: AppDeps) {
           challenges.consume(pending)
           setChallengeCookie(cookie, config, TWO_FACTOR_CHALLENGE_COOKIE, '', 0)
         }
-        const signedIn = await accounts.startSession(user, {
-          client: clientAddress(request, server, config),
-          userAgent: request.headers.get('user-agent'),
-          method: 'passkey',
-        })
-        await deps.audit?.signIn({ userId: user.id, method: 'passkey', ok: true, source: { request, server }, sessionTokenHash: sha256Hex(signedIn.token) }).catch(() => {})
-        setSessionCookie(cookie, config, signedIn)
+        const signedIn = await completeSignIn(deps, { cookie, request, server }, 'passkey', user)
         return { user: publicUser(signedIn.user) }
       },
       {

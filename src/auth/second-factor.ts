@@ -8,7 +8,7 @@ import { totpCode, TOTP_PERIOD_SECONDS } from '../crypto/totp-code'
 import type { Vaults } from '../vault-access'
 import type { UserRecord } from '../store/records'
 import type { Accounts } from './accounts'
-import { SlidingWindow } from './login-throttle'
+import { SlidingWindow, tooManyAttempts } from './login-throttle'
 
 export const RECOVERY_CODE_COUNT = 10
 /** How long the password step of a two-factor sign-in stays good. */
@@ -30,9 +30,7 @@ export const twoFactorRequired = () =>
   new AppError(401, 'TWO_FACTOR_REQUIRED', 'Sign in with your password first; the two-factor step expired or was not started')
 
 const secondStepLocked = (retryAfter: number) =>
-  new AppError(429, 'TOO_MANY_ATTEMPTS', `Two-factor sign-in is locked for ${SECOND_STEP_LOCK_MS / 60_000} minutes after ${LOCK_AFTER_WRONG_CODES} wrong codes within a day; the account's owner is told`, {
-    'retry-after': String(retryAfter),
-  })
+  tooManyAttempts(`Two-factor sign-in is locked for ${SECOND_STEP_LOCK_MS / 60_000} minutes after ${LOCK_AFTER_WRONG_CODES} wrong codes within a day; the account's owner is told`, retryAfter)
 
 /** An account's second step locked after too many wrong codes (recorded and told to the owner). */
 export interface SecondStepLock {

@@ -65,7 +65,8 @@ export interface SessionRecord {
   reauthAt?: string
 }
 
-export type SignInMethod = 'password' | 'oidc' | 'passkey' | 'register' | 'recovery_code'
+/** The factor that finished the sign-in (`2fa`: a password, then a two-factor code; `recovery_code`: a password, then a recovery code), as the audit event names it too. */
+export type SignInMethod = 'password' | '2fa' | 'recovery_code' | 'oidc' | 'passkey' | 'register'
 
 export interface AccessKeyRecord {
   id: string
