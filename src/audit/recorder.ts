@@ -16,6 +16,8 @@ import { lineEvent, parseLine, sealLine, verifyChain, type ChainAnchor, type Cha
 import type { AuditAction, AuditActor, AuditOutcome, AuditRecordRef } from './actions'
 export type { AuditActor, AuditRecordRef } from './actions'
 import { UnauthenticatedEvents } from './unauthenticated'
+import { actorOf, pageOf, repeatSummary, sessionActor, timeOf, REPEAT_WINDOW_MS, type AuditCaller, type AuditEvent, type AuditEventInput, type AuditQueryInput, type AuditSource, type ChainBreak, type RepeatWindow, type SignInMethod } from './events'
+export * from './events'
 
 const USER_ID = /^[0-9a-f-]{36}$/
 const COMPACT_EVERY_MS = 6 * 3_600_000
@@ -28,86 +30,6 @@ const DISK_CHECK_EVERY_MS = 1000
 export const userAuditLogPath = (dataDir: string, userId: string) => {
   if (!USER_ID.test(userId)) throw new Error('invalid user id')
   return join(dataDir, VAULTS_DIR, `${userId}.audit.log`)
-}
-
-/** A line's event time in ms (NaN when the line is not an event with a time). */
-function timeOf(line: string): number {
-  try {
-    return Date.parse((JSON.parse(line) as { time?: unknown }).time as string)
-  } catch {
-    return NaN
-  }
-}
-
-export interface AuditEvent {
-  id: string
-  time: string
-  action: AuditAction
-  outcome: AuditOutcome
-  actor: AuditActor
-  clientAddress: string
-  userAgent: string | null
-  records: AuditRecordRef[]
-  details: Record<string, unknown>
-}
-
-/** Where a request came from: what every event of it carries besides the action. */
-export interface AuditSource {
-  request: Request
-  server: PeerSource | null | undefined
-}
-
-export type SignInMethod = 'password' | 'oidc' | 'passkey' | '2fa' | 'recovery_code'
-
-export const ref = (kind: string, record: { id: string; name?: string | null }, name?: string | null): AuditRecordRef => ({
-  kind,
-  id: record.id,
-  name: name ?? record.name ?? null,
-})
-
-/**
- * Who acted, as the sign-in code passes it in (the recorder imports no auth code): an access key,
- * or a session named by its token's hash; neither: anonymous.
- */
-export interface AuditCaller {
-  accessKey?: { id: string; name: string } | null
-  sessionTokenHash?: string | null
-}
-
-export const actorOf = (auth: AuditCaller | null): AuditActor =>
-  auth?.accessKey
-    ? { type: 'access-key', id: auth.accessKey.id, name: auth.accessKey.name }
-    : auth?.sessionTokenHash
-      ? sessionActor(auth.sessionTokenHash)
-      : { type: 'anonymous', id: null, name: null }
-
-export const sessionActor = (tokenHash: string): AuditActor => ({ type: 'session', id: tokenHash.slice(0, 12), name: null })
-
-/** What opening a log found when the file no longer agrees with its anchor (issue 29). */
-export interface ChainBreak {
-  problem: ChainProblem
-  line: number
-  message: string
-}
-
-/** A session's reads of one token's code within REPEAT_WINDOW_MS (recordRepeatable). */
-interface RepeatWindow {
-  userId: string
-  /** The first read's event. */
-  id: string
-  first: number
-  last: number
-  count: number
-  /** The last read's event (actor, address, user agent). */
-  event: Parameters<AuditService['record']>[1]
-  recorded: Promise<void>
-}
-
-const REPEAT_WINDOW_MS = 10 * 60_000
-
-function repeatSummary(window: RepeatWindow): Parameters<AuditService['record']>[1] {
-  const { id: _id, ...event } = window.event
-  return { ...event, details: { ...event.details, count: window.count, repeatOf: window.id, first: new Date(window.first).toISOString(), last: new Date(window.last).toISOString() } }
 }
 
 interface OpenLog {
@@ -126,14 +48,6 @@ interface OpenLog {
   writeAnchor: (anchor: ChainAnchor) => Promise<void>
 }
 
-export interface AuditQueryInput {
-  limit?: number
-  cursor?: string
-  action?: string
-  actor?: string
-  since?: string
-  until?: string
-}
 
 export class AuditService {
   /** Events that could not be written (the metrics' "audit failures"). */
@@ -254,7 +168,7 @@ export class AuditService {
    */
   async record(
     userId: string | null,
-    event: { id?: string; action: AuditAction; outcome?: AuditOutcome; actor: AuditActor; clientAddress: string; userAgent: string | null; records?: AuditRecordRef[]; details?: Record<string, unknown> },
+    event: AuditEventInput,
   ): Promise<void> {
     if (!this.enabled) return
     const full: AuditEvent = {
@@ -416,33 +330,7 @@ export class AuditService {
   async list(userId: string, query: AuditQueryInput): Promise<{ items: AuditEvent[]; nextCursor: string | null }> {
     // Failed sign-ins counted but not yet written are written first: the page shows their counts.
     await this.unauthenticated.flush(userId)
-    const limit = query.limit ?? 50
-    const since = query.since ? Date.parse(query.since) : -Infinity
-    const until = query.until ? Date.parse(query.until) : Infinity
-    const matches = (event: AuditEvent) => {
-      if (query.action && event.action !== query.action) return false
-      if (query.actor && event.actor.id !== query.actor && event.actor.type !== query.actor) return false
-      const time = Date.parse(event.time)
-      return !(time < since || time >= until)
-    }
-    const items: AuditEvent[] = []
-    // Before the cursor's event is passed, nothing is taken (a cursor never given out: nothing).
-    let passedCursor = !query.cursor
-    // A further page only when an older event could still match.
-    let more = false
-    for await (const event of this.eventsNewestFirst(userId)) {
-      if (!passedCursor) {
-        passedCursor = event.id === query.cursor
-        continue
-      }
-      if (!matches(event)) continue
-      if (items.length === limit) {
-        more = true
-        break
-      }
-      items.push(event)
-    }
-    return { items, nextCursor: more && items.length > 0 ? items[items.length - 1].id : null }
+    return pageOf(this.eventsNewestFirst(userId), query)
   }
 
   /** The user's log as stored (JSON Lines), from `since` on, read as the client takes it. */
