@@ -5,15 +5,15 @@
 import { join } from 'node:path'
 import type { Config } from '../config'
 import { randomBytes } from '../crypto/tokens'
-import { clientAddress, type PeerSource } from '../http/client-address'
+import { clientAddress } from '../http/client-address'
 import type { Logger } from '../http/error-handler'
 import type { AuditKeys } from '../crypto/audit-mac'
 import { AuditLogFile, deleteAuditLogFile, readAuditLinesBackwards, readAuditLineEndingAt, readAuditLog, readFirstAuditLine, streamAuditLines, readJsonFile, SERVER_AUDIT_ANCHOR, SERVER_AUDIT_LOG, writeJsonFile, type DataSync } from '../store/audit-log'
 import { VAULTS_DIR, type Store } from '../store/store'
 import { freeDiskBytes } from '../store/disk-space'
 import type { Vaults } from '../vault-access'
-import { lineEvent, parseLine, sealLine, verifyChain, type ChainAnchor, type ChainProblem } from './chain'
-import type { AuditAction, AuditActor, AuditOutcome, AuditRecordRef } from './actions'
+import { lineEvent, parseLine, sealLine, verifyChain, type ChainAnchor } from './chain'
+import type { AuditAction, AuditOutcome, AuditRecordRef } from './actions'
 export type { AuditActor, AuditRecordRef } from './actions'
 import { UnauthenticatedEvents } from './unauthenticated'
 import { actorOf, pageOf, repeatSummary, sessionActor, timeOf, REPEAT_WINDOW_MS, type AuditCaller, type AuditEvent, type AuditEventInput, type AuditQueryInput, type AuditSource, type ChainBreak, type RepeatWindow, type SignInMethod } from './events'
@@ -171,17 +171,7 @@ export class AuditService {
     event: AuditEventInput,
   ): Promise<void> {
     if (!this.enabled) return
-    const full: AuditEvent = {
-      id: event.id ?? crypto.randomUUID(),
-      time: new Date(this.deps.now()).toISOString(),
-      action: event.action,
-      outcome: event.outcome ?? 'ok',
-      actor: event.actor,
-      clientAddress: event.clientAddress,
-      userAgent: event.userAgent,
-      records: event.records ?? [],
-      details: event.details ?? {},
-    }
+    const full = this.fullEvent(event)
     try {
       for (;;) {
         const opening = this.open(userId)
@@ -253,7 +243,7 @@ export class AuditService {
     return events
   }
 
-  private fullEvent(event: Parameters<AuditService['record']>[1]): AuditEvent {
+  private fullEvent(event: AuditEventInput): AuditEvent {
     return {
       id: event.id ?? crypto.randomUUID(),
       time: new Date(this.deps.now()).toISOString(),

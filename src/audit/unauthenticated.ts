@@ -11,7 +11,7 @@
 // A summary is written when its window ends (at the next attempt of its kind, or the minute's
 // check), when the owner reads the log (so the Activity page shows the counts at once), and at
 // shutdown.
-import type { AuditAction, AuditActor, AuditOutcome, AuditRecordRef } from './actions'
+import type { AuditEvent } from './events'
 
 /** Single events of unauthenticated clients per log per hour; the rest are counted. */
 export const INDIVIDUAL_BUDGET = 20
@@ -26,15 +26,8 @@ const FLUSH_EVERY_MS = 60_000
 
 export type CountedBecause = 'throttled' | 'budget' | 'disk_low'
 
-export interface UnauthenticatedEvent {
-  action: AuditAction
-  outcome: AuditOutcome
-  actor: AuditActor
-  clientAddress: string
-  userAgent: string | null
-  records: AuditRecordRef[]
-  details: Record<string, unknown> & { method: string; reason?: string }
-}
+/** A failed sign-in as the gate gets it: an event without its id and time, naming its method. */
+export type UnauthenticatedEvent = Omit<AuditEvent, 'id' | 'time' | 'details'> & { details: Record<string, unknown> & { method: string; reason?: string } }
 
 interface Summary {
   userId: string | null
