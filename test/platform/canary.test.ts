@@ -230,7 +230,8 @@ test('no planted secret shows up in any other answer, in the log output, or in a
     expect(leaks).toEqual([])
     expect(recorded.length).toBeGreaterThan(40)
     // The rejected inputs were rejected (so their canaries were really sent and refused).
-    const rejected = recorded.filter((r) => /bad|unknown|missing|too long|invalid|malformed|wrong/.test(r.label))
+    // The label's own words, not its request line: an id such as …58758d39badd holds "bad".
+    const rejected = recorded.filter((r) => /bad|unknown|missing|too long|invalid|malformed|wrong/.test(r.label.split(' (')[0]))
     expect(rejected.length).toBeGreaterThanOrEqual(10)
     for (const answer of rejected) expect({ label: answer.label, status: Number(answer.text.slice(0, 3)) >= 400 }).toEqual({ label: answer.label, status: true })
   } finally {
