@@ -35,7 +35,8 @@ export interface AuditSource {
   server: PeerSource | null | undefined
 }
 
-export type SignInMethod = 'password' | 'oidc' | 'passkey' | '2fa' | 'recovery_code'
+// The store's: a session and its sign-in event name the method alike.
+export type { SignInMethod } from '../store/records'
 
 export const ref = (kind: string, record: { id: string; name?: string | null }, name?: string | null): AuditRecordRef => ({
   kind,
