@@ -9,111 +9,36 @@ import type { PublicCategory } from '../src/modules/categories/service'
 import type { RevealedEntry } from '../src/modules/entries/service'
 import type { Stats } from '../src/modules/stats/service'
 import type { EnvFileType, Environment, KeyType } from '../src/store/records'
+import type { Static } from '@sinclair/typebox'
+import type { ProvidersAnswer } from '../src/auth/model'
+import type { ImportAnswer as ImportResult, ImportKeySchema } from '../src/modules/ai/model'
+import type { EntryListItemSchema, EntrySchema } from '../src/modules/entries/model'
+import type { EnvFileItemSchema, EnvProjectListItemSchema } from '../src/modules/envs/model'
+import type { TwoFactorCodeSchema, TwoFactorSchema } from '../src/modules/two-factor/model'
 
 export type { Environment, KeyType, RevealedEntry, Stats }
 export type User = PublicUser
 export type Category = PublicCategory
 export const ENVIRONMENTS: Environment[] = ['development', 'staging', 'production']
 
-export interface Entry {
-  id: string
-  categoryId: string
-  name: string
-  environment: Environment | null
-  notes: string | null
-  createdAt: string
-  updatedAt: string
-  category?: { name: string; keyType: KeyType; envVarName: string | null; icon: string | null }
-  /** A group entry's field names (never values), in the list: how many variables it holds. */
-  fields?: string[]
-  // Issue 20: expiry and rotation reminders.
-  expiresAt?: string | null
-  rotateEveryDays?: number | null
-  rotatedAt?: string | null
-  dueStatus?: 'ok' | 'due_soon' | 'expired' | 'rotation_due'
-}
-export interface TwoFactorToken {
-  id: string
-  service: string
-  accountName: string
-  /** From the otpauth:// link; absent on servers that only know SHA1/6/30. */
-  algorithm?: string
-  digits?: number
-  period?: number
-  /** Issue 35: absent on servers before it (TOTP). */
-  type?: 'totp' | 'hotp' | 'steam'
-  /** HOTP: the counter of the next code. */
-  counter?: number | null
-  notes: string | null
-  createdAt: string
-  updatedAt: string
-  expiresAt?: string | null
-  rotatedAt?: string | null
-  dueStatus?: 'ok' | 'due_soon' | 'expired' | 'rotation_due'
-}
-export interface TotpCode {
-  id: string
-  code: string
-  remainingSeconds: number
-  type?: 'totp' | 'hotp' | 'steam'
-  /** HOTP: the counter this code was made with. */
-  counter?: number
-}
+/** An entry as the list (with its category) or a write (without) answers it. */
+export type Entry = Static<typeof EntrySchema> & Partial<Pick<Static<typeof EntryListItemSchema>, 'category' | 'fields'>>
+export type TwoFactorToken = Static<typeof TwoFactorSchema>
+export type TotpCode = Static<typeof TwoFactorCodeSchema>
 export type AccessKey = PublicAccessKey & { key?: string }
 export const FILE_TYPES: readonly EnvFileType[] = ['env', 'env.local', 'env.production', 'env.development']
 export type FileType = EnvFileType
-export interface EnvFileItem {
-  id: string
-  projectId: string
-  fileType: FileType
-  createdAt: string
-  updatedAt: string
-}
-export interface EnvProject {
-  id: string
-  name: string
-  description: string
-  fileCount: number
-  createdAt: string
-  updatedAt: string
-  files?: EnvFileItem[]
-}
-export interface ImportKey {
-  name: string
-  categoryName: string
-  keyType: KeyType
-  envVarName: string | null
-  field?: string | null
-  icon?: string | null
-  /** true: the key goes into a category that already exists; false: a new one. Absent on older servers. */
-  reuse?: boolean
-  /** The existing category the key goes into (with reuse: true). */
-  categoryId?: string
-  /** After an import: the entry already held this very value, so it was left as it was. */
-  same?: boolean
-}
+export type EnvFileItem = Static<typeof EnvFileItemSchema>
+/** An env project as the list answers it; its detail adds `files`. */
+export type EnvProject = Static<typeof EnvProjectListItemSchema> & { files?: EnvFileItem[] }
+export type ImportKey = Static<typeof ImportKeySchema>
 export interface ImportCategorySuggestion {
   name: string
   reuse?: boolean
 }
-export interface ImportAnswer {
-  source: 'ai' | 'builtin'
-  keys: ImportKey[]
-  categories?: ImportCategorySuggestion[]
-  created?: { categories: string[]; entries: string[] }
-  /** Entries given new values (servers that update an existing entry on import). */
-  updated?: { categories: string[]; entries: string[] }
-  /** Entries that already held every value imported into them: left as they were. */
-  unchanged?: { entries: string[] }
-}
-export interface Providers {
-  password: boolean
-  signup: 'open' | 'closed'
-  oidc: { enabled: boolean; name: string | null }
-  /** The configured policy and whether no account exists yet (absent on older servers). */
-  signupPolicy?: 'first' | 'open' | 'closed'
-  firstAccount?: boolean
-}
+/** `categories`: not in this server's answer (each key says `reuse`); the page still reads it when given. */
+export type ImportAnswer = Static<typeof ImportResult>['data'] & { categories?: ImportCategorySuggestion[] }
+export type Providers = Static<typeof ProvidersAnswer>
 
 // One list of scopes for the server and the page.
 export { SCOPES as ALL_SCOPES } from '../src/auth/scopes'

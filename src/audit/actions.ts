@@ -66,21 +66,7 @@ export const AUDIT_ACTIONS = [
 ] as const
 
 export type AuditAction = (typeof AUDIT_ACTIONS)[number]
-export type AuditOutcome = 'ok' | 'denied' | 'failed'
-
-/** A record an event names. */
-export interface AuditRecordRef {
-  kind: string
-  id: string
-  name: string | null
-}
-
-/** Who acted: the caller passes it in (the recorder knows no session). */
-export interface AuditActor {
-  type: 'session' | 'access-key' | 'anonymous' | 'device-login'
-  id: string | null
-  name: string | null
-}
+// The event's other types (outcome, actor, record) derive from its schema: ./schema.ts.
 
 /** The actions that read a secret (the dashboard counts them). */
 export const SECRET_READS: readonly AuditAction[] = [

@@ -2,32 +2,13 @@
 // request came from, who acted (passed in: the recorder knows no session), a chain break, the
 // window of repeated code reads. Split from recorder.ts, which writes and reads the logs.
 import type { PeerSource } from '../http/client-address'
-import type { AuditAction, AuditActor, AuditOutcome, AuditRecordRef } from './actions'
+import type { AuditActor, AuditEvent, AuditRecordRef } from './schema'
 import type { ChainProblem } from './chain'
 
 /** An event as a caller gives it: the recorder adds its id (unless given), time, chain. */
-export interface AuditEventInput {
-  id?: string
-  action: AuditAction
-  outcome?: AuditOutcome
-  actor: AuditActor
-  clientAddress: string
-  userAgent: string | null
-  records?: AuditRecordRef[]
-  details?: Record<string, unknown>
-}
+export type AuditEventInput = Omit<AuditEvent, 'id' | 'time' | 'outcome' | 'records' | 'details'> & Partial<Pick<AuditEvent, 'id' | 'outcome' | 'records' | 'details'>>
 
-export interface AuditEvent {
-  id: string
-  time: string
-  action: AuditAction
-  outcome: AuditOutcome
-  actor: AuditActor
-  clientAddress: string
-  userAgent: string | null
-  records: AuditRecordRef[]
-  details: Record<string, unknown>
-}
+export type { AuditEvent }
 
 /** Where a request came from: what every event of it carries besides the action. */
 export interface AuditSource {
@@ -35,7 +16,8 @@ export interface AuditSource {
   server: PeerSource | null | undefined
 }
 
-export type SignInMethod = 'password' | 'oidc' | 'passkey' | '2fa' | 'recovery_code'
+// The store's: a session and its sign-in event name the method alike.
+export type { SignInMethod } from '../store/records'
 
 export const ref = (kind: string, record: { id: string; name?: string | null }, name?: string | null): AuditRecordRef => ({
   kind,

@@ -3,7 +3,7 @@
 // account's sessions. One index, kept in step with the document's list by this class only.
 import { randomToken, sha256Hex } from '../crypto/tokens'
 import { removeRecord, replaceRecord, replaceRecords } from '../store/by-id'
-import type { AccountsDocument, SessionRecord, SignInMethod } from '../store/records'
+import type { AccountsDocument, SessionMethod, SessionRecord } from '../store/records'
 import { admitSession, MAX_SESSIONS_PER_ACCOUNT, removeExpiredSessions } from '../store/sessions'
 
 /** Live sessions one account may hold; the oldest goes when a new one starts (store/sessions.ts). */
@@ -18,7 +18,7 @@ export const LAST_SEEN_FLUSH_MS = 30_000
 export interface SessionMeta {
   client?: string
   userAgent?: string | null
-  method?: SignInMethod
+  method?: SessionMethod
 }
 
 /** A new session for the user: the cookie token (returned once) and the record holding its hash. */

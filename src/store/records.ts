@@ -60,13 +60,15 @@ export interface SessionRecord {
   clientAddress?: string
   userAgent?: string
   /** How this session signed in (a fresh `oidc` one may set a first password or delete the account). */
-  signInMethod?: SignInMethod
+  signInMethod?: SessionMethod
   /** Issue 36: when this session last gave a fresh proof (POST /api/auth/reauth); its sign-in counts as one too. */
   reauthAt?: string
 }
 
 /** The factor that finished the sign-in (`2fa`: a password, then a two-factor code; `recovery_code`: a password, then a recovery code), as the audit event names it too. */
-export type SignInMethod = 'password' | '2fa' | 'recovery_code' | 'oidc' | 'passkey' | 'register'
+export type SignInMethod = 'password' | '2fa' | 'recovery_code' | 'oidc' | 'passkey'
+/** How a session began: a sign-in, or registering (which opens the new account's first session). */
+export type SessionMethod = SignInMethod | 'register'
 
 export interface AccessKeyRecord {
   id: string

@@ -12,7 +12,7 @@ import { createExtractionModel } from './model-client'
 import { AiService } from './service'
 import { iconSlugs } from '../../web/bundle'
 import { policyOf } from '../lifecycle/trash'
-import { actorOf } from '../lifecycle/versions'
+import { versionAuthor } from '../lifecycle/versions'
 
 /** Extract answers values: a key needs the export scope too (docs/api.md). */
 export const EXTRACT_SCOPES: readonly Scope[] = ['ai:extract', 'export:read']
@@ -65,7 +65,7 @@ export function aiRoutes(deps: AppDeps) {
           const missing = APPLY_SCOPES.find((scope) => !auth.scopes!.includes(scope))
           if (missing) throw await denyScope(missing)
         }
-        const result = await ai.import(auth.userId, body, actorOf(auth))
+        const result = await ai.import(auth.userId, body, versionAuthor(auth))
         await audit(
           'ai.import',
           [

@@ -8,7 +8,7 @@ import { CategorySchema, CreateCategoryBody, UpdateCategoryBody } from './model'
 import { CategoryService } from './service'
 import type { Config } from '../../config'
 import { policyOf } from '../lifecycle/trash'
-import { actorOf } from '../lifecycle/versions'
+import { versionAuthor } from '../lifecycle/versions'
 
 export function categoryRoutes(deps: GuardDeps & { vaults: Vaults; now: () => number; config: Partial<Pick<Config, 'historyVersions' | 'trashMs'>> }) {
   const categories = new CategoryService(deps.vaults, deps.now, policyOf(deps.config))
@@ -55,7 +55,7 @@ export function categoryRoutes(deps: GuardDeps & { vaults: Vaults; now: () => nu
       '/:id',
       async ({ auth, audit, params, set }) => {
         const category = await categories.get(auth.userId, params.id)
-        await categories.remove(auth.userId, params.id, actorOf(auth))
+        await categories.remove(auth.userId, params.id, versionAuthor(auth))
         await audit('category.delete', [ref('category', category)])
         set.status = 204
       },

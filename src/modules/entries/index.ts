@@ -5,7 +5,7 @@ import { paginate, PAGE_HEADERS, setPageHeaders } from '../../http/pagination'
 import { errorResponses, IdParams, NoContent, withResponseHeaders } from '../../http/schemas'
 import type { Vaults } from '../vault-access'
 import type { Config } from '../../config'
-import { actorOf } from '../lifecycle/versions'
+import { versionAuthor } from '../lifecycle/versions'
 import { policyOf } from '../lifecycle/trash'
 import { CreateEntryBody, EntryListItemSchema, EntrySchema, ListEntriesQuery, RevealedEntrySchema, UpdateEntryBody } from './model'
 import { ref } from '../audit/service'
@@ -37,7 +37,7 @@ export function entryRoutes(deps: GuardDeps & { vaults: Vaults; now: () => numbe
     .post(
       '/',
       async ({ auth, audit, body, set }) => {
-        const entry = await entries.create(auth.userId, body, actorOf(auth))
+        const entry = await entries.create(auth.userId, body, versionAuthor(auth))
         await audit('entry.create', [ref('entry', entry)], { categoryId: entry.categoryId, environment: entry.environment })
         set.status = 201
         return entry
@@ -61,7 +61,7 @@ export function entryRoutes(deps: GuardDeps & { vaults: Vaults; now: () => numbe
       detail: { operationId: 'getEntry', summary: 'Get a key entry (never its value)' },
     })
     .put('/:id', async ({ auth, audit, params, body }) => {
-      const entry = await entries.update(auth.userId, params.id, body, actorOf(auth))
+      const entry = await entries.update(auth.userId, params.id, body, versionAuthor(auth))
       await audit('entry.update', [ref('entry', entry)], { fields: Object.keys(body).sort() })
       return entry
     }, {
@@ -80,7 +80,7 @@ export function entryRoutes(deps: GuardDeps & { vaults: Vaults; now: () => numbe
       '/:id',
       async ({ auth, audit, params, set }) => {
         const entry = await entries.get(auth.userId, params.id)
-        await entries.remove(auth.userId, params.id, actorOf(auth))
+        await entries.remove(auth.userId, params.id, versionAuthor(auth))
         await audit('entry.delete', [ref('entry', entry)])
         set.status = 204
       },

@@ -19,7 +19,7 @@ import {
 import { EnvProjectService } from './service'
 import type { Config } from '../../config'
 import { policyOf } from '../lifecycle/trash'
-import { actorOf } from '../lifecycle/versions'
+import { versionAuthor } from '../lifecycle/versions'
 
 export function envRoutes(deps: GuardDeps & { vaults: Vaults; now: () => number; config: Partial<Pick<Config, 'historyVersions' | 'trashMs'>> }) {
   const projects = new EnvProjectService(deps.vaults, deps.now, policyOf(deps.config))
@@ -67,7 +67,7 @@ export function envRoutes(deps: GuardDeps & { vaults: Vaults; now: () => number;
       '/:id',
       async ({ auth, audit, params, set }) => {
         const project = await projects.get(auth.userId, params.id)
-        await projects.remove(auth.userId, params.id, actorOf(auth))
+        await projects.remove(auth.userId, params.id, versionAuthor(auth))
         await audit('envproject.delete', [ref('envproject', project), ...project.files.map((file) => ref('envfile', file, file.fileType))])
         set.status = 204
       },
@@ -81,7 +81,7 @@ export function envRoutes(deps: GuardDeps & { vaults: Vaults; now: () => number;
     .post(
       '/:id/files',
       async ({ auth, audit, params, body, set }) => {
-        const { file, created } = await projects.upsertFile(auth.userId, params.id, body, actorOf(auth))
+        const { file, created } = await projects.upsertFile(auth.userId, params.id, body, versionAuthor(auth))
         await audit(created ? 'envfile.create' : 'envfile.update', [ref('envproject', { id: params.id }), ref('envfile', file, file.fileType)])
         set.status = created ? 201 : 200
         return { data: file }
@@ -102,7 +102,7 @@ export function envRoutes(deps: GuardDeps & { vaults: Vaults; now: () => number;
       '/:id/files/:fileId',
       async ({ auth, audit, params, set }) => {
         const project = await projects.get(auth.userId, params.id)
-        await projects.removeFile(auth.userId, params.id, params.fileId, actorOf(auth))
+        await projects.removeFile(auth.userId, params.id, params.fileId, versionAuthor(auth))
         const file = project.files.find((f) => f.id === params.fileId)
         await audit('envfile.delete', [ref('envproject', project), ref('envfile', { id: params.fileId }, file?.fileType ?? null)])
         set.status = 204

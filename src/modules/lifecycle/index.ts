@@ -22,7 +22,7 @@ import {
 import { ref } from '../audit/service'
 import { HistoryService, TrashService } from './service'
 import { policyOf } from './trash'
-import { actorOf } from './versions'
+import { versionAuthor } from './versions'
 import { notifierOf } from './notifications'
 
 const NO_STORE = 'no-store'
@@ -59,7 +59,7 @@ export function historyRoutes(deps: AppDeps) {
       },
     )
     .post('/api/entries/:id/versions/:version/restore', async ({ auth, audit, params }) => {
-      const entry = await history.restoreEntryVersion(auth.userId, params.id, params.version, actorOf(auth))
+      const entry = await history.restoreEntryVersion(auth.userId, params.id, params.version, versionAuthor(auth))
       await audit('entry.version_restore', [ref('entry', entry)], { version: params.version })
       return entry
     }, {
@@ -96,7 +96,7 @@ export function historyRoutes(deps: AppDeps) {
     .post(
       '/api/envs/:id/files/:fileId/versions/:version/restore',
       async ({ auth, audit, params }) => {
-        const file = await history.restoreEnvFileVersion(auth.userId, params.id, params.fileId, params.version, actorOf(auth))
+        const file = await history.restoreEnvFileVersion(auth.userId, params.id, params.fileId, params.version, versionAuthor(auth))
         await audit('envfile.version_restore', [ref('envproject', { id: params.id }), ref('envfile', file, file.fileType)], { version: params.version })
         return { data: file }
       },
@@ -133,7 +133,7 @@ export function historyRoutes(deps: AppDeps) {
       },
     )
     .post('/api/2fa/:id/versions/:version/restore', async ({ auth, audit, params }) => {
-      const token = await history.restoreTokenVersion(auth.userId, params.id, params.version, actorOf(auth))
+      const token = await history.restoreTokenVersion(auth.userId, params.id, params.version, versionAuthor(auth))
       await audit('twofa.version_restore', [ref('twofa', token, `${token.service} (${token.accountName})`)], { version: params.version })
       return token
     }, {

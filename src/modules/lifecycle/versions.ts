@@ -7,8 +7,8 @@ import type { VaultCipher } from '../../crypto/keyring'
 import { NotFound } from '../../http/errors'
 import type { EntryRecord, EnvFileRecord, TwoFactorRecord, VaultDocument, VersionedKind, VersionRecord } from '../../store/records'
 
-/** Who made a change: "session" (the web interface, the owner signed in) or "key:<name>" (an access key). */
-export function actorOf(auth: Pick<AuthContext, 'method' | 'accessKey'>): string {
+/** Who made a change, as a version or trash record names it (not the audit actor): "session" (the web interface, the owner signed in) or "key:<name>" (an access key). */
+export function versionAuthor(auth: Pick<AuthContext, 'method' | 'accessKey'>): string {
   return auth.method === 'access-key' && auth.accessKey ? `key:${auth.accessKey.name}` : 'session'
 }
 

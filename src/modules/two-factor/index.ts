@@ -22,7 +22,7 @@ import { bodyIsAFile } from '../../http/body'
 import { clientAddress } from '../../http/client-address'
 import type { Config } from '../../config'
 import { policyOf } from '../lifecycle/trash'
-import { actorOf } from '../lifecycle/versions'
+import { versionAuthor } from '../lifecycle/versions'
 
 const ListTwoFactorQuery = t.Object({
   ...PageQuery,
@@ -43,7 +43,7 @@ export function twoFactorRoutes(deps: GuardDeps & Pick<AppDeps, 'accounts' | 'va
     .post(
       '/import',
       async ({ auth, audit, body }) => {
-        const answer = await transfer.importTokens(auth.userId, body, actorOf(auth))
+        const answer = await transfer.importTokens(auth.userId, body, versionAuthor(auth))
         if (answer.applied) {
           await audit(
             'twofa.import',
@@ -113,7 +113,7 @@ export function twoFactorRoutes(deps: GuardDeps & Pick<AppDeps, 'accounts' | 'va
     .post(
       '/',
       async ({ auth, audit, body, set }) => {
-        const token = await tokens.create(auth.userId, body, actorOf(auth))
+        const token = await tokens.create(auth.userId, body, versionAuthor(auth))
         await audit('twofa.create', [ref('twofa', token, `${token.service} (${token.accountName})`)])
         set.status = 201
         return token
@@ -132,7 +132,7 @@ export function twoFactorRoutes(deps: GuardDeps & Pick<AppDeps, 'accounts' | 'va
       detail: { operationId: 'getTwoFactorToken', summary: 'Get a two-factor token (never its secret)' },
     })
     .put('/:id', async ({ auth, audit, params, body }) => {
-      const token = await tokens.update(auth.userId, params.id, body, actorOf(auth))
+      const token = await tokens.update(auth.userId, params.id, body, versionAuthor(auth))
       await audit('twofa.update', [ref('twofa', token, `${token.service} (${token.accountName})`)], { fields: Object.keys(body).sort() })
       return token
     }, {
@@ -146,7 +146,7 @@ export function twoFactorRoutes(deps: GuardDeps & Pick<AppDeps, 'accounts' | 'va
       '/:id',
       async ({ auth, audit, params, set }) => {
         const token = await tokens.get(auth.userId, params.id)
-        await tokens.remove(auth.userId, params.id, actorOf(auth))
+        await tokens.remove(auth.userId, params.id, versionAuthor(auth))
         await audit('twofa.delete', [ref('twofa', token, `${token.service} (${token.accountName})`)])
         set.status = 204
       },
