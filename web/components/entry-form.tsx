@@ -58,12 +58,16 @@ export function EntryForm(props: {
         setCurrent(fields)
         // The declared fields, then the entry's own (all of them when none are declared; a field
         // the category no longer declares is listed too, so it can be seen and removed).
-        setRows([
-          ...declared.map((field) => ({ name: field, value: '', current: field in fields })),
-          ...Object.keys(fields)
-            .filter((field) => !declared.includes(field))
-            .map((field) => ({ name: field, value: '', current: true })),
-        ])
+        // A value typed while the fields were loading is kept, not wiped.
+        setRows((typed) => {
+          const typedValue = (field: string) => typed.find((row) => row.name === field)?.value ?? ''
+          return [
+            ...declared.map((field) => ({ name: field, value: typedValue(field), current: field in fields })),
+            ...Object.keys(fields)
+              .filter((field) => !declared.includes(field))
+              .map((field) => ({ name: field, value: typedValue(field), current: true })),
+          ]
+        })
       },
       (failure) => live && setCurrentError(errorMessage(failure)),
     )
