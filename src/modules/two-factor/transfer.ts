@@ -17,7 +17,7 @@ export const MAX_IMPORT_TOKENS = 1000
 export const MAX_IMPORT_DEPTH = 16
 const LABEL_MAX = 200
 
-/** A token read from a file, ready to be stored. */
+/** A token read from a file, ready to be stored (and, as ExportToken, one written to a file). */
 export interface ImportCandidate {
   service: string
   accountName: string
@@ -343,16 +343,8 @@ export async function readImport(content: string, password?: string): Promise<Pa
 
 // ---- Export ----
 
-export interface ExportToken {
-  service: string
-  accountName: string
-  secret: string
-  type: OtpType
-  algorithm: TotpAlgorithm
-  digits: number
-  period: number
-  counter: number
-}
+/** A stored token as an export writes it: the same fields an import produces. */
+export type ExportToken = ImportCandidate
 
 export const EXPORT_FORMATS = ['otpauth', 'aegis', 'google-migration'] as const
 export type ExportFormat = (typeof EXPORT_FORMATS)[number]
