@@ -15,12 +15,21 @@ export async function buildCliScript(): Promise<Uint8Array<ArrayBuffer>> {
   return new TextEncoder().encode(`#!/usr/bin/env node\n${text}`) as Uint8Array<ArrayBuffer>
 }
 
-let pending: Promise<Uint8Array<ArrayBuffer>> | undefined
+export interface CliScript {
+  bytes: Uint8Array<ArrayBuffer>
+  /** A strong ETag of the bytes, for conditional requests (computed once with them). */
+  etag: string
+}
 
-/** The served file, once per process; a failed build is tried again on the next request. */
-export function cliScript(): Promise<Uint8Array<ArrayBuffer>> {
+let pending: Promise<CliScript> | undefined
+
+/** The served file and its ETag, once per process; a failed build is tried again on the next request. */
+export function cliScript(): Promise<CliScript> {
   if (!pending) {
-    pending = prebuiltWeb?.cli ? Bun.file(prebuiltWeb.cli).bytes() : buildCliScript()
+    pending = (prebuiltWeb?.cli ? Bun.file(prebuiltWeb.cli).bytes() : buildCliScript()).then((bytes) => ({
+      bytes,
+      etag: `"${new Bun.CryptoHasher('sha256').update(bytes).digest('hex').slice(0, 32)}"`,
+    }))
     pending.catch(() => {
       pending = undefined
     })

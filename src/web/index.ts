@@ -75,8 +75,7 @@ export function webRoutes(deps: AppDeps) {
     .get(
       '/cli/svc',
       async ({ request }) => {
-        const bytes = await cliScript()
-        const etag = `"${new Bun.CryptoHasher('sha256').update(bytes).digest('hex').slice(0, 32)}"`
+        const { bytes, etag } = await cliScript()
         if (request.headers.get('if-none-match') === etag) return new Response(null, { status: 304, headers: { etag } })
         return new Response(bytes, {
           headers: {
