@@ -111,6 +111,38 @@ describe.skipIf(!NODE)('the served CLI on Node', () => {
     expect(check).toMatchObject({ code: 1, stdout: 'SENTRY_DSN: missing in development (in production)\n' })
   })
 
+  test('a vault on https: the served file loads TLS when the URL asks for it and trusts NODE_EXTRA_CA_CERTS', async () => {
+    const dir = tempDir('svc-tls-')
+    const [key, cert] = [join(dir, 'key.pem'), join(dir, 'cert.pem')]
+    const made = Bun.spawnSync(
+      ['openssl', 'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1'],
+      { stderr: 'pipe' },
+    )
+    expect(made.exitCode).toBe(0)
+    // A TLS front for the vault, as a proxy would be.
+    const front = Bun.serve({
+      port: 0,
+      hostname: '127.0.0.1',
+      tls: { key: Bun.file(key), cert: Bun.file(cert) },
+      fetch: (request) => {
+        const url = new URL(request.url)
+        return fetch(server.url + url.pathname + url.search, { method: request.method, headers: request.headers, body: request.body })
+      },
+    })
+    try {
+      const env = { ...keyEnv, SVC_URL: `https://127.0.0.1:${front.port}` }
+      const program = ['run', '-e', 'production', '--no-mask', '--', NODE!, '-e', 'console.log(process.env.OPENAI_API_KEY)']
+      expect(await served(program, { ...env, NODE_EXTRA_CA_CERTS: cert })).toMatchObject({ code: 0, stdout: `${PROD_KEY}\n` })
+      // Without trusting the certificate: refused, and nothing is run from an unverified answer.
+      const untrusted = await served([...program.slice(0, 4), '--fallback-max-age', '0', ...program.slice(4)], env)
+      expect(untrusted.code).not.toBe(0)
+      expect(untrusted.stdout).toBe('')
+      expect(untrusted.stderr).toContain('cannot reach the vault')
+    } finally {
+      front.stop(true)
+    }
+  })
+
   describe.skipIf(!hasChromium())('signed in by device approval in Chromium', () => {
     test('svc login with the served file, then the commands use the stored sign-in', async () => {
       const home = svcHome()

@@ -1,13 +1,17 @@
 // HTTP to the vault: every failure becomes one clear line (CliError), never a stack trace.
 import { request as httpRequest } from 'node:http'
-import { request as httpsRequest } from 'node:https'
 import { VERSION } from '../../version'
 import { CliError } from './errors'
 import type { Credentials } from './config'
 
+/** An answer's headers by lower-case name (not the Web `Headers`: on Node its first use loads undici). */
+export interface AnswerHeaders {
+  get(name: string): string | null
+}
+
 export interface ApiAnswer {
   status: number
-  headers: Headers
+  headers: AnswerHeaders
   text: string
 }
 
@@ -89,20 +93,22 @@ export class VaultClient {
  * (loading undici) and its pooled socket keeps the process alive after the answer; this is the
  * served CLI's whole overhead. No redirect is followed; no connection is kept.
  */
-function httpSend(url: URL, method: string, headers: Record<string, string>, body: string | undefined): Promise<ApiAnswer> {
+async function httpSend(url: URL, method: string, headers: Record<string, string>, body: string | undefined): Promise<ApiAnswer> {
+  // node:https (and TLS under it) only when the vault is on https: it is a third of Node's start-up.
+  const send = url.protocol === 'https:' ? (await import('node:https')).request : httpRequest
   return new Promise((resolve, reject) => {
-    const send = url.protocol === 'https:' ? httpsRequest : httpRequest
     const all = body === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) }
     const request = send(url, { method, headers: all, agent: false }, (response) => {
       const chunks: Buffer[] = []
       response.on('data', (chunk: Buffer) => chunks.push(chunk))
       response.on('error', reject)
       response.on('end', () => {
-        const answerHeaders = new Headers()
-        for (const [name, value] of Object.entries(response.headers)) {
-          for (const one of Array.isArray(value) ? value : value === undefined ? [] : [value]) answerHeaders.append(name, one)
+        const received = response.headers
+        const get = (name: string) => {
+          const value = received[name.toLowerCase()]
+          return value === undefined ? null : Array.isArray(value) ? value.join(', ') : value
         }
-        resolve({ status: response.statusCode ?? 0, headers: answerHeaders, text: Buffer.concat(chunks).toString('utf8') })
+        resolve({ status: response.statusCode ?? 0, headers: { get }, text: Buffer.concat(chunks).toString('utf8') })
       })
     })
     request.on('error', reject)
