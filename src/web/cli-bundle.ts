@@ -4,13 +4,17 @@
 import { join } from 'node:path'
 import { prebuiltWeb } from './prebuilt'
 
-const ENTRY = join(import.meta.dir, '..', 'cli', 'svc', 'main.ts')
+const ENTRY = join(import.meta.dir, '..', 'cli', 'svc', 'node.ts')
 
-/** Bundles src/cli/svc for Node (which Bun runs as well), with a node shebang. */
+/**
+ * Bundles src/cli/svc for Node (which Bun runs as well), with a node shebang. CommonJS, because
+ * Node before 20.19 reads a file without an extension as CommonJS (an `import` is a syntax
+ * error there), and later ones try CommonJS first and parse an ES module twice.
+ */
 export async function buildCliScript(): Promise<Uint8Array<ArrayBuffer>> {
-  const result = await Bun.build({ entrypoints: [ENTRY], target: 'node', format: 'esm', minify: true })
+  const result = await Bun.build({ entrypoints: [ENTRY], target: 'node', format: 'cjs', minify: true })
   if (!result.success) throw new Error(`svc bundle failed: ${result.logs.map(String).join('\n')}`)
-  // The entry's own `#!/usr/bin/env bun` line would make the file need Bun.
+  // Neither a Bun shebang nor Bun's `// @bun` pragma may stay: the file is for Node.
   const text = (await result.outputs[0].text()).replace(/^#![^\n]*\n/, '').replace(/^\/\/ @bun[^\n]*\n/, '')
   return new TextEncoder().encode(`#!/usr/bin/env node\n${text}`) as Uint8Array<ArrayBuffer>
 }

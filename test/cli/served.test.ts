@@ -81,6 +81,9 @@ describe.skipIf(!NODE)('the served CLI on Node', () => {
       expect(a).toEqual(b)
     }
     expect((await served(['--version'], env)).stdout).toMatch(/^svc \d+\.\d+\.\d+\n$/)
+    // Node 20.0-20.18 read a file without an extension as CommonJS only (no ES module detection).
+    const oldNode = await runProgram([NODE!, '--no-experimental-detect-module', servedFile, '--version'], env)
+    expect({ code: oldNode.code, stdout: oldNode.stdout }).toEqual({ code: 0, stdout: expect.stringMatching(/^svc \d+\.\d+\.\d+\n$/) })
     expect((await served(['frob'], env)).code).toBe(2)
     expect((await served(['import', '--help'], env)).stdout).toContain('ai:extract')
     // Signed in: the vault's version too.
