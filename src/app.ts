@@ -6,7 +6,6 @@ import { Kind } from '@sinclair/typebox'
 import { AccessKeys } from './auth/access-keys'
 import { authBeforeBody } from './auth/guard'
 import { Accounts } from './auth/accounts'
-import { authRoutes } from './auth/routes'
 import type { Config } from './config'
 import { Keyring, keyCheckIsCurrent } from './crypto/keyring'
 import { loadMasterKey } from './crypto/master-key'
@@ -16,10 +15,10 @@ import { apiDocs, type Documentation } from './http/openapi'
 import { securityHeaders } from './http/security-headers'
 import { hostCheck } from './http/host-check'
 import { accessKeyRoutes } from './modules/access-keys'
+import { authRoutes } from './modules/auth'
 import { Vaults } from './modules/vault-access'
 import { holdsVaults, Store } from './store/store'
 import type { AppDeps } from './deps'
-import { oidcRoutes } from './auth/oidc-routes'
 import { categoryRoutes } from './modules/categories'
 import { entryRoutes } from './modules/entries'
 import { envRoutes } from './modules/envs'
@@ -28,14 +27,11 @@ import { statsRoutes } from './modules/stats'
 import { exportRoutes } from './modules/export'
 import { aiRoutes } from './modules/ai'
 import { webRoutes } from './web'
-import { deviceLoginRoutes } from './modules/device-login'
 import { Metrics } from './http/metrics'
 import { observeRequests } from './http/observe'
 import { healthRoutes } from './modules/health'
 import type { RequestRecord } from './log'
 import { accountRoutes } from './modules/account'
-import { secondFactorRoutes } from './auth/second-factor-routes'
-import { reauthRoutes } from './auth/reauth-routes'
 import { historyRoutes, lifecycleJobs, trashRoutes } from './modules/lifecycle'
 import { notificationRoutes } from './modules/lifecycle/notifications'
 import { securityAlerts } from './modules/lifecycle/security-alerts'
@@ -147,7 +143,6 @@ export function createApp(deps: AppDeps) {
     .use(jsonBody(deps.config.bodyTimeoutMs))
     .use(apiDocs(() => root(), apiDocumentation(deps.config)))
     .use(authRoutes(deps))
-    .use(oidcRoutes(deps))
     .use(accessKeyRoutes(deps))
     .use(envRoutes(deps))
     .use(categoryRoutes(deps))
@@ -156,10 +151,7 @@ export function createApp(deps: AppDeps) {
     .use(statsRoutes(deps))
     .use(exportRoutes(deps))
     .use(aiRoutes(deps))
-    .use(deviceLoginRoutes(deps))
     .use(healthRoutes(deps))
-    .use(secondFactorRoutes(deps))
-    .use(reauthRoutes(deps))
     .use(accountRoutes(deps))
     .use(historyRoutes(deps))
     .use(trashRoutes(deps))
