@@ -13,8 +13,7 @@ import type { Scope } from '../../auth/scopes'
 import { LoginAnswer, LoginBody, MeAnswer, ProvidersAnswer, RegisterBody, UserAnswer } from '../../auth/model'
 import type { AppDeps } from '../../deps'
 import { accountProtection } from '../../auth/protection'
-import { setTwoFactorChallengeCookie } from './second-factor'
-import { clearSessionCookie, completeSignIn, recordFailedSignIn, setSessionCookie } from '../../auth/sign-in'
+import { clearSessionCookie, completeSignIn, recordFailedSignIn, setSessionCookie, setTwoFactorChallengeCookie } from '../../auth/sign-in'
 
 export interface AuthRouteDeps extends Pick<AppDeps, 'keyring' | 'vaults' | 'now'> {
   config: Config
