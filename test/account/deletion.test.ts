@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { existsSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { notifierOf } from '../../src/modules/lifecycle/notifications'
+import { notifierOf } from '../../src/modules/account/notifications'
 import { PASSWORD, signUp } from '../support/client'
 import { removeDir, startTestServer, type TestServer } from '../support/server'
 

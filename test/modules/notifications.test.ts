@@ -5,7 +5,7 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { createHmac } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { notifierOf } from '../../src/modules/lifecycle/notifications'
+import { notifierOf } from '../../src/modules/account/notifications'
 import { signUp, type Client } from '../support/client'
 import { removeDir, startTestServer, type TestServer } from '../support/server'
 

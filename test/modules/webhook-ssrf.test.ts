@@ -4,8 +4,8 @@
 // followed, lastDelivery says delivered or failed and nothing more, and one slow receiver does not
 // hold up the others' deliveries.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { notifierOf } from '../../src/modules/lifecycle/notifications'
-import { isPermittedAddress, postTo } from '../../src/modules/lifecycle/webhook-target'
+import { notifierOf } from '../../src/modules/account/notifications'
+import { isPermittedAddress, postTo } from '../../src/modules/account/webhook-target'
 import { parseWebhookAllow } from '../../src/config'
 import { signUp, type Client } from '../support/client'
 import { removeDir, startTestServer, type TestServer } from '../support/server'
@@ -258,7 +258,7 @@ test('the address policy: mapped and NAT64 forms are judged by the IPv4 address 
 })
 
 test('a peer reported in its IPv4-mapped form is judged as the IPv4 address it is', async () => {
-  const { unmapped } = await import('../../src/modules/lifecycle/webhook-target')
+  const { unmapped } = await import('../../src/modules/account/webhook-target')
   expect(unmapped('::ffff:93.184.215.14')).toBe('93.184.215.14')
   expect(unmapped('::ffff:5db8:d70e')).toBe('93.184.215.14')
   expect(isPermittedAddress(unmapped('::ffff:93.184.215.14'), null)).toBe(true)

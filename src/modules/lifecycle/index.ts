@@ -23,7 +23,7 @@ import { ref } from '../audit/service'
 import { HistoryService, TrashService } from './service'
 import { policyOf } from './trash'
 import { versionAuthor } from './versions'
-import { notifierOf } from './notifications'
+import { notifierOf } from '../account/notifications'
 
 const NO_STORE = 'no-store'
 const VERSION_404 = 'VERSION_NOT_FOUND when the version is not kept (any more); the record\'s own 404 when it is missing, foreign or in the trash.'

@@ -13,8 +13,8 @@ import { AppError } from '../../http/errors'
 import { errorResponses } from '../../http/schemas'
 import { indexById } from '../../store/by-id'
 import type { NotificationSettingsRecord, VaultDocument } from '../../store/records'
-import { dueStatus, nextDue, type DueStatus } from './due'
-import { NotificationSettingsSchema, UpdateNotificationsBody } from './model'
+import { dueStatus, nextDue, type DueStatus } from '../lifecycle/due'
+import { NotificationSettingsSchema, UpdateNotificationsBody } from '../lifecycle/model'
 import { embeddedIPv4, isLocalName, isPermittedAddress, isThisHost, permittedAddresses, portOf, postTo, type TargetCheck } from './webhook-target'
 
 const MINUTE = 60_000
