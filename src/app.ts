@@ -32,7 +32,11 @@ import { observeRequests } from './http/observe'
 import { healthRoutes } from './modules/health'
 import type { RequestRecord } from './log'
 import { accountRoutes } from './modules/account'
-import { historyRoutes, lifecycleJobs, trashRoutes } from './modules/lifecycle'
+import { lifecycleJobs } from './modules/lifecycle/jobs'
+import { trashRoutes } from './modules/trash'
+import { entryVersionRoutes } from './modules/entries/versions'
+import { envFileVersionRoutes } from './modules/envs/versions'
+import { tokenVersionRoutes } from './modules/two-factor/versions'
 import { notificationRoutes } from './modules/account/notifications'
 import { securityAlerts } from './modules/account/security-alerts'
 import { auditRoutes } from './modules/audit'
@@ -153,7 +157,9 @@ export function createApp(deps: AppDeps) {
     .use(aiRoutes(deps))
     .use(healthRoutes(deps))
     .use(accountRoutes(deps))
-    .use(historyRoutes(deps))
+    .use(entryVersionRoutes(deps))
+    .use(envFileVersionRoutes(deps))
+    .use(tokenVersionRoutes(deps))
     .use(trashRoutes(deps))
     .use(lifecycleJobs(deps))
     .use(notificationRoutes(deps))
