@@ -5,6 +5,7 @@ import { Elysia, type AnyElysia } from 'elysia'
 import { Kind } from '@sinclair/typebox'
 import { AccessKeys } from './auth/access-keys'
 import { authBeforeBody } from './auth/guard'
+import { createAccountProtection } from './auth/protection'
 import { Accounts } from './auth/accounts'
 import type { Config } from './config'
 import { Keyring, keyCheckIsCurrent } from './crypto/keyring'
@@ -37,7 +38,7 @@ import { trashRoutes } from './modules/trash'
 import { entryVersionRoutes } from './modules/entries/versions'
 import { envFileVersionRoutes } from './modules/envs/versions'
 import { tokenVersionRoutes } from './modules/two-factor/versions'
-import { notificationRoutes } from './modules/account/notifications'
+import { createNotifier, notificationRoutes } from './modules/account/notifications'
 import { securityAlerts } from './modules/account/security-alerts'
 import { auditRoutes } from './modules/audit'
 import { AuditService } from './modules/audit/service'
@@ -121,12 +122,14 @@ export async function openVault(
   audit = new AuditService({ config, store, vaults, now, log, keyring })
   await audit.start().catch((error) => log(`error: could not record when audit keying began: ${(error as Error).message}`))
   if (!config.audit.enabled) log('warning: SVC_AUDIT=off: nothing is recorded in the audit log; this switch is for the benchmark only')
-  return { config, store, keyring, accounts, accessKeys, vaults, log, now, metrics, logRequest, audit }
+  const protection = createAccountProtection({ accounts, vaults, keyring, now })
+  const notifier = createNotifier({ accounts, vaults, store, config, now, log })
+  // A locked second step is recorded and told to the owner.
+  securityAlerts({ twoFactor: protection.twoFactor, notifier, audit, now, log })
+  return { config, store, keyring, accounts, accessKeys, vaults, log, now, metrics, logRequest, audit, protection, notifier }
 }
 
 export function createApp(deps: AppDeps) {
-  // A locked second step is recorded and told to the owner (once per set of services).
-  securityAlerts(deps)
   // The docs read the composed app when the document is first asked for.
   let root: () => AnyElysia = () => {
     throw new Error('the app is still being composed')

@@ -12,10 +12,9 @@ import type { AuditService } from '../../audit/recorder'
 import type { Scope } from '../../auth/scopes'
 import { LoginAnswer, LoginBody, MeAnswer, ProvidersAnswer, RegisterBody, UserAnswer } from '../../auth/model'
 import type { AppDeps } from '../../deps'
-import { accountProtection } from '../../auth/protection'
 import { clearSessionCookie, completeSignIn, recordFailedSignIn, setSessionCookie, setTwoFactorChallengeCookie } from '../../auth/sign-in'
 
-export interface AuthRouteDeps extends Pick<AppDeps, 'keyring' | 'vaults' | 'now'> {
+export interface AuthRouteDeps extends Pick<AppDeps, 'keyring' | 'vaults' | 'now' | 'protection'> {
   config: Config
   accounts: Accounts
   accessKeys: AccessKeys
@@ -39,7 +38,7 @@ const LoginAnswerWithCookie = withResponseHeaders(LoginAnswer, {
 
 export function loginRoutes(deps: AuthRouteDeps) {
   const { config, accounts } = deps
-  const { challenges } = accountProtection(deps)
+  const { challenges } = deps.protection
   return new Elysia({ prefix: '/api/auth', tags: ['Authentication'] })
     .use(authGuard(deps))
     .post(

@@ -7,7 +7,6 @@ import { AppError } from '../../http/errors'
 import { component, errorResponses, Timestamp } from '../../http/schemas'
 import { authGuard } from '../../auth/guard'
 import { PASSKEY_CHALLENGE_TTL_MS, passkeyFailed, relyingParty } from '../../auth/passkeys'
-import { accountProtection } from '../../auth/protection'
 import { refusalOutcome, setStepCookie } from '../../auth/sign-in'
 
 const PURPOSE = 'passkey-reauth'
@@ -47,7 +46,7 @@ const ReauthOptions = component(
 
 export function reauthRoutes(deps: AppDeps) {
   const { config, accounts } = deps
-  const { passkeys, challenges, freshProof } = accountProtection(deps)
+  const { passkeys, challenges, freshProof } = deps.protection
 
   const challengeCookie = (cookie: Record<string, Cookie<unknown>>, value: string, maxAgeMs: number) =>
     setStepCookie(cookie, config, { name: REAUTH_PASSKEY_COOKIE, path: COOKIE_PATH, sameSite: 'strict' }, value, maxAgeMs)

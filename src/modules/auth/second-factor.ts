@@ -9,7 +9,6 @@ import { component, errorResponses } from '../../http/schemas'
 import { publicUser } from '../../auth/accounts'
 import { UserAnswer } from '../../auth/model'
 import { PASSKEY_CHALLENGE_TTL_MS, PASSKEY_SIGN_IN_COOKIE, passkeyFailed, relyingParty } from '../../auth/passkeys'
-import { accountProtection } from '../../auth/protection'
 import { completeSignIn, recordFailedSignIn, setChallengeCookie, TWO_FACTOR_PURPOSE } from '../../auth/sign-in'
 import {
   TWO_FACTOR_CHALLENGE_COOKIE,
@@ -36,7 +35,7 @@ const PasskeySignInBody = t.Object(
 
 export function secondFactorRoutes(deps: AppDeps) {
   const { config, accounts } = deps
-  const { twoFactor, passkeys, challenges } = accountProtection(deps)
+  const { twoFactor, passkeys, challenges } = deps.protection
 
   const readTwoFactorChallenge = (cookie: Cookies) =>
     challenges.read<{ userId: string }>(TWO_FACTOR_PURPOSE, cookie[TWO_FACTOR_CHALLENGE_COOKIE]?.value)

@@ -2,7 +2,6 @@
 // users with a due-items webhook.
 import { Elysia } from 'elysia'
 import type { AppDeps } from '../../deps'
-import { notifierOf } from '../account/notifications'
 import { TrashService } from './service'
 
 /** A full pass over every vault on disk: long enough apart, and late enough after start, that idle memory and start-up stay as they were. */
@@ -15,7 +14,7 @@ const FIRST_SWEEP_MS = 60_000
  */
 export function lifecycleJobs(deps: AppDeps, timing = { firstMs: FIRST_SWEEP_MS, everyMs: SWEEP_MS }) {
   const trash = new TrashService(deps.vaults, deps.now)
-  const notifier = notifierOf(deps)
+  const { notifier } = deps
   const timers: ReturnType<typeof setTimeout>[] = []
   const sweep = () => {
     trash.sweepAll(deps.store).catch((error) => deps.log(`error: trash purge failed: ${(error as Error)?.message ?? error}`))
