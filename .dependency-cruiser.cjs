@@ -38,6 +38,13 @@ module.exports = {
       to: { path: '^src/modules/' },
     },
     {
+      name: 'features-load-no-page',
+      severity: 'error',
+      comment: 'Features and the layers below them import nothing from web/ (the page and its icon pack); the icon list they share is src/domain/icons.ts.',
+      from: { path: '^src/(modules|auth|store|crypto|audit|domain)/' },
+      to: { path: '^src/web/' },
+    },
+    {
       name: 'svc-cli-http-only',
       severity: 'error',
       comment: 'The svc CLI talks HTTP only: no store, crypto or auth code.',
