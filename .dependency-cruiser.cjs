@@ -38,6 +38,20 @@ module.exports = {
       to: { path: '^src/modules/' },
     },
     {
+      name: 'route-files-import-no-route-file',
+      severity: 'error',
+      comment: 'A route file imports no other route file (what two share is a service, built in openVault); modules/auth/index.ts composes the /api/auth files.',
+      from: { path: '^src/modules/', pathNot: '^src/modules/auth/index\\.ts$' },
+      to: { path: '^src/modules/([^/]+/index|(entries|envs|two-factor)/versions|auth/(login|oidc|reauth|second-factor)|auth/device-login/index)\\.ts$' },
+    },
+    {
+      name: 'features-load-no-page',
+      severity: 'error',
+      comment: 'Features and the layers below them import nothing from web/ (the page and its icon pack); the icon list they share is src/domain/icons.ts.',
+      from: { path: '^src/(modules|auth|store|crypto|audit|domain)/' },
+      to: { path: '^src/web/' },
+    },
+    {
       name: 'svc-cli-http-only',
       severity: 'error',
       comment: 'The svc CLI talks HTTP only: no store, crypto or auth code.',

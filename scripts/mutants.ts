@@ -181,7 +181,7 @@ export const MUTANTS: Mutant[] = [
   {
     name: 'webhook-address-check',
     guarantee: 'webhooks reach only public addresses: loopback, private, link-local, mapped and other internal addresses are refused in every notation unless SVC_WEBHOOK_ALLOW names them',
-    file: 'src/modules/lifecycle/webhook-target.ts',
+    file: 'src/modules/account/webhook-target.ts',
     search: '  return !isInternal(bare)',
     replace: '  return true',
     test: 'test/modules/webhook-ssrf.test.ts',

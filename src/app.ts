@@ -5,8 +5,8 @@ import { Elysia, type AnyElysia } from 'elysia'
 import { Kind } from '@sinclair/typebox'
 import { AccessKeys } from './auth/access-keys'
 import { authBeforeBody } from './auth/guard'
+import { createAccountProtection } from './auth/protection'
 import { Accounts } from './auth/accounts'
-import { authRoutes } from './auth/routes'
 import type { Config } from './config'
 import { Keyring, keyCheckIsCurrent } from './crypto/keyring'
 import { loadMasterKey } from './crypto/master-key'
@@ -16,10 +16,10 @@ import { apiDocs, type Documentation } from './http/openapi'
 import { securityHeaders } from './http/security-headers'
 import { hostCheck } from './http/host-check'
 import { accessKeyRoutes } from './modules/access-keys'
+import { authRoutes } from './modules/auth'
 import { Vaults } from './modules/vault-access'
 import { holdsVaults, Store } from './store/store'
 import type { AppDeps } from './deps'
-import { oidcRoutes } from './auth/oidc-routes'
 import { categoryRoutes } from './modules/categories'
 import { entryRoutes } from './modules/entries'
 import { envRoutes } from './modules/envs'
@@ -28,17 +28,18 @@ import { statsRoutes } from './modules/stats'
 import { exportRoutes } from './modules/export'
 import { aiRoutes } from './modules/ai'
 import { webRoutes } from './web'
-import { deviceLoginRoutes } from './modules/device-login'
 import { Metrics } from './http/metrics'
 import { observeRequests } from './http/observe'
 import { healthRoutes } from './modules/health'
 import type { RequestRecord } from './log'
 import { accountRoutes } from './modules/account'
-import { secondFactorRoutes } from './auth/second-factor-routes'
-import { reauthRoutes } from './auth/reauth-routes'
-import { historyRoutes, lifecycleJobs, trashRoutes } from './modules/lifecycle'
-import { notificationRoutes } from './modules/lifecycle/notifications'
-import { securityAlerts } from './modules/lifecycle/security-alerts'
+import { lifecycleJobs } from './modules/lifecycle/jobs'
+import { trashRoutes } from './modules/trash'
+import { entryVersionRoutes } from './modules/entries/versions'
+import { envFileVersionRoutes } from './modules/envs/versions'
+import { tokenVersionRoutes } from './modules/two-factor/versions'
+import { createNotifier, notificationRoutes } from './modules/account/notifications'
+import { securityAlerts } from './modules/account/security-alerts'
 import { auditRoutes } from './modules/audit'
 import { AuditService } from './modules/audit/service'
 import { AUDIT_ACTIONS } from './modules/audit/model'
@@ -121,12 +122,14 @@ export async function openVault(
   audit = new AuditService({ config, store, vaults, now, log, keyring })
   await audit.start().catch((error) => log(`error: could not record when audit keying began: ${(error as Error).message}`))
   if (!config.audit.enabled) log('warning: SVC_AUDIT=off: nothing is recorded in the audit log; this switch is for the benchmark only')
-  return { config, store, keyring, accounts, accessKeys, vaults, log, now, metrics, logRequest, audit }
+  const protection = createAccountProtection({ accounts, vaults, keyring, now })
+  const notifier = createNotifier({ accounts, vaults, store, config, now, log })
+  // A locked second step is recorded and told to the owner.
+  securityAlerts({ twoFactor: protection.twoFactor, notifier, audit, now, log })
+  return { config, store, keyring, accounts, accessKeys, vaults, log, now, metrics, logRequest, audit, protection, notifier }
 }
 
 export function createApp(deps: AppDeps) {
-  // A locked second step is recorded and told to the owner (once per set of services).
-  securityAlerts(deps)
   // The docs read the composed app when the document is first asked for.
   let root: () => AnyElysia = () => {
     throw new Error('the app is still being composed')
@@ -147,7 +150,6 @@ export function createApp(deps: AppDeps) {
     .use(jsonBody(deps.config.bodyTimeoutMs))
     .use(apiDocs(() => root(), apiDocumentation(deps.config)))
     .use(authRoutes(deps))
-    .use(oidcRoutes(deps))
     .use(accessKeyRoutes(deps))
     .use(envRoutes(deps))
     .use(categoryRoutes(deps))
@@ -156,12 +158,11 @@ export function createApp(deps: AppDeps) {
     .use(statsRoutes(deps))
     .use(exportRoutes(deps))
     .use(aiRoutes(deps))
-    .use(deviceLoginRoutes(deps))
     .use(healthRoutes(deps))
-    .use(secondFactorRoutes(deps))
-    .use(reauthRoutes(deps))
     .use(accountRoutes(deps))
-    .use(historyRoutes(deps))
+    .use(entryVersionRoutes(deps))
+    .use(envFileVersionRoutes(deps))
+    .use(tokenVersionRoutes(deps))
     .use(trashRoutes(deps))
     .use(lifecycleJobs(deps))
     .use(notificationRoutes(deps))

@@ -1,6 +1,7 @@
 // What every route module may use. Built by openVault() in app.ts.
 import type { AccessKeys } from './auth/access-keys'
 import type { Accounts } from './auth/accounts'
+import type { AccountProtection } from './auth/protection'
 import type { Config } from './config'
 import type { Keyring } from './crypto/keyring'
 import type { Logger } from './http/error-handler'
@@ -8,6 +9,7 @@ import type { Metrics } from './http/metrics'
 import type { RequestRecord } from './log'
 import type { Vaults } from './modules/vault-access'
 import type { AuditService } from './modules/audit/service'
+import type { Notifier } from './modules/account/notifications'
 import type { Store } from './store/store'
 
 export interface AppDeps {
@@ -24,4 +26,8 @@ export interface AppDeps {
   logRequest?: (record: RequestRecord) => void
   /** The audit log. */
   audit: AuditService
+  /** Second step, passkeys, sign-in challenges and re-authentication, shared by /api/auth and /api/account. */
+  protection: AccountProtection
+  /** The due-items and security-alert webhook (routes, the background pass and alerts share it). */
+  notifier: Notifier
 }

@@ -1,6 +1,8 @@
-// The account-protection services (issue 16), one set per app: the routes of /api/auth and
-// /api/account share them (used challenges, pending passkey registrations).
-import type { AppDeps } from '../deps'
+// The account-protection services (issue 16), one set per vault, built by openVault: the routes
+// of /api/auth and /api/account share them (used challenges, pending passkey registrations).
+import type { Keyring } from '../crypto/keyring'
+import type { Vaults } from '../vault-access'
+import type { Accounts } from './accounts'
 import { FreshProof } from './fresh-proof'
 import { Passkeys } from './passkeys'
 import { SealedChallenges, TwoFactorSignIn } from './second-factor'
@@ -13,19 +15,12 @@ export interface AccountProtection {
   freshProof: FreshProof
 }
 
-const perApp = new WeakMap<object, AccountProtection>()
-
-export function accountProtection(deps: Pick<AppDeps, 'accounts' | 'vaults' | 'keyring' | 'now'>): AccountProtection {
-  let services = perApp.get(deps.accounts)
-  if (!services) {
-    const twoFactor = new TwoFactorSignIn(deps)
-    services = {
-      twoFactor,
-      passkeys: new Passkeys(deps.accounts, deps.now),
-      challenges: new SealedChallenges(deps.keyring, deps.now),
-      freshProof: new FreshProof({ accounts: deps.accounts, twoFactor }),
-    }
-    perApp.set(deps.accounts, services)
+export function createAccountProtection(deps: { accounts: Accounts; vaults: Vaults; keyring: Keyring; now: () => number }): AccountProtection {
+  const twoFactor = new TwoFactorSignIn(deps)
+  return {
+    twoFactor,
+    passkeys: new Passkeys(deps.accounts, deps.now),
+    challenges: new SealedChallenges(deps.keyring, deps.now),
+    freshProof: new FreshProof({ accounts: deps.accounts, twoFactor }),
   }
-  return services
 }

@@ -11,6 +11,7 @@ import type { AuditOutcome } from '../audit/schema'
 import type { AuditService, AuditSource, SignInMethod } from '../audit/recorder'
 import type { UserRecord } from '../store/records'
 import type { Accounts, SignedIn } from './accounts'
+import { TWO_FACTOR_CHALLENGE_COOKIE, TWO_FACTOR_CHALLENGE_TTL_MS, type SealedChallenges } from './second-factor'
 import { clearSessionCookie, setSessionCookie } from './session-cookie'
 
 export interface SignInDeps {
@@ -42,6 +43,21 @@ export function setStepCookie(cookie: Record<string, Cookie<unknown>>, config: P
     maxAge: Math.floor(maxAgeMs / 1000),
     ...(maxAgeMs === 0 ? { expires: new Date(0) } : {}),
   })
+}
+
+export const TWO_FACTOR_PURPOSE = 'login-2fa'
+/** The sign-in steps' challenge cookies are sent to /api/auth only. */
+const COOKIE_PATH = '/api/auth'
+
+type Cookies = Record<string, Cookie<unknown>>
+
+export const setChallengeCookie = (cookie: Cookies, config: Pick<Config, 'secureCookies'>, name: string, value: string, maxAgeMs: number) =>
+  setStepCookie(cookie, config, { name, path: COOKIE_PATH, sameSite: 'strict' }, value, maxAgeMs)
+
+/** Issues the two-factor challenge after a right password: good for 5 minutes and one sign-in. */
+export function setTwoFactorChallengeCookie(cookie: Cookies, config: Pick<Config, 'secureCookies'>, challenges: SealedChallenges, user: UserRecord) {
+  const { sealed } = challenges.issue(TWO_FACTOR_PURPOSE, { userId: user.id }, TWO_FACTOR_CHALLENGE_TTL_MS)
+  setChallengeCookie(cookie, config, TWO_FACTOR_CHALLENGE_COOKIE, sealed, TWO_FACTOR_CHALLENGE_TTL_MS)
 }
 
 /**

@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { basename, dirname, join } from 'node:path'
 import { brotliCompressSync, constants as zlib } from 'node:zlib'
+import ICON_SLUGS from '../domain/icon-slugs.json'
 import { isIconSlug } from '../domain/rules'
 import { packIcons } from './icons'
 
@@ -82,18 +83,21 @@ interface IconData {
 }
 
 /** Every simple-icons icon (CC0) whose slug a category's icon field can hold, and where they are. */
-function simpleIcons(): { dir: string; icons: IconData[] } {
+export function simpleIconsData(): { dir: string; icons: IconData[] } {
   const dir = dirname(createRequire(import.meta.url).resolve('simple-icons/package.json'))
   const data = JSON.parse(readFileSync(join(dir, 'data', 'simple-icons.json'), 'utf8')) as IconData[]
   return { dir, icons: data.filter((icon) => isIconSlug(icon.slug) && /^[0-9A-Fa-f]{6}$/.test(icon.hex)) }
 }
 
-/** The slugs buildIconPack packs, read without packing (the list alone takes milliseconds). */
-export const iconSlugs = (): string[] => simpleIcons().icons.map((icon) => icon.slug)
-
-/** The pack of every icon of simpleIcons(). */
+/** The pack of the icons src/domain/icon-slugs.json lists: the import keeps the same ones (domain/icons.ts). */
 export function buildIconPack(): Uint8Array<ArrayBuffer> {
-  const { dir, icons: data } = simpleIcons()
+  const { dir, icons: installed } = simpleIconsData()
+  const bySlug = new Map(installed.map((icon) => [icon.slug, icon]))
+  const data = ICON_SLUGS.map((slug) => {
+    const icon = bySlug.get(slug)
+    if (!icon) throw new Error(`simple-icons has no icon "${slug}": run bun scripts/icon-slugs.ts`)
+    return icon
+  })
   const icons = data
     .map((icon) => ({ slug: icon.slug, svg: readFileSync(join(dir, 'icons', `${icon.slug}.svg`), 'utf8').replace('<svg ', `<svg fill="#${icon.hex}" `) }))
   return packIcons(icons, (bytes) => Bun.gzipSync(bytes, { level: 9 }))

@@ -71,19 +71,3 @@ export function webBundle(): Promise<WebBundle> {
   }
   return pending
 }
-
-let slugs: Promise<ReadonlySet<string>> | undefined
-
-/**
- * The slugs the vault has icons for, without building the page: the header of the prebuilt pack,
- * or, run from the sources, the simple-icons list the pack is made from.
- */
-export function iconSlugs(): Promise<ReadonlySet<string>> {
-  if (!slugs) {
-    slugs = prebuiltWeb ? prebuiltIcons(prebuiltWeb.icons).slugs() : import('./build').then((build) => new Set(build.iconSlugs()))
-    slugs.catch(() => {
-      slugs = undefined
-    })
-  }
-  return slugs
-}

@@ -4,7 +4,6 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { existsSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { notifierOf } from '../../src/modules/lifecycle/notifications'
 import { PASSWORD, signUp } from '../support/client'
 import { removeDir, startTestServer, type TestServer } from '../support/server'
 
@@ -51,7 +50,7 @@ test('the notifier forgets a deleted webhook owner: no delivery, no vault file',
   const category = (await bob.post('/api/categories', { name: 'Due', keyType: 'simple', envVarName: 'DUE_KEY' })).body
   await bob.post('/api/entries', { categoryId: category.id, name: 'old', value: 'v', expiresAt: new Date(clock - 86_400_000).toISOString() })
   expect((await bob.put('/api/account/notifications', { webhookUrl: 'http://127.0.0.1:9/due' })).status).toBe(200)
-  const notifier = notifierOf(server.deps)
+  const notifier = server.deps.notifier
   await notifier.deliver(bob.user.id)
   await deleteAccount(bob)
   // The next days' rounds, and a delivery asked for by name.

@@ -6,7 +6,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
-import { accountProtection } from '../../src/auth/protection'
 import type { AuthContext } from '../../src/auth/guard'
 import { sha256Hex } from '../../src/crypto/tokens'
 import { SoftPasskey } from '../audit/soft-passkey'
@@ -157,7 +156,7 @@ describe('with a passkey', () => {
 describe('the helper for routes that take the proof in their body (exporting 2FA secrets)', () => {
   test('requireOrProve: a password (plus code) in the request proves and renews; without it the session must be fresh; a key must carry it', async () => {
     const alice = await signUp(server.url)
-    const { freshProof } = accountProtection(server.deps)
+    const { freshProof } = server.deps.protection
     const user = () => server.deps.accounts.userById(alice.user.id)!
     const session = (): AuthContext => ({ user: user(), userId: alice.user.id, method: 'session', scopes: null, accessKey: null, sessionTokenHash: sha256Hex(alice.credentials.cookie!) })
     await freshProof.requireOrProve(session(), undefined, 'test')

@@ -6,8 +6,8 @@ import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { classifyKeys, SERVICES } from '../../src/modules/ai/classifier'
 import { validKeyFiling } from '../../src/modules/ai/service'
-import { buildIconPack } from '../../src/web/build'
-import { iconSlugs } from '../../src/web/bundle'
+import { buildIconPack, simpleIconsData } from '../../src/web/build'
+import { iconSlugs } from '../../src/domain/icons'
 import { IconPack } from '../../src/web/icons'
 
 const packageDir = dirname(createRequire(import.meta.url).resolve('simple-icons/package.json'))
@@ -64,6 +64,13 @@ describe('icon slugs the page suggests', () => {
 })
 
 describe('icon slugs the import keeps', () => {
+  test('src/domain/icon-slugs.json, the one list, is every icon of the installed simple-icons a category can show (bun scripts/icon-slugs.ts writes it)', () => {
+    const listed = JSON.parse(readFileSync(join(import.meta.dir, '..', '..', 'src', 'domain', 'icon-slugs.json'), 'utf8')) as string[]
+    const installed = simpleIconsData().icons.map((icon) => icon.slug).sort()
+    expect(listed.length).toBeGreaterThan(3000)
+    expect(listed).toEqual(installed)
+  })
+
   test("are the slugs the vault serves icons for (the import reads them without building the page)", async () => {
     const pack = buildIconPack()
     const served = await new IconPack(async (start, end) => pack.subarray(start, end)).slugs()

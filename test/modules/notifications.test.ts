@@ -5,7 +5,6 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { createHmac } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { notifierOf } from '../../src/modules/lifecycle/notifications'
 import { signUp, type Client } from '../support/client'
 import { removeDir, startTestServer, type TestServer } from '../support/server'
 
@@ -56,7 +55,7 @@ test('one signed POST a day lists due items by name, category and date, never a 
   const category = (await alice.post('/api/categories', { name: 'Stripe', keyType: 'simple', envVarName: 'STRIPE_KEY' })).body
   await alice.post('/api/entries', { categoryId: category.id, name: 'shop', value: 'value-canary-1', expiresAt: new Date(clock + 5 * DAY).toISOString() })
   await alice.post('/api/entries', { categoryId: category.id, name: 'fine', value: 'value-canary-2' })
-  const notifier = notifierOf(server.deps)
+  const notifier = server.deps.notifier
 
   const set = await alice.put('/api/account/notifications', { webhookUrl: hook(), secret: 'hook-secret-canary' })
   expect(set.status).toBe(200)
@@ -125,8 +124,8 @@ test('nothing is sent on a day with nothing due', async () => {
   const bob = await signUp(server.url)
   const before = received.length
   await bob.put('/api/account/notifications', { webhookUrl: hook() })
-  await notifierOf(server.deps).deliver(bob.user.id)
-  await notifierOf(server.deps).tick()
+  await server.deps.notifier.deliver(bob.user.id)
+  await server.deps.notifier.tick()
   expect(received).toHaveLength(before)
 })
 
@@ -135,7 +134,7 @@ test("a stored address that is the vault's own is refused at delivery too, and s
   const category = (await carol.post('/api/categories', { name: 'K', keyType: 'simple', envVarName: 'K_KEY' })).body
   await carol.post('/api/entries', { categoryId: category.id, name: 'old', value: 'v', expiresAt: new Date(clock - DAY).toISOString() })
   expect((await carol.put('/api/account/notifications', { webhookUrl: hook() })).status).toBe(200)
-  const notifier = notifierOf(server.deps)
+  const notifier = server.deps.notifier
   await notifier.deliver(carol.user.id)
   // As if the vault had moved onto the address stored earlier (a new SVC_BASE_URL or port).
   const vault = server.deps.store.openedVault(carol.user.id)!

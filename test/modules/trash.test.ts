@@ -249,7 +249,7 @@ describe('trash', () => {
     const cat = await category(fresh)
     await fresh.delete(`/api/categories/${cat.id}`)
     clock += 31 * DAY
-    const { lifecycleJobs } = await import('../../src/modules/lifecycle')
+    const { lifecycleJobs } = await import('../../src/modules/lifecycle/jobs')
     const { Elysia } = await import('elysia')
     const jobs = new Elysia().use(lifecycleJobs(server.deps, { firstMs: 1, everyMs: 3_600_000 })).listen({ port: 0, hostname: '127.0.0.1' })
     try {

@@ -4,8 +4,7 @@
 // followed, lastDelivery says delivered or failed and nothing more, and one slow receiver does not
 // hold up the others' deliveries.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { notifierOf } from '../../src/modules/lifecycle/notifications'
-import { isPermittedAddress, postTo } from '../../src/modules/lifecycle/webhook-target'
+import { isPermittedAddress, postTo } from '../../src/modules/account/webhook-target'
 import { parseWebhookAllow } from '../../src/config'
 import { signUp, type Client } from '../support/client'
 import { removeDir, startTestServer, type TestServer } from '../support/server'
@@ -85,7 +84,7 @@ async function tryWebhook(server: TestServer, user: Client & { user: any }, webh
   await user.put('/api/account/notifications', { webhookUrl: null })
   const put = await user.put('/api/account/notifications', { webhookUrl })
   if (put.status === 200) {
-    const notifier = notifierOf(server.deps)
+    const notifier = server.deps.notifier
     await Bun.sleep(0)
     await notifier.deliver(user.user.id)
   }
@@ -136,7 +135,7 @@ describe('without SVC_WEBHOOK_ALLOW', () => {
 
   test('a stored internal address (set before the check, or by a name) is refused at delivery, and lastDelivery says only "failed"', async () => {
     const user = await userWithDueItem(strict)
-    const notifier = notifierOf(strict.deps)
+    const notifier = strict.deps.notifier
     const vault = strict.deps.store.openedVault(user.user.id)!
     for (const url of loopbackSpellings()) {
       await vault.update((data) => void (data.notifications = { webhookUrl: url, encryptedSecret: null, lastDelivery: null, day: null, done: false, attempts: 0, nextAttemptAt: null }))
@@ -166,7 +165,7 @@ describe('with SVC_WEBHOOK_ALLOW=127.0.0.0/8 (a home lab)', () => {
 
   test('a failure says "failed" and nothing more; a redirect is not followed', async () => {
     const user = await userWithDueItem(homeLab)
-    const notifier = notifierOf(homeLab.deps)
+    const notifier = homeLab.deps.notifier
     // Nobody listening.
     await user.put('/api/account/notifications', { webhookUrl: `http://127.0.0.1:${closed}/hook` })
     await Bun.sleep(0)
@@ -212,7 +211,7 @@ describe('with SVC_WEBHOOK_ALLOW=127.0.0.0/8 (a home lab)', () => {
       },
     })
     try {
-      const notifier = notifierOf(homeLab.deps)
+      const notifier = homeLab.deps.notifier
       // The slow one first: a round one after another would wait for it.
       const sleepy = await userWithDueItem(homeLab)
       const quick = await userWithDueItem(homeLab)
@@ -258,7 +257,7 @@ test('the address policy: mapped and NAT64 forms are judged by the IPv4 address 
 })
 
 test('a peer reported in its IPv4-mapped form is judged as the IPv4 address it is', async () => {
-  const { unmapped } = await import('../../src/modules/lifecycle/webhook-target')
+  const { unmapped } = await import('../../src/modules/account/webhook-target')
   expect(unmapped('::ffff:93.184.215.14')).toBe('93.184.215.14')
   expect(unmapped('::ffff:5db8:d70e')).toBe('93.184.215.14')
   expect(isPermittedAddress(unmapped('::ffff:93.184.215.14'), null)).toBe(true)

@@ -4,7 +4,6 @@ import { Elysia, t } from 'elysia'
 import { requireFreshProof } from '../../auth/fresh-proof'
 import { authGuard } from '../../auth/guard'
 import { relyingParty } from '../../auth/passkeys'
-import { accountProtection } from '../../auth/protection'
 import { clearSessionCookie } from '../../auth/sign-in'
 import type { AppDeps } from '../../deps'
 import { clientAddress } from '../../http/client-address'
@@ -44,7 +43,7 @@ const REAUTH =
 
 export function accountRoutes(deps: AppDeps) {
   const { config } = deps
-  const { twoFactor, passkeys } = accountProtection(deps)
+  const { twoFactor, passkeys } = deps.protection
   const settings = new AccountSettings(deps.accounts, deps.accessKeys, deps.store, deps.now)
 
   return new Elysia({ prefix: '/api/account', tags: ['Account'] })

@@ -10,7 +10,7 @@ import { errorResponses, withResponseHeaders } from '../../http/schemas'
 import { ExtractAnswer, ExtractBody, ImportAnswer, ImportBody } from './model'
 import { createExtractionModel } from './model-client'
 import { AiService } from './service'
-import { iconSlugs } from '../../web/bundle'
+import { iconSlugs } from '../../domain/icons'
 import { policyOf } from '../lifecycle/trash'
 import { versionAuthor } from '../lifecycle/versions'
 

@@ -3,6 +3,10 @@ import { t } from 'elysia'
 import { component, Integer, nullable, strictObject, Timestamp } from '../../http/schemas'
 import { EnvironmentSchema } from '../entries/model'
 
+/** Version reveals are never cached. */
+export const NO_STORE = 'no-store'
+export const VERSION_404 = "VERSION_NOT_FOUND when the version is not kept (any more); the record's own 404 when it is missing, foreign or in the trash."
+
 export const VersionSchema = component(
   'Version',
   t.Object(

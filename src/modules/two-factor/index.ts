@@ -4,7 +4,6 @@ import { authGuard, type GuardDeps } from '../../auth/guard'
 import { paginate, PAGE_HEADERS, PageQuery, setPageHeaders } from '../../http/pagination'
 import { errorResponses, IdParams, NoContent, withResponseHeaders } from '../../http/schemas'
 import type { AppDeps } from '../../deps'
-import { accountProtection } from '../../auth/protection'
 import { ref } from '../audit/service'
 import {
   CreateTwoFactorBody,
@@ -34,8 +33,8 @@ const IMPORT_PATH = '/api/2fa/import'
 // An oversized import is a file too large (400), not a request too large (413).
 bodyIsAFile(IMPORT_PATH)
 
-export function twoFactorRoutes(deps: GuardDeps & Pick<AppDeps, 'accounts' | 'vaults' | 'keyring' | 'now'> & { config: Partial<Pick<Config, 'historyVersions' | 'trashMs' | 'trustProxy'>> }) {
-  const { freshProof } = accountProtection(deps)
+export function twoFactorRoutes(deps: GuardDeps & Pick<AppDeps, 'accounts' | 'vaults' | 'keyring' | 'now' | 'protection'> & { config: Partial<Pick<Config, 'historyVersions' | 'trashMs' | 'trustProxy'>> }) {
+  const { freshProof } = deps.protection
   const tokens = new TwoFactorService(deps.vaults, deps.now, policyOf(deps.config))
   const transfer = new TwoFactorTransfer(deps.vaults, deps.now)
   return new Elysia({ prefix: '/api/2fa', tags: ['Two-factor tokens'] })

@@ -7,14 +7,18 @@
 import { Elysia } from 'elysia'
 import { isIP } from 'node:net'
 import { requireFreshProof } from '../../auth/fresh-proof'
-import { authGuard } from '../../auth/guard'
-import type { AppDeps } from '../../deps'
+import type { Accounts } from '../../auth/accounts'
+import { authGuard, type GuardDeps } from '../../auth/guard'
+import type { Config } from '../../config'
+import type { Logger } from '../../http/error-handler'
 import { AppError } from '../../http/errors'
 import { errorResponses } from '../../http/schemas'
 import { indexById } from '../../store/by-id'
 import type { NotificationSettingsRecord, VaultDocument } from '../../store/records'
-import { dueStatus, nextDue, type DueStatus } from './due'
-import { NotificationSettingsSchema, UpdateNotificationsBody } from './model'
+import type { Store } from '../../store/store'
+import type { Vaults } from '../../vault-access'
+import { dueStatus, nextDue, type DueStatus } from '../lifecycle/due'
+import { NotificationSettingsSchema, UpdateNotificationsBody } from '../lifecycle/model'
 import { embeddedIPv4, isLocalName, isPermittedAddress, isThisHost, permittedAddresses, portOf, postTo, type TargetCheck } from './webhook-target'
 
 const MINUTE = 60_000
@@ -87,6 +91,14 @@ function isLocalHost(hostname: string): boolean {
 /** At most this many deliveries at once: one slow receiver holds up one slot, never the round. */
 const PARALLEL_DELIVERIES = 8
 
+export interface NotifierDeps {
+  vaults: Vaults
+  store: Store
+  config: Config
+  now: () => number
+  log: Logger
+}
+
 export class Notifier {
   /** Users known to have a webhook (filled by the background pass and by PUT). */
   private readonly watched = new Set<string>()
@@ -97,7 +109,7 @@ export class Notifier {
   private sending = 0
   private readonly waiting: (() => void)[] = []
 
-  constructor(private readonly deps: Pick<AppDeps, 'vaults' | 'store' | 'config' | 'now' | 'log'>) {}
+  constructor(private readonly deps: NotifierDeps) {}
 
   private get ports(): number[] {
     return [this.listeningPort, this.deps.config.port].filter((p): p is number => typeof p === 'number' && p > 0)
@@ -282,21 +294,16 @@ export class Notifier {
   }
 }
 
-const notifiers = new WeakMap<object, Notifier>()
-/** The one notifier of an app's services (routes and jobs share it; tests reach it too). */
-export function notifierOf(deps: AppDeps): Notifier {
-  let notifier = notifiers.get(deps)
-  if (!notifier) {
-    notifiers.set(deps, (notifier = new Notifier(deps)))
-    const created = notifier
-    // A deleted account's webhook is not delivered to again (its vault would come back).
-    deps.accounts.onUserRemoved((userId) => created.forget(userId))
-  }
+/** The one notifier of a vault's services, built by openVault (routes, jobs and alerts share it). */
+export function createNotifier(deps: NotifierDeps & { accounts: Accounts }): Notifier {
+  const notifier = new Notifier(deps)
+  // A deleted account's webhook is not delivered to again (its vault would come back).
+  deps.accounts.onUserRemoved((userId) => notifier.forget(userId))
   return notifier
 }
 
-export function notificationRoutes(deps: AppDeps) {
-  const notifier = notifierOf(deps)
+export function notificationRoutes(deps: GuardDeps & { notifier: Notifier }) {
+  const { notifier } = deps
   let timer: ReturnType<typeof setInterval> | undefined
   return new Elysia({ prefix: '/api/account/notifications', tags: ['Notifications'] })
     .use(authGuard(deps))

@@ -1,6 +1,6 @@
 import { t } from 'elysia'
-import { ScopeSchema } from '../../auth/scopes-schema'
-import { component, strictObject, Timestamp } from '../../http/schemas'
+import { ScopeSchema } from '../../../auth/scopes-schema'
+import { component, strictObject, Timestamp } from '../../../http/schemas'
 import { DEFAULT_CLI_SCOPES } from './service'
 
 const StartFields = strictObject({

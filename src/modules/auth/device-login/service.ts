@@ -6,10 +6,10 @@
 // Requests live in memory only: they last ten minutes, and a restart simply makes the CLI start
 // again. The device code is kept as its SHA-256 (it is the bearer of the future key); the user
 // code alone gets nothing without a signed-in session approving it.
-import type { AccessKeys, PublicAccessKey } from '../../auth/access-keys'
-import { isScope, type Scope } from '../../auth/scopes'
-import { constantTimeEqual, randomToken, sha256Hex } from '../../crypto/tokens'
-import { AppError, validationError } from '../../http/errors'
+import type { AccessKeys, PublicAccessKey } from '../../../auth/access-keys'
+import { isScope, type Scope } from '../../../auth/scopes'
+import { constantTimeEqual, randomToken, sha256Hex } from '../../../crypto/tokens'
+import { AppError, validationError } from '../../../http/errors'
 
 export const DEVICE_CODE_TTL_MS = 10 * 60_000
 export const POLL_INTERVAL_MS = 5_000

@@ -1,14 +1,13 @@
 // /api/auth/reauth (issue 36): a signed-in session proves again that its owner is there, for the
 // actions that outlive a session (auth/fresh-proof.ts). The proof counts for 10 minutes.
 import { Elysia, t, type Cookie } from 'elysia'
-import type { AppDeps } from '../deps'
-import { clientAddress } from '../http/client-address'
-import { AppError } from '../http/errors'
-import { component, errorResponses, Timestamp } from '../http/schemas'
-import { authGuard } from './guard'
-import { PASSKEY_CHALLENGE_TTL_MS, passkeyFailed, relyingParty } from './passkeys'
-import { accountProtection } from './protection'
-import { refusalOutcome, setStepCookie } from './sign-in'
+import type { AppDeps } from '../../deps'
+import { clientAddress } from '../../http/client-address'
+import { AppError } from '../../http/errors'
+import { component, errorResponses, Timestamp } from '../../http/schemas'
+import { authGuard } from '../../auth/guard'
+import { PASSKEY_CHALLENGE_TTL_MS, passkeyFailed, relyingParty } from '../../auth/passkeys'
+import { refusalOutcome, setStepCookie } from '../../auth/sign-in'
 
 const PURPOSE = 'passkey-reauth'
 /** The passkey challenge of a re-authentication: its own cookie, so a sign-in ceremony elsewhere does not replace it. */
@@ -47,7 +46,7 @@ const ReauthOptions = component(
 
 export function reauthRoutes(deps: AppDeps) {
   const { config, accounts } = deps
-  const { passkeys, challenges, freshProof } = accountProtection(deps)
+  const { passkeys, challenges, freshProof } = deps.protection
 
   const challengeCookie = (cookie: Record<string, Cookie<unknown>>, value: string, maxAgeMs: number) =>
     setStepCookie(cookie, config, { name: REAUTH_PASSKEY_COOKIE, path: COOKIE_PATH, sameSite: 'strict' }, value, maxAgeMs)

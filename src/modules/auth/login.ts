@@ -1,22 +1,20 @@
-// /api/auth: register, login, logout, me, providers. OIDC routes come from auth/oidc-routes.
+// /api/auth: register, login, logout, me, providers. OIDC routes come from ./oidc.ts.
 import { Elysia } from 'elysia'
-import type { Config } from '../config'
-import { clientAddress } from '../http/client-address'
-import { assertSameSite } from '../http/csrf'
-import { errorResponses, NoContent, publicErrorResponses, withResponseHeaders } from '../http/schemas'
-import type { AccessKeys } from './access-keys'
-import { publicUser, signedInUser, type Accounts } from './accounts'
-import { authGuard } from './guard'
-import { sha256Hex } from '../crypto/tokens'
-import type { AuditService } from '../audit/recorder'
-import type { Scope } from './scopes'
-import { LoginAnswer, LoginBody, MeAnswer, ProvidersAnswer, RegisterBody, UserAnswer } from './model'
-import type { AppDeps } from '../deps'
-import { accountProtection } from './protection'
-import { setTwoFactorChallengeCookie } from './second-factor-routes'
-import { clearSessionCookie, completeSignIn, recordFailedSignIn, setSessionCookie } from './sign-in'
+import type { Config } from '../../config'
+import { clientAddress } from '../../http/client-address'
+import { assertSameSite } from '../../http/csrf'
+import { errorResponses, NoContent, publicErrorResponses, withResponseHeaders } from '../../http/schemas'
+import type { AccessKeys } from '../../auth/access-keys'
+import { publicUser, signedInUser, type Accounts } from '../../auth/accounts'
+import { authGuard } from '../../auth/guard'
+import { sha256Hex } from '../../crypto/tokens'
+import type { AuditService } from '../../audit/recorder'
+import type { Scope } from '../../auth/scopes'
+import { LoginAnswer, LoginBody, MeAnswer, ProvidersAnswer, RegisterBody, UserAnswer } from '../../auth/model'
+import type { AppDeps } from '../../deps'
+import { clearSessionCookie, completeSignIn, recordFailedSignIn, setSessionCookie, setTwoFactorChallengeCookie } from '../../auth/sign-in'
 
-export interface AuthRouteDeps extends Pick<AppDeps, 'keyring' | 'vaults' | 'now'> {
+export interface AuthRouteDeps extends Pick<AppDeps, 'keyring' | 'vaults' | 'now' | 'protection'> {
   config: Config
   accounts: Accounts
   accessKeys: AccessKeys
@@ -38,9 +36,9 @@ const LoginAnswerWithCookie = withResponseHeaders(LoginAnswer, {
   },
 })
 
-export function authRoutes(deps: AuthRouteDeps) {
+export function loginRoutes(deps: AuthRouteDeps) {
   const { config, accounts } = deps
-  const { challenges } = accountProtection(deps)
+  const { challenges } = deps.protection
   return new Elysia({ prefix: '/api/auth', tags: ['Authentication'] })
     .use(authGuard(deps))
     .post(

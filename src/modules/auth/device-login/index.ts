@@ -8,14 +8,14 @@
 // Token errors are 400 with RFC 8628's codes upper-cased: AUTHORIZATION_PENDING, SLOW_DOWN,
 // EXPIRED_TOKEN, ACCESS_DENIED, INVALID_GRANT.
 import { Elysia } from 'elysia'
-import { publicAccessKey } from '../../auth/access-keys'
-import { requireFreshProof } from '../../auth/fresh-proof'
-import { authGuard, type AuthContext } from '../../auth/guard'
-import { clientAddress } from '../../http/client-address'
-import type { AppDeps } from '../../deps'
-import { AppError } from '../../http/errors'
-import { errorResponses, NoContent, publicErrorResponses } from '../../http/schemas'
-import { AccessKeySchema, CreatedAccessKeySchema } from '../access-keys/model'
+import { publicAccessKey } from '../../../auth/access-keys'
+import { requireFreshProof } from '../../../auth/fresh-proof'
+import { authGuard, type AuthContext } from '../../../auth/guard'
+import { clientAddress } from '../../../http/client-address'
+import type { AppDeps } from '../../../deps'
+import { AppError } from '../../../http/errors'
+import { errorResponses, NoContent, publicErrorResponses } from '../../../http/schemas'
+import { AccessKeySchema, CreatedAccessKeySchema } from '../../access-keys/model'
 import {
   ApproveDeviceLoginBody,
   DeviceAuthorizationSchema,

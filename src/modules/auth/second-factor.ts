@@ -1,39 +1,23 @@
 // /api/auth: the second step of a two-factor sign-in, and signing in with a passkey (issue 16).
 // Single sign-on sign-ins are not asked for a second factor: the identity provider owns that.
 import { Elysia, t, type Cookie } from 'elysia'
-import type { Config } from '../config'
-import type { AppDeps } from '../deps'
-import { clientAddress } from '../http/client-address'
-import { AppError } from '../http/errors'
-import { assertSameSite } from '../http/csrf'
-import { component, errorResponses } from '../http/schemas'
-import type { UserRecord } from '../store/records'
-import { publicUser } from './accounts'
-import { UserAnswer } from './model'
-import { PASSKEY_CHALLENGE_TTL_MS, PASSKEY_SIGN_IN_COOKIE, passkeyFailed, relyingParty } from './passkeys'
-import { accountProtection } from './protection'
-import { completeSignIn, recordFailedSignIn, setStepCookie } from './sign-in'
+import type { AppDeps } from '../../deps'
+import { clientAddress } from '../../http/client-address'
+import { AppError } from '../../http/errors'
+import { assertSameSite } from '../../http/csrf'
+import { component, errorResponses } from '../../http/schemas'
+import { publicUser } from '../../auth/accounts'
+import { UserAnswer } from '../../auth/model'
+import { PASSKEY_CHALLENGE_TTL_MS, PASSKEY_SIGN_IN_COOKIE, passkeyFailed, relyingParty } from '../../auth/passkeys'
+import { completeSignIn, recordFailedSignIn, setChallengeCookie, TWO_FACTOR_PURPOSE } from '../../auth/sign-in'
 import {
   TWO_FACTOR_CHALLENGE_COOKIE,
-  TWO_FACTOR_CHALLENGE_TTL_MS,
   twoFactorRequired,
-  type SealedChallenges,
-} from './second-factor'
+} from '../../auth/second-factor'
 
-const TWO_FACTOR_PURPOSE = 'login-2fa'
 const PASSKEY_PURPOSE = 'passkey-sign-in'
-const COOKIE_PATH = '/api/auth'
 
 type Cookies = Record<string, Cookie<unknown>>
-
-const setChallengeCookie = (cookie: Cookies, config: Pick<Config, 'secureCookies'>, name: string, value: string, maxAgeMs: number) =>
-  setStepCookie(cookie, config, { name, path: COOKIE_PATH, sameSite: 'strict' }, value, maxAgeMs)
-
-/** Issues the two-factor challenge after a right password: good for 5 minutes and one sign-in. */
-export function setTwoFactorChallengeCookie(cookie: Cookies, config: Pick<Config, 'secureCookies'>, challenges: SealedChallenges, user: UserRecord) {
-  const { sealed } = challenges.issue(TWO_FACTOR_PURPOSE, { userId: user.id }, TWO_FACTOR_CHALLENGE_TTL_MS)
-  setChallengeCookie(cookie, config, TWO_FACTOR_CHALLENGE_COOKIE, sealed, TWO_FACTOR_CHALLENGE_TTL_MS)
-}
 
 const LoginSecondFactorBody = t.Object(
   {
@@ -51,7 +35,7 @@ const PasskeySignInBody = t.Object(
 
 export function secondFactorRoutes(deps: AppDeps) {
   const { config, accounts } = deps
-  const { twoFactor, passkeys, challenges } = accountProtection(deps)
+  const { twoFactor, passkeys, challenges } = deps.protection
 
   const readTwoFactorChallenge = (cookie: Cookies) =>
     challenges.read<{ userId: string }>(TWO_FACTOR_PURPOSE, cookie[TWO_FACTOR_CHALLENGE_COOKIE]?.value)

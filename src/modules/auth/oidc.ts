@@ -2,15 +2,15 @@
 // cookie lives 10 minutes, is sent only to the callback path, and is cleared by the callback
 // whatever its outcome.
 import { Elysia, t, type Cookie } from 'elysia'
-import type { AppDeps } from '../deps'
-import { clientAddress } from '../http/client-address'
-import { AppError } from '../http/errors'
-import { component, errorResponses, NoContent, publicErrorResponses, withResponseHeaders } from '../http/schemas'
-import { requireFreshProof } from './fresh-proof'
-import { authGuard, sessionToken } from './guard'
-import { SlidingWindow, tooManyAttempts } from './login-throttle'
-import { OIDC_CALLBACK_PATH, OIDC_TRANSACTION_COOKIE, OIDC_TRANSACTION_TTL_MS, OidcSignIn } from './oidc'
-import { completeSignIn, recordFailedSignIn, setStepCookie } from './sign-in'
+import type { AppDeps } from '../../deps'
+import { clientAddress } from '../../http/client-address'
+import { AppError } from '../../http/errors'
+import { component, errorResponses, NoContent, publicErrorResponses, withResponseHeaders } from '../../http/schemas'
+import { requireFreshProof } from '../../auth/fresh-proof'
+import { authGuard, sessionToken } from '../../auth/guard'
+import { SlidingWindow, tooManyAttempts } from '../../auth/login-throttle'
+import { OIDC_CALLBACK_PATH, OIDC_TRANSACTION_COOKIE, OIDC_TRANSACTION_TTL_MS, OidcSignIn } from '../../auth/oidc'
+import { completeSignIn, recordFailedSignIn, setStepCookie } from '../../auth/sign-in'
 
 /** Callbacks per client address per 15 minutes (CONTRACT.md): each one costs calls to the provider. */
 export const MAX_CALLBACKS_PER_CLIENT = 60

@@ -1,0 +1,29 @@
+// The background pass over every vault on disk (issue 20): purges expired trash and finds the
+// users with a due-items webhook.
+import { Elysia } from 'elysia'
+import type { AppDeps } from '../../deps'
+import { TrashService } from './service'
+
+/** A full pass over every vault on disk: long enough apart, and late enough after start, that idle memory and start-up stay as they were. */
+const SWEEP_MS = 6 * 3_600_000
+const FIRST_SWEEP_MS = 60_000
+
+/**
+ * The background pass over every vault on disk: purges expired trash items (durably) and finds the
+ * users with a due-items webhook. Requests purge their own vault's expired items first anyway.
+ */
+export function lifecycleJobs(deps: AppDeps, timing = { firstMs: FIRST_SWEEP_MS, everyMs: SWEEP_MS }) {
+  const trash = new TrashService(deps.vaults, deps.now)
+  const { notifier } = deps
+  const timers: ReturnType<typeof setTimeout>[] = []
+  const sweep = () => {
+    trash.sweepAll(deps.store).catch((error) => deps.log(`error: trash purge failed: ${(error as Error)?.message ?? error}`))
+    notifier.scan().catch((error) => deps.log(`error: webhook scan failed: ${(error as Error)?.message ?? error}`))
+  }
+  return new Elysia({ name: 'lifecycle.jobs' })
+    .onStart(() => {
+      timers.push(setTimeout(sweep, timing.firstMs), setInterval(sweep, timing.everyMs))
+      for (const timer of timers) timer.unref?.()
+    })
+    .onStop(() => timers.forEach(clearTimeout))
+}
