@@ -75,6 +75,14 @@ export const MUTANTS: Mutant[] = [
     test: 'test/robustness/audit-order.test.ts',
   },
   {
+    name: 'audit-debris-zero-cut',
+    guarantee: 'nothing half-written is shown: every audit reader (open, first line, page backwards, export, verify) ends its log at the first zero byte a crash left',
+    file: 'src/store/audit-log-reader.ts',
+    search: 'const zero = bytes.indexOf(0)',
+    replace: 'const zero = -1',
+    test: 'test/store/audit-log.test.ts',
+  },
+  {
     name: 'audit-read-unsynced',
     guarantee: 'nothing half-written is shown: the audit log is read only up to its last durable line',
     file: 'src/audit/recorder.ts',
@@ -205,7 +213,7 @@ export const MUTANTS: Mutant[] = [
   {
     name: 'verify-skips-missing-log',
     guarantee: 'audit evidence: audit-verify fails a log whose anchor says lines existed but whose file is gone (issue 29)',
-    file: 'src/store/audit-log.ts',
+    file: 'src/store/audit-log-reader.ts',
     search: 'if (log.missing && !anchor) continue',
     replace: 'if (log.missing) continue',
     test: 'test/audit/tamper-matrix.test.ts',

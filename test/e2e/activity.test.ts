@@ -39,8 +39,8 @@ describe.skipIf(!hasChromium())('Activity page in Chromium', () => {
     await page.goto(`${vault.url}/`)
     const card = page.locator('.recent-activity')
     await card.getByRole('heading', { name: 'Last 7 days' }).waitFor()
-    await expect(card.locator('[data-count="failed-sign-ins"] .activity-count').textContent()).resolves.toBe('1')
-    await expect(card.locator('[data-count="secret-reads"] .activity-count').textContent()).resolves.toBe('2')
+    expect(await card.locator('[data-count="failed-sign-ins"] .activity-count').textContent()).toBe('1')
+    expect(await card.locator('[data-count="secret-reads"] .activity-count').textContent()).toBe('2')
 
     // Activity: newest first, every action of this user.
     await page.getByRole('link', { name: 'Activity', exact: true }).click()
@@ -49,7 +49,7 @@ describe.skipIf(!hasChromium())('Activity page in Chromium', () => {
     await rows.first().waitFor()
     const actions = await rows.evaluateAll((items) => items.map((item) => item.getAttribute('data-action')))
     expect(actions).toEqual(['auth.login_failed', 'entry.reveal', 'entry.reveal', 'access_key.create', 'entry.create', 'category.create', 'auth.register'])
-    await expect(rows.nth(1).textContent()).resolves.toContain('key “ci-deploy” · from 127.0.0.1')
+    expect(await rows.nth(1).textContent()).toContain('key “ci-deploy” · from 127.0.0.1')
     expect(await page.content()).not.toContain('sk_live_page_canary')
 
     // Filter by action.
@@ -89,9 +89,9 @@ describe.skipIf(!hasChromium())('Activity page in Chromium', () => {
     const page = await browser.context.newPage()
     try {
       await page.goto(`${vault.url}/`)
-      await expect(page.locator('.recent-activity [data-chain-broken]').textContent()).resolves.toMatch(/chain is broken.*2 missing/)
+      expect(await page.locator('.recent-activity [data-chain-broken]').textContent()).toMatch(/chain is broken.*2 missing/)
       await page.goto(`${vault.url}/activity`)
-      await expect(page.locator('section [data-chain-broken]').first().textContent()).resolves.toMatch(/chain is broken.*2 missing.*svc-vault audit-verify/)
+      expect(await page.locator('section [data-chain-broken]').first().textContent()).toMatch(/chain is broken.*2 missing.*svc-vault audit-verify/)
       await page.locator('[data-action="chain.broken"]').first().waitFor()
     } finally {
       await page.close()

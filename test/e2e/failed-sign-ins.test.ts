@@ -42,7 +42,7 @@ describe.skipIf(!hasChromium())('failed sign-ins and a locked second step in Chr
     await page.goto(`${vault.url}/`)
     const card = page.locator('.recent-activity')
     await card.getByRole('heading', { name: 'Last 7 days' }).waitFor()
-    await expect(card.locator('[data-count="failed-sign-ins"] .activity-count').textContent()).resolves.toBe('41')
+    expect(await card.locator('[data-count="failed-sign-ins"] .activity-count').textContent()).toBe('41')
     const notice = page.locator('.second-step-locked')
     await notice.getByRole('heading', { name: 'Two-factor sign-in was locked' }).waitFor()
     expect(await notice.textContent()).toContain('from 203.0.113.10')
