@@ -5,6 +5,9 @@
 
 export const FORMAT_VERSION = 1
 
+/** A copy of a record to fill in before it is written (its top-level fields settable). */
+export type Draft<T> = { -readonly [K in keyof T]: T[K] }
+
 export interface UserRecord {
   readonly id: string
   readonly email: string

@@ -175,7 +175,7 @@ const summary = (item: TrashRecord, data: VaultDocument): TrashItemSummary => ({
 })
 
 /** An access key sees the kinds it may read, and restores those it may write; a session, all. */
-const mayRead = (scopes: string[] | null, item: TrashRecord) => scopes === null || scopes.includes(TRASH_SCOPES[item.kind].read)
+const mayRead = (scopes: readonly string[] | null, item: TrashRecord) => scopes === null || scopes.includes(TRASH_SCOPES[item.kind].read)
 
 /**
  * Puts an item's records back in the live lists. A twin of what lives there now is 409 by the
@@ -231,7 +231,7 @@ export class TrashService {
   }
 
   /** Newest first. */
-  async list(userId: string, scopes: string[] | null): Promise<TrashItemSummary[]> {
+  async list(userId: string, scopes: readonly string[] | null): Promise<TrashItemSummary[]> {
     const { data } = await this.swept(userId)
     return data.trash
       .filter((item) => mayRead(scopes, item))
@@ -240,7 +240,7 @@ export class TrashService {
   }
 
   /** `deny` gives the 403 for a key without the write scope (and records the attempt). */
-  async restore(userId: string, id: string, scopes: string[] | null, deny?: (scope: Scope) => Promise<Error>) {
+  async restore(userId: string, id: string, scopes: readonly string[] | null, deny?: (scope: Scope) => Promise<Error>) {
     const { doc, data: before } = await this.swept(userId)
     if (deny && scopes !== null) {
       const item = before.trash.find((t) => t.id === id)
