@@ -84,7 +84,7 @@ export class AccessKeys {
       ofUser[ofUser.indexOf(record)] = next
     }
     this.lastUsed.clear()
-    if (replacements.length > 0) write.accessKeys.replace(...replacements)
+    if (replacements.length > 0) write.accessKeys.replaceMany(replacements)
   }
 
   list(userId: string): PublicAccessKey[] {

@@ -15,8 +15,10 @@ type RecordOf<L> = L extends readonly (infer R extends StoredRecord)[] ? R : nev
 export interface ListWriter<R extends StoredRecord> {
   /** Adds the records at the end of the list. */
   push(...records: R[]): void
-  /** Puts each record in the place of the stored one with its id (one pass for many); throws when there is none. */
-  replace(...records: R[]): void
+  /** Puts the record in the place of the stored one with its id, and answers it; throws when there is none. */
+  replace(record: R): R
+  /** replace for many records in one pass over the list (instead of a search each). */
+  replaceMany(records: readonly R[]): void
   /** Removes the record with this id in place; answers it, or undefined when there is none. */
   remove(id: string): R | undefined
   /** Removes every record that `drop` picks, in one pass (into a new list); answers them. */
@@ -65,10 +67,15 @@ function listWriter(
         record(['put', name, next])
       }
     },
-    replace(...replacements) {
+    replace(next) {
+      deepFreeze(next)
+      replaceRecord(records(), stored(next.id), next)
+      record(['put', name, next])
+      return next
+    },
+    replaceMany(replacements) {
       for (const next of replacements) deepFreeze(next)
-      if (replacements.length === 1) replaceRecord(records(), stored(replacements[0].id), replacements[0])
-      else replaceRecords(records(), new Map(replacements.map((next) => [stored(next.id), next])))
+      replaceRecords(records(), new Map(replacements.map((next) => [stored(next.id), next])))
       for (const next of replacements) record(['put', name, next])
     },
     remove(id) {
