@@ -128,6 +128,8 @@ export class Document<T> implements StoredDocument<T> {
   private log: ChangeLog | null = null
   /** What the writer changed since the last write began (the next write's log line). */
   private pending: Change[] = []
+  /** Where in `pending` the latest put of each record (and set of each field) is, to fold a later one into it. */
+  private pendingAt = new Map<string, number>()
   /** The changes of the write under way (put back when it fails and the file cannot be read again). */
   private writing: Change[] = []
   private readonly writer: Writer<T>
@@ -141,7 +143,34 @@ export class Document<T> implements StoredDocument<T> {
     readonly path: string,
     private readonly options: DocumentOptions<T>,
   ) {
-    this.writer = createWriter<T>(() => this.current, options.loggedLists ?? [], (change) => this.pending.push(change))
+    this.writer = createWriter<T>(() => this.current, options.loggedLists ?? [], (change) => this.record(change))
+  }
+
+  /**
+   * Notes a change for the next write. A record put again (pushed, then replaced) or a field set
+   * again before it is written takes the earlier one's place: the log holds its last state
+   * once, at the place where the record first went (the order a replay puts records in).
+   */
+  private record(change: Change): void {
+    const key = change[0] === 'set' ? `\0${change[1]}` : `${change[1]}\0${change[0] === 'put' ? change[2].id : change[2]}`
+    if (change[0] === 'del') {
+      this.pendingAt.delete(key)
+      this.pending.push(change)
+      return
+    }
+    const at = this.pendingAt.get(key)
+    if (at !== undefined) this.pending[at] = change
+    else {
+      this.pendingAt.set(key, this.pending.length)
+      this.pending.push(change)
+    }
+  }
+
+  private takePending(): Change[] {
+    const changes = this.pending
+    this.pending = []
+    this.pendingAt = new Map()
+    return changes
   }
 
   static async open<T>(path: string, options: DocumentOptions<T>): Promise<Document<T>> {
@@ -272,8 +301,7 @@ export class Document<T> implements StoredDocument<T> {
   private write(): Promise<void> {
     for (const apply of this.beforeWriteHooks) apply(this.current, this.writer)
     // Taken now: whatever changes after this instant belongs to the next write.
-    const changes = this.pending
-    this.pending = []
+    const changes = this.takePending()
     this.writing = changes
     const log = this.log
     if (!log) return writeFileAtomic(this.path, JSON.stringify(this.current))
@@ -317,13 +345,13 @@ export class Document<T> implements StoredDocument<T> {
         this.current = current
         if (this.log) freezeLists(this.untyped(), this.options.loggedLists!)
         // Changed since the failed write began: not durable either, and gone with the reload.
-        this.pending = []
+        this.takePending()
         this.options.onReload?.(this.current)
       }
     } catch {
       // The file cannot be read either; keep serving what we have and let the next write retry
       // the failed changes too.
-      this.pending = [...this.writing, ...this.pending]
+      this.pending = [...this.writing, ...this.takePending()]
     }
     this.options.onWriteError?.(this.path, error)
     batch.reject(error)
