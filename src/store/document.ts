@@ -112,7 +112,7 @@ export interface DocumentOptions<T> {
   onReload?: (data: T) => void
   /**
    * Top-level lists of records with ids whose changes go to a change log beside the file
-   * (`<file>.log`) instead of rewriting the file each commit. Their records are frozen once
+   * (`<file>.log`) instead of rewriting the file each commit. Their records are frozen as
    * stored (changes.ts): the writer (writer.ts) replaces a record to change it.
    */
   loggedLists?: readonly string[]

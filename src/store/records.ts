@@ -89,7 +89,7 @@ export interface AccessKeyRecord {
   readonly createdAt: string
 }
 
-/** The accounts document's lists of records, whose changes are logged like a vault's (store/changes.ts). */
+/** The accounts document's lists of records, whose changes are logged like a vault's (store/writer.ts). */
 export const ACCOUNTS_LISTS = ['users', 'sessions', 'accessKeys'] as const
 
 export interface AccountsDocument {
@@ -230,7 +230,7 @@ export interface TrashRecord {
   readonly envFiles: readonly EnvFileRecord[]
 }
 
-/** The vault's lists of records, whose changes are logged (store/changes.ts). */
+/** The vault's lists of records, whose changes are logged (store/writer.ts). */
 export const VAULT_LISTS = ['categories', 'entries', 'twoFactor', 'envProjects', 'envFiles', 'versions', 'trash'] as const
 
 export interface VaultDocument {

@@ -61,10 +61,10 @@ function listWriter(
   return {
     push(...added) {
       const list = records()
-      for (const next of added) {
-        deepFreeze(next)
-        list.push(next)
-        record(['put', name, next])
+      for (const pushed of added) {
+        deepFreeze(pushed)
+        list.push(pushed)
+        record(['put', name, pushed])
       }
     },
     replace(next) {
@@ -74,9 +74,9 @@ function listWriter(
       return next
     },
     replaceMany(replacements) {
-      for (const next of replacements) deepFreeze(next)
-      replaceRecords(records(), new Map(replacements.map((next) => [stored(next.id), next])))
-      for (const next of replacements) record(['put', name, next])
+      for (const each of replacements) deepFreeze(each)
+      replaceRecords(records(), new Map(replacements.map((each) => [stored(each.id), each])))
+      for (const each of replacements) record(['put', name, each])
     },
     remove(id) {
       const found = indexById(records())[id]

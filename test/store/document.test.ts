@@ -60,6 +60,23 @@ describe('document with a change log', () => {
     expect(reopened.data.label).toBe('renamed')
   })
 
+  test('every change made through the writer is in the log: a reopened document holds each one', async () => {
+    const path = newPath()
+    const doc = await open(path)
+    const [a, b, c, d] = [item('a'), item('b'), item('c'), item('d')]
+    await doc.update((_, write) => write.items.push(a, b, c, d))
+    await doc.update((_, write) => write.items.replace({ ...a, name: 'a2' }))
+    await doc.update((_, write) => write.items.replaceMany([{ ...b, name: 'b2' }, { ...c, name: 'c2' }]))
+    await doc.update((_, write) => write.items.remove(d.id))
+    await doc.update((_, write) => write.items.removeWhere((i) => i.name === 'c2'))
+    await doc.update((_, write) => write.set('label', 'set'))
+    expect(readFileSync(path, 'utf8')).not.toContain('a2')
+    const reopened = await open(path)
+    expect(reopened.data.items.map((i) => i.name)).toEqual(['a2', 'b2'])
+    expect(reopened.data.label).toBe('set')
+    expect(plain(reopened.data)).toEqual(plain(doc.data))
+  })
+
   test('a committed record cannot be changed in place (it would never reach the log)', async () => {
     const doc = await open(newPath())
     await doc.update((_, write) => write.items.push(item('frozen')))
