@@ -30,6 +30,27 @@ export function byId<T extends { id: string }>(records: readonly T[], id: string
 }
 
 /**
+ * Where each record of a list is, for the writer: replacing a record costs a lookup, not a scan
+ * of the list (a session's lastSeenAt is replaced once a minute per session in use). Built on a
+ * list's first replace or removal (reads never need it), then kept up to date like the index.
+ */
+const positions = new WeakMap<readonly { id: string }[], { length: number; at: Record<string, number | undefined> }>()
+
+function positionOf(records: readonly { id: string }[], record: { id: string }): number {
+  let known = positions.get(records)
+  if (!known || known.length > records.length) {
+    known = { length: 0, at: Object.create(null) }
+    positions.set(records, known)
+  }
+  // Records pushed since it last looked.
+  for (let i = known.length; i < records.length; i++) known.at[records[i].id] = i
+  known.length = records.length
+  const at = known.at[record.id]
+  if (at !== undefined && records[at] === record) return at
+  return records.lastIndexOf(record)
+}
+
+/**
  * Records of a list grouped by a derived key (say category, name and environment), kept up to
  * date like the id index: pushes are added when next asked, replaceRecord and removeRecord move
  * or drop the record. For uniqueness checks that would otherwise scan the whole list per write.
@@ -72,7 +93,7 @@ export function recordsWithKey<T extends { id: string }>(records: readonly T[], 
 
 /** Puts `next` in the place of `current` (writer.ts). */
 export function replaceRecord<T extends { id: string }>(records: T[], current: T, next: T): T {
-  const position = records.indexOf(current)
+  const position = positionOf(records, current)
   if (position < 0 || next.id !== current.id) throw new Error('replaceRecord: not a record of this list')
   replaceAt(records, position, current, next)
   return next
@@ -104,7 +125,7 @@ function replaceAt<T extends { id: string }>(records: T[], position: number, cur
 
 /** Removes `record` from the list in place (writer.ts). */
 export function removeRecord<T extends { id: string }>(records: T[], record: T): void {
-  const position = records.lastIndexOf(record)
+  const position = positionOf(records, record)
   if (position < 0) return
   const index = indexById(records) as Index
   for (const grouping of groupings.get(records)?.values() ?? []) {
@@ -116,4 +137,9 @@ export function removeRecord<T extends { id: string }>(records: T[], record: T):
   records.splice(position, 1)
   delete index[record.id]
   indexes.get(records)!.length = records.length
+  // The records after it moved forward by one (as the splice did: the same cost).
+  const known = positions.get(records)!
+  delete known.at[record.id]
+  for (let i = position; i < records.length; i++) known.at[records[i].id] = i
+  known.length = records.length
 }
