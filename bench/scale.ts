@@ -20,7 +20,7 @@ import { dirname, join, resolve } from 'node:path'
 import { Keyring } from '../src/crypto/keyring'
 import { sha256Hex } from '../src/crypto/tokens'
 import { sealEntryValue } from '../src/modules/entries/values'
-import { FORMAT_VERSION, type AccessKeyRecord, type AccountsDocument, type CategoryRecord, type EntryRecord, type VaultDocument } from '../src/store/records'
+import { FORMAT_VERSION, type AccessKeyRecord, type AccountsDocument, type CategoryRecord, type Draft, type EntryRecord, type SessionRecord, type UserRecord, type VaultDocument } from '../src/store/records'
 import { SMOKE_SIZES } from './fixture'
 import { seedMainVault } from './seed'
 import { freePort, liveProcesses, spawnBench, type BenchProcess } from './processes'
@@ -79,7 +79,7 @@ export async function seedAccounts(dataDir: string, masterKey: string, users: nu
   const passwordHash = await Bun.password.hash(PASSWORD, 'argon2id')
   const at = new Date().toISOString()
   const expires = new Date(Date.now() + 7 * 86_400_000).toISOString()
-  const document: AccountsDocument = { version: FORMAT_VERSION, keyCheck: keyring.createKeyCheck(), users: [], sessions: [], accessKeys: [] }
+  const document = { version: FORMAT_VERSION, keyCheck: keyring.createKeyCheck(), users: [] as UserRecord[], sessions: [] as SessionRecord[], accessKeys: [] as AccessKeyRecord[] } satisfies AccountsDocument
   const seeded: SeededAccounts = { cookies: [], keys: [], emails: [], userIds: [] }
   for (let i = 0; i < users; i++) {
     const id = crypto.randomUUID()
@@ -115,7 +115,7 @@ export async function seedBigVault(dataDir: string, masterKey: string, count: nu
   const seeded = await seedAccounts(dataDir, masterKey, 1)
   const userId = seeded.userIds[0]
   const path = join(dataDir, 'vaults', `${userId}.json`)
-  const vault = JSON.parse(readFileSync(path, 'utf8')) as VaultDocument
+  const vault = JSON.parse(readFileSync(path, 'utf8')) as Draft<VaultDocument>
   const keyring = new Keyring(new Uint8Array(Buffer.from(masterKey, 'base64')))
   const cipher = keyring.vault(userId, vault.dataKey)
   const at = new Date().toISOString()

@@ -198,8 +198,8 @@ export const MUTANTS: Mutant[] = [
     name: 'hotp-counter-not-durable',
     guarantee: 'HOTP: a reveal answers only once the advanced counter is on disk (no code shown twice after kill -9)',
     file: 'src/modules/two-factor/service.ts',
-    search: 'return doc.update((current) => {',
-    replace: 'return ((mutate: (data: VaultDocument) => TwoFactorCode) => mutate(doc.data))((current) => {',
+    search: 'return doc.update((current, write) => {',
+    replace: 'return doc.stage((current, write) => {',
     test: 'test/robustness/hotp-crash.test.ts',
   },
   {
@@ -225,6 +225,14 @@ export const MUTANTS: Mutant[] = [
     search: 'error.status < 400 || error.status >= 500',
     replace: 'error.status < 400 || error.status >= 429',
     test: 'test/audit/unauthenticated-flood.test.ts',
+  },
+  {
+    name: 'writer-replace-unrecorded',
+    guarantee: 'crash safety: every change made through the writer reaches the change log (a record replaced in memory only is answered, then missing after a restart)',
+    file: 'src/store/writer.ts',
+    search: "record(['put', name, next])",
+    replace: 'void next',
+    test: 'test/store/document.test.ts',
   },
 ]
 

@@ -108,9 +108,7 @@ export async function openVault(
   try {
     await keyring.assertKeyCheck(store.accounts.data.keyCheck)
     if (!keyCheckIsCurrent(store.accounts.data.keyCheck)) {
-      await store.accounts.update((data) => {
-        data.keyCheck = keyring.createKeyCheck()
-      })
+      await store.accounts.update((_, write) => write.set('keyCheck', keyring.createKeyCheck()))
     }
   } catch (error) {
     await store.close()

@@ -401,14 +401,12 @@ export class AuditService {
   private async openUserLog(userId: string): Promise<OpenLog> {
     const vault = await this.deps.vaults.open(userId)
     if (!vault.doc.data.auditChain) {
-      await vault.doc.update((data) => {
-        data.auditChain ??= { start: randomBytes(32).toString('hex'), checkpoint: null, head: null, lines: 0, bytes: 0 }
+      await vault.doc.update((data, write) => {
+        if (!data.auditChain) write.set('auditChain', { start: randomBytes(32).toString('hex'), checkpoint: null, head: null, lines: 0, bytes: 0 })
       })
     }
     return this.openFile(userId, userAuditLogPath(this.deps.config.dataDir, userId), () => vault.doc.data.auditChain!, async (anchor) => {
-      await vault.doc.update((data) => {
-        data.auditChain = anchor
-      })
+      await vault.doc.update((_, write) => write.set('auditChain', anchor))
     })
   }
 

@@ -3,9 +3,9 @@
 // are indexed apart, so listing and revoking do not walk every account's keys.
 import { constantTimeEqual, randomToken, sha256Hex } from '../crypto/tokens'
 import { AppError, NotFound, validationError } from '../http/errors'
-import { removeRecord, replaceRecords } from '../store/by-id'
 import type { StoredDocument } from '../store/data-store'
 import type { AccessKeyRecord, AccountsDocument } from '../store/records'
+import type { Writer } from '../store/writer'
 import { isScope, type Scope } from './scopes'
 
 export const KEY_PREFIX = 'svc_'
@@ -39,8 +39,10 @@ export class AccessKeys {
   /** Each user's keys in creation order. */
   private readonly byUser = new Map<string, AccessKeyRecord[]>()
   /**
-   * Uses not yet in the stored records (frozen: store/changes.ts), by key hash: answers show them
-   * at once; they go into the records with the document's next write (at the latest 30 s later).
+   * Uses not yet in the stored records, by key hash: answers show them at once; they go into the
+   * records, through the writer, with the document's next write (at the latest 30 s later). Kept
+   * apart rather than staged per use: a key is used on every request, a record replaced per
+   * request would cost a copy and a logged put each.
    */
   private readonly lastUsed = new Map<string, string>()
   // The ISO text of the last millisecond a key was used in: under load, many uses share one
@@ -53,7 +55,7 @@ export class AccessKeys {
     private readonly now: () => number = Date.now,
   ) {
     this.reindex(doc.data)
-    doc.beforeWrite((data) => this.storeLastUsed(data))
+    doc.beforeWrite((_, write) => this.storeLastUsed(write))
   }
 
   reindex(data: AccountsDocument): void {
@@ -69,20 +71,20 @@ export class AccessKeys {
     else this.byUser.set(record.userId, [record])
   }
 
-  private storeLastUsed(data: AccountsDocument): void {
+  private storeLastUsed(write: Writer<AccountsDocument>): void {
     // One pass over the keys for all of them (a search per key was a pass each).
-    const replacements = new Map<AccessKeyRecord, AccessKeyRecord>()
+    const replacements: AccessKeyRecord[] = []
     for (const [keyHash, at] of this.lastUsed) {
       const record = this.byHash.get(keyHash)
       if (!record || record.lastUsedAt === at) continue
       const next = { ...record, lastUsedAt: at }
-      replacements.set(record, next)
+      replacements.push(next)
       this.byHash.set(keyHash, next)
       const ofUser = this.byUser.get(next.userId)!
       ofUser[ofUser.indexOf(record)] = next
     }
     this.lastUsed.clear()
-    replaceRecords(data.accessKeys, replacements)
+    if (replacements.length > 0) write.accessKeys.replaceMany(replacements)
   }
 
   list(userId: string): PublicAccessKey[] {
@@ -116,10 +118,10 @@ export class AccessKeys {
       lastUsedAt: null,
       createdAt: new Date(this.now()).toISOString(),
     }
-    await this.doc.update((data) => {
+    await this.doc.update((data, write) => {
       // Checked inside the write: a deletion of the account queued first wins (a device sign-in approved before it pays out nothing).
       if (!data.users.some((user) => user.id === userId)) throw new AppError(401, 'AUTH_REQUIRED', 'This account no longer exists')
-      data.accessKeys.push(record)
+      write.accessKeys.push(record)
       this.index(record)
     })
     return { ...publicAccessKey(record), key }
@@ -128,12 +130,12 @@ export class AccessKeys {
   /** Deletes the key; from the moment this runs, the key no longer authenticates. */
   async revoke(userId: string, id: string): Promise<void> {
     if (!this.byUser.get(userId)?.some((k) => k.id === id)) throw NotFound.accessKey()
-    await this.doc.update((data) => {
+    await this.doc.update((_, write) => {
       const ofUser = this.byUser.get(userId) ?? []
       const at = ofUser.findIndex((k) => k.id === id)
       if (at < 0) return
       const [record] = ofUser.splice(at, 1)
-      removeRecord(data.accessKeys, record)
+      write.accessKeys.remove(record.id)
       this.byHash.delete(record.keyHash)
       this.lastUsed.delete(record.keyHash)
     })

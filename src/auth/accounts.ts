@@ -1,13 +1,13 @@
 // The accounts document's users and sessions, and the account operations that change them. The
 // in-memory indexes live in users.ts and sessions.ts, password handling in passwords.ts; this
 // class keeps the document and both indexes in step, one write per operation. Writes touch only
-// the records they change (the document logs changes: store/changes.ts).
+// the records they change (through the document's writer: store/writer.ts).
 import type { Config } from '../config'
 import { constantTimeEqual, sha256Hex } from '../crypto/tokens'
 import { AppError } from '../http/errors'
 import type { StoredDocument } from '../store/data-store'
-import { removeRecord, replaceRecord } from '../store/by-id'
-import type { AccountsDocument, SessionRecord, UserRecord } from '../store/records'
+import type { AccountsDocument, Draft, SessionRecord, UserRecord } from '../store/records'
+import type { Writer } from '../store/writer'
 import type { LoginThrottle } from './login-throttle'
 import { hashPassword, Passwords } from './passwords'
 import { LAST_SEEN_FLUSH_MS, newSession, SessionIndex, type SessionMeta } from './sessions'
@@ -67,7 +67,6 @@ export class Accounts {
     this.sessionIndex = new SessionIndex(() => doc.data.sessions, now)
     this.passwords = new Passwords(now, config.registerLimit ?? 0)
     this.reindex(doc.data)
-    doc.beforeWrite((data) => this.sessionIndex.storeLastSeen(data))
   }
 
   get throttle(): LoginThrottle {
@@ -107,7 +106,7 @@ export class Accounts {
     return this.userIndex.identity(issuer, subject)
   }
 
-  users(): UserRecord[] {
+  users(): readonly UserRecord[] {
     return this.doc.data.users
   }
 
@@ -140,14 +139,14 @@ export class Accounts {
   async createUser(fields: Omit<UserRecord, 'id' | 'createdAt'>, meta: SessionMeta = {}): Promise<SignedIn> {
     const user: UserRecord = { id: crypto.randomUUID(), ...fields, createdAt: new Date(this.now()).toISOString() }
     const { token, session } = newSession(user.id, meta, this.now(), this.config.sessionTtlMs)
-    await this.doc.update((data) => {
+    await this.doc.update((_, write) => {
       // Checked again inside the synchronous mutation: two racing sign-ups cannot both win, and
       // with SVC_SIGNUP=first only one of two racing first accounts is made.
       this.assertSignupOpen()
       if (this.userIndex.email(user.email)) throw emailTaken()
-      data.users.push(user)
+      write.users.push(user)
       this.userIndex.put(user)
-      this.sessionIndex.admit(data, session)
+      this.sessionIndex.admit(write, session)
     })
     return { user, token, expiresAt: new Date(session.expiresAt) }
   }
@@ -180,7 +179,7 @@ export class Accounts {
 
   async startSession(user: UserRecord, meta: SessionMeta = {}): Promise<SignedIn> {
     const { token, session } = newSession(user.id, meta, this.now(), this.config.sessionTtlMs)
-    await this.doc.update((data) => this.sessionIndex.admit(data, session))
+    await this.doc.update((_, write) => this.sessionIndex.admit(write, session))
     return { user, token, expiresAt: new Date(session.expiresAt) }
   }
 
@@ -190,41 +189,48 @@ export class Accounts {
    * identity already belongs to another account.
    */
   async linkIdentity(user: UserRecord, identity: { issuer: string; subject: string }, keepSessionHash: string | null = null): Promise<void> {
-    await this.doc.update((data) => {
+    await this.doc.update((_, write) => {
       const owner = this.userByIdentity(identity.issuer, identity.subject)
       if (owner && owner.id !== user.id) {
         throw new AppError(400, 'OIDC_FAILED', 'This identity is already linked to another account of this vault')
       }
       const current = this.userIndex.id(user.id) ?? user
       const linkedAt = new Date(this.now()).toISOString()
-      this.replaceUser(data, current, { identities: [...current.identities.filter((id) => id.issuer !== identity.issuer), { ...identity, linkedAt }] })
-      this.sessionIndex.removeAllOf(data, user.id, keepSessionHash)
+      this.replaceUser(write, current, { identities: [...current.identities.filter((id) => id.issuer !== identity.issuer), { ...identity, linkedAt }] })
+      this.sessionIndex.removeAllOf(write, user.id, keepSessionHash)
     })
   }
 
   /** Removes the user's provider identities (one provider is configured); refused while they are the account's only way in. */
   async unlinkIdentities(user: UserRecord): Promise<void> {
     if (user.identities.length === 0) return
-    await this.doc.update((data) => {
+    await this.doc.update((_, write) => {
       // The current record: a password set meanwhile replaced the one the caller holds.
       if (!(this.userIndex.id(user.id) ?? user).passwordHash) {
         throw new AppError(409, 'LAST_SIGN_IN_METHOD', 'Single sign-on is the only way into this account: it cannot be unlinked')
       }
-      this.replaceUser(data, user, { identities: [] })
+      this.replaceUser(write, user, { identities: [] })
     })
   }
 
-  /** Users are frozen once stored (store/changes.ts): a change replaces the record. */
-  private replaceUser(data: AccountsDocument, user: UserRecord, fields: Partial<UserRecord>): UserRecord {
+  /** A change to a user replaces the record (a copy of the current one with `fields`). */
+  private replaceUser(write: Writer<AccountsDocument>, user: UserRecord, fields: Partial<UserRecord>): UserRecord {
     const current = this.userIndex.id(user.id) ?? user
-    const next = replaceRecord(data.users, current, { ...current, ...fields })
+    const next = { ...current, ...fields }
+    write.users.replace(next)
     this.userIndex.put(next)
     return next
   }
 
-  /** Notes that a session was used now (in memory at once; on disk lazily, at most once a minute per session). */
+  /**
+   * Notes that a session was used now, at most once a minute per session: the record changes in
+   * memory at once (staged) and reaches disk with the next write, at the latest LAST_SEEN_FLUSH_MS later.
+   */
   touchSession(session: SessionRecord): void {
-    if (this.sessionIndex.touch(session)) this.doc.commitSoon(LAST_SEEN_FLUSH_MS)
+    const at = this.sessionIndex.seenDue(session.tokenHash)
+    if (at === null) return
+    this.doc.stage((_, write) => this.sessionIndex.replace(write, session.tokenHash, { lastSeenAt: at }))
+    this.doc.commitSoon(LAST_SEEN_FLUSH_MS)
   }
 
   /** The user's live sessions, oldest first, with their latest use. */
@@ -237,15 +243,15 @@ export class Accounts {
     // Looked up among the user's own sessions only: another account's id is simply not there.
     const find = () => this.sessionIndex.ofUser(userId).find((s) => s.id === id && Date.parse(s.expiresAt) > this.now())
     if (!find()) throw new AppError(404, 'SESSION_NOT_FOUND', 'Session not found')
-    await this.doc.update((data) => {
+    await this.doc.update((_, write) => {
       const session = find()
-      if (session) this.sessionIndex.remove(data, session)
+      if (session) this.sessionIndex.remove(write, session)
     })
   }
 
   /** Ends every session of the user but `keepHash` (the caller's own). */
   async endOtherSessions(userId: string, keepHash: string | null): Promise<number> {
-    return this.doc.update((data) => this.sessionIndex.removeAllOf(data, userId, keepHash))
+    return this.doc.update((_, write) => this.sessionIndex.removeAllOf(write, userId, keepHash))
   }
 
   /**
@@ -271,10 +277,8 @@ export class Accounts {
    */
   async stampReauth(tokenHash: string): Promise<number> {
     const at = new Date(this.now()).toISOString()
-    await this.doc.update((data) => {
-      const session = this.sessionIndex.get(tokenHash)
-      if (!session) throw new AppError(401, 'AUTH_REQUIRED', 'The session has ended: sign in again')
-      this.sessionIndex.replace(data, session, { reauthAt: at })
+    await this.doc.update((_, write) => {
+      if (!this.sessionIndex.replace(write, tokenHash, { reauthAt: at })) throw new AppError(401, 'AUTH_REQUIRED', 'The session has ended: sign in again')
     })
     return this.freshUntil(tokenHash)!
   }
@@ -284,13 +288,13 @@ export class Accounts {
    * `mutate` gets a copy of the current one (its nested values still frozen: replace them whole),
    * which then replaces it. The mutation runs synchronously; what it answers is answered.
    */
-  async updateUser<R>(user: UserRecord, mutate: (user: UserRecord) => R): Promise<R> {
-    return this.doc.update((data) => {
+  async updateUser<R>(user: UserRecord, mutate: (user: Draft<UserRecord>) => R): Promise<R> {
+    return this.doc.update((_, write) => {
       const current = this.userIndex.id(user.id)
       if (!current) throw new AppError(401, 'AUTH_REQUIRED', 'This account no longer exists')
-      const draft: UserRecord = { ...current }
+      const draft: Draft<UserRecord> = { ...current }
       const result = mutate(draft)
-      this.replaceUser(data, current, draft)
+      this.replaceUser(write, current, draft)
       return result
     })
   }
@@ -301,15 +305,15 @@ export class Accounts {
    * step, a recovery code, a passkey counter) must be seen by a racing request at once.
    */
   changeUser(user: UserRecord, fields: Partial<UserRecord>): UserRecord {
-    return this.replaceUser(this.doc.data, user, fields)
+    return this.doc.stage((_, write) => this.replaceUser(write, user, fields))
   }
 
   /** Sets a new password hash and ends every other session of the user, in one write. */
   async setPasswordHash(user: UserRecord, passwordHash: string, keepSessionHash: string | null): Promise<void> {
-    await this.doc.update((data) => {
+    await this.doc.update((_, write) => {
       if (!this.userIndex.id(user.id)) throw new AppError(401, 'AUTH_REQUIRED', 'This account no longer exists')
-      this.replaceUser(data, user, { passwordHash })
-      this.sessionIndex.removeAllOf(data, user.id, keepSessionHash)
+      this.replaceUser(write, user, { passwordHash })
+      this.sessionIndex.removeAllOf(write, user.id, keepSessionHash)
     })
   }
 
@@ -318,12 +322,12 @@ export class Accounts {
    * write (the caller reindexes AccessKeys).
    */
   async removeUser(user: UserRecord): Promise<void> {
-    await this.doc.update((data) => {
+    await this.doc.update((_, write) => {
       const current = this.userIndex.id(user.id)
       if (!current) return
-      removeRecord(data.users, current)
-      for (const key of data.accessKeys.filter((k) => k.userId === current.id)) removeRecord(data.accessKeys, key)
-      this.sessionIndex.removeAllOf(data, current.id, null)
+      write.users.remove(current.id)
+      write.accessKeys.removeWhere((key) => key.userId === current.id)
+      this.sessionIndex.removeAllOf(write, current.id, null)
       this.userIndex.remove(current)
     })
     for (const listener of this.removedListeners) {
@@ -347,9 +351,9 @@ export class Accounts {
 
   async endSession(tokenHash: string): Promise<void> {
     if (!this.sessionIndex.get(tokenHash)) return
-    await this.doc.update((data) => {
+    await this.doc.update((_, write) => {
       const session = this.sessionIndex.get(tokenHash)
-      if (session) this.sessionIndex.remove(data, session)
+      if (session) this.sessionIndex.remove(write, session)
     })
   }
 }

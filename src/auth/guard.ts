@@ -25,7 +25,7 @@ export interface AuthContext {
   userId: string
   method: 'session' | 'access-key'
   /** The key's scopes; null for a session (full access). */
-  scopes: string[] | null
+  scopes: readonly string[] | null
   accessKey: AccessKeyRecord | null
   sessionTokenHash: string | null
 }

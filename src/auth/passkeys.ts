@@ -95,7 +95,7 @@ export class Passkeys {
       userDisplayName: user.name ?? user.email,
       userID: userHandle(user.id),
       attestationType: 'none',
-      excludeCredentials: (user.passkeys ?? []).map((p) => ({ id: p.credentialId, transports: p.transports })),
+      excludeCredentials: (user.passkeys ?? []).map((p) => ({ id: p.credentialId, transports: [...p.transports] })),
       // Discoverable: the sign-in page asks for no e-mail.
       authenticatorSelection: { residentKey: 'required', userVerification: 'preferred' },
       timeout: PASSKEY_CHALLENGE_TTL_MS,
@@ -161,7 +161,7 @@ export class Passkeys {
       rpID: rp.rpID,
       userVerification: 'preferred',
       timeout: PASSKEY_CHALLENGE_TTL_MS,
-      allowCredentials: user ? (user.passkeys ?? []).map((p) => ({ id: p.credentialId, transports: p.transports })) : undefined,
+      allowCredentials: user ? (user.passkeys ?? []).map((p) => ({ id: p.credentialId, transports: [...p.transports] })) : undefined,
     })
   }
 
@@ -186,7 +186,7 @@ export class Passkeys {
         expectedChallenge: challenge,
         expectedOrigin: rp.origin,
         expectedRPID: rp.rpID,
-        credential: { id: passkey.credentialId, publicKey: new Uint8Array(Buffer.from(passkey.publicKey, 'base64url')), counter: passkey.counter, transports: passkey.transports },
+        credential: { id: passkey.credentialId, publicKey: new Uint8Array(Buffer.from(passkey.publicKey, 'base64url')), counter: passkey.counter, transports: [...passkey.transports] },
         requireUserVerification: false,
       })
     } catch (error) {

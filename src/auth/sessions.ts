@@ -2,15 +2,15 @@
 // stored; a lookup is one Map hit), and per account, oldest first, so that no write walks every
 // account's sessions. One index, kept in step with the document's list by this class only.
 import { randomToken, sha256Hex } from '../crypto/tokens'
-import { removeRecord, replaceRecord, replaceRecords } from '../store/by-id'
 import type { AccountsDocument, SessionMethod, SessionRecord } from '../store/records'
+import type { Writer } from '../store/writer'
 import { admitSession, MAX_SESSIONS_PER_ACCOUNT, removeExpiredSessions } from '../store/sessions'
 
 /** Live sessions one account may hold; the oldest goes when a new one starts (store/sessions.ts). */
 export const MAX_SESSIONS_PER_USER = MAX_SESSIONS_PER_ACCOUNT
 /** How often expired sessions of every account are swept out (each account's go at its next sign-in anyway). */
 export const SESSION_SWEEP_MS = 60 * 60_000
-/** lastSeenAt moves at most this often, and reaches disk lazily (within LAST_SEEN_FLUSH_MS). */
+/** lastSeenAt moves at most this often (a replaced record, staged), and reaches disk lazily (within LAST_SEEN_FLUSH_MS). */
 const LAST_SEEN_STEP_MS = 60_000
 export const LAST_SEEN_FLUSH_MS = 30_000
 
@@ -46,16 +46,11 @@ export class SessionIndex {
    * (a pass over every session is start-up time on a large vault); null until then.
    */
   private byUserBuilt: Map<string, SessionRecord[]> | null = null
-  /**
-   * Uses not yet in the stored sessions (frozen: store/changes.ts), by token hash: the session
-   * list shows them at once; they go into the records with the document's next write.
-   */
-  private readonly lastSeen = new Map<string, string>()
   private lastSweep: number
 
   constructor(
     /** The document's session list as it is now. */
-    private readonly stored: () => SessionRecord[],
+    private readonly stored: () => readonly SessionRecord[],
     private readonly now: () => number,
   ) {
     this.lastSweep = now()
@@ -90,38 +85,41 @@ export class SessionIndex {
   }
 
   /** Adds a session; the account's expired sessions, and its oldest beyond the cap, leave with it. */
-  admit(data: AccountsDocument, session: SessionRecord): void {
+  admit(write: Writer<AccountsDocument>, session: SessionRecord): void {
     const now = this.now()
     let ofUser = this.byUser.get(session.userId)
     if (!ofUser) this.byUser.set(session.userId, (ofUser = []))
-    for (const gone of admitSession(data.sessions, ofUser, session, now)) this.forget(gone.tokenHash)
+    for (const gone of admitSession(write.sessions, ofUser, session, now)) this.forget(gone.tokenHash)
     this.byHash.set(session.tokenHash, session)
     // Every account's: once in a while, one pass that logs a deletion per expired session.
     if (now - this.lastSweep >= SESSION_SWEEP_MS) {
       this.lastSweep = now
-      for (const gone of removeExpiredSessions(data, now)) this.unindex(gone)
+      for (const gone of removeExpiredSessions(write.sessions, now)) this.unindex(gone)
     }
   }
 
-  remove(data: AccountsDocument, session: SessionRecord): void {
-    removeRecord(data.sessions, session)
+  remove(write: Writer<AccountsDocument>, session: SessionRecord): void {
+    write.sessions.remove(session.id)
     this.unindex(session)
   }
 
   /** Ends every session of the user except the one with `keepHash`; answers how many ended. */
-  removeAllOf(data: AccountsDocument, userId: string, keepHash: string | null): number {
+  removeAllOf(write: Writer<AccountsDocument>, userId: string, keepHash: string | null): number {
     let ended = 0
     for (const session of [...this.ofUser(userId)]) {
       if (session.tokenHash === keepHash) continue
-      this.remove(data, session)
+      this.remove(write, session)
       ended++
     }
     return ended
   }
 
-  /** Sessions are frozen once stored (store/changes.ts): a change replaces the record. */
-  replace(data: AccountsDocument, session: SessionRecord, fields: Partial<SessionRecord>): SessionRecord {
-    const next = replaceRecord(data.sessions, session, { ...session, ...fields })
+  /** Changes the stored session with this token hash (replaced whole); undefined when it ended. */
+  replace(write: Writer<AccountsDocument>, tokenHash: string, fields: Partial<SessionRecord>): SessionRecord | undefined {
+    const session = this.byHash.get(tokenHash)
+    if (!session) return undefined
+    const next = { ...session, ...fields }
+    write.sessions.replace(next)
     this.reindex(session, next)
     return next
   }
@@ -135,7 +133,6 @@ export class SessionIndex {
 
   private forget(tokenHash: string): void {
     this.byHash.delete(tokenHash)
-    this.lastSeen.delete(tokenHash)
   }
 
   private unindex(session: SessionRecord): void {
@@ -147,40 +144,19 @@ export class SessionIndex {
   }
 
   /**
-   * Notes that a session was used now, in memory (at most once a minute per session); true when
-   * noted: the caller writes it lazily (storeLastSeen puts it into the record before the write).
+   * When a use now should move the session's lastSeenAt (at most once a minute per session):
+   * the time to store, else null (the caller stages it: written with the next write, lazily).
    */
-  touch(session: SessionRecord): boolean {
+  seenDue(tokenHash: string): string | null {
     const now = this.now()
-    const seen = this.lastSeen.get(session.tokenHash) ?? session.lastSeenAt
-    if (seen && now - Date.parse(seen) < LAST_SEEN_STEP_MS) return false
-    this.lastSeen.set(session.tokenHash, new Date(now).toISOString())
-    return true
-  }
-
-  /** Puts the uses noted by touch into the session records (replaced: they are frozen), just before a write. */
-  storeLastSeen(data: AccountsDocument): void {
-    if (this.lastSeen.size === 0) return
-    const replacements = new Map<SessionRecord, SessionRecord>()
-    for (const [tokenHash, at] of this.lastSeen) {
-      const session = this.byHash.get(tokenHash)
-      if (!session || session.lastSeenAt === at) continue
-      const next = { ...session, lastSeenAt: at }
-      replacements.set(session, next)
-      this.reindex(session, next)
-    }
-    this.lastSeen.clear()
-    replaceRecords(data.sessions, replacements)
+    const seen = this.byHash.get(tokenHash)?.lastSeenAt
+    if (seen && now - Date.parse(seen) < LAST_SEEN_STEP_MS) return null
+    return new Date(now).toISOString()
   }
 
   /** The user's live sessions, oldest first, with their latest use. */
   live(userId: string): SessionRecord[] {
     const now = this.now()
-    return this.ofUser(userId)
-      .filter((s) => Date.parse(s.expiresAt) > now)
-      .map((s) => {
-        const seen = this.lastSeen.get(s.tokenHash)
-        return seen === undefined ? s : { ...s, lastSeenAt: seen }
-      })
+    return this.ofUser(userId).filter((s) => Date.parse(s.expiresAt) > now)
   }
 }

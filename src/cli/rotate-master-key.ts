@@ -79,11 +79,13 @@ async function rekeyVault(doc: Document<VaultDocument>, rekey: VaultRekey): Prom
     // Stored records are frozen: each is replaced, never changed in place.
     return sealed === null ? record : { ...record, [field]: sealed }
   }
-  await doc.update((data) => {
-    data.dataKey = rekey.wrapped
-    data.entries = data.entries.map(moved('entry', 'encryptedValue'))
-    data.twoFactor = data.twoFactor.map(moved('totp', 'encryptedSecret'))
-    data.envFiles = data.envFiles.map(moved('envfile', 'encryptedContent'))
+  // The records sealed again (those that opened), to replace the stored ones.
+  const resealed = <R extends { id: string }>(records: readonly R[], reseal: (record: R) => R) => records.map(reseal).filter((next, i) => next !== records[i])
+  await doc.update((data, write) => {
+    write.set('dataKey', rekey.wrapped)
+    write.entries.replaceMany(resealed(data.entries, moved('entry', 'encryptedValue')))
+    write.twoFactor.replaceMany(resealed(data.twoFactor, moved('totp', 'encryptedSecret')))
+    write.envFiles.replaceMany(resealed(data.envFiles, moved('envfile', 'encryptedContent')))
   })
   // The file itself then holds only the new ciphertexts (not the old ones plus a change log).
   await doc.fold()
@@ -179,10 +181,10 @@ export async function rotateMasterKey(env: Record<string, string | undefined> = 
     }
 
     // 2. No server starts on a half-rotated folder.
-    await store.accounts.update((data) => {
-      data.keyCheck = rekey ? KEY_CHECK_REKEYING : KEY_CHECK_ROTATING
+    await store.accounts.update((data, write) => {
+      write.set('keyCheck', rekey ? KEY_CHECK_REKEYING : KEY_CHECK_ROTATING)
       // Lines of the audit logs keyed under the old master key still verify (docs/audit.md).
-      data.auditKeys = oldRing.rewrapAuditKeys(data.auditKeys ?? [], newRing)
+      write.set('auditKeys', oldRing.rewrapAuditKeys(data.auditKeys ?? [], newRing))
     })
 
     // 3. One atomic write per vault.
@@ -193,18 +195,14 @@ export async function rotateMasterKey(env: Record<string, string | undefined> = 
         unreadable += await rekeyVault(vault.doc, oldRing.rekeyVault(vault.userId, vault.doc.data.dataKey, newRing))
         continue
       }
-      await vault.doc.update((data) => {
-        data.dataKey = vault.rewrapped!
-      })
+      await vault.doc.update((_, write) => write.set('dataKey', vault.rewrapped!))
     }
 
     // 4. The key file, in one rename.
     if (keyInFile) replaceMasterKeyFile(stagedPath, keyPath)
 
     // 5. Consistent again, under the new key.
-    await store.accounts.update((data) => {
-      data.keyCheck = newRing.createKeyCheck()
-    })
+    await store.accounts.update((_, write) => write.set('keyCheck', newRing.createKeyCheck()))
 
     if (rekey) {
       say('svc-vault: done; every vault has a new data key, wrapped by the new master key, and every record is sealed again under it.')

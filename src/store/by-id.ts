@@ -1,34 +1,14 @@
-// Lookup by id in a document's record list without scanning it, and the journal of what changed
-// in a list since its last commit (changes.ts reads it).
+// Lookup by id in a document's record list without scanning it.
 //
-// Records are only ever pushed, replaced through replaceRecord, removed through removeRecord or
-// by filtering into a new list; ids never change. The index of a list follows pushes by adding
-// the records past the length it last saw, and replaceRecord/removeRecord update it in place:
-// it is never rebuilt whole after a write (only for a new list). A null-prototype object rather
+// Records are only ever pushed, replaced, removed in place or dropped by filtering into a new
+// list, all through the document's writer (writer.ts, the only caller of the changing functions
+// below); ids never change. The index of a list follows pushes by adding the records past the
+// length it last saw, and replaceRecord/removeRecord update it in place: it is never rebuilt
+// whole after a write (only for a new list). A null-prototype object rather
 // than a Map: ids parsed from JSON are separate string copies, and a property lookup with one is
 // about three times faster than Map#get (stats and the list look up a category per entry).
 type Index = Record<string, { id: string } | undefined>
 const indexes = new WeakMap<readonly { id: string }[], { length: number; byId: Index }>()
-
-/** Ids replaced or removed in a list since its last commit, and how many were removed in place. */
-export interface Journal {
-  ids: Set<string>
-  removed: number
-}
-const journals = new WeakMap<readonly { id: string }[], Journal>()
-
-function journalOf(records: readonly { id: string }[]): Journal {
-  let journal = journals.get(records)
-  if (!journal) journals.set(records, (journal = { ids: new Set(), removed: 0 }))
-  return journal
-}
-
-/** The list's journal since the last call (changes.ts, at a commit), emptied. */
-export function takeJournal(records: readonly { id: string }[]): Journal | undefined {
-  const journal = journals.get(records)
-  if (journal) journals.delete(records)
-  return journal
-}
 
 /** The records of this list by id (kept up to date as records are pushed, replaced or removed). */
 export function indexById<T extends { id: string }>(records: readonly T[]): Readonly<Record<string, T | undefined>> {
@@ -47,6 +27,27 @@ export function indexById<T extends { id: string }>(records: readonly T[]): Read
 
 export function byId<T extends { id: string }>(records: readonly T[], id: string): T | undefined {
   return indexById(records)[id]
+}
+
+/**
+ * Where each record of a list is, for the writer: replacing a record costs a lookup, not a scan
+ * of the list (a session's lastSeenAt is replaced once a minute per session in use). Built on a
+ * list's first replace or removal (reads never need it), then kept up to date like the index.
+ */
+const positions = new WeakMap<readonly { id: string }[], { length: number; at: Record<string, number | undefined> }>()
+
+function positionOf(records: readonly { id: string }[], record: { id: string }): number {
+  let known = positions.get(records)
+  if (!known || known.length > records.length) {
+    known = { length: 0, at: Object.create(null) }
+    positions.set(records, known)
+  }
+  // Records pushed since it last looked.
+  for (let i = known.length; i < records.length; i++) known.at[records[i].id] = i
+  known.length = records.length
+  const at = known.at[record.id]
+  if (at !== undefined && records[at] === record) return at
+  return records.lastIndexOf(record)
 }
 
 /**
@@ -90,9 +91,9 @@ export function recordsWithKey<T extends { id: string }>(records: readonly T[], 
   return (grouping.groups.get(key) ?? []) as unknown as readonly T[]
 }
 
-/** Puts `next` in the place of `current` (committed records are frozen: this is how one changes). */
+/** Puts `next` in the place of `current` (writer.ts). */
 export function replaceRecord<T extends { id: string }>(records: T[], current: T, next: T): T {
-  const position = records.indexOf(current)
+  const position = positionOf(records, current)
   if (position < 0 || next.id !== current.id) throw new Error('replaceRecord: not a record of this list')
   replaceAt(records, position, current, next)
   return next
@@ -120,12 +121,11 @@ function replaceAt<T extends { id: string }>(records: T[], position: number, cur
     ungroup(grouping, current)
     group(grouping, next)
   }
-  journalOf(records).ids.add(next.id)
 }
 
-/** Removes `record` from the list in place (no new list: a commit then costs what changed). */
+/** Removes `record` from the list in place (writer.ts). */
 export function removeRecord<T extends { id: string }>(records: T[], record: T): void {
-  const position = records.lastIndexOf(record)
+  const position = positionOf(records, record)
   if (position < 0) return
   const index = indexById(records) as Index
   for (const grouping of groupings.get(records)?.values() ?? []) {
@@ -137,7 +137,9 @@ export function removeRecord<T extends { id: string }>(records: T[], record: T):
   records.splice(position, 1)
   delete index[record.id]
   indexes.get(records)!.length = records.length
-  const journal = journalOf(records)
-  journal.ids.add(record.id)
-  journal.removed++
+  // The records after it moved forward by one (as the splice did: the same cost).
+  const known = positions.get(records)!
+  delete known.at[record.id]
+  for (let i = position; i < records.length; i++) known.at[records[i].id] = i
+  known.length = records.length
 }

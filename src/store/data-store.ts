@@ -2,24 +2,27 @@
 // PostgreSQL-backed store beside this file store: docs/scaling.md) is an addition, not a rewrite.
 //
 // A document is the service's unit of consistency: one user's vault, or the accounts. Services
-// read `data` synchronously and change it only inside `update`, whose mutation is synchronous
-// and whose promise resolves once the change is durable. What a commit changed is known as a
-// list of record puts and deletes (changes.ts: the journal of replaceRecord/removeRecord and
-// pushes past the committed length), which a file store appends to a change log and a database
-// store would write as row upserts and deletes in one transaction.
+// read `data` synchronously (readonly all the way down: records.ts) and change it only through
+// the writer `update` hands them (writer.ts), whose promise resolves once the change is durable.
+// The writer records each change as a record put or delete or a field set (changes.ts), which a
+// file store appends to a change log and a database store would write as row upserts and
+// deletes in one transaction.
 import type { AccountsDocument, VaultDocument } from './records'
+import type { Writer } from './writer'
 
 export interface StoredDocument<T> {
-  /** The current data; records in its lists are frozen: change one by replacing it (by-id.ts). */
+  /** The current data; records in its lists are frozen: the writer replaces one to change it. */
   readonly data: T
-  /** Applies a synchronous mutation and resolves once it is durable (fails, changing nothing durable, when it cannot be). */
-  update<R>(mutate: (data: T) => R): Promise<R>
+  /** Applies a synchronous mutation made through `write` and resolves once it is durable (fails, changing nothing durable, when it cannot be). */
+  update<R>(mutate: (data: T, write: Writer<T>) => R): Promise<R>
+  /** Applies a synchronous mutation now; it becomes durable with the next commit (bookkeeping: commitSoon). */
+  stage<R>(mutate: (data: T, write: Writer<T>) => R): R
   /** Resolves once the current data is durable. */
   commit(): Promise<void>
-  /** For bookkeeping that may become durable later (lastUsedAt): commits within `delayMs`. */
+  /** For bookkeeping that may become durable later (lastSeenAt, lastUsedAt): commits within `delayMs`. */
   commitSoon(delayMs: number): void
-  /** Runs `apply` just before each write, with the write. */
-  beforeWrite(apply: (data: T) => void): void
+  /** Runs `apply` just before each write, with the write: its changes go into that write. */
+  beforeWrite(apply: (data: T, write: Writer<T>) => void): void
   /** Waits for every write under way or queued. */
   settle(): Promise<void>
 }

@@ -12,7 +12,8 @@ import { writeFileAtomic } from './atomic-file'
 import { ChangeLog, readLogSync } from './change-log'
 import type { StoredDocument } from './data-store'
 import { CorruptDocumentError } from './errors'
-import { applyChanges, changesSince, commitState, type Change, type Committed } from './changes'
+import { applyChanges, freezeLists, type Change } from './changes'
+import { createWriter, type Writer } from './writer'
 
 /** The log is folded into the file once it is this long at least (and as long as the file). */
 const MIN_LOG_BYTES_TO_FOLD = 64 * 1024
@@ -111,8 +112,8 @@ export interface DocumentOptions<T> {
   onReload?: (data: T) => void
   /**
    * Top-level lists of records with ids whose changes go to a change log beside the file
-   * (`<file>.log`) instead of rewriting the file each commit. Their records are frozen once
-   * committed (changes.ts): change a record by replacing it (by-id.ts replaceRecord).
+   * (`<file>.log`) instead of rewriting the file each commit. Their records are frozen as
+   * stored (changes.ts): the writer (writer.ts) replaces a record to change it.
    */
   loggedLists?: readonly string[]
 }
@@ -125,18 +126,52 @@ export class Document<T> implements StoredDocument<T> {
   private next: Waiter | null = null
   private lazyTimer: ReturnType<typeof setTimeout> | null = null
   private log: ChangeLog | null = null
-  /** State as of the last logged commit (with `loggedLists`). */
-  private committed: Committed | null = null
+  /** What the writer changed since the last write began (the next write's log line). */
+  private pending: Change[] = []
+  /** Where in `pending` the latest put of each record (and set of each field) is, to fold a later one into it. */
+  private pendingAt = new Map<string, number>()
+  /** The changes of the write under way (put back when it fails and the file cannot be read again). */
+  private writing: Change[] = []
+  private readonly writer: Writer<T>
   private fileExists = false
   private foldWanted = false
-  private readonly beforeWriteHooks: ((data: T) => void)[] = []
+  private readonly beforeWriteHooks: ((data: T, write: Writer<T>) => void)[] = []
   /** Set once the document's files were deleted: every later commit fails with this error, writing nothing. */
   private retired: (() => Error) | null = null
 
   private constructor(
     readonly path: string,
     private readonly options: DocumentOptions<T>,
-  ) {}
+  ) {
+    this.writer = createWriter<T>(() => this.current, options.loggedLists ?? [], (change) => this.record(change))
+  }
+
+  /**
+   * Notes a change for the next write. A record put again (pushed, then replaced) or a field set
+   * again before it is written takes the earlier one's place: the log holds its last state
+   * once, at the place where the record first went (the order a replay puts records in).
+   */
+  private record(change: Change): void {
+    const key = change[0] === 'set' ? `\0${change[1]}` : `${change[1]}\0${change[0] === 'put' ? change[2].id : change[2]}`
+    if (change[0] === 'del') {
+      this.pendingAt.delete(key)
+      this.pending.push(change)
+      return
+    }
+    const at = this.pendingAt.get(key)
+    if (at !== undefined) this.pending[at] = change
+    else {
+      this.pendingAt.set(key, this.pending.length)
+      this.pending.push(change)
+    }
+  }
+
+  private takePending(): Change[] {
+    const changes = this.pending
+    this.pending = []
+    this.pendingAt = new Map()
+    return changes
+  }
 
   static async open<T>(path: string, options: DocumentOptions<T>): Promise<Document<T>> {
     const document = new Document<T>(path, options)
@@ -168,7 +203,7 @@ export class Document<T> implements StoredDocument<T> {
     }
     if (!document.fileExists) document.current = options.create()
     else if (options.migrate) document.current = migrate(document.current)
-    if (lists) document.committed = commitState(document.untyped(), lists)
+    if (lists) freezeLists(document.untyped(), lists)
     if (!document.fileExists) await document.commit()
     else if (migrated && options.persistMigration) {
       // The whole document in its new format (with a change log: folded into it).
@@ -186,11 +221,16 @@ export class Document<T> implements StoredDocument<T> {
     return this.current
   }
 
-  /** Applies a synchronous mutation and resolves once it is on disk. */
-  async update<R>(mutate: (data: T) => R): Promise<R> {
-    const result = mutate(this.current)
+  /** Applies a synchronous mutation, made through `write`, and resolves once it is on disk. */
+  async update<R>(mutate: (data: T, write: Writer<T>) => R): Promise<R> {
+    const result = mutate(this.current, this.writer)
     await this.commit()
     return result
+  }
+
+  /** Applies a synchronous mutation now, written with the next commit (whoever makes it). */
+  stage<R>(mutate: (data: T, write: Writer<T>) => R): R {
+    return mutate(this.current, this.writer)
   }
 
   /** Resolves once the current in-memory data is durable; shares a write with concurrent callers. */
@@ -251,32 +291,33 @@ export class Document<T> implements StoredDocument<T> {
 
   /**
    * Runs `apply` just before each write (synchronously, with the write): bookkeeping kept
-   * outside the frozen records until then (access keys' lastUsedAt) goes into them there.
+   * outside the records until then (access keys' lastUsedAt) goes into them there.
    */
-  beforeWrite(apply: (data: T) => void): void {
+  beforeWrite(apply: (data: T, write: Writer<T>) => void): void {
     this.beforeWriteHooks.push(apply)
   }
 
   /** Starts the write of everything committed so far (synchronously: it sees one instant). */
   private write(): Promise<void> {
-    for (const apply of this.beforeWriteHooks) apply(this.current)
+    for (const apply of this.beforeWriteHooks) apply(this.current, this.writer)
+    // Taken now: whatever changes after this instant belongs to the next write.
+    const changes = this.takePending()
+    this.writing = changes
     const log = this.log
     if (!log) return writeFileAtomic(this.path, JSON.stringify(this.current))
-    const { changes, next } = changesSince(this.committed!, this.untyped(), this.options.loggedLists!)
     const fold = !this.fileExists || this.foldWanted || log.bytes >= Math.max(this.fileLength, MIN_LOG_BYTES_TO_FOLD)
     this.foldWanted = false
     // Taken with the changes: the file must hold exactly the state the log ends at.
     const text = fold ? JSON.stringify(this.current) : null
-    return this.persist(log, changes, next, text)
+    return this.persist(log, changes, text)
   }
 
-  private async persist(log: ChangeLog, changes: Change[], next: Committed, text: string | null): Promise<void> {
+  private async persist(log: ChangeLog, changes: Change[], text: string | null): Promise<void> {
     const onDisk = this.fileExists
     // Logged first even when the file is rewritten next: the log must hold every change up to
     // the file's state, so that replaying it over that file (a crash before the log is removed)
     // ends in the same state instead of bringing back older versions of records.
     if (onDisk && changes.length > 0) await log.append(changes)
-    this.committed = next
     if (text === null) return
     try {
       await writeFileAtomic(this.path, text)
@@ -302,11 +343,15 @@ export class Document<T> implements StoredDocument<T> {
         if (this.log) applyLog(this.path, current, this.options.loggedLists!, readLogSync(this.log.path, this.log.bytes).batches)
         if (this.options.migrate) current = this.options.migrate(current)
         this.current = current
-        if (this.log) this.committed = commitState(this.untyped(), this.options.loggedLists!)
+        if (this.log) freezeLists(this.untyped(), this.options.loggedLists!)
+        // Changed since the failed write began: not durable either, and gone with the reload.
+        this.takePending()
         this.options.onReload?.(this.current)
       }
     } catch {
-      // The file cannot be read either; keep serving what we have and let the next write retry.
+      // The file cannot be read either; keep serving what we have and let the next write retry
+      // the failed changes too.
+      this.pending = [...this.writing, ...this.takePending()]
     }
     this.options.onWriteError?.(this.path, error)
     batch.reject(error)

@@ -1,46 +1,52 @@
 // The shapes of what is stored. Secret fields hold sealed text (crypto/aead), never plaintext.
+// Readonly all the way down: stored data changes only through a document's writer
+// (store/writer.ts), which records each change for the change log; a record changed in place
+// would be answered and then missing after a restart. test/store/readonly.typecheck.ts holds it.
 
 export const FORMAT_VERSION = 1
 
+/** A copy of a record to fill in before it is written (its top-level fields settable). */
+export type Draft<T> = { -readonly [K in keyof T]: T[K] }
+
 export interface UserRecord {
-  id: string
-  email: string
-  name: string | null
+  readonly id: string
+  readonly email: string
+  readonly name: string | null
   /** argon2id (Bun.password); null for accounts that only sign in through OIDC. */
-  passwordHash: string | null
+  readonly passwordHash: string | null
   /** `linkedAt`: when the identity was linked (issue 36: recent additions); absent on older links. */
-  identities: { issuer: string; subject: string; linkedAt?: string }[]
-  createdAt: string
+  readonly identities: readonly { readonly issuer: string; readonly subject: string; readonly linkedAt?: string }[]
+  readonly createdAt: string
   // Issue 16 (account protection). Optional: accounts written before it have none of these.
   /** Two-factor sign-in, when enabled. */
-  twoFactor?: AccountTwoFactor | null
+  readonly twoFactor?: AccountTwoFactor | null
   /** A secret made by 2FA setup, waiting for its first code to enable it. */
-  twoFactorPending?: { encryptedSecret: string; createdAt: string } | null
-  passkeys?: PasskeyRecord[]
+  readonly twoFactorPending?: { readonly encryptedSecret: string; readonly createdAt: string } | null
+  readonly passkeys?: readonly PasskeyRecord[]
 }
 
 export interface AccountTwoFactor {
   /** The TOTP seed, sealed by the user's vault data key (kind `account-totp`, record id = user id). */
-  encryptedSecret: string
-  enabledAt: string
+  readonly encryptedSecret: string
+  readonly enabledAt: string
   /** SHA-256 of each unused recovery code (each one carries 80 random bits). */
-  recoveryCodeHashes: string[]
+  readonly recoveryCodeHashes: readonly string[]
   /** The 30-second steps whose codes were accepted lately (within the drift window): a code is good once. */
-  usedSteps: number[]
+  readonly usedSteps: readonly number[]
 }
 
 export interface PasskeyRecord {
-  id: string
-  name: string
+  readonly id: string
+  readonly name: string
   /** The WebAuthn credential id, base64url. */
-  credentialId: string
+  readonly credentialId: string
   /** COSE public key, base64url (public: needs no sealing). */
-  publicKey: string
+  readonly publicKey: string
   /** The authenticator's signature counter, as last seen. */
-  counter: number
-  transports: string[]
-  createdAt: string
-  lastUsedAt: string | null
+  readonly counter: number
+  readonly transports: readonly string[]
+  readonly createdAt: string
+  readonly lastUsedAt: string | null
 }
 
 export interface SessionRecord {
@@ -49,20 +55,20 @@ export interface SessionRecord {
    * /api/account/sessions/{id}); never the token. Sessions stored before it had one get one
    * derived at load (store.ts).
    */
-  id: string
+  readonly id: string
   /** SHA-256 of the cookie token; the token itself is never stored. */
-  tokenHash: string
-  userId: string
-  createdAt: string
-  expiresAt: string
+  readonly tokenHash: string
+  readonly userId: string
+  readonly createdAt: string
+  readonly expiresAt: string
   // Issue 16: what the session list shows. Optional for sessions written before it.
-  lastSeenAt?: string
-  clientAddress?: string
-  userAgent?: string
+  readonly lastSeenAt?: string
+  readonly clientAddress?: string
+  readonly userAgent?: string
   /** How this session signed in (a fresh `oidc` one may set a first password or delete the account). */
-  signInMethod?: SessionMethod
+  readonly signInMethod?: SessionMethod
   /** Issue 36: when this session last gave a fresh proof (POST /api/auth/reauth); its sign-in counts as one too. */
-  reauthAt?: string
+  readonly reauthAt?: string
 }
 
 /** The factor that finished the sign-in (`2fa`: a password, then a two-factor code; `recovery_code`: a password, then a recovery code), as the audit event names it too. */
@@ -71,30 +77,30 @@ export type SignInMethod = 'password' | '2fa' | 'recovery_code' | 'oidc' | 'pass
 export type SessionMethod = SignInMethod | 'register'
 
 export interface AccessKeyRecord {
-  id: string
-  userId: string
-  name: string
-  keyPrefix: string
+  readonly id: string
+  readonly userId: string
+  readonly name: string
+  readonly keyPrefix: string
   /** SHA-256 of the whole key. */
-  keyHash: string
-  scopes: string[]
-  expiresAt: string | null
-  lastUsedAt: string | null
-  createdAt: string
+  readonly keyHash: string
+  readonly scopes: readonly string[]
+  readonly expiresAt: string | null
+  readonly lastUsedAt: string | null
+  readonly createdAt: string
 }
 
-/** The accounts document's lists of records, whose changes are logged like a vault's (store/changes.ts). */
+/** The accounts document's lists of records, whose changes are logged like a vault's (store/writer.ts). */
 export const ACCOUNTS_LISTS = ['users', 'sessions', 'accessKeys'] as const
 
 export interface AccountsDocument {
-  version: number
+  readonly version: number
   /** Sealed by the master key; proves at start that the key matches this data. */
-  keyCheck: string
+  readonly keyCheck: string
   /** The audit chain keys of earlier master keys, sealed under the current one (rotate-master-key; docs/audit.md). */
-  auditKeys?: string[]
-  users: UserRecord[]
-  sessions: SessionRecord[]
-  accessKeys: AccessKeyRecord[]
+  readonly auditKeys?: readonly string[]
+  readonly users: readonly UserRecord[]
+  readonly sessions: readonly SessionRecord[]
+  readonly accessKeys: readonly AccessKeyRecord[]
 }
 
 export type KeyType = 'simple' | 'group' | 'ssh' | 'json'
@@ -102,82 +108,82 @@ export type Environment = 'development' | 'staging' | 'production'
 export type EnvFileType = 'env' | 'env.local' | 'env.production' | 'env.development'
 
 export interface CategoryRecord {
-  id: string
-  userId: string
-  name: string
-  keyType: KeyType
-  envVarName: string | null
-  icon: string | null
-  description: string | null
-  fieldDefinitions: string[] | null
-  createdAt: string
-  updatedAt: string
+  readonly id: string
+  readonly userId: string
+  readonly name: string
+  readonly keyType: KeyType
+  readonly envVarName: string | null
+  readonly icon: string | null
+  readonly description: string | null
+  readonly fieldDefinitions: readonly string[] | null
+  readonly createdAt: string
+  readonly updatedAt: string
 }
 
 export interface EntryRecord {
-  id: string
-  categoryId: string
-  name: string
-  environment: Environment | null
-  notes: string | null
-  encryptedValue: string
-  createdAt: string
-  updatedAt: string
+  readonly id: string
+  readonly categoryId: string
+  readonly name: string
+  readonly environment: Environment | null
+  readonly notes: string | null
+  readonly encryptedValue: string
+  readonly createdAt: string
+  readonly updatedAt: string
   /** Issue 20 (absent on records stored before): see LifecycleFields. */
-  expiresAt?: string | null
-  rotateEveryDays?: number | null
-  rotatedAt?: string
-  valueVersion?: number
-  valueSetBy?: string
+  readonly expiresAt?: string | null
+  readonly rotateEveryDays?: number | null
+  readonly rotatedAt?: string
+  readonly valueVersion?: number
+  readonly valueSetBy?: string
   /** A group entry's field names (names only, never values), set with each value: counts (issue 32). */
-  fieldNames?: string[]
+  readonly fieldNames?: readonly string[]
 }
 
 export interface TwoFactorRecord {
-  id: string
-  userId: string
-  service: string
-  accountName: string
-  notes: string | null
-  encryptedSecret: string
+  readonly id: string
+  readonly userId: string
+  readonly service: string
+  readonly accountName: string
+  readonly notes: string | null
+  readonly encryptedSecret: string
   /** From the otpauth URI (issue 23); absent on tokens stored before, which read as SHA1, 6, 30. */
-  algorithm?: 'SHA1' | 'SHA256' | 'SHA512'
-  digits?: number
+  readonly algorithm?: 'SHA1' | 'SHA256' | 'SHA512'
+  readonly digits?: number
   /** Seconds. */
-  period?: number
+  readonly period?: number
   /** Issue 35: absent on tokens stored before, which are TOTP. */
-  type?: 'totp' | 'hotp' | 'steam'
+  readonly type?: 'totp' | 'hotp' | 'steam'
   /** HOTP only: the counter of the next code shown (each reveal advances it durably). */
-  counter?: number
-  createdAt: string
-  updatedAt: string
+  readonly counter?: number
+  readonly createdAt: string
+  readonly updatedAt: string
   /** Issue 20 (absent on records stored before). */
-  expiresAt?: string | null
-  rotatedAt?: string
-  valueVersion?: number
-  valueSetBy?: string
+  readonly expiresAt?: string | null
+  readonly rotatedAt?: string
+  readonly valueVersion?: number
+  readonly valueSetBy?: string
 }
 
 export interface EnvProjectRecord {
-  id: string
-  userId: string
-  name: string
-  description: string
-  createdAt: string
-  updatedAt: string
+  readonly id: string
+  readonly userId: string
+  readonly name: string
+  readonly description: string
+  readonly createdAt: string
+  readonly updatedAt: string
 }
 
 export interface EnvFileRecord {
-  id: string
-  projectId: string
-  fileType: EnvFileType
-  encryptedContent: string
-  createdAt: string
-  updatedAt: string
+  readonly id: string
+  readonly projectId: string
+  readonly fileType: EnvFileType
+  readonly encryptedContent: string
+  readonly createdAt: string
+  readonly updatedAt: string
   /** Issue 20 (absent on records stored before). */
-  valueVersion?: number
-  valueSetBy?: string
-  rotatedAt?: string
+  readonly valueVersion?: number
+  readonly valueSetBy?: string
+  readonly rotatedAt?: string
 }
 
 /** Records whose value keeps a history (issue 20); also the sealing kind of the value. */
@@ -190,17 +196,17 @@ export type VersionedKind = 'entry' | 'envfile' | 'totp'
  */
 export interface VersionRecord {
   /** `<kind>:<recordId>:<version>`: one record per version. */
-  id: string
-  kind: VersionedKind
-  recordId: string
-  version: number
-  encryptedValue: string
+  readonly id: string
+  readonly kind: VersionedKind
+  readonly recordId: string
+  readonly version: number
+  readonly encryptedValue: string
   /** When this value was set, and by whom ("session" or "key:<name>"). */
-  createdAt: string
-  actor: string
+  readonly createdAt: string
+  readonly actor: string
   /** 2FA: the code parameters that went with this secret. */
   /** Issue 35: `type` absent for TOTP; `counter`: an HOTP token's next counter then. */
-  totp?: { algorithm: 'SHA1' | 'SHA256' | 'SHA512'; digits: number; period: number; type?: 'hotp' | 'steam'; counter?: number }
+  readonly totp?: Readonly<{ algorithm: 'SHA1' | 'SHA256' | 'SHA512'; digits: number; period: number; type?: 'hotp' | 'steam'; counter?: number }>
 }
 
 export type TrashKind = 'entry' | 'category' | 'twoFactor' | 'envProject' | 'envFile'
@@ -210,51 +216,51 @@ export type TrashKind = 'entry' | 'category' | 'twoFactor' | 'envProject' | 'env
  * (still sealed, same ids, so same AADs), kept until `expiresAt`, then purged with their versions.
  */
 export interface TrashRecord {
-  id: string
-  kind: TrashKind
+  readonly id: string
+  readonly kind: TrashKind
   /** What it was called, for the list (never a value). */
-  name: string
-  deletedAt: string
-  deletedBy: string
-  expiresAt: string
-  categories: CategoryRecord[]
-  entries: EntryRecord[]
-  twoFactor: TwoFactorRecord[]
-  envProjects: EnvProjectRecord[]
-  envFiles: EnvFileRecord[]
+  readonly name: string
+  readonly deletedAt: string
+  readonly deletedBy: string
+  readonly expiresAt: string
+  readonly categories: readonly CategoryRecord[]
+  readonly entries: readonly EntryRecord[]
+  readonly twoFactor: readonly TwoFactorRecord[]
+  readonly envProjects: readonly EnvProjectRecord[]
+  readonly envFiles: readonly EnvFileRecord[]
 }
 
-/** The vault's lists of records, whose changes are logged (store/changes.ts). */
+/** The vault's lists of records, whose changes are logged (store/writer.ts). */
 export const VAULT_LISTS = ['categories', 'entries', 'twoFactor', 'envProjects', 'envFiles', 'versions', 'trash'] as const
 
 export interface VaultDocument {
-  version: number
-  userId: string
+  readonly version: number
+  readonly userId: string
   /** This vault's data key, wrapped by the master key. */
-  dataKey: string
-  categories: CategoryRecord[]
-  entries: EntryRecord[]
-  twoFactor: TwoFactorRecord[]
-  envProjects: EnvProjectRecord[]
-  envFiles: EnvFileRecord[]
+  readonly dataKey: string
+  readonly categories: readonly CategoryRecord[]
+  readonly entries: readonly EntryRecord[]
+  readonly twoFactor: readonly TwoFactorRecord[]
+  readonly envProjects: readonly EnvProjectRecord[]
+  readonly envFiles: readonly EnvFileRecord[]
   /** Absent in vaults stored before (store.ts adds them on open). */
-  versions: VersionRecord[]
-  trash: TrashRecord[]
+  readonly versions: readonly VersionRecord[]
+  readonly trash: readonly TrashRecord[]
   /** The due-items webhook; absent until its owner sets one. Replaced, never changed in place. */
-  notifications?: NotificationSettingsRecord
+  readonly notifications?: NotificationSettingsRecord
   /** Where this vault's audit log chain starts: a random start value, and the checkpoint of the last compaction. */
-  auditChain?: { start: string; checkpoint: string | null; head?: string | null; lines?: number; bytes?: number; keyedSince?: string | null }
+  readonly auditChain?: Readonly<{ start: string; checkpoint: string | null; head?: string | null; lines?: number; bytes?: number; keyedSince?: string | null }>
 }
 
 export interface NotificationSettingsRecord {
-  webhookUrl: string | null
+  readonly webhookUrl: string | null
   /** Sealed (kind "webhook", the user's id); null: deliveries are not signed. */
-  encryptedSecret: string | null
+  readonly encryptedSecret: string | null
   /** Records stored before issue 36 may still carry httpStatus and error; they are never shown. */
-  lastDelivery: { at: string; status: 'delivered' | 'failed'; attempts: number } | null
+  readonly lastDelivery: Readonly<{ at: string; status: 'delivered' | 'failed'; attempts: number }> | null
   /** The UTC day (YYYY-MM-DD) being delivered, its attempts so far, and when to try next. */
-  day: string | null
-  attempts: number
-  done: boolean
-  nextAttemptAt: string | null
+  readonly day: string | null
+  readonly attempts: number
+  readonly done: boolean
+  readonly nextAttemptAt: string | null
 }

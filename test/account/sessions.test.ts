@@ -4,6 +4,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { createBackup, restoreBackup } from '../../src/store/backup'
+import { readLoggedDocumentSync } from '../../src/store/document'
+import { ACCOUNTS_LISTS, type AccountsDocument } from '../../src/store/records'
 import { Client, PASSWORD, sessionCookie, signUp, uniqueEmail } from '../support/client'
 import { removeDir, startTestServer, tempDir, type TestServer } from '../support/server'
 import { post, testClock } from './support'
@@ -57,6 +59,17 @@ describe('the session list', () => {
     await carol.get('/api/auth/me')
     const after = (await carol.get('/api/account/sessions')).body[0].lastSeenAt
     expect(Date.parse(after) - Date.parse(before)).toBe(2 * 60_000)
+  })
+
+  test('a moved lastSeenAt reaches disk with the next write (staged through the writer, not kept aside)', async () => {
+    const erin = await signUp(server.url)
+    clock.advance(2 * 60_000)
+    await erin.get('/api/auth/me')
+    const shown = (await erin.get('/api/account/sessions')).body[0]
+    // The lazy commit (within 30 s) made now: what a restart would read.
+    await server.deps.store.accounts.settle()
+    const onDisk = JSON.parse(readLoggedDocumentSync(join(server.dataDir, 'accounts.json'), ACCOUNTS_LISTS)!) as AccountsDocument
+    expect(onDisk.sessions.find((s) => s.id === shown.id)?.lastSeenAt).toBe(shown.lastSeenAt)
   })
 
   test('DELETE ends one session; a foreign or unknown id is 404 SESSION_NOT_FOUND', async () => {

@@ -371,17 +371,17 @@ describe('entries', () => {
   test('a ciphertext that does not decrypt reveals as 404', async () => {
     const entry = await createEntry(alice, { categoryId: openai.id, name: 'tampered', value: 'will-break' })
     const other = await createEntry(alice, { categoryId: openai.id, name: 'donor', value: 'donor-value' })
-    const { data } = await server.deps.vaults.open(alice.user.id)
+    const { data, doc } = await server.deps.vaults.open(alice.user.id)
     const original = data.entries.find((e) => e.id === entry.id)!.encryptedValue
     // A flipped character, then a ciphertext sealed for another entry (the AAD binds the id).
     const flipped = original.slice(0, -3) + (original.at(-3) === 'A' ? 'B' : 'A') + original.slice(-2)
     for (const sealed of [flipped, data.entries.find((e) => e.id === other.id)!.encryptedValue, 'garbage']) {
-      setStoredFields(data.entries, entry.id, { encryptedValue: sealed })
+      doc.stage((current, write) => setStoredFields(write.entries, current.entries, entry.id, { encryptedValue: sealed }))
       const answer = await alice.post(`/api/entries/${entry.id}/reveal`)
       expect(answer.status).toBe(404)
       expect(answer.body).toEqual(ENTRY_NOT_FOUND)
     }
-    setStoredFields(data.entries, entry.id, { encryptedValue: original })
+    doc.stage((current, write) => setStoredFields(write.entries, current.entries, entry.id, { encryptedValue: original }))
     expect((await alice.post(`/api/entries/${entry.id}/reveal`)).body.value).toBe('will-break')
   })
 

@@ -188,8 +188,8 @@ describe('env projects', () => {
     const other = (await alice.post(`/api/envs/${id}/files`, { fileType: 'env.local', content: 'B=2' })).body.data
     const { doc } = await server.deps.vaults.open(alice.user.id)
     // A ciphertext moved to another record does not open there (it is bound to its record id).
-    await doc.update((data) => {
-      setStoredFields(data.envFiles, file.id, { encryptedContent: data.envFiles.find((f) => f.id === other.id)!.encryptedContent })
+    await doc.update((data, write) => {
+      setStoredFields(write.envFiles, data.envFiles, file.id, { encryptedContent: data.envFiles.find((f) => f.id === other.id)!.encryptedContent })
     })
     const answer = await alice.post(`/api/envs/${id}/files/${file.id}/reveal`)
     expect(answer.status).toBe(404)

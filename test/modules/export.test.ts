@@ -211,12 +211,12 @@ describe('export', () => {
     const broken = await createEntry(frank, { categoryId: c.id, name: 'broken', value: 'broken-value' })
     const { doc } = await server.deps.vaults.open(frank.user.id)
     const at = new Date().toISOString()
-    await doc.update((data) => {
-      setStoredFields(data.entries, broken.id, { encryptedValue: data.entries.find((e) => e.id === good.id)!.encryptedValue })
+    await doc.update((data, write) => {
+      setStoredFields(write.entries, data.entries, broken.id, { encryptedValue: data.entries.find((e) => e.id === good.id)!.encryptedValue })
       for (const keyType of ['ssh', 'json'] as const) {
         const id = crypto.randomUUID()
-        data.categories.push({ id, userId: frank.user.id, name: keyType, keyType, envVarName: 'SKIPPED', icon: null, description: null, fieldDefinitions: null, createdAt: at, updatedAt: at })
-        data.entries.push({ id: crypto.randomUUID(), categoryId: id, name: keyType, environment: null, notes: null, encryptedValue: 'x', createdAt: at, updatedAt: at })
+        write.categories.push({ id, userId: frank.user.id, name: keyType, keyType, envVarName: 'SKIPPED', icon: null, description: null, fieldDefinitions: null, createdAt: at, updatedAt: at })
+        write.entries.push({ id: crypto.randomUUID(), categoryId: id, name: keyType, environment: null, notes: null, encryptedValue: 'x', createdAt: at, updatedAt: at })
       }
     })
     expect((await frank.get('/api/export')).text).toBe('# Main — good\nMAIN_KEY=good-value\n')

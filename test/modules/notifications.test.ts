@@ -139,7 +139,7 @@ test("a stored address that is the vault's own is refused at delivery too, and s
   // As if the vault had moved onto the address stored earlier (a new SVC_BASE_URL or port).
   const vault = server.deps.store.openedVault(carol.user.id)!
   const selfUrl = `http://localhost:${new URL(server.url).port}/api/auth/me`
-  await vault.update((data) => void (data.notifications = { ...data.notifications!, webhookUrl: selfUrl, day: null, done: false, attempts: 0, nextAttemptAt: null }))
+  await vault.update((data, write) => write.set('notifications', { ...data.notifications!, webhookUrl: selfUrl, day: null, done: false, attempts: 0, nextAttemptAt: null }))
   const before = received.length
   await notifier.deliver(carol.user.id)
   expect(received).toHaveLength(before)

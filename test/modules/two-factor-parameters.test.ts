@@ -102,7 +102,7 @@ describe('2FA parameters from otpauth links', () => {
   test('a token stored before the parameters were kept reads as SHA1/6/30', async () => {
     const created = await addToken(`otpauth://totp/x?secret=${SECRET}&algorithm=SHA256&digits=8&period=60`)
     const { doc } = await server.deps.vaults.open(alice.user.id)
-    await doc.update((data) => setStoredFields(data.twoFactor, created.body.id, { algorithm: undefined, digits: undefined, period: undefined }))
+    await doc.update((data, write) => setStoredFields(write.twoFactor, data.twoFactor, created.body.id, { algorithm: undefined, digits: undefined, period: undefined }))
     expect((await alice.get(`/api/2fa/${created.body.id}`)).body).toMatchObject({ algorithm: 'SHA1', digits: 6, period: 30 })
     const revealed = await alice.post(`/api/2fa/${created.body.id}/reveal`)
     expect(revealed.body).toMatchObject({ code: oathtool('SHA1', 6, 30), remainingSeconds: 20 })

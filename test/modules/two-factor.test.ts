@@ -230,8 +230,8 @@ describe('two-factor tokens', () => {
     const other = await create(alice)
     const { doc } = await server.deps.vaults.open(alice.user.id)
     // A ciphertext moved to another record does not open there (it is bound to its record id).
-    await doc.update((data) => {
-      setStoredFields(data.twoFactor, id, { encryptedSecret: data.twoFactor.find((r) => r.id === other.id)!.encryptedSecret })
+    await doc.update((data, write) => {
+      setStoredFields(write.twoFactor, data.twoFactor, id, { encryptedSecret: data.twoFactor.find((r) => r.id === other.id)!.encryptedSecret })
     })
     const answer = await alice.post(`/api/2fa/${id}/reveal`)
     expect(answer.status).toBe(404)

@@ -138,7 +138,7 @@ describe('without SVC_WEBHOOK_ALLOW', () => {
     const notifier = strict.deps.notifier
     const vault = strict.deps.store.openedVault(user.user.id)!
     for (const url of loopbackSpellings()) {
-      await vault.update((data) => void (data.notifications = { webhookUrl: url, encryptedSecret: null, lastDelivery: null, day: null, done: false, attempts: 0, nextAttemptAt: null }))
+      await vault.update((_, write) => write.set('notifications', { webhookUrl: url, encryptedSecret: null, lastDelivery: null, day: null, done: false, attempts: 0, nextAttemptAt: null }))
       const before = received.length
       await notifier.deliver(user.user.id)
       expect({ url, reached: received.length > before }).toEqual({ url, reached: false })

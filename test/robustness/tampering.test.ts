@@ -6,7 +6,7 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { signUp, type Client } from '../support/client'
 import { removeDir, startTestServer, tempDir, type TestServer } from '../support/server'
-import type { VaultDocument } from '../../src/store/records'
+import type { Draft, VaultDocument } from '../../src/store/records'
 import { modules, TOTP_SECRET, type Modules } from './support'
 
 const dataDir = tempDir('svc-vault-tamper-')
@@ -98,9 +98,9 @@ const allOk = (who: 'alice' | 'bob') =>
 const NOT_FOUND: Record<string, string> = { entry: '404 ENTRY_NOT_FOUND', '2fa': '404 TWO_FACTOR_NOT_FOUND', envfile: '404 ENV_FILE_NOT_FOUND' }
 
 /** Writes tampered vaults, starts the server, returns every reveal's outcome, stops it again. */
-async function withTampered(mutate: (a: VaultDocument, b: VaultDocument) => void) {
-  const a = JSON.parse(originals.alice) as VaultDocument
-  const b = JSON.parse(originals.bob) as VaultDocument
+async function withTampered(mutate: (a: Draft<VaultDocument>, b: Draft<VaultDocument>) => void) {
+  const a = JSON.parse(originals.alice) as Draft<VaultDocument>
+  const b = JSON.parse(originals.bob) as Draft<VaultDocument>
   mutate(a, b)
   writeFileSync(vaultPath(alice.user.id), JSON.stringify(a))
   writeFileSync(vaultPath(bob.user.id), JSON.stringify(b))

@@ -7,8 +7,8 @@ import { Document } from '../../src/store/document'
 import { removeDir, tempDir } from '../support/server'
 
 interface Doc {
-  version: number
-  items: { id: string; name: string; label?: string }[]
+  readonly version: number
+  readonly items: readonly { readonly id: string; readonly name: string; readonly label?: string }[]
 }
 
 const dirs: string[] = []
@@ -19,7 +19,7 @@ async function versionOneWithLog(): Promise<string> {
   dirs.push(dir)
   const path = join(dir, 'doc.json')
   const doc = await Document.open<Doc>(path, { create: () => ({ version: 1, items: [] }), loggedLists: ['items'] })
-  await doc.update((data) => void data.items.push({ id: 'a', name: 'first' }))
+  await doc.update((_, write) => write.items.push({ id: 'a', name: 'first' }))
   expect(existsSync(`${path}.log`)).toBe(true)
   return path
 }
@@ -32,7 +32,7 @@ test('a migrated document is written in its new format at once, its change log f
   expect(JSON.parse(readFileSync(path, 'utf8'))).toEqual({ version: 2, items: [{ id: 'a', name: 'first', label: 'FIRST' }] })
   expect(existsSync(`${path}.log`)).toBe(false)
   // Later commits log against the migrated state.
-  await doc.update((data) => void data.items.push({ id: 'b', name: 'second', label: 'SECOND' }))
+  await doc.update((_, write) => write.items.push({ id: 'b', name: 'second', label: 'SECOND' }))
   const reopened = await Document.open<Doc>(path, { create: () => ({ version: 2, items: [] }), loggedLists: ['items'], migrate: toVersionTwo, persistMigration: true })
   expect(reopened.data.items.map((item) => item.label)).toEqual(['FIRST', 'SECOND'])
 })

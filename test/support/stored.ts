@@ -1,10 +1,10 @@
-// Tampering with stored records in tests, the way the services change them: committed records
-// are frozen (src/store/changes.ts), so a change replaces the record.
-import { replaceRecord } from '../../src/store/by-id'
+// Tampering with stored records in tests, the way the services change them: through the
+// document's writer (src/store/writer.ts), which replaces the record.
+import type { ListWriter } from '../../src/store/writer'
 
-/** Replaces the record `id` of `records` with a copy carrying `fields`. */
-export function setStoredFields<T extends { id: string }>(records: T[], id: string, fields: Partial<T>): void {
+/** Replaces the record `id` of `records` with a copy carrying `fields` (`list`: the writer of that list). */
+export function setStoredFields<T extends { readonly id: string }>(list: ListWriter<T>, records: readonly T[], id: string, fields: Partial<T>): void {
   const current = records.find((record) => record.id === id)
   if (!current) throw new Error(`no stored record ${id}`)
-  replaceRecord(records, current, { ...current, ...fields })
+  list.replace({ ...current, ...fields })
 }

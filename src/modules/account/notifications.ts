@@ -161,16 +161,16 @@ export class Notifier {
     const webhookUrl = input.webhookUrl === null ? null : this.checkUrl(input.webhookUrl, requestHost)
     const { doc, cipher } = await this.deps.vaults.open(userId)
     const sealed = typeof input.secret === 'string' ? cipher.seal('webhook', userId, input.secret) : input.secret
-    await doc.update((data) => {
+    await doc.update((data, write) => {
       const current = data.notifications ?? EMPTY
       const urlChanged = current.webhookUrl !== webhookUrl
-      data.notifications = {
+      write.set('notifications', {
         ...current,
         webhookUrl,
         encryptedSecret: webhookUrl === null ? null : sealed === undefined ? current.encryptedSecret : sealed,
         // A new address starts its day afresh: the first delivery goes at once.
         ...(urlChanged ? { day: null, attempts: 0, done: false, nextAttemptAt: null, lastDelivery: null } : {}),
-      }
+      })
     })
     if (webhookUrl) {
       this.watched.add(userId)
@@ -237,7 +237,7 @@ export class Notifier {
     const items = dueItems(data, now)
     if (items.length === 0) {
       // Nothing due today: nothing sent.
-      await doc.update((current) => void (current.notifications = { ...current.notifications!, day, attempts: 0, done: true, nextAttemptAt: null }))
+      await doc.update((current, write) => write.set('notifications', { ...current.notifications!, day, attempts: 0, done: true, nextAttemptAt: null }))
       return
     }
     const url = settings.webhookUrl
@@ -249,17 +249,17 @@ export class Notifier {
     const attempts = state.attempts + 1
     const delivered = outcome === 'delivered'
     const done = delivered || attempts > BACKOFF_MS.length
-    await doc.update((current) => {
+    await doc.update((current, write) => {
       // The address may have changed meanwhile: then this attempt is not its history.
       if (current.notifications?.webhookUrl !== url) return
-      current.notifications = {
+      write.set('notifications', {
         ...current.notifications,
         day,
         attempts,
         done,
         nextAttemptAt: done ? null : new Date(now + BACKOFF_MS[attempts - 1]).toISOString(),
         lastDelivery: { at: new Date(now).toISOString(), status: delivered ? 'delivered' : 'failed', attempts },
-      }
+      })
     })
   }
 

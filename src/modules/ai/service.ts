@@ -3,7 +3,7 @@
 // checked against the user's own data: unknown entry ids and key names are dropped.
 import { isIconSlug, MAX_NAME_LENGTH, sameName } from '../../domain/rules'
 import { AppError, validationError } from '../../http/errors'
-import { indexById, replaceRecord } from '../../store/by-id'
+import { indexById } from '../../store/by-id'
 import type { VaultCipher } from '../../crypto/keyring'
 import type { CategoryRecord, EntryRecord, Environment, VaultDocument } from '../../store/records'
 import { findCategoryTwin } from '../categories/service'
@@ -332,7 +332,7 @@ export class AiService {
 
     const { doc, cipher } = await this.vaults.open(userId)
     const at = new Date(this.now()).toISOString()
-    return doc.update((data) => {
+    return doc.update((data, write) => {
       // Placed against the vault as it is now; everything is prepared (and sealed) before the
       // vault changes, then applied in one step.
       const { plans, placed } = placeKeys(keys, data, cipher)
@@ -395,7 +395,7 @@ export class AiService {
         }
         if (current && unchanged) unchangedEntries.push(current.id)
         else if (current) {
-          const version = prepareVersion(data, cipher, 'entry', current, { actor, at, limit: this.policy.historyVersions })
+          const version = prepareVersion(data, write, cipher, 'entry', current, { actor, at, limit: this.policy.historyVersions })
           keepVersions.push(version.apply)
           updatedEntries.set(current, { ...current, encryptedValue: sealEntryValue(cipher, sealAs!, current.id, value), ...fieldNamesOf(category, value), updatedAt: at, ...version.fields })
         } else {
@@ -417,11 +417,11 @@ export class AiService {
       }
       for (const keep of keepVersions) keep()
       for (const [category, fields] of widened) {
-        replaceRecord(data.categories, category, { ...category, fieldDefinitions: fields, updatedAt: at })
+        write.categories.replace({ ...category, fieldDefinitions: fields, updatedAt: at })
       }
-      for (const [entry, next] of updatedEntries) replaceRecord(data.entries, entry, next)
-      data.categories.push(...newCategories)
-      data.entries.push(...newEntries)
+      write.entries.replaceMany([...updatedEntries.values()])
+      write.categories.push(...newCategories)
+      write.entries.push(...newEntries)
       return {
         keys: placed.map((key) => (same.has(key.name) ? { ...key, same: true } : key)),
         created: { categories: newCategories.map((c) => c.id), entries: newEntries.map((e) => e.id) },

@@ -1,8 +1,8 @@
 // Key categories: the type of a key (simple: one variable; group: named fields).
 import { sameName } from '../../domain/rules'
-import { byId, replaceRecord } from '../../store/by-id'
+import { byId } from '../../store/by-id'
 import { badRequest, conflict, NotFound, validationError } from '../../http/errors'
-import type { CategoryRecord, VaultDocument } from '../../store/records'
+import type { CategoryRecord, VaultDocument, Draft } from '../../store/records'
 import type { Vaults } from '../vault-access'
 import { DEFAULT_POLICY, moveToTrash, type LifecyclePolicy } from '../lifecycle/trash'
 import type { CreateCategoryInput, UpdateCategoryInput } from './model'
@@ -97,18 +97,18 @@ export class CategoryService {
     }
     checkShape(category)
     const { doc } = await this.vaults.open(userId)
-    await doc.update((data) => {
+    await doc.update((data, write) => {
       assertNoTwin(data, category)
-      data.categories.push(category)
+      write.categories.push(category)
     })
     return publicCategory(category)
   }
 
   async update(userId: string, id: string, input: UpdateCategoryInput): Promise<PublicCategory> {
     const { doc } = await this.vaults.open(userId)
-    const updated = await doc.update((data) => {
+    const updated = await doc.update((data, write) => {
       const category = findCategory(data, id)
-      const next: CategoryRecord = { ...category }
+      const next: Draft<CategoryRecord> = { ...category }
       if (input.name !== undefined) next.name = input.name
       if (input.description !== undefined) next.description = input.description
       if (input.icon !== undefined) next.icon = input.icon
@@ -125,7 +125,7 @@ export class CategoryService {
       if (!sameName(next.name, category.name) || next.keyType !== category.keyType) assertNoTwin(data, next)
       next.updatedAt = new Date(this.now()).toISOString()
       // Checked before anything changes; now applied in one step.
-      return replaceRecord(data.categories, category, next)
+      return write.categories.replace(next)
     })
     return publicCategory(updated)
   }
@@ -133,10 +133,10 @@ export class CategoryService {
   /** Moves the category and all of its entries to the trash, as one item (issue 20). */
   async remove(userId: string, id: string, actor = 'unknown'): Promise<void> {
     const { doc } = await this.vaults.open(userId)
-    await doc.update((data) => {
+    await doc.update((data, write) => {
       const category = findCategory(data, id)
       const entries = data.entries.filter((e) => e.categoryId === id)
-      moveToTrash(data, { kind: 'category', name: category.name, actor, at: this.now(), policy: this.policy, records: { categories: [category], entries } })
+      moveToTrash(write, { kind: 'category', name: category.name, actor, at: this.now(), policy: this.policy, records: { categories: [category], entries } })
     })
   }
 }

@@ -1,7 +1,7 @@
 // Key entries: per-project values of a category, sealed at once; only reveal opens them.
-import { byId, indexById, recordsWithKey, replaceRecord } from '../../store/by-id'
+import { byId, indexById, recordsWithKey } from '../../store/by-id'
 import { conflict, NotFound, validationError } from '../../http/errors'
-import type { CategoryRecord, Environment, EntryRecord, VaultDocument } from '../../store/records'
+import type { CategoryRecord, Environment, EntryRecord, VaultDocument, Draft } from '../../store/records'
 import { findCategory } from '../categories/service'
 import type { Vaults } from '../vault-access'
 import { dueStatus, dueWithin, nextDue, type DueStatus } from '../lifecycle/due'
@@ -97,7 +97,8 @@ function listEntries(data: VaultDocument, now: number): { items: ListedEntry[]; 
     if (!category) continue
     const item = publicEntry(entry, now) as ListedEntry
     if (entry.expiresAt || entry.rotateEveryDays) validUntil = Math.min(validUntil, statusChangesAt(entry, now))
-    if (entry.fieldNames) item.fields = entry.fieldNames
+    // The stored (frozen) array itself, not a copy per entry: the answer only reads it.
+    if (entry.fieldNames) item.fields = entry.fieldNames as string[]
     item.category = summaries[category.id] ??= Object.freeze({ name: category.name, keyType: category.keyType, envVarName: category.envVarName, icon: category.icon })
     items.push(Object.freeze(item))
   }
@@ -184,7 +185,7 @@ export class EntryService {
     const { doc, cipher } = await this.vaults.open(userId)
     const at = new Date(this.now()).toISOString()
     const id = crypto.randomUUID()
-    const entry = await doc.update((data) => {
+    const entry = await doc.update((data, write) => {
       const category = findCategory(data, input.categoryId)
       const record: EntryRecord = {
         id,
@@ -202,7 +203,7 @@ export class EntryService {
         valueSetBy: actor,
       }
       assertNoTwinEntry(data, record)
-      data.entries.push(record)
+      write.entries.push(record)
       return record
     })
     return publicEntry(entry, this.now())
@@ -211,10 +212,10 @@ export class EntryService {
   async update(userId: string, id: string, input: UpdateEntryInput, actor = 'unknown'): Promise<PublicEntry> {
     if (input.value !== undefined) checkValueSize(input.value)
     const { doc, cipher } = await this.vaults.open(userId)
-    const updated = await doc.update((data) => {
+    const updated = await doc.update((data, write) => {
       const entry = findEntry(data, id)
       const current = findCategory(data, entry.categoryId)
-      const next: EntryRecord = { ...entry }
+      const next: Draft<EntryRecord> = { ...entry }
       let category: CategoryRecord = current
       if (input.categoryId !== undefined && input.categoryId !== entry.categoryId) {
         category = findCategory(data, input.categoryId)
@@ -240,13 +241,13 @@ export class EntryService {
         next.encryptedValue = sealEntryValue(cipher, category, entry.id, input.value)
         Object.assign(next, fieldNamesOf(category, input.value))
         // The value it had becomes a version (issue 20).
-        const version = prepareVersion(data, cipher, 'entry', entry, { actor, at: next.updatedAt, limit: this.policy.historyVersions })
+        const version = prepareVersion(data, write, cipher, 'entry', entry, { actor, at: next.updatedAt, limit: this.policy.historyVersions })
         Object.assign(next, version.fields)
         keepVersion = version.apply
       }
       // Everything is checked and sealed; now applied in one step.
       keepVersion()
-      return replaceRecord(data.entries, entry, next)
+      return write.entries.replace(next)
     })
     return publicEntry(updated, this.now())
   }
@@ -254,9 +255,9 @@ export class EntryService {
   /** Moves the entry to the trash (issue 20). */
   async remove(userId: string, id: string, actor = 'unknown'): Promise<void> {
     const { doc } = await this.vaults.open(userId)
-    await doc.update((data) => {
+    await doc.update((data, write) => {
       const entry = findEntry(data, id)
-      moveToTrash(data, { kind: 'entry', name: entry.name, actor, at: this.now(), policy: this.policy, records: { entries: [entry] } })
+      moveToTrash(write, { kind: 'entry', name: entry.name, actor, at: this.now(), policy: this.policy, records: { entries: [entry] } })
     })
   }
 

@@ -1,8 +1,8 @@
 // Env projects: named groups of encrypted `.env`-style files, at most one file per fileType.
 import { sameName } from '../../domain/rules'
-import { byId, replaceRecord } from '../../store/by-id'
+import { byId } from '../../store/by-id'
 import { conflict, NotFound, validationError } from '../../http/errors'
-import type { EnvFileRecord, EnvFileType, EnvProjectRecord, VaultDocument } from '../../store/records'
+import type { EnvFileRecord, EnvFileType, EnvProjectRecord, VaultDocument, Draft } from '../../store/records'
 import type { Vaults } from '../vault-access'
 import { DEFAULT_POLICY, moveToTrash, type LifecyclePolicy } from '../lifecycle/trash'
 import { prepareVersion } from '../lifecycle/versions'
@@ -111,32 +111,32 @@ export class EnvProjectService {
       updatedAt: at,
     }
     const { doc } = await this.vaults.open(userId)
-    await doc.update((data) => {
+    await doc.update((data, write) => {
       assertNoTwinProject(data, project)
-      data.envProjects.push(project)
+      write.envProjects.push(project)
     })
     return publicEnvProject(project, 0)
   }
 
   async update(userId: string, id: string, input: UpdateEnvProjectInput): Promise<PublicEnvProject> {
     const { doc } = await this.vaults.open(userId)
-    return doc.update((data) => {
+    return doc.update((data, write) => {
       const project = findProject(data, id)
-      const next: EnvProjectRecord = { ...project, updatedAt: this.timestamp() }
+      const next: Draft<EnvProjectRecord> = { ...project, updatedAt: this.timestamp() }
       if (input.name !== undefined) next.name = input.name
       if (input.description !== undefined) next.description = input.description
       if (!sameName(next.name, project.name)) assertNoTwinProject(data, next)
-      return publicEnvProject(replaceRecord(data.envProjects, project, next), filesOf(data, id).length)
+      return publicEnvProject(write.envProjects.replace(next), filesOf(data, id).length)
     })
   }
 
   /** Moves the project and all of its files to the trash, as one item (issue 20). */
   async remove(userId: string, id: string, actor = 'unknown'): Promise<void> {
     const { doc } = await this.vaults.open(userId)
-    await doc.update((data) => {
+    await doc.update((data, write) => {
       const project = findProject(data, id)
       const files = filesOf(data, id)
-      moveToTrash(data, { kind: 'envProject', name: project.name, actor, at: this.now(), policy: this.policy, records: { envProjects: [project], envFiles: files } })
+      moveToTrash(write, { kind: 'envProject', name: project.name, actor, at: this.now(), policy: this.policy, records: { envProjects: [project], envFiles: files } })
     })
   }
 
@@ -150,23 +150,23 @@ export class EnvProjectService {
       throw validationError('content', `must be at most ${MAX_ENV_FILE_BYTES} bytes (1 MiB)`)
     }
     const { doc, cipher } = await this.vaults.open(userId)
-    return doc.update((data) => {
+    return doc.update((data, write) => {
       const project = findProject(data, projectId)
       const at = this.timestamp()
       const existing = findFileOfType(data.envFiles, projectId, input.fileType)
       // Sealed before anything changes, so a failure leaves the vault as it was.
       const id = existing?.id ?? crypto.randomUUID()
       const encryptedContent = cipher.seal('envfile', id, input.content)
-      replaceRecord(data.envProjects, project, { ...project, updatedAt: at })
+      write.envProjects.replace({ ...project, updatedAt: at })
       if (existing) {
         // The content it had becomes a version (issue 20).
-        const version = prepareVersion(data, cipher, 'envfile', existing, { actor, at, limit: this.policy.historyVersions })
+        const version = prepareVersion(data, write, cipher, 'envfile', existing, { actor, at, limit: this.policy.historyVersions })
         version.apply()
-        const next = replaceRecord(data.envFiles, existing, { ...existing, encryptedContent, updatedAt: at, ...version.fields })
+        const next = write.envFiles.replace({ ...existing, encryptedContent, updatedAt: at, ...version.fields })
         return { file: publicEnvFile(next), created: false }
       }
       const file: EnvFileRecord = { id, projectId, fileType: input.fileType, encryptedContent, createdAt: at, updatedAt: at, valueVersion: 1, valueSetBy: actor }
-      data.envFiles.push(file)
+      write.envFiles.push(file)
       return { file: publicEnvFile(file), created: true }
     })
   }
@@ -174,11 +174,11 @@ export class EnvProjectService {
   /** Moves the file to the trash (issue 20). */
   async removeFile(userId: string, projectId: string, fileId: string, actor = 'unknown'): Promise<void> {
     const { doc } = await this.vaults.open(userId)
-    await doc.update((data) => {
+    await doc.update((data, write) => {
       const project = findProject(data, projectId)
       const file = findFile(data, projectId, fileId)
-      moveToTrash(data, { kind: 'envFile', name: `${project.name} / .${file.fileType}`, actor, at: this.now(), policy: this.policy, records: { envFiles: [file] } })
-      replaceRecord(data.envProjects, project, { ...project, updatedAt: this.timestamp() })
+      moveToTrash(write, { kind: 'envFile', name: `${project.name} / .${file.fileType}`, actor, at: this.now(), policy: this.policy, records: { envFiles: [file] } })
+      write.envProjects.replace({ ...project, updatedAt: this.timestamp() })
     })
   }
 

@@ -6,6 +6,7 @@ import { AppError, conflict } from '../../http/errors'
 import { byId } from '../../store/by-id'
 import type { TrashRecord, VaultDocument } from '../../store/records'
 import type { Store } from '../../store/store'
+import type { Writer } from '../../store/writer'
 import { categoryExists, findCategory, findCategoryTwin } from '../categories/service'
 import { EntryService, entryExists, entryLabel, findEntry, findEntryTwin, type PublicEntry } from '../entries/service'
 import { entryValue } from '../entries/values'
@@ -175,7 +176,7 @@ const summary = (item: TrashRecord, data: VaultDocument): TrashItemSummary => ({
 })
 
 /** An access key sees the kinds it may read, and restores those it may write; a session, all. */
-const mayRead = (scopes: string[] | null, item: TrashRecord) => scopes === null || scopes.includes(TRASH_SCOPES[item.kind].read)
+const mayRead = (scopes: readonly string[] | null, item: TrashRecord) => scopes === null || scopes.includes(TRASH_SCOPES[item.kind].read)
 
 /**
  * Puts an item's records back in the live lists. A twin of what lives there now is 409 by the
@@ -183,7 +184,7 @@ const mayRead = (scopes: string[] | null, item: TrashRecord) => scopes === null 
  * entry or env file whose category or project is gone is 409 TRASH_PARENT_MISSING. Checked
  * before anything changes.
  */
-function restoreItem(data: VaultDocument, item: TrashRecord): void {
+function restoreItem(data: VaultDocument, write: Writer<VaultDocument>, item: TrashRecord): void {
   for (const category of item.categories) {
     const twin = findCategoryTwin(data.categories, category)
     if (twin) throw categoryExists(twin, '; rename it, then restore')
@@ -209,12 +210,12 @@ function restoreItem(data: VaultDocument, item: TrashRecord): void {
       throw conflict('ENV_FILE_EXISTS', `The project has a .${file.fileType} file already; delete it, then restore`)
     }
   }
-  data.categories.push(...item.categories)
-  data.entries.push(...item.entries)
-  data.twoFactor.push(...item.twoFactor)
-  data.envProjects.push(...item.envProjects)
-  data.envFiles.push(...item.envFiles)
-  data.trash = data.trash.filter((t) => t !== item)
+  write.categories.push(...item.categories)
+  write.entries.push(...item.entries)
+  write.twoFactor.push(...item.twoFactor)
+  write.envProjects.push(...item.envProjects)
+  write.envFiles.push(...item.envFiles)
+  write.trash.remove(item.id)
 }
 
 export class TrashService {
@@ -226,12 +227,12 @@ export class TrashService {
   /** Purges what has expired, durably, before anything is answered from the trash. */
   private async swept(userId: string) {
     const vault = await this.vaults.open(userId)
-    if (expiredItems(vault.data, this.now()).length > 0) await vault.doc.update((data) => purgeItems(data, expiredItems(data, this.now())))
+    if (expiredItems(vault.data, this.now()).length > 0) await vault.doc.update((data, write) => purgeItems(data, write, expiredItems(data, this.now())))
     return vault
   }
 
   /** Newest first. */
-  async list(userId: string, scopes: string[] | null): Promise<TrashItemSummary[]> {
+  async list(userId: string, scopes: readonly string[] | null): Promise<TrashItemSummary[]> {
     const { data } = await this.swept(userId)
     return data.trash
       .filter((item) => mayRead(scopes, item))
@@ -240,20 +241,20 @@ export class TrashService {
   }
 
   /** `deny` gives the 403 for a key without the write scope (and records the attempt). */
-  async restore(userId: string, id: string, scopes: string[] | null, deny?: (scope: Scope) => Promise<Error>) {
+  async restore(userId: string, id: string, scopes: readonly string[] | null, deny?: (scope: Scope) => Promise<Error>) {
     const { doc, data: before } = await this.swept(userId)
     if (deny && scopes !== null) {
       const item = before.trash.find((t) => t.id === id)
       const need = item && mayRead(scopes, item) ? TRASH_SCOPES[item.kind].write : null
       if (need && !scopes.includes(need)) throw await deny(need)
     }
-    return doc.update((data: VaultDocument) => {
+    return doc.update((data, write) => {
       const item = findTrashItem(data, id, this.now())
       if (!mayRead(scopes, item)) throw new AppError(404, 'TRASH_ITEM_NOT_FOUND', 'Trash item not found')
       const need = TRASH_SCOPES[item.kind].write
       if (scopes !== null && !scopes.includes(need)) throw new AppError(403, 'AUTH_SCOPE_REQUIRED', `This access key lacks the scope ${need}`)
-      restoreItem(data, item)
-      const ids = (list: { id: string }[]) => list.map((r) => r.id)
+      restoreItem(data, write, item)
+      const ids = (list: readonly { id: string }[]) => list.map((r) => r.id)
       return {
         id: item.id,
         kind: item.kind,
@@ -273,10 +274,10 @@ export class TrashService {
   /** Purges one item now, with its versions; answers what it was. */
   async purge(userId: string, id: string): Promise<TrashItemSummary> {
     const { doc } = await this.swept(userId)
-    return doc.update((data) => {
+    return doc.update((data, write) => {
       const item = findTrashItem(data, id, this.now())
       const purged = summary(item, data)
-      purgeItems(data, [item])
+      purgeItems(data, write, [item])
       return purged
     })
   }
@@ -285,9 +286,9 @@ export class TrashService {
   async purgeAll(userId: string): Promise<TrashItemSummary[]> {
     const { doc, data } = await this.swept(userId)
     if (data.trash.length === 0) return []
-    return doc.update((current) => {
+    return doc.update((current, write) => {
       const purged = current.trash.map((item) => summary(item, current))
-      purgeItems(current, current.trash)
+      purgeItems(current, write, current.trash)
       return purged
     })
   }
@@ -302,7 +303,7 @@ export class TrashService {
       const expired = expiredItems(data, this.now())
       if (expired.length === 0) continue
       purged += expired.length
-      await doc.update((current) => purgeItems(current, expiredItems(current, this.now())))
+      await doc.update((current, write) => purgeItems(current, write, expiredItems(current, this.now())))
     }
     return purged
   }

@@ -8,6 +8,7 @@ import { NotFound } from '../../http/errors'
 import type { Config } from '../../config'
 import type { Scope } from '../../auth/scopes'
 import type { TrashKind, TrashRecord, VaultDocument } from '../../store/records'
+import type { Writer } from '../../store/writer'
 import { dropVersions } from './versions'
 
 export interface LifecyclePolicy {
@@ -45,9 +46,9 @@ export interface Deletion {
  * Moves these records (already found in the live lists) to the trash. Call it once every check
  * has passed: it changes the vault.
  */
-export function moveToTrash(data: VaultDocument, deletion: Deletion): TrashRecord {
+export function moveToTrash(write: Writer<VaultDocument>, deletion: Deletion): TrashRecord {
   const { records } = deletion
-  const ids = (list?: { id: string }[]) => new Set((list ?? []).map((r) => r.id))
+  const ids = (list?: readonly { id: string }[]) => new Set((list ?? []).map((r) => r.id))
   const gone = {
     categories: ids(records.categories),
     entries: ids(records.entries),
@@ -55,11 +56,11 @@ export function moveToTrash(data: VaultDocument, deletion: Deletion): TrashRecor
     envProjects: ids(records.envProjects),
     envFiles: ids(records.envFiles),
   }
-  if (gone.categories.size) data.categories = data.categories.filter((r) => !gone.categories.has(r.id))
-  if (gone.entries.size) data.entries = data.entries.filter((r) => !gone.entries.has(r.id))
-  if (gone.twoFactor.size) data.twoFactor = data.twoFactor.filter((r) => !gone.twoFactor.has(r.id))
-  if (gone.envProjects.size) data.envProjects = data.envProjects.filter((r) => !gone.envProjects.has(r.id))
-  if (gone.envFiles.size) data.envFiles = data.envFiles.filter((r) => !gone.envFiles.has(r.id))
+  if (gone.categories.size) write.categories.removeWhere((r) => gone.categories.has(r.id))
+  if (gone.entries.size) write.entries.removeWhere((r) => gone.entries.has(r.id))
+  if (gone.twoFactor.size) write.twoFactor.removeWhere((r) => gone.twoFactor.has(r.id))
+  if (gone.envProjects.size) write.envProjects.removeWhere((r) => gone.envProjects.has(r.id))
+  if (gone.envFiles.size) write.envFiles.removeWhere((r) => gone.envFiles.has(r.id))
   const item: TrashRecord = {
     id: crypto.randomUUID(),
     kind: deletion.kind,
@@ -73,7 +74,7 @@ export function moveToTrash(data: VaultDocument, deletion: Deletion): TrashRecor
     envProjects: records.envProjects ?? [],
     envFiles: records.envFiles ?? [],
   }
-  data.trash.push(item)
+  write.trash.push(item)
   return item
 }
 
@@ -92,13 +93,13 @@ function versionedIds(item: TrashRecord): Set<string> {
 }
 
 /** Purges these items (and their versions) for good. */
-export function purgeItems(data: VaultDocument, items: readonly TrashRecord[]): void {
+export function purgeItems(data: VaultDocument, write: Writer<VaultDocument>, items: readonly TrashRecord[]): void {
   if (items.length === 0) return
   const purged = new Set(items)
-  data.trash = data.trash.filter((t) => !purged.has(t))
+  write.trash.removeWhere((t) => purged.has(t))
   const ids = new Set<string>()
   for (const item of items) for (const id of versionedIds(item)) ids.add(id)
-  dropVersions(data, ids)
+  dropVersions(data, write, ids)
 }
 
 /** The items whose time in the trash is over. */

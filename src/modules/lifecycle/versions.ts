@@ -6,6 +6,7 @@ import type { AuthContext } from '../../auth/guard'
 import type { VaultCipher } from '../../crypto/keyring'
 import { NotFound } from '../../http/errors'
 import type { EntryRecord, EnvFileRecord, TwoFactorRecord, VaultDocument, VersionedKind, VersionRecord } from '../../store/records'
+import type { Writer } from '../../store/writer'
 
 /** Who made a change, as a version or trash record names it (not the audit actor): "session" (the web interface, the owner signed in) or "key:<name>" (an access key). */
 export function versionAuthor(auth: Pick<AuthContext, 'method' | 'accessKey'>): string {
@@ -59,6 +60,7 @@ export function openVersion(cipher: VaultCipher, record: VersionRecord): string 
  */
 export function prepareVersion(
   data: VaultDocument,
+  write: Writer<VaultDocument>,
   cipher: VaultCipher,
   kind: VersionedKind,
   current: VersionedRecord,
@@ -92,18 +94,18 @@ export function prepareVersion(
   return {
     fields,
     apply: () => {
-      data.versions.push(record)
+      write.versions.push(record)
       const kept = data.versions.filter((v) => v.kind === kind && v.recordId === current.id)
       if (kept.length > change.limit) {
         const oldest = new Set(kept.sort((a, b) => a.version - b.version).slice(0, kept.length - change.limit))
-        data.versions = data.versions.filter((v) => !oldest.has(v))
+        write.versions.removeWhere((v) => oldest.has(v))
       }
     },
   }
 }
 
 /** Drops every version of these records (their record is purged for good). */
-export function dropVersions(data: VaultDocument, recordIds: ReadonlySet<string>): void {
+export function dropVersions(data: VaultDocument, write: Writer<VaultDocument>, recordIds: ReadonlySet<string>): void {
   if (recordIds.size === 0 || !data.versions.some((v) => recordIds.has(v.recordId))) return
-  data.versions = data.versions.filter((v) => !recordIds.has(v.recordId))
+  write.versions.removeWhere((v) => recordIds.has(v.recordId))
 }

@@ -1,8 +1,9 @@
 // Two-factor tokens: TOTP secrets kept sealed; only reveal turns one into the current code.
 import { nameKey } from '../../domain/rules'
-import { byId, replaceRecord } from '../../store/by-id'
+import { byId } from '../../store/by-id'
 import { badRequest, NotFound } from '../../http/errors'
-import type { TwoFactorRecord, VaultDocument } from '../../store/records'
+import type { Draft, TwoFactorRecord, VaultDocument } from '../../store/records'
+import type { Writer } from '../../store/writer'
 import type { Vaults } from '../vault-access'
 import { dueStatus, type DueStatus } from '../lifecycle/due'
 import { DEFAULT_POLICY, moveToTrash, type LifecyclePolicy } from '../lifecycle/trash'
@@ -135,16 +136,16 @@ export class TwoFactorService {
       valueVersion: 1,
       valueSetBy: actor,
     }
-    await doc.update((data) => data.twoFactor.push(token))
+    await doc.update((data, write) => write.twoFactor.push(token))
     return publicTwoFactor(token, this.now())
   }
 
   async update(userId: string, id: string, input: UpdateTwoFactorInput, actor = 'unknown'): Promise<PublicTwoFactor> {
     const secret = input.secret === undefined ? undefined : await checkedSecret(input.secret)
     const { doc, cipher } = await this.vaults.open(userId)
-    return doc.update((data) => {
+    return doc.update((data, write) => {
       const token = findToken(data, id)
-      const next: TwoFactorRecord = { ...token }
+      const next: Draft<TwoFactorRecord> = { ...token }
       if (input.service !== undefined) next.service = input.service
       if (input.accountName !== undefined) next.accountName = input.accountName
       if (input.notes !== undefined) next.notes = input.notes
@@ -152,7 +153,7 @@ export class TwoFactorService {
       next.updatedAt = new Date(this.now()).toISOString()
       if (secret !== undefined) {
         // The secret it had becomes a version (issue 20).
-        const version = prepareVersion(data, cipher, 'totp', token, { actor, at: next.updatedAt, limit: this.policy.historyVersions })
+        const version = prepareVersion(data, write, cipher, 'totp', token, { actor, at: next.updatedAt, limit: this.policy.historyVersions })
         Object.assign(next, version.fields)
         // A new secret brings its own parameters (a bare one: SHA1, 6, 30).
         next.encryptedSecret = cipher.seal('totp', id, secret.secret)
@@ -164,17 +165,17 @@ export class TwoFactorService {
         delete next.counter
         Object.assign(next, otpFields(secret))
       }
-      return publicTwoFactor(replaceRecord(data.twoFactor, token, next), this.now())
+      return publicTwoFactor(write.twoFactor.replace(next), this.now())
     })
   }
 
   /** Moves the token to the trash (issue 20). */
   async remove(userId: string, id: string, actor = 'unknown'): Promise<void> {
     const { doc } = await this.vaults.open(userId)
-    await doc.update((data) => {
+    await doc.update((data, write) => {
       const token = findToken(data, id)
       const name = `${token.service} (${token.accountName})`
-      moveToTrash(data, { kind: 'twoFactor', name, actor, at: this.now(), policy: this.policy, records: { twoFactor: [token] } })
+      moveToTrash(write, { kind: 'twoFactor', name, actor, at: this.now(), policy: this.policy, records: { twoFactor: [token] } })
     })
   }
 
@@ -195,10 +196,10 @@ export class TwoFactorService {
       const type = otpType(token)
       if (type === 'steam') return { ...base, type, ...steamCode(normalized, this.now()) }
       if (type === 'totp') return { ...base, type, ...totpCode(normalized, this.now(), totpParameters(token)) }
-      return doc.update((current) => {
+      return doc.update((current, write) => {
         const now = findToken(current, id)
         const counter = now.counter ?? 0
-        replaceRecord(current.twoFactor, now, { ...now, counter: counter + 1 })
+        write.twoFactor.replace({ ...now, counter: counter + 1 })
         const parameters = totpParameters(now)
         return { ...base, type, counter, code: hotpCode(normalized, counter, parameters), remainingSeconds: parameters.period }
       })
@@ -237,7 +238,7 @@ const duplicateKey = (secret: string, service: string, accountName: string) => `
  * Sorts a file's tokens into created, duplicates and refused against the vault as it is; with
  * `store`, seals and appends the created ones (inside the caller's one update).
  */
-function classify(data: VaultDocument, cipher: VaultCipher, parsed: ParsedImport, store: null | { userId: string; at: string; actor: string }): ImportAnswer {
+function classify(data: VaultDocument, cipher: VaultCipher, parsed: ParsedImport, store: null | { userId: string; at: string; actor: string; write: Writer<VaultDocument> }): ImportAnswer {
   const known = new Map<string, string | null>()
   for (const token of data.twoFactor) {
     const secret = cipher.open('totp', token.id, token.encryptedSecret)
@@ -289,7 +290,7 @@ function classify(data: VaultDocument, cipher: VaultCipher, parsed: ParsedImport
       valueVersion: 1,
       valueSetBy: store.actor,
     }
-    data.twoFactor.push(record)
+    store.write.twoFactor.push(record)
     known.set(key, id)
     answer.created.push({ ...shown, id })
   }
@@ -310,7 +311,7 @@ export class TwoFactorTransfer {
     if (!input.apply) return classify(data, cipher, parsed, null)
     const at = new Date(this.now()).toISOString()
     // Classified again inside the update: a concurrent import cannot slip a duplicate in between.
-    return doc.update((current) => classify(current, cipher, parsed, { userId, at, actor }))
+    return doc.update((current, write) => classify(current, cipher, parsed, { userId, at, actor, write }))
   }
 
   /** Every token in `format`; a token whose secret does not decrypt is skipped and named. */
