@@ -122,7 +122,7 @@ function memory(server: BenchProcess): { rssMb: number; peakMb: number; anonMb: 
 // ---------------------------------------------------------------------------------------------
 // Scenarios
 
-// 'audit': the same read with the audit log on (service) and off (baseline column), issue 17.
+// 'audit': the same read with the audit log on (service) and off (baseline column).
 type Kind = 'read' | 'write' | 'mix' | 'audit'
 
 interface Scenario {
@@ -155,7 +155,7 @@ const SCENARIOS: Scenario[] = [
   },
   { id: 'stats', label: 'GET /api/stats', kind: 'read', needs: null, requests: () => [{ method: 'GET', path: '/api/stats' }] },
   // One project's environment, as a program asks for it: a whole seeded vault writes each variable
-  // several times, which is 409 AMBIGUOUS_EXPORT since issue 30 (project-000 has one production entry).
+  // several times, which is 409 AMBIGUOUS_EXPORT (project-000 has one production entry).
   { id: 'export', label: 'GET /api/export', kind: 'read', needs: 'entries', requests: () => [{ method: 'GET', path: '/api/export?environment=production&name=project-000' }] },
   {
     id: 'entries.create',
@@ -412,7 +412,7 @@ async function main() {
     await service.stop()
     await baseline.stop()
 
-    // The audit log's cost (issue 17): reveal and export with the log on, as shipped, against the
+    // The audit log's cost: reveal and export with the log on, as shipped, against the
     // same service with it off (SVC_AUDIT=off, which exists for this comparison only).
     if (auditAB.length > 0) {
       const on = await startService(copyOf(main.dataDir), masterKey, { path: readProbe, key: main.key })
@@ -427,7 +427,7 @@ async function main() {
         await warm(on, requests)
         await warm(off, requests)
         for (const connections of options.connections) {
-          // wrk (one thread) rather than autocannon, which takes a whole core of the two (issue 19);
+          // wrk (one thread) rather than autocannon, which takes a whole core of the two;
           // the smoke run keeps autocannon's fixed request count.
           const [onResult, offResult] = options.smoke
             ? await alternate(on, off, requests, connections)
@@ -597,7 +597,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   })
 }
 
-// --scale: the curves of issue 19 with wrk (bench/scale.ts).
+// --scale: the scale curves with wrk (bench/scale.ts).
 const run = process.argv.includes('--scale') ? import('./scale').then((scale) => scale.runScale(process.argv.slice(2))) : main()
 run.then(
   () => process.exit(0),

@@ -1,4 +1,4 @@
-// `bun run bench --scale`: the curves of issue 19, measured against the built server (dist/) as
+// `bun run bench --scale`: the scale curves, measured against the built server (dist/) as
 // `bun run start` runs it, with wrk (Debian's package, installed when missing) as the load
 // generator on one thread, so that it takes no more than one of the machine's cores.
 //
@@ -297,7 +297,7 @@ async function measureAgainstBaseline(work: string, masterKey: string, smoke: bo
   cpSync(main.dataDir, unauditedDir, { recursive: true })
   const { server: service } = await startService(main.dataDir, masterKey, main.key)
   // The same service with its audit log off (SVC_AUDIT=off, a switch for benchmarks only): a reveal
-  // as shipped waits for its audit event's disk sync (issue 17), which the baseline does not do.
+  // as shipped waits for its audit event's disk sync, which the baseline does not do.
   const { server: unaudited } = await startService(unauditedDir, masterKey, main.key, { SVC_AUDIT: 'off' })
   const baseline = startBun(['bench/baseline-server.ts'], { BENCH_FIXTURE: fixturePath, BENCH_DATA_DIR: join(work, 'wrk-baseline') })
   for (let i = 0; ; i++) {

@@ -135,7 +135,7 @@ export function createApp(deps: AppDeps) {
   const app = new Elysia({
     normalize: false,
     // Bun's own cap sits above ours so that ours answers with a JSON body (a declared length is
-    // refused before any of it is read), up to a 10 MB file handed to the 2FA import (issue 35).
+    // refused before any of it is read), up to a 10 MB file handed to the 2FA import.
     serve: { maxRequestBodySize: MAX_BODY_BYTES * 8 },
   })
     .use(securityHeaders)

@@ -16,7 +16,7 @@ const serverLog = createServerLog(process.env.SVC_LOG_FORMAT?.trim().toLowerCase
  * A second after listening, start-up is over: its compiled code (schema building, route
  * composition, the first answers) and garbage are dropped once (Bun.shrink, JavaScriptCore's
  * shrinkFootprintWhenIdle: all bytecode and JIT code, a full collection, free memory returned).
- * Functions still in use compile again on their next call. About 2.6 MB less idle memory.
+ * Functions still in use compile again on their next call (the saving: docs/performance.md).
  * Bun's types mark it deprecated, hence the guard: without it the server just keeps that memory.
  */
 const SETTLE_MS = 1000

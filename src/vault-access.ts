@@ -18,7 +18,7 @@ export class Vaults {
 
   /**
    * Runs `use` on the user's vault, at once when it is open already (nearly always): the hot
-   * reveals then answer without a promise to wait on, which measured about 6% of their rate.
+   * reveals then answer without a promise to wait on, a measurable part of their rate (docs/performance.md).
    */
   withVault<R>(userId: string, use: (vault: OpenVault) => R): R | Promise<R> {
     const doc = this.store.openedVault(userId)

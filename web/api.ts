@@ -64,7 +64,7 @@ export const currentUser = signal<User | null | undefined>(undefined)
 export const sessionLost = signal(false)
 
 /**
- * Issue 36: what outlives a session (an access key, a passkey, a device approval, the webhook,
+ * What outlives a session (an access key, a passkey, a device approval, the webhook,
  * deleting the account) needs a sign-in or re-authentication within 10 minutes. When the server
  * answers 403 REAUTHENTICATION_REQUIRED, the page asks for the proof (components/reauth.tsx sets
  * this; it resolves true once proved) and sends the request once more.

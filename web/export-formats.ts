@@ -1,4 +1,4 @@
-// The export's formats, one per reader (issue 30; docs/export.md), as the pages offer them.
+// The export's formats, one per reader (docs/export.md), as the pages offer them.
 export type ExportFormat = 'dotenv' | 'bun' | 'node' | 'python' | 'docker' | 'systemd' | 'shell' | 'json' | 'yaml'
 
 export const EXPORT_FORMATS: { value: ExportFormat; label: string; extension: string }[] = [

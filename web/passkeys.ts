@@ -1,4 +1,4 @@
-// Passkey ceremonies in the page (issue 16), through @simplewebauthn/browser.
+// Passkey ceremonies in the page, through @simplewebauthn/browser.
 import { startAuthentication, startRegistration, WebAuthnError } from '@simplewebauthn/browser'
 import type { PublicKeyCredentialCreationOptionsJSON, PublicKeyCredentialRequestOptionsJSON } from '@simplewebauthn/browser'
 import { api, ApiError, type User } from './api'

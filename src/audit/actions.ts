@@ -9,10 +9,10 @@ export const AUDIT_ACTIONS = [
   'auth.logout',
   'auth.session_end',
   'auth.password_change',
-  // A re-authentication (issue 36): `method` password or passkey; failed ones as outcome failed.
+  // A re-authentication: `method` password or passkey; failed ones as outcome failed.
   'auth.reauth',
   'auth.twofa_change',
-  // The second step locked for 15 minutes after 20 wrong codes within a day (issue 36).
+  // The second step locked for 15 minutes after 20 wrong codes within a day.
   'auth.twofa_locked',
   'auth.oidc_link',
   'auth.oidc_unlink',
@@ -38,7 +38,7 @@ export const AUDIT_ACTIONS = [
   'twofa.update',
   'twofa.delete',
   'twofa.reveal',
-  // Issue 35: tokens in from another app (one event per applied import) and out to one.
+  // Tokens in from another app (one event per applied import) and out to one.
   'twofa.import',
   'twofa.export',
   'envproject.create',
@@ -51,7 +51,7 @@ export const AUDIT_ACTIONS = [
   'export.read',
   'ai.extract',
   'ai.import',
-  // Version history and the trash (issue 20).
+  // Version history and the trash.
   'entry.version_reveal',
   'entry.version_restore',
   'envfile.version_reveal',
@@ -61,7 +61,7 @@ export const AUDIT_ACTIONS = [
   'trash.restore',
   'trash.purge',
   'notifications.update',
-  // The server found a log that no longer reaches its anchor (issue 29): written by the server itself.
+  // The server found a log that no longer reaches its anchor: written by the server itself.
   'chain.broken',
 ] as const
 

@@ -1,6 +1,6 @@
 // The hash chain of an audit log (docs/audit.md, "The format"). Each line is one JSON event with
 // `prev` (the `hash` of the line before it; the first line's is the chain's start value, or the
-// checkpoint a compaction left) and, last, `hash`. A keyed line (issue 29) carries
+// checkpoint a compaction left) and, last, `hash`. A keyed line carries
 // `"chain":"hmac-sha256"` and `"key":"<key id>"` after `prev`, and its `hash` is the HMAC-SHA-256
 // of the line's text without its `hash` member under that audit key (crypto/audit-mac.ts); an older, unkeyed line's
 // `hash` is the plain SHA-256 of that text. An edited line no longer matches its own hash; a

@@ -43,7 +43,7 @@ export const actorOf = (auth: AuditCaller | null): AuditActor =>
 
 export const sessionActor = (tokenHash: string): AuditActor => ({ type: 'session', id: tokenHash.slice(0, 12), name: null })
 
-/** What opening a log found when the file no longer agrees with its anchor (issue 29). */
+/** What opening a log found when the file no longer agrees with its anchor. */
 export interface ChainBreak {
   problem: ChainProblem
   line: number

@@ -1,4 +1,4 @@
-// The audit log (issue 17): one event per action, appended to the user's `vaults/<user>.audit.log`
+// The audit log: one event per action, appended to the user's `vaults/<user>.audit.log`
 // (failed sign-ins for e-mails without an account: the server's `audit.log`), hash-chained
 // (chain.ts), durable before the call resolves. A read of a secret awaits its event before it
 // answers: when the event cannot be written, the request fails and the secret is not sent.
@@ -200,7 +200,7 @@ export class AuditService {
   }
 
   /**
-   * Repeated reads of one token's code by one session within REPEAT_WINDOW_MS (issue 29): the
+   * Repeated reads of one token's code by one session within REPEAT_WINDOW_MS: the
    * first is recorded (durably, before its code leaves) with `count: 1`; the repeats are counted,
    * and one more event gives their count (`count`: every read of the window, `repeatOf`: the first
    * event) once the window is over: at the next read after it, or when the log is closed (idle,
@@ -425,7 +425,7 @@ export class AuditService {
   }
 
   /**
-   * Whether the file still reaches its anchor (issue 29). The first open in a run checks every
+   * Whether the file still reaches its anchor. The first open in a run checks every
    * line; a re-open (after the vault was idle) checks the line at the anchor's byte length, and
    * reads everything only when that line is not the anchor's head.
    */

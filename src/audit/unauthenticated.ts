@@ -1,5 +1,5 @@
 // Audit events that a client without an account or session can cause (failed sign-ins of every
-// method), bounded (issue 36): anyone on the internet could otherwise fill the disk through a
+// method), bounded: anyone on the internet could otherwise fill the disk through a
 // victim's log, or through the server's `audit.log` with unknown e-mails.
 // - A throttled attempt (429: no password was checked) is counted, not written: one summary event
 //   per log, method and reason and per 15-minute window, with the count, the client addresses and

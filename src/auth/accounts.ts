@@ -41,7 +41,7 @@ export const publicUser = (user: UserRecord): PublicUser => ({
 export const signedInUser = (user: UserRecord): PublicUser & { twoFactorEnabled: boolean; recoveryCodesLeft?: number } => ({
   ...publicUser(user),
   twoFactorEnabled: Boolean(user.twoFactor),
-  // Issue 32: how many unused recovery codes remain, so a person knows when to make new ones.
+  // How many unused recovery codes remain, so a person knows when to make new ones.
   ...(user.twoFactor ? { recoveryCodesLeft: user.twoFactor.recoveryCodeHashes.length } : {}),
 })
 

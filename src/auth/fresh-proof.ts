@@ -1,4 +1,4 @@
-// Re-authentication for what outlives a session (issue 36). A stolen session cookie must not turn
+// Re-authentication for what outlives a session. A stolen session cookie must not turn
 // into lasting access: adding a passkey, linking single sign-on, creating an access key,
 // approving a device sign-in, changing the webhook, exporting 2FA secrets and deleting the
 // account need a fresh proof: the session signed in, or re-authenticated (POST /api/auth/reauth),

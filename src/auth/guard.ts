@@ -154,7 +154,7 @@ interface GuardedRoute {
 }
 
 /**
- * Authentication before the body is read (issue 14): a request to a guarded route hears its
+ * Authentication before the body is read: a request to a guarded route hears its
  * 401 or 403 at once, rather than after the server waited for up to 2 MiB of a stranger's body.
  * A global parse hook that answers nothing, registered ahead of the JSON body parser; the route's
  * need comes from the `security` its `auth` macro documented (`routes`: the composed app's).

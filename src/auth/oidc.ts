@@ -63,7 +63,7 @@ export interface CallbackContext {
   userAgent?: string | null
 }
 
-/** The refusal of a first sign-in whose e-mail already has an account (issue 14). */
+/** The refusal of a first sign-in whose e-mail already has an account. */
 export const LINK_FROM_SETTINGS = 'sign in with your password, then link the provider in Settings'
 
 export const oidcFailed = (message: string) => new AppError(400, 'OIDC_FAILED', message)

@@ -1,8 +1,8 @@
-// Passkeys (WebAuthn, issue 16) through @simplewebauthn/server. The relying party is SVC_BASE_URL's
+// Passkeys (WebAuthn) through @simplewebauthn/server. The relying party is SVC_BASE_URL's
 // host and origin; without SVC_BASE_URL (a laptop instance), the loopback origin it listens on.
 // Ceremony challenges are single-use: registration ones are kept per session in memory, sign-in
 // ones travel sealed in a short-lived cookie (SealedChallenges).
-// Type only: the library (and its ASN.1 and COSE code, about 12 MB resident) loads when a
+// Type only: the library (and its ASN.1 and COSE code, megabytes resident) loads when a
 // passkey is first used, not at start-up.
 import type {
   AuthenticationResponseJSON,
@@ -46,7 +46,7 @@ export interface RelyingParty {
  * The relying party for a request: SVC_BASE_URL's; when it is unset, the origin the server itself
  * listens on: the loopback name the request used (localhost, 127.0.0.1, [::1]) only on the port
  * this server listens on, else http://localhost:<that port>. Never another port a Host header
- * names: an assertion made for a page on http://localhost:5173 must not sign in here (issue 36).
+ * names: an assertion made for a page on http://localhost:5173 must not sign in here.
  */
 export function relyingParty(config: Pick<Config, 'origin' | 'baseUrlExplicit' | 'port'>, request: Request, listeningPort?: number | null): RelyingParty {
   if (!config.baseUrlExplicit) {

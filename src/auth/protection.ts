@@ -1,4 +1,4 @@
-// The account-protection services (issue 16), one set per vault, built by openVault: the routes
+// The account-protection services, one set per vault, built by openVault: the routes
 // of /api/auth and /api/account share them (used challenges, pending passkey registrations).
 import type { Keyring } from '../crypto/keyring'
 import type { Vaults } from '../vault-access'
@@ -11,7 +11,7 @@ export interface AccountProtection {
   twoFactor: TwoFactorSignIn
   passkeys: Passkeys
   challenges: SealedChallenges
-  /** Re-authentication checks (issue 36). */
+  /** Re-authentication checks. */
   freshProof: FreshProof
 }
 

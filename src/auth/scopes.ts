@@ -14,7 +14,7 @@ export const SCOPES = [
   'envs:read',
   'envs:write',
   'envs:reveal',
-  // Issue 17: reading the audit log (GET /api/audit, /api/audit/export).
+  // Reading the audit log (GET /api/audit, /api/audit/export).
   'audit:read',
 ] as const
 

@@ -1,4 +1,4 @@
-// Two-factor sign-in for accounts (issue 16): a TOTP seed sealed by the user's vault data key,
+// Two-factor sign-in for accounts: a TOTP seed sealed by the user's vault data key,
 // ten recovery codes stored as SHA-256 (each carries 80 random bits, so a fast hash is enough),
 // and the short-lived sign-in challenge that sits between the password and the second factor.
 import { constantTimeEqual, randomBytes, sha256Hex } from '../crypto/tokens'
@@ -14,7 +14,7 @@ export const RECOVERY_CODE_COUNT = 10
 /** How long the password step of a two-factor sign-in stays good. */
 export const TWO_FACTOR_CHALLENGE_TTL_MS = 5 * 60_000
 export const TWO_FACTOR_CHALLENGE_COOKIE = 'svc_2fa'
-/** Wrong codes a two-factor challenge takes before it dies (issue 36): the password step again. */
+/** Wrong codes a two-factor challenge takes before it dies: the password step again. */
 export const CHALLENGE_MAX_WRONG_CODES = 5
 /** Wrong codes for one account within a day after which its second step locks, and for how long. */
 export const LOCK_AFTER_WRONG_CODES = 20
@@ -78,7 +78,7 @@ export class SealedChallenges {
   /** Codes tried per two-factor challenge id, until the challenge expires. */
   private readonly tries = new Map<string, { count: number; exp: number }>()
   /**
-   * Issue 36: the used ids live in memory only, so a challenge is good only in the process that
+   * The used ids live in memory only, so a challenge is good only in the process that
    * issued it: one from before a restart (whose use this process cannot know) is refused. One
    * server per data folder (the lock), so nothing else could have issued it.
    */
@@ -258,7 +258,7 @@ export class TwoFactorSignIn {
     const hasCode = typeof proof.code === 'string' && proof.code !== ''
     const hasRecovery = typeof proof.recoveryCode === 'string' && proof.recoveryCode !== ''
     if (hasCode === hasRecovery) throw new AppError(400, 'VALIDATION_ERROR', 'code: send either code or recoveryCode')
-    // Issue 36: 20 wrong codes within a day lock the account's second step for 15 minutes (and
+    // 20 wrong codes within a day lock the account's second step for 15 minutes (and
     // every further wrong one while 20 are within the day locks it again). Counted before the
     // check: the attempt that reaches the limit locks at once, so parallel guesses wait.
     const wait = this.lockedFor(user.id)

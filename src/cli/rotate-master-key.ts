@@ -18,7 +18,7 @@
 // A re-run after a crash takes the new key from master.key.new (or SVC_NEW_MASTER_KEY, which the
 // run printed) and finishes the steps; after step 4 it simply rotates once more from master.key.
 //
-// `--rekey` (issue 14: for a master key that may have been exposed). Re-wrapping keeps each vault's
+// `--rekey` (for a master key that may have been exposed). Re-wrapping keeps each vault's
 // data key, so an exposed old master key and a copy of an old vault file would still open what is
 // written after the rotation. With --rekey, step 3 gives each vault a new random data key and seals
 // every record (entries, two-factor secrets, env files) again under it, in the same single atomic

@@ -1,4 +1,4 @@
-// The audit chain's key (issue 29): HKDF-SHA-256 of the master key under its own label, so that
+// The audit chain's key: HKDF-SHA-256 of the master key under its own label, so that
 // whoever can write the data folder but does not hold the master key cannot produce a chain that
 // verifies. Only MAC functions and key ids leave this file (and keyring.ts), never a key.
 // rotate-master-key keeps the audit keys of earlier master keys, sealed under the current one

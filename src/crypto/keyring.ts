@@ -19,7 +19,7 @@ const KEY_CHECK_AAD = 'svc-vault:key-check'
 const KEY_CHECK_PREFIX = 'hmac-sha256.'
 const dataKeyAad = (userId: string) => `svc-vault:data-key:${userId}`
 const fieldAad = (userId: string, kind: SecretKind, recordId: string) => `svc-vault:${userId}:${kind}:${recordId}`
-/** A previous value of a record (issue 20): the record's AAD naming the version too. */
+/** A previous value of a record: the record's AAD naming the version too. */
 const versionAad = (userId: string, kind: SecretKind, recordId: string, version: number) => `${fieldAad(userId, kind, recordId)}:version:${version}`
 const stateAad = (purpose: string) => `svc-vault:state:${purpose}`
 /** An earlier master key's audit key, kept sealed under the current one (rotate-master-key). */
@@ -34,7 +34,7 @@ export function keyCheckIsCurrent(check: string): boolean {
 
 /** Stored as the key check while rotate-master-key re-wraps data keys: no master key passes it. */
 export const KEY_CHECK_ROTATING = 'rotation-in-progress'
-/** The same while `rotate-master-key --rekey` gives every vault a new data key (issue 14). */
+/** The same while `rotate-master-key --rekey` gives every vault a new data key. */
 export const KEY_CHECK_REKEYING = 'rekey-in-progress'
 
 /** A vault's new data key (wrapped) and how to move one sealed field to it. */
@@ -75,7 +75,7 @@ export class VaultCipher {
     return open(dataKey, sealed, fieldAad(this.userId, kind, recordId))?.toString('utf8') ?? null
   }
 
-  /** Seals a previous value of a record (issue 20): same data key, AAD naming the version. */
+  /** Seals a previous value of a record: same data key, AAD naming the version. */
   sealVersion(kind: SecretKind, recordId: string, version: number, plaintext: string): string {
     const dataKey = this.dataKey
     if (!dataKey) throw new Error('vault data key cannot be opened')

@@ -22,7 +22,7 @@ export function loadMasterKey(
   const path = join(dataDir, MASTER_KEY_FILE)
   if (existsSync(path)) return parseMasterKey(readFileSync(path, 'utf8'), path)
   if (holdsData()) {
-    // A restored folder without its key (issue 23): never generate one into it.
+    // A restored folder without its key: never generate one into it.
     throw new MasterKeyMissingError(
       `${dataDir} holds vaults but their master key is missing: SVC_MASTER_KEY is not set and ${path} does not exist; supply the key they were sealed with (SVC_MASTER_KEY=<base64 key>, or copy the key file to ${path} with mode 0600); no key was generated (docs/operations.md, "Restore")`,
     )

@@ -6,7 +6,7 @@ export const TOTP_PERIOD_SECONDS = 30
 
 export const TOTP_ALGORITHMS = ['SHA1', 'SHA256', 'SHA512'] as const
 export type TotpAlgorithm = (typeof TOTP_ALGORITHMS)[number]
-/** What an otpauth URI may ask for (issue 23); anything else is INVALID_TOTP_SECRET. */
+/** What an otpauth URI may ask for; anything else is INVALID_TOTP_SECRET. */
 export const TOTP_LIMITS = { digits: { min: 6, max: 8 }, period: { min: 15, max: 120 } } as const
 
 export interface TotpParameters {
@@ -16,7 +16,7 @@ export interface TotpParameters {
   period: number
 }
 
-/** What a token makes: time-based codes, counter-based codes (issue 35), or Steam Guard's. */
+/** What a token makes: time-based codes, counter-based codes, or Steam Guard's. */
 export const OTP_TYPES = ['totp', 'hotp', 'steam'] as const
 export type OtpType = (typeof OTP_TYPES)[number]
 

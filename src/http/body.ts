@@ -24,7 +24,7 @@ export const tooSlow = (timeoutMs: number) =>
 export const tooLarge = () => new AppError(413, 'PAYLOAD_TOO_LARGE', `Request body is larger than ${MAX_BODY_BYTES} bytes`)
 
 /**
- * Paths whose body is a file the user hands over (issue 35's 2FA import): an oversized one is bad
+ * Paths whose body is a file the user hands over (the 2FA import): an oversized one is bad
  * input, 400 IMPORT_TOO_LARGE, rather than 413. The limit is the same.
  */
 const FILE_BODY_PATHS = new Set<string>()

@@ -5,7 +5,7 @@
 // no trusted party vouches beyond. Hops further left were written by the client and are ignored.
 // One header is read: the one SVC_TRUST_PROXY names (`x-forwarded-for` or `forwarded`), else the
 // one present; a request carrying both, with no header named, is taken at the proxy's address: a
-// proxy that writes only one of them passes the other on as the client wrote it (issue 36).
+// proxy that writes only one of them passes the other on as the client wrote it.
 import { isIP, type BlockList } from 'node:net'
 import type { Config } from '../config'
 

@@ -41,7 +41,7 @@ export type ErrorCode =
   | 'ACCESS_KEY_REQUIRED'
   // Ambiguous per-environment exports and duplicates.
   | 'AMBIGUOUS_EXPORT'
-  // An export format that cannot carry some value exactly (issue 30).
+  // An export format that cannot carry some value exactly.
   | 'EXPORT_FORMAT_REFUSED'
   | 'CATEGORY_EXISTS'
   | 'ENTRY_EXISTS'
@@ -64,7 +64,7 @@ export type ErrorCode =
   | 'ENV_FILE_EXISTS'
   | 'TRASH_PARENT_MISSING'
   | 'INVALID_WEBHOOK_URL'
-  // Issue 35: two-factor imports.
+  // Two-factor imports.
   | 'IMPORT_UNREADABLE'
   | 'IMPORT_TOO_LARGE'
   | 'IMPORT_PASSWORD_REQUIRED'

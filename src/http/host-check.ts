@@ -42,7 +42,7 @@ export function isAllowedHost(host: string | null, allowed: string[]): boolean {
 const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
 
 /**
- * Issue 32: a person who opens the vault by a LAN address or a name it was not told gets a page
+ * A person who opens the vault by a LAN address or a name it was not told gets a page
  * that says what to do, not the JSON error as the whole page. API clients keep the JSON.
  */
 function misdirectedPage(host: string, baseUrl: string): string {

@@ -60,7 +60,7 @@ export class Metrics {
     version: string
     auditFailures: number
     auditChainBroken?: number
-    /** The data folder's free space and SVC_DISK_FLOOR (issue 36). */
+    /** The data folder's free space and SVC_DISK_FLOOR. */
     disk?: { freeBytes: number | null; floorBytes: number; low: boolean }
     /** Failed sign-ins counted instead of written one by one, by why; and summaries not yet written. */
     unauthenticated?: { counted: Record<'throttled' | 'budget' | 'disk_low', number>; pending: number }

@@ -315,7 +315,7 @@ const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.char
  * The reference page: Scalar's script tag API (`#api-reference` with `data-url`), no inline script.
  * Fonts, the hosted proxy and telemetry are off: the page reaches this vault only. The hosted
  * service's buttons (Ask AI, Generate MCP, the developer toolbar's Configure, Share and Deploy)
- * are hidden: a self-hosted vault has none of them (issue 32).
+ * are hidden: a self-hosted vault has none of them.
  */
 function buildPage(documentation: Documentation): string {
   const configuration = {

@@ -297,7 +297,7 @@ export function countLines(bytes: Buffer): number {
 }
 
 /**
- * The server's quick check of a log it opens again (issue 29): the line that ends at `offset` (the
+ * The server's quick check of a log it opens again: the line that ends at `offset` (the
  * anchor's `bytes`; null when none ends there or the file is shorter) and how many whole lines
  * follow it, read from `offset` on only. null: no file.
  */

@@ -6,7 +6,7 @@
 //
 // Cross-document consistency: the vault documents are read first and accounts.json last. A
 // user's vault is created after the user, so every vault of a user in the bundle's accounts.json
-// is there; a vault whose owner is not (an account deleted meanwhile, issue 16) is left out. Each document is a snapshot of its own instant;
+// is there; a vault whose owner is not (an account deleted meanwhile) is left out. Each document is a snapshot of its own instant;
 // nothing in one document points into another except the owner's id, so no mix of instants can
 // break a reference. A master-key rotation (server stopped) changes every document; while one is
 // under way (its marker in the key check), or if the key check changed while the bundle was read,

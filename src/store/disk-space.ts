@@ -1,4 +1,4 @@
-// Free space of the data folder's filesystem (issue 36): what clients without an account may make
+// Free space of the data folder's filesystem: what clients without an account may make
 // the server write stops above a floor, so that a flood of failed sign-ins cannot fill the disk
 // under the vault's own writes.
 import { statfsSync } from 'node:fs'

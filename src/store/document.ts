@@ -23,7 +23,7 @@ export { CorruptDocumentError }
 /** The document's file, parsed; null when there is none. */
 function readDocumentSync<T>(path: string): { data: T; length: number } | null {
   // Read synchronously, as JSON.parse (the larger cost) runs after it anyway, and only once per
-  // document and process: the asynchronous read's thread-pool path cost 0.4 MB of idle memory.
+  // document and process: the asynchronous read's thread-pool path costs idle memory (docs/performance.md).
   try {
     const text = readFileSync(path, 'utf8')
     return { data: parseDocument<T>(path, text), length: text.length }

@@ -14,10 +14,10 @@ export interface UserRecord {
   readonly name: string | null
   /** argon2id (Bun.password); null for accounts that only sign in through OIDC. */
   readonly passwordHash: string | null
-  /** `linkedAt`: when the identity was linked (issue 36: recent additions); absent on older links. */
+  /** `linkedAt`: when the identity was linked (recent additions); absent on older links. */
   readonly identities: readonly { readonly issuer: string; readonly subject: string; readonly linkedAt?: string }[]
   readonly createdAt: string
-  // Issue 16 (account protection). Optional: accounts written before it have none of these.
+  // Account protection. Optional: accounts written before it existed have none of these.
   /** Two-factor sign-in, when enabled. */
   readonly twoFactor?: AccountTwoFactor | null
   /** A secret made by 2FA setup, waiting for its first code to enable it. */
@@ -61,13 +61,13 @@ export interface SessionRecord {
   readonly userId: string
   readonly createdAt: string
   readonly expiresAt: string
-  // Issue 16: what the session list shows. Optional for sessions written before it.
+  // What the session list shows. Optional for sessions written before it.
   readonly lastSeenAt?: string
   readonly clientAddress?: string
   readonly userAgent?: string
   /** How this session signed in (a fresh `oidc` one may set a first password or delete the account). */
   readonly signInMethod?: SessionMethod
-  /** Issue 36: when this session last gave a fresh proof (POST /api/auth/reauth); its sign-in counts as one too. */
+  /** When this session last gave a fresh proof (POST /api/auth/reauth); its sign-in counts as one too. */
   readonly reauthAt?: string
 }
 
@@ -129,13 +129,13 @@ export interface EntryRecord {
   readonly encryptedValue: string
   readonly createdAt: string
   readonly updatedAt: string
-  /** Issue 20 (absent on records stored before): see LifecycleFields. */
+  /** Absent on records stored before history and trash existed: see LifecycleFields. */
   readonly expiresAt?: string | null
   readonly rotateEveryDays?: number | null
   readonly rotatedAt?: string
   readonly valueVersion?: number
   readonly valueSetBy?: string
-  /** A group entry's field names (names only, never values), set with each value: counts (issue 32). */
+  /** A group entry's field names (names only, never values), set with each value: counts. */
   readonly fieldNames?: readonly string[]
 }
 
@@ -146,18 +146,18 @@ export interface TwoFactorRecord {
   readonly accountName: string
   readonly notes: string | null
   readonly encryptedSecret: string
-  /** From the otpauth URI (issue 23); absent on tokens stored before, which read as SHA1, 6, 30. */
+  /** From the otpauth URI; absent on tokens stored before, which read as SHA1, 6, 30. */
   readonly algorithm?: 'SHA1' | 'SHA256' | 'SHA512'
   readonly digits?: number
   /** Seconds. */
   readonly period?: number
-  /** Issue 35: absent on tokens stored before, which are TOTP. */
+  /** Absent on tokens stored before, which are TOTP. */
   readonly type?: 'totp' | 'hotp' | 'steam'
   /** HOTP only: the counter of the next code shown (each reveal advances it durably). */
   readonly counter?: number
   readonly createdAt: string
   readonly updatedAt: string
-  /** Issue 20 (absent on records stored before). */
+  /** Absent on records stored before history and trash existed. */
   readonly expiresAt?: string | null
   readonly rotatedAt?: string
   readonly valueVersion?: number
@@ -180,13 +180,13 @@ export interface EnvFileRecord {
   readonly encryptedContent: string
   readonly createdAt: string
   readonly updatedAt: string
-  /** Issue 20 (absent on records stored before). */
+  /** Absent on records stored before history and trash existed. */
   readonly valueVersion?: number
   readonly valueSetBy?: string
   readonly rotatedAt?: string
 }
 
-/** Records whose value keeps a history (issue 20); also the sealing kind of the value. */
+/** Records whose value keeps a history; also the sealing kind of the value. */
 export type VersionedKind = 'entry' | 'envfile' | 'totp'
 
 /**
@@ -205,14 +205,14 @@ export interface VersionRecord {
   readonly createdAt: string
   readonly actor: string
   /** 2FA: the code parameters that went with this secret. */
-  /** Issue 35: `type` absent for TOTP; `counter`: an HOTP token's next counter then. */
+  /** `type` absent for TOTP; `counter`: an HOTP token's next counter then. */
   readonly totp?: Readonly<{ algorithm: 'SHA1' | 'SHA256' | 'SHA512'; digits: number; period: number; type?: 'hotp' | 'steam'; counter?: number }>
 }
 
 export type TrashKind = 'entry' | 'category' | 'twoFactor' | 'envProject' | 'envFile'
 
 /**
- * Something deleted (issue 20): the records themselves, moved out of the live lists unchanged
+ * Something deleted: the records themselves, moved out of the live lists unchanged
  * (still sealed, same ids, so same AADs), kept until `expiresAt`, then purged with their versions.
  */
 export interface TrashRecord {
@@ -256,7 +256,7 @@ export interface NotificationSettingsRecord {
   readonly webhookUrl: string | null
   /** Sealed (kind "webhook", the user's id); null: deliveries are not signed. */
   readonly encryptedSecret: string | null
-  /** Records stored before issue 36 may still carry httpStatus and error; they are never shown. */
+  /** Records stored by earlier releases may still carry httpStatus and error; they are never shown. */
   readonly lastDelivery: Readonly<{ at: string; status: 'delivered' | 'failed'; attempts: number }> | null
   /** The UTC day (YYYY-MM-DD) being delivered, its attempts so far, and when to try next. */
   readonly day: string | null

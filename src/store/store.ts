@@ -335,7 +335,7 @@ export class Store implements DataStore {
   }
 }
 
-/** Lists added to the vault format later (issue 20: versions, trash) start empty in older vaults. */
+/** Lists added to the vault format later (versions, trash) start empty in older vaults. */
 function withAllLists(data: VaultDocument): VaultDocument {
   for (const name of VAULT_LISTS) (data as unknown as Record<string, unknown>)[name] ??= []
   return data

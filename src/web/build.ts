@@ -16,7 +16,7 @@ export interface BuiltFile {
   path: string
   type: string
   bytes: Uint8Array<ArrayBuffer>
-  /** The same bytes compressed once here, at build: served by Accept-Encoding (issue 32). */
+  /** The same bytes compressed once here, at build: served by Accept-Encoding. */
   br: Uint8Array<ArrayBuffer>
   gzip: Uint8Array<ArrayBuffer>
 }
@@ -24,7 +24,7 @@ export interface BuiltFile {
 /**
  * Brotli and gzip (level 9), done once. `bun run build` takes brotli's best quality (11: about 2 s
  * for the script, paid once per build); a server run from the sources (tests, `bun run dev`)
- * builds on its first page and takes quality 5 (tens of ms, about 9 % larger), so that page
+ * builds on its first page and takes quality 5 (faster, a little larger), so that page
  * does not wait.
  */
 export function precompress(bytes: Uint8Array<ArrayBuffer>, effort: 'best' | 'fast' = 'best'): { br: Uint8Array<ArrayBuffer>; gzip: Uint8Array<ArrayBuffer> } {

@@ -1,4 +1,4 @@
-// Issue 32: a plain variable (PORT=3000) added to a project in one step, without making a
+// A plain variable (PORT=3000) added to a project in one step, without making a
 // category first. The server files it the way an import does (it is one: a one-line JSON paste):
 // into the category that already holds the variable, a known service's, or the project's plain
 // variables (the "Variables" group), and leaves it as it was when the value is the same.

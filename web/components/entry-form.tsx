@@ -34,7 +34,7 @@ export function EntryForm(props: {
   const [name, setName] = useState(entry?.name ?? props.initialName ?? '')
   const [environment, setEnvironment] = useState<Environment | ''>(entry?.environment ?? props.initialEnvironment ?? '')
   const [notes, setNotes] = useState(entry?.notes ?? '')
-  // Issue 20: reminders. The expiry day as <input type="date"> gives it (UTC midnight).
+  // Reminders. The expiry day as <input type="date"> gives it (UTC midnight).
   const [expires, setExpires] = useState(entry?.expiresAt ? entry.expiresAt.slice(0, 10) : '')
   const [rotateEvery, setRotateEvery] = useState(entry?.rotateEveryDays ? String(entry.rotateEveryDays) : '')
   const [value, setValue] = useState('')

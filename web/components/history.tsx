@@ -1,4 +1,4 @@
-// The "History" panel (issue 20): the previous values of an entry or an env file, newest first.
+// The "History" panel: the previous values of an entry or an env file, newest first.
 // Nothing is shown until asked: reveal one version's value, restore it (it becomes the current
 // value, and the one it replaces is kept as a version), and for env files compare two versions
 // line by line, by names only unless the values are revealed on purpose.

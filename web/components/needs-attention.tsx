@@ -1,4 +1,4 @@
-// The dashboard's "Needs attention" card (issue 20): entries and 2FA tokens that have expired, are
+// The dashboard's "Needs attention" card: entries and 2FA tokens that have expired, are
 // due for rotation, or will be within 30 days.
 import { api, type Entry, type TwoFactorToken } from '../api'
 import { formatDate, Link, Loading, useLoad } from '../ui'

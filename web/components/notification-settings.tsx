@@ -1,4 +1,4 @@
-// Settings: the due-items webhook (issue 20). The secret is write-only: the page only knows
+// Settings: the due-items webhook. The secret is write-only: the page only knows
 // whether one is set.
 import { useState } from 'preact/hooks'
 import { api } from '../api'

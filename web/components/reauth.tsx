@@ -1,4 +1,4 @@
-// "Confirm it is you" (issue 36): asked when the server wants a fresh proof for an action that
+// "Confirm it is you": asked when the server wants a fresh proof for an action that
 // outlives the session. The password (and a code when two-factor sign-in is on), or a passkey;
 // once proved, the action that asked is sent again (api.ts).
 import { signal } from '@preact/signals'

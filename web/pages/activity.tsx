@@ -1,4 +1,4 @@
-// Activity: the audit log (issue 17), newest first, filtered by action, access key and date;
+// Activity: the audit log, newest first, filtered by action, access key and date;
 // "last used from" for an access key's row; the dashboard's card of the last 7 days.
 import { useState } from 'preact/hooks'
 import { api, type AccessKey, type EnvProject, type Entry } from '../api'
@@ -27,7 +27,7 @@ interface AuditPage {
   chainBroken?: { problem: string; line: number; message: string } | null
 }
 
-/** The log no longer reached its anchor when the server opened it (issue 29): said in red, with what to run. */
+/** The log no longer reached its anchor when the server opened it: said in red, with what to run. */
 function ChainBrokenNote(props: { message: string }) {
   return (
     <p class="card error-text" role="alert" data-chain-broken>
@@ -50,7 +50,7 @@ const KIND_WORDS: Record<string, string> = { entry: 'an entry', category: 'a cat
 const UUID = /\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b ?/g
 
 /**
- * Names for the records the log knows only by project ("blog") or by id (issue 32): an entry as
+ * Names for the records the log knows only by project ("blog") or by id: an entry as
  * "OPENAI_API_KEY of blog (production)", from the entries and the trash as they are now.
  */
 async function loadRecordNames(): Promise<Map<string, string>> {
@@ -84,7 +84,7 @@ function subject(event: AuditEvent, known: Map<string, string> = new Map()): str
   if (names.length > 0) parts.push(names.slice(0, 4).join(', ') + (names.length > 4 ? ` and ${names.length - 4} more` : ''))
   const d = event.details
   if (typeof d.method === 'string') parts.push(`via ${d.method}`)
-  // Failed sign-ins counted rather than recorded one by one (issue 36): how many, from where, when.
+  // Failed sign-ins counted rather than recorded one by one: how many, from where, when.
   if (d.summary === true && typeof d.count === 'number') {
     const addresses = Array.isArray(d.addresses) ? d.addresses.map(String) : []
     const others = typeof d.fromOtherAddresses === 'number' ? d.fromOtherAddresses : 0
@@ -290,7 +290,7 @@ export function RecentActivityCard() {
 }
 
 /**
- * The dashboard's warning when the account's second step was locked in the last 7 days (issue 36):
+ * The dashboard's warning when the account's second step was locked in the last 7 days:
  * 20 wrong codes after the right password mean someone has the password.
  */
 export function SecondStepLockNotice() {

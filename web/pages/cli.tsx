@@ -1,6 +1,6 @@
 // /cli: approve or deny a sign-in of the `svc` command (device approval). The person types the
 // code their terminal shows: a link's ?code= opens this page but never fills the code, so a link
-// someone else sent (with their own sign-in's code) approves nothing by a click (issue 36). Then
+// someone else sent (with their own sign-in's code) approves nothing by a click. Then
 // the page shows where and when the sign-in started, and the scopes in words with write scopes
 // called out; only the default scopes among those asked for are ticked, the rest only if ticked here.
 import { effect } from '@preact/signals'

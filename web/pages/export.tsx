@@ -1,4 +1,4 @@
-// Export: the entries decrypted into the text one program reads (a format per reader, issue 30),
+// Export: the entries decrypted into the text one program reads (a format per reader),
 // for a project (the entries' `name`), an environment, or everything. When the export would hold
 // one variable twice, the server answers 409 AMBIGUOUS_EXPORT and the page offers the choice of
 // project; a value the format cannot carry is a 400 naming the variables and formats that can.

@@ -77,7 +77,7 @@ export function withoutKeys(text: string, excluded: Set<string>): string {
 }
 
 /**
- * What an import did, counted by variable as the paste had them (issue 32): new, updated, and
+ * What an import did, counted by variable as the paste had them: new, updated, and
  * the same (already held, left as they were). `sent`: the variables sent, with whether the project
  * had each one before.
  */

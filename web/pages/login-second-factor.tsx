@@ -1,5 +1,5 @@
 // The second step of a two-factor sign-in (a code, a recovery code, or a passkey) and the
-// "Sign in with a passkey" button of the sign-in page (issue 16).
+// "Sign in with a passkey" button of the sign-in page.
 import { useState } from 'preact/hooks'
 import { api, type User } from '../api'
 import { LoginCard } from '../components/login-card'

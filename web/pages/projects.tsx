@@ -56,7 +56,7 @@ function projectsOf(entries: Entry[]): Project[] {
   return [...byName.values()].sort((a, b) => a.name.localeCompare(b.name))
 }
 
-/** The variables an entry holds, as a paste had them: a group's fields each count (issue 32). */
+/** The variables an entry holds, as a paste had them: a group's fields each count. */
 const variablesIn = (entry: Entry) => entry.fields?.length || 1
 const sumOf = (entries: Entry[]) => entries.reduce((sum, entry) => sum + variablesIn(entry), 0)
 const countOf = (entries: Entry[], slot: Slot) => sumOf(entries.filter((entry) => slotOf(entry) === slot))
@@ -269,7 +269,7 @@ function EnvironmentCard(props: { project: string; slot: Slot; entries: Entry[];
   // An environment's export holds its own keys and the shared ones; the shared keys alone are
   // exported by name only when the project has no environment of its own.
   const exportable = slot !== '' || props.onlyShared
-  // Bun by default: the README's quick start runs Bun, whose `bun run` loads a .env by itself (issue 30).
+  // Bun by default: the README's quick start runs Bun, whose `bun run` loads a .env by itself.
   const [format, setFormat] = useState<ExportFormat>('bun')
   const query = exportQuery({ name: project, environment: slot || undefined, format })
   const extension = formatExtension(format)

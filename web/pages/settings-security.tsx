@@ -1,17 +1,17 @@
-// Settings → Security (issue 16): two-factor sign-in, passkeys, sessions, password, and deleting
+// Settings → Security: two-factor sign-in, passkeys, sessions, password, and deleting
 // the account. Every change that could lock someone out asks for the password (an account made
 // through single sign-on has none: the server then wants a single sign-on sign-in of the last 10
 // minutes instead). What outlives a session (passkeys, access keys, single sign-on, the webhook,
 // deleting the account) asks to confirm it is you when the proof is older than 10 minutes
 // (components/reauth.tsx); signing out others and a password change offer to remove what was
-// added in the last 30 days (issue 36).
+// added in the last 30 days.
 import { useState } from 'preact/hooks'
 import { api, currentUser, type User } from '../api'
 import { registerPasskey, type Passkey } from '../passkeys'
 import { navigate } from '../router'
 import { confirmAction, downloadText, Field, FormError, formatDate, inputValue, Loading, Modal, relativeTime, toast, toastError, useLoad, useSubmission } from '../ui'
 
-/** GET /api/account/recent-additions (issue 36): what a stolen session could have added. */
+/** GET /api/account/recent-additions: what a stolen session could have added. */
 interface RecentAdditions {
   since: string
   passkeys: { id: string; name: string; createdAt: string }[]

@@ -1,4 +1,4 @@
-// Settings: the account, and single sign-on linked to it (issue 14). Linking is a form POST, so
+// Settings: the account, and single sign-on linked to it. Linking is a form POST, so
 // the browser itself follows the redirect to the identity provider and comes back here.
 import { api, currentUser, reauthPrompt } from '../api'
 import { confirmAction, Loading, toast, toastError, useLoad } from '../ui'
@@ -26,7 +26,7 @@ export function SettingsPage() {
       toastError(error)
     }
   }
-  // Linking outlives the session (issue 36): a stale proof is renewed before the form leaves.
+  // Linking outlives the session: a stale proof is renewed before the form leaves.
   async function link(event: Event) {
     event.preventDefault()
     const form = event.currentTarget as HTMLFormElement

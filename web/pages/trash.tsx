@@ -1,4 +1,4 @@
-// The trash (issue 20): what was deleted, when and by whom, until when it is kept; restore it, or
+// The trash: what was deleted, when and by whom, until when it is kept; restore it, or
 // purge one item or everything now.
 import { api } from '../api'
 import { confirmAction, formatDate, Loading, toast, toastError, useLoad } from '../ui'

@@ -1,4 +1,4 @@
-// Issue 35: two-factor tokens in from other authenticator apps (paste, a file, or a QR code image
+// Two-factor tokens in from other authenticator apps (paste, a file, or a QR code image
 // decoded here in the browser with jsQR: the image itself never leaves the page) and out to them
 // (otpauth:// links, an Aegis vault, or Google Authenticator QR codes drawn here with uqr).
 // Both libraries load only when used: the first load of the page stays small.

@@ -1,7 +1,7 @@
 // 2FA: each token's live code (fetched from the server, which holds the secret) with a countdown,
 // copy on click, add by base32 secret or otpauth:// URI, delete with confirmation. HOTP tokens
 // show a code only when asked (each reveal uses up a counter); Steam Guard codes are 5 characters.
-// Import from other apps and export: two-factor-transfer.tsx (issue 35).
+// Import from other apps and export: two-factor-transfer.tsx.
 import { useEffect, useRef, useState } from 'preact/hooks'
 import { api, errorMessage, type TotpCode, type TwoFactorToken } from '../api'
 import { DueBadge } from '../components/history'
@@ -161,7 +161,7 @@ function TokenCard(props: { token: TwoFactorToken; onDeleted(): void }) {
       }
     }
     // Codes are fetched only while the page is visible: each fetch is a read of a secret in the
-    // audit log, and a tab left open in the background would fill it (issue 29).
+    // audit log, and a tab left open in the background would fill it.
     const visible = () => document.visibilityState === 'visible'
     const tick = () => {
       const seconds = Math.ceil((expiresAt.current - Date.now()) / 1000)

@@ -89,9 +89,9 @@ export class VaultClient {
 }
 
 /**
- * One request with node:http(s), not fetch: on Node, fetch's first use costs about 80 ms more
- * (loading undici) and its pooled socket keeps the process alive after the answer; this is the
- * served CLI's whole overhead. No redirect is followed; no connection is kept.
+ * One request with node:http(s), not fetch: on Node, fetch's first use costs much more
+ * (loading undici) and its pooled socket keeps the process alive after the answer. No redirect is
+ * followed; no connection is kept.
  */
 async function httpSend(url: URL, method: string, headers: Record<string, string>, body: string | undefined): Promise<ApiAnswer> {
   // node:https (and TLS under it) only when the vault is on https: it is a third of Node's start-up.

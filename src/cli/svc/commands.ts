@@ -210,7 +210,7 @@ export async function whoami(argv: string[]): Promise<void> {
   const client = VaultClient.signedIn(creds)
   const me = await client.json<MeAnswer>('GET', '/api/auth/me')
   const key = await client.json<AccessKeyAnswer>('GET', '/api/auth/key')
-  // The account the stored sign-in was approved by, when it changed accounts (issue 36).
+  // The account the stored sign-in was approved by, when it changed accounts.
   const changed = creds.keySource === 'config' && creds.stored?.previousAccount ? ` (svc was signed in as ${creds.stored.previousAccount} before)` : ''
   const lines = [
     ['URL', creds.url],
@@ -273,7 +273,7 @@ const SELECT = [
   { name: 'name', short: 'n', value: true },
 ]
 
-/** The export's formats, one per reader (issue 30; docs/export.md). */
+/** The export's formats, one per reader (docs/export.md). */
 export const EXPORT_FORMATS = ['dotenv', 'bun', 'node', 'python', 'docker', 'systemd', 'shell', 'json', 'yaml'] as const
 
 export async function exportCommand(argv: string[]): Promise<void> {

@@ -16,7 +16,7 @@ export interface StoredConfig {
   createdByLogin?: boolean
   /** The account's e-mail when the key was stored: the account the next `svc login` expects. */
   account?: string
-  /** Set when a sign-in was approved by another account than the one before it (issue 36). */
+  /** Set when a sign-in was approved by another account than the one before it. */
   previousAccount?: string
 }
 

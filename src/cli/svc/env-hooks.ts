@@ -1,4 +1,4 @@
-// Variables that make a program load or run other code (issue 36): a vault variable such as
+// Variables that make a program load or run other code: a vault variable such as
 // NODE_OPTIONS=--import=data:… would run code in every Node program `svc run` starts, so a key
 // with entries:write would become code execution on the machine. `svc run` refuses them unless
 // named with --allow-env. The list is in docs/cli.md; keep both in step.

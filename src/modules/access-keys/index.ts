@@ -18,7 +18,7 @@ export function accessKeyRoutes(deps: GuardDeps & { accessKeys: AccessKeys }) {
     .post(
       '/',
       async ({ auth, audit, body, set }) => {
-        // A key outlives the session: a stolen cookie alone must not mint one (issue 36).
+        // A key outlives the session: a stolen cookie alone must not mint one.
         requireFreshProof(deps.accounts, auth)
         const created = await accessKeys.create(auth.userId, body)
         await audit('access_key.create', [{ kind: 'access_key', id: created.id, name: created.name }], { scopes: created.scopes, expiresAt: created.expiresAt })

@@ -1,4 +1,4 @@
-// /api/account: two-factor sign-in, passkeys, sessions, password and deletion (issue 16).
+// /api/account: two-factor sign-in, passkeys, sessions, password and deletion.
 // Every route is session-only: an access key gets 403 SESSION_REQUIRED (before its body is read).
 import { Elysia, t } from 'elysia'
 import { requireFreshProof } from '../../auth/fresh-proof'
@@ -207,7 +207,7 @@ export function accountRoutes(deps: AppDeps) {
     .delete(
       '',
       async ({ auth, body, cookie, request, server, set }) => {
-        // The password confirms the intent; with two-factor sign-in on it is not the whole proof (issue 36).
+        // The password confirms the intent; with two-factor sign-in on it is not the whole proof.
         if (auth.user.twoFactor) requireFreshProof(deps.accounts, auth)
         await settings.deleteAccount(auth, body?.password, clientAddress(request, server, config))
         clearSessionCookie(cookie, config)

@@ -41,7 +41,7 @@ export const SessionList = t.Array(SessionItem)
 
 export const RevokeOthersAnswer = t.Object({ ended: t.Integer({ description: 'How many sessions were ended' }) })
 
-/** What to remove in the same step as signing out everywhere else or changing the password (issue 36). */
+/** What to remove in the same step as signing out everywhere else or changing the password. */
 export const RemoveAdditions = strictObject(
   {
     passkeys: t.Optional(t.Array(t.String({ maxLength: 100 }), { maxItems: 100, description: 'Ids of passkeys to delete' })),

@@ -1,4 +1,4 @@
-// Due-item notifications (issue 20): a user may set a webhook (GET/PUT /api/account/notifications,
+// Due-item notifications: a user may set a webhook (GET/PUT /api/account/notifications,
 // session only). Once a UTC day, when something of theirs has expired, is due for rotation or will
 // be within 14 days, the webhook receives one JSON POST listing those items by name, category and
 // date (never a value), signed with X-Svc-Signature (hex HMAC-SHA-256 of the body) when a secret
@@ -189,7 +189,7 @@ export class Notifier {
     }
   }
 
-  /** Stops delivering to a deleted account (issue 36). */
+  /** Stops delivering to a deleted account. */
   forget(userId: string): void {
     this.watched.delete(userId)
   }
@@ -277,7 +277,7 @@ export class Notifier {
   }
 
   /**
-   * A security alert to the user's webhook, when one is set (issue 36: the second step locked):
+   * A security alert to the user's webhook, when one is set (the second step locked):
    * one signed JSON POST `{ event, generatedAt, ... }`, sent once, apart from the daily due items
    * (their delivery state is not touched). Resolves whether or not it was delivered.
    */
@@ -316,7 +316,7 @@ export function notificationRoutes(deps: GuardDeps & { notifier: Notifier }) {
       },
     })
     .put('/', async ({ auth, audit, body, request }) => {
-      // Where the vault sends its reminders outlives the session (issue 36).
+      // Where the vault sends its reminders outlives the session.
       requireFreshProof(deps.accounts, auth)
       const settings = await notifier.update(auth.userId, body, request.headers.get('host'))
       // Which fields were sent, and whether a webhook is set: never its URL (it may hold a token) or secret.

@@ -1,4 +1,4 @@
-// Security alerts to the account's owner (issue 36): when an account's second step locks after
+// Security alerts to the account's owner: when an account's second step locks after
 // 20 wrong codes within a day, which means someone has the password, the lock is recorded in the
 // account's audit log (the dashboard shows it) and sent to the webhook when one is set.
 import type { TwoFactorSignIn } from '../../auth/second-factor'

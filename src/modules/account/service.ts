@@ -1,4 +1,4 @@
-// Account settings (issue 16): re-authentication for sensitive changes, the session list,
+// Account settings: re-authentication for sensitive changes, the session list,
 // password changes and account deletion.
 import type { AccessKeys } from '../../auth/access-keys'
 import type { Accounts } from '../../auth/accounts'
@@ -8,7 +8,7 @@ import { AppError, NotFound } from '../../http/errors'
 import type { UserRecord } from '../../store/records'
 import type { Store } from '../../store/store'
 
-/** How far back "recently added" reaches (issue 36: sign out everywhere, password change). */
+/** How far back "recently added" reaches (sign out everywhere, password change). */
 export const RECENT_ADDITIONS_MS = 30 * 86_400_000
 
 export interface RemoveAdditions {

@@ -1,4 +1,4 @@
-// Where a webhook may go (issue 36): a public address only, unless SVC_WEBHOOK_ALLOW names the
+// Where a webhook may go: a public address only, unless SVC_WEBHOOK_ALLOW names the
 // internal range. The host is resolved once, every address checked, and the connection made to
 // the checked address itself (a DNS answer that changes between check and connect, "DNS rebinding",
 // changes nothing); the peer of the connection is checked again. Redirects are not followed.

@@ -132,7 +132,7 @@ export function serviceOf(name: string): Service | undefined {
 }
 
 /**
- * Issue 32: the group that takes a project's plain variables (PORT, NODE_ENV, DB_PASSWORD, ...),
+ * The group that takes a project's plain variables (PORT, NODE_ENV, DB_PASSWORD, ...),
  * the ones no service or shared prefix claims. Each once had a category of its own: eleven
  * categories for one app. Now one group holds them, one entry per project and environment.
  */

@@ -3,7 +3,7 @@
 // environments, the user's prompt), never a value. Every failure (no key, an error, a timeout, an
 // answer without the tool call) comes back as null, and the caller falls back to the built-in
 // classifier. What comes back is still untrusted: the service validates it against its own data.
-// Type only: the SDK (about 12 MB resident) loads on the first model call, not at start-up.
+// Type only: the SDK (megabytes resident) loads on the first model call, not at start-up.
 import type Anthropic from '@anthropic-ai/sdk'
 import type { AiConfig } from '../../config'
 import type { Logger } from '../../http/error-handler'

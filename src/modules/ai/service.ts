@@ -171,7 +171,7 @@ function freeCategoryName(taken: readonly Pick<CategoryRecord, 'name' | 'keyType
 }
 
 /**
- * Where each filed key goes (issue 23, CONTRACT.md "AI extraction"): a key some simple category
+ * Where each filed key goes (CONTRACT.md "AI extraction"): a key some simple category
  * of the user already holds goes there; the keys of a suggestion go to a group category that has
  * all of them as fields (the one of the suggested name first), else, for a suggested group, to
  * the group of that name (which learns the missing fields), else to a new category. Nothing
@@ -340,9 +340,9 @@ export class AiService {
       const widened = new Map<CategoryRecord, string[]>()
       const newEntries: EntryRecord[] = []
       const updatedEntries = new Map<EntryRecord, EntryRecord>()
-      // The values updated entries had, kept as versions once everything is prepared (issue 20).
+      // The values updated entries had, kept as versions once everything is prepared.
       const keepVersions: (() => void)[] = []
-      // Issue 32: keys whose entry already held this very value, and entries left as they were:
+      // Keys whose entry already held this very value, and entries left as they were:
       // re-importing an unchanged .env rewrites nothing and pushes no real history out.
       const same = new Set<string>()
       const unchangedEntries: string[] = []

@@ -138,7 +138,7 @@ export function oidcRoutes(deps: AppDeps) {
       '/oidc/link',
       async ({ auth, cookie, set }) => {
         if (!oidc) throw oidcDisabled()
-        // A linked identity signs in for ever after: not on a stolen cookie alone (issue 36).
+        // A linked identity signs in for ever after: not on a stolen cookie alone.
         requireFreshProof(accounts, auth)
         const { authorizationUrl, transaction } = await oidc.begin({ userId: auth.userId, sessionHash: auth.sessionTokenHash! })
         transactionCookie(cookie, transaction, OIDC_TRANSACTION_TTL_MS)

@@ -1,4 +1,4 @@
-// /api/auth/reauth (issue 36): a signed-in session proves again that its owner is there, for the
+// /api/auth/reauth: a signed-in session proves again that its owner is there, for the
 // actions that outlive a session (auth/fresh-proof.ts). The proof counts for 10 minutes.
 import { Elysia, t, type Cookie } from 'elysia'
 import type { AppDeps } from '../../deps'

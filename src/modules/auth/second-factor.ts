@@ -1,4 +1,4 @@
-// /api/auth: the second step of a two-factor sign-in, and signing in with a passkey (issue 16).
+// /api/auth: the second step of a two-factor sign-in, and signing in with a passkey.
 // Single sign-on sign-ins are not asked for a second factor: the identity provider owns that.
 import { Elysia, t, type Cookie } from 'elysia'
 import type { AppDeps } from '../../deps'
@@ -49,7 +49,7 @@ export function secondFactorRoutes(deps: AppDeps) {
         const user = challenge ? accounts.userById(challenge.userId) : undefined
         if (!challenge || !user || !user.twoFactor) throw twoFactorRequired()
         const client = clientAddress(request, server, config)
-        // A challenge takes 5 wrong codes, then dies: the password step again (issue 36).
+        // A challenge takes 5 wrong codes, then dies: the password step again.
         const tried = challenges.tryCode(challenge)
         if (!tried) {
           setChallengeCookie(cookie, config, TWO_FACTOR_CHALLENGE_COOKIE, '', 0)

@@ -130,7 +130,7 @@ export class CategoryService {
     return publicCategory(updated)
   }
 
-  /** Moves the category and all of its entries to the trash, as one item (issue 20). */
+  /** Moves the category and all of its entries to the trash, as one item. */
   async remove(userId: string, id: string, actor = 'unknown'): Promise<void> {
     const { doc } = await this.vaults.open(userId)
     await doc.update((data, write) => {

@@ -20,7 +20,7 @@ export const EnvironmentSchema = component(
 )
 const nullable = <T extends Parameters<typeof t.Union>[0][number]>(schema: T) => t.Union([schema, t.Null()])
 
-// Issue 20: expiry and rotation reminders.
+// Expiry and rotation reminders.
 export const DueStatusSchema = component(
   'DueStatus',
   t.Union([t.Literal('ok'), t.Literal('due_soon'), t.Literal('expired'), t.Literal('rotation_due')], {

@@ -55,7 +55,7 @@ export interface RevealedEntry {
 }
 
 /**
- * How a person tells an entry apart (issue 32): its variable (a simple category's env var name, a
+ * How a person tells an entry apart: its variable (a simple category's env var name, a
  * group's category name), its project and its environment: "OPENAI_API_KEY of blog (production)".
  * The entry's name alone is only the project's.
  */
@@ -240,7 +240,7 @@ export class EntryService {
       if (input.value !== undefined) {
         next.encryptedValue = sealEntryValue(cipher, category, entry.id, input.value)
         Object.assign(next, fieldNamesOf(category, input.value))
-        // The value it had becomes a version (issue 20).
+        // The value it had becomes a version.
         const version = prepareVersion(data, write, cipher, 'entry', entry, { actor, at: next.updatedAt, limit: this.policy.historyVersions })
         Object.assign(next, version.fields)
         keepVersion = version.apply
@@ -252,7 +252,7 @@ export class EntryService {
     return publicEntry(updated, this.now())
   }
 
-  /** Moves the entry to the trash (issue 20). */
+  /** Moves the entry to the trash. */
   async remove(userId: string, id: string, actor = 'unknown'): Promise<void> {
     const { doc } = await this.vaults.open(userId)
     await doc.update((data, write) => {

@@ -81,7 +81,7 @@ export function entryValue(category: CategoryRecord, plaintext: string | null): 
 /**
  * A group value's field names, kept beside the sealed value (names are not secret: they are
  * what the export and the model see), so that a page counts variables as pasted without a
- * reveal (issue 32). Undefined for a simple value.
+ * reveal. Undefined for a simple value.
  */
 export function fieldNamesOf(category: Pick<CategoryRecord, 'keyType'>, value: string): { fieldNames?: string[] } {
   if (category.keyType !== 'group') return {}

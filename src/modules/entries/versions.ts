@@ -1,4 +1,4 @@
-// /api/entries/{id}…/versions…: an entry's previous values (issue 20). The history itself is kept by lifecycle/.
+// /api/entries/{id}…/versions…: an entry's previous values. The history itself is kept by lifecycle/.
 import { Elysia } from 'elysia'
 import { authGuard } from '../../auth/guard'
 import type { AppDeps } from '../../deps'

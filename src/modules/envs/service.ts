@@ -130,7 +130,7 @@ export class EnvProjectService {
     })
   }
 
-  /** Moves the project and all of its files to the trash, as one item (issue 20). */
+  /** Moves the project and all of its files to the trash, as one item. */
   async remove(userId: string, id: string, actor = 'unknown'): Promise<void> {
     const { doc } = await this.vaults.open(userId)
     await doc.update((data, write) => {
@@ -159,7 +159,7 @@ export class EnvProjectService {
       const encryptedContent = cipher.seal('envfile', id, input.content)
       write.envProjects.replace({ ...project, updatedAt: at })
       if (existing) {
-        // The content it had becomes a version (issue 20).
+        // The content it had becomes a version.
         const version = prepareVersion(data, write, cipher, 'envfile', existing, { actor, at, limit: this.policy.historyVersions })
         version.apply()
         const next = write.envFiles.replace({ ...existing, encryptedContent, updatedAt: at, ...version.fields })
@@ -171,7 +171,7 @@ export class EnvProjectService {
     })
   }
 
-  /** Moves the file to the trash (issue 20). */
+  /** Moves the file to the trash. */
   async removeFile(userId: string, projectId: string, fileId: string, actor = 'unknown'): Promise<void> {
     const { doc } = await this.vaults.open(userId)
     await doc.update((data, write) => {

@@ -1,4 +1,4 @@
-// /api/envs/{id}…/versions…: an env file's previous contents (issue 20). The history itself is kept by lifecycle/.
+// /api/envs/{id}…/versions…: an env file's previous contents. The history itself is kept by lifecycle/.
 import { Elysia } from 'elysia'
 import { authGuard } from '../../auth/guard'
 import type { AppDeps } from '../../deps'

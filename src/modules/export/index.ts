@@ -1,4 +1,4 @@
-// /api/export: entries decrypted into the text one reader reads (issue 30). One of the three ways plaintext leaves.
+// /api/export: entries decrypted into the text one reader reads. One of the three ways plaintext leaves.
 import { Elysia, t } from 'elysia'
 import { authGuard, type GuardDeps } from '../../auth/guard'
 import { contentTag, matchesIfNoneMatch } from '../../crypto/content-tag'
@@ -83,7 +83,7 @@ export function exportRoutes(deps: GuardDeps & { vaults: Vaults }) {
         set.headers['etag'] = tag
         set.headers['cache-control'] = 'no-store'
         // A 304 sends no value, so it is not an export: `svc run --watch` polls every 10 s, and one
-        // event per poll would bury the log (issue 36).
+        // event per poll would bury the log.
         if (matchesIfNoneMatch(headers['if-none-match'], tag)) {
           set.status = 304
           return ''

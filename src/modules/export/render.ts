@@ -54,7 +54,7 @@ const COMMENT_BREAK = /[\r\n\u2028\u2029\u0085\v\f]/
 const EVERY_COMMENT_BREAK = new RegExp(COMMENT_BREAK, 'g')
 const oneLine = (text: string) => (COMMENT_BREAK.test(text) ? text.replace(EVERY_COMMENT_BREAK, ' ') : text)
 
-// Made on the first export: a collator loads ICU's collation data (about 1.4 MB resident).
+// Made on the first export: a collator loads ICU's collation data (docs/performance.md).
 let collator: Intl.Collator | undefined
 const byText = (a: string, b: string) => (collator ??= new Intl.Collator('en')).compare(a, b) || (a < b ? -1 : a > b ? 1 : 0)
 
@@ -162,7 +162,7 @@ export function renderEnvExport(data: VaultDocument, cipher: VaultCipher, entrie
   return renderDotenv(exportRows(data, cipher, entries))
 }
 
-// Shell format (issue 14): `export NAME='value'`, for `set -a; . ./file` or `. ./file` in any
+// Shell format: `export NAME='value'`, for `set -a; . ./file` or `. ./file` in any
 // POSIX shell. Inside single quotes a shell interprets nothing; a ' in the value ends the quotes,
 // adds an escaped \' and opens them again ('\''). A name is written only when it is a shell
 // identifier (a tampered group field could hold anything), and a value only without NUL, which
@@ -198,7 +198,7 @@ export function renderJson(rows: readonly ExportRow[]): string {
   return `{${members.join(',')}}`
 }
 
-// ---------------------------------------------------------------- one format per reader (issue 30)
+// ---------------------------------------------------------------- one format per reader
 //
 // Each writer answers the text its reader turns back into exactly `value`, or a Refusal saying why
 // none does. The grammars, and what each cannot carry, are in docs/export.md; test/modules/

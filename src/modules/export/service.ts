@@ -1,5 +1,5 @@
 // The plaintext export of a user's entries: which entries (selection), then one of three
-// renderings. CONTRACT.md "Export"; issue 23 (inheritance, ambiguity); issue 14 (formats).
+// renderings. CONTRACT.md "Export" (inheritance, ambiguity) (formats).
 import { AppError } from '../../http/errors'
 import type { Environment, EntryRecord } from '../../store/records'
 import type { Vaults } from '../vault-access'
@@ -21,7 +21,7 @@ import {
   type Refusal,
 } from './render'
 
-/** One format per reader family (issue 30); `env` is `dotenv` under its old name. */
+/** One format per reader family; `env` is `dotenv` under its old name. */
 export const EXPORT_FORMATS = ['dotenv', 'bun', 'node', 'python', 'docker', 'systemd', 'shell', 'json', 'yaml'] as const
 export type ExportFormat = (typeof EXPORT_FORMATS)[number] | 'env'
 
@@ -164,7 +164,7 @@ export class ExportService {
           )
     let rows = exportRows(data, cipher, entries)
     if (environment !== undefined) rows = inheritShared(rows, environment)
-    // Every format holds a variable once: a reader would keep one of two values, silently (issue 30).
+    // Every format holds a variable once: a reader would keep one of two values, silently.
     assertUnambiguous(rows, filter)
     assertCarried(rows, filter.format ?? 'dotenv')
     let count = 0

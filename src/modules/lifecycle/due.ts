@@ -1,4 +1,4 @@
-// Expiry and rotation reminders (issue 20): an entry or 2FA token may expire (`expiresAt`), an
+// Expiry and rotation reminders: an entry or 2FA token may expire (`expiresAt`), an
 // entry may want a new value every `rotateEveryDays` days, counted from when its value last
 // changed (`rotatedAt`, else its creation).
 export type DueStatus = 'ok' | 'due_soon' | 'expired' | 'rotation_due'

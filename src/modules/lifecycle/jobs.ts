@@ -1,4 +1,4 @@
-// The background pass over every vault on disk (issue 20): purges expired trash and finds the
+// The background pass over every vault on disk: purges expired trash and finds the
 // users with a due-items webhook.
 import { Elysia } from 'elysia'
 import type { AppDeps } from '../../deps'

@@ -1,4 +1,4 @@
-// Schemas of version history, trash and notifications (issue 20).
+// Schemas of version history, trash and notifications.
 import { t } from 'elysia'
 import { component, Integer, nullable, strictObject, Timestamp } from '../../http/schemas'
 import { EnvironmentSchema } from '../entries/model'

@@ -1,4 +1,4 @@
-// Version history and trash over the vault document (issue 20). A version or trash item is reached
+// Version history and trash over the vault document. A version or trash item is reached
 // only through its owner's vault, and a version only through its live record: a foreign, missing
 // or trashed record answers its kind's 404, as everywhere.
 import type { Scope } from '../../auth/scopes'
@@ -147,7 +147,7 @@ function recordIdOf(item: TrashRecord): string {
 }
 
 /**
- * How a person tells the item apart (issue 32): an entry by its variable, project and environment
+ * How a person tells the item apart: an entry by its variable, project and environment
  * ("OPENAI_API_KEY of blog (production)"), since its name is only the project's; others by name.
  */
 function labelOf(item: TrashRecord, data: VaultDocument): string {

@@ -1,4 +1,4 @@
-// The trash (issue 20): a deleted entry, category (with its entries), 2FA token, env project
+// The trash: a deleted entry, category (with its entries), 2FA token, env project
 // (with its files) or env file leaves the live lists and is kept, records unchanged (still sealed,
 // same ids, so same AADs), in one trash record of the vault document until it expires. Lists,
 // details, stats and export read only the live lists, so it disappears from them at once. Its

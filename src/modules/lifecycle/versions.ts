@@ -1,4 +1,4 @@
-// Version history (issue 20): when the value of an entry, env file or 2FA token changes, the
+// Version history: when the value of an entry, env file or 2FA token changes, the
 // value it had is kept as a version record in the vault document, sealed again with the same data
 // key under an AAD naming the record and the version. The current value stays on the record, as
 // before; versions count from 1 per record (`valueVersion` on the record: its current one).

@@ -1,4 +1,4 @@
-// /api/trash (issue 20): what was deleted, kept for SVC_TRASH_DAYS days; restoring and purging.
+// /api/trash: what was deleted, kept for SVC_TRASH_DAYS days; restoring and purging.
 // The rules (what an item holds, when it expires) are lifecycle/'s.
 import { Elysia, t } from 'elysia'
 import { authGuard } from '../../auth/guard'

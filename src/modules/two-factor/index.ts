@@ -68,7 +68,7 @@ export function twoFactorRoutes(deps: GuardDeps & Pick<AppDeps, 'accounts' | 'va
       '/export',
       async ({ auth, audit, body, request, server, set }) => {
         // The password again: whoever finds a session open must not walk off with every secret.
-        // Also a fresh proof (issue 36): in a session older than 10 minutes the second factor too.
+        // Also a fresh proof: in a session older than 10 minutes the second factor too.
         if (auth.user.passwordHash !== null && body.password === undefined) throw new AppError(401, 'INVALID_CREDENTIALS', 'The password is required')
         const client = clientAddress(request, server, { trustProxy: deps.config.trustProxy ?? null })
         await freshProof.requireOrProve(auth, auth.user.passwordHash === null ? undefined : { password: body.password, code: body.code, recoveryCode: body.recoveryCode }, client)

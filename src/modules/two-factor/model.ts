@@ -31,7 +31,7 @@ export const TwoFactorSchema = component(
     counter: t.Union([Integer({ minimum: 0 }), t.Null()], { description: 'HOTP: the counter of the next code (each reveal advances it); null for the others' }),
     createdAt: Timestamp,
     updatedAt: Timestamp,
-    // Issue 20: expiry reminders.
+    // Expiry reminders.
     expiresAt: t.Union([Timestamp, t.Null()], { description: 'When the token expires (null: never)' }),
     rotatedAt: t.Union([Timestamp, t.Null()], { description: 'When the secret last changed (null: never since it was created)' }),
     dueStatus: DueStatusSchema,
@@ -76,7 +76,7 @@ export const UpdateTwoFactorBody = component(
 export type CreateTwoFactorInput = typeof CreateTwoFactorBody.static
 export type UpdateTwoFactorInput = typeof UpdateTwoFactorBody.static
 
-// ---- Issue 35: import and export ----
+// ---- import and export ----
 
 export const ImportTwoFactorBody = component(
   'ImportTwoFactorBody',

@@ -13,7 +13,7 @@ import type { ParsedOtpSecret } from './totp'
 import type { VaultCipher } from '../../crypto/keyring'
 import type { ExportFormat, ExportResult, ExportToken, ImportFormat, ParsedImport } from './transfer'
 import { DEFAULT_TOTP_PARAMETERS, hotpCode, normalizedBase32, steamCode, totpCode, type OtpType, type TotpParameters } from './totp-code'
-// otpauth (about 2.5 MB resident) loads with the first 2FA create or update.
+// otpauth (megabytes resident) loads with the first 2FA create or update.
 let totpModule: Promise<typeof import('./totp')> | undefined
 const loadTotp = () => (totpModule ??= import('./totp'))
 let transferModule: Promise<typeof import('./transfer')> | undefined
@@ -26,7 +26,7 @@ export const totpParameters = (r: TwoFactorRecord): TotpParameters => ({
   period: r.period ?? DEFAULT_TOTP_PARAMETERS.period,
 })
 
-/** A token stored before issue 35 is TOTP. */
+/** A token stored before HOTP and Steam tokens existed is TOTP. */
 export const otpType = (r: TwoFactorRecord): OtpType => r.type ?? 'totp'
 
 export const publicTwoFactor = (r: TwoFactorRecord, now: number) => ({
@@ -76,7 +76,7 @@ async function checkedSecret(input: string): Promise<ParsedOtpSecret> {
   return secret
 }
 
-/** The record fields of a token's kind: none for TOTP (as stored before issue 35). */
+/** The record fields of a token's kind: none for TOTP (as stored before other kinds existed). */
 export function otpFields(secret: Pick<ParsedOtpSecret, 'type' | 'counter'>): Pick<TwoFactorRecord, 'type' | 'counter'> {
   if (secret.type === 'hotp') return { type: 'hotp', counter: secret.counter }
   return secret.type === 'steam' ? { type: 'steam' } : {}
@@ -152,7 +152,7 @@ export class TwoFactorService {
       if (input.expiresAt !== undefined) next.expiresAt = input.expiresAt === null ? null : new Date(input.expiresAt).toISOString()
       next.updatedAt = new Date(this.now()).toISOString()
       if (secret !== undefined) {
-        // The secret it had becomes a version (issue 20).
+        // The secret it had becomes a version.
         const version = prepareVersion(data, write, cipher, 'totp', token, { actor, at: next.updatedAt, limit: this.policy.historyVersions })
         Object.assign(next, version.fields)
         // A new secret brings its own parameters (a bare one: SHA1, 6, 30).
@@ -169,7 +169,7 @@ export class TwoFactorService {
     })
   }
 
-  /** Moves the token to the trash (issue 20). */
+  /** Moves the token to the trash. */
   async remove(userId: string, id: string, actor = 'unknown'): Promise<void> {
     const { doc } = await this.vaults.open(userId)
     await doc.update((data, write) => {
@@ -207,7 +207,7 @@ export class TwoFactorService {
   }
 }
 
-// ---- Issue 35: import and export ----
+// ---- import and export ----
 
 export interface ImportedItem {
   /** Position in the file, from 1. */

@@ -1,7 +1,7 @@
 // TOTP secrets as users paste them: base32 (forgiving of case, spaces and `=` padding) or an
 // `otpauth://totp/…` URI; kept in one normalized form: upper-case base32, no padding. A URI's
-// `algorithm`, `digits` and `period` are kept with it (issue 23); a bare secret is SHA-1, 6
-// digits, 30 seconds. Loaded with the first 2FA create or update (otpauth is about 2.5 MB resident).
+// `algorithm`, `digits` and `period` are kept with it; a bare secret is SHA-1, 6
+// digits, 30 seconds. Loaded with the first 2FA create or update (otpauth is large: docs/performance.md).
 import * as OTPAuth from 'otpauth'
 import { DEFAULT_TOTP_PARAMETERS, normalizedBase32, STEAM_DIGITS, STEAM_PERIOD_SECONDS, TOTP_ALGORITHMS, TOTP_LIMITS, type OtpType, type TotpAlgorithm, type TotpParameters } from './totp-code'
 
@@ -59,7 +59,7 @@ export const MAX_HOTP_COUNTER = Number.MAX_SAFE_INTEGER - 1
 /**
  * Like parseTotpSecret, and also `otpauth://hotp/…` (its `counter` kept, default 0) and Steam
  * Guard: `otpauth://steam/…`, or a totp URI with `encoder=steam` (Steam's parameters are fixed:
- * SHA-1, 5 characters, 30 s) (issue 35).
+ * SHA-1, 5 characters, 30 s).
  */
 export function parseOtpSecret(input: string): ParsedOtpSecret | null {
   if (input.length > MAX_SECRET_INPUT_LENGTH) return null

@@ -1,4 +1,4 @@
-// Issue 35: two-factor tokens in and out of other authenticator apps. Reading turns a pasted
+// Two-factor tokens in and out of other authenticator apps. Reading turns a pasted
 // export into candidate tokens (or a 400 naming why the whole file is unreadable); writing turns
 // stored tokens into the formats those apps import. Loaded with the first import or export.
 import { createDecipheriv, scrypt } from 'node:crypto'

@@ -1,4 +1,4 @@
-// /api/2fa/{id}…/versions…: a two-factor token's previous secrets (issue 20). The history itself is kept by lifecycle/.
+// /api/2fa/{id}…/versions…: a two-factor token's previous secrets. The history itself is kept by lifecycle/.
 import { Elysia } from 'elysia'
 import { authGuard } from '../../auth/guard'
 import type { AppDeps } from '../../deps'

@@ -37,7 +37,7 @@ function ownKey(auth: AuthContext) {
 
 export function deviceLoginRoutes(deps: AppDeps) {
   const logins = new DeviceLogins(deps.accessKeys, deps.config.baseUrl, deps.now)
-  // A deleted account's approved sign-ins pay out nothing (issue 36).
+  // A deleted account's approved sign-ins pay out nothing.
   deps.accounts.onUserRemoved((userId) => logins.cancelFor(userId))
   return new Elysia({ name: 'deviceLoginRoutes', prefix: '/api/auth', tags: ['Authentication'] })
     .use(authGuard(deps))
@@ -92,7 +92,7 @@ export function deviceLoginRoutes(deps: AppDeps) {
       },
     })
     .post('/device/:userCode/approve', async ({ auth, audit, body, params }) => {
-      // Approving pays out a 90-day key: not on a stolen cookie alone (issue 36).
+      // Approving pays out a 90-day key: not on a stolen cookie alone.
       requireFreshProof(deps.accounts, auth)
       const decided = logins.decide(auth.userId, params.userCode, true, body?.scopes)
       await audit('device_login.approve', [], {
