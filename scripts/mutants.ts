@@ -28,7 +28,8 @@ export interface Mutant {
 export const MUTANTS: Mutant[] = [
   {
     name: 'reauth-fresh-proof',
-    guarantee: 'a stale session (no sign-in or re-authentication within 10 minutes) cannot make what outlives it: access keys, passkeys, device approvals, the webhook',
+    guarantee:
+      'a stale session (no sign-in or re-authentication within 10 minutes) cannot make what outlives it: access keys, passkeys, device approvals, the webhook',
     file: 'src/auth/fresh-proof.ts',
     search: "if (auth.method !== 'session' || !accounts.isFreshSession(auth.sessionTokenHash)) throw reauthRequired()",
     replace: "if (auth.method !== 'session') throw reauthRequired()",
@@ -76,7 +77,8 @@ export const MUTANTS: Mutant[] = [
   },
   {
     name: 'audit-debris-zero-cut',
-    guarantee: 'nothing half-written is shown: every audit reader (open, first line, page backwards, export, verify) ends its log at the first zero byte a crash left',
+    guarantee:
+      'nothing half-written is shown: every audit reader (open, first line, page backwards, export, verify) ends its log at the first zero byte a crash left',
     file: 'src/store/audit-log-reader.ts',
     search: 'const zero = bytes.indexOf(0)',
     replace: 'const zero = -1',
@@ -188,7 +190,8 @@ export const MUTANTS: Mutant[] = [
   },
   {
     name: 'webhook-address-check',
-    guarantee: 'webhooks reach only public addresses: loopback, private, link-local, mapped and other internal addresses are refused in every notation unless SVC_WEBHOOK_ALLOW names them',
+    guarantee:
+      'webhooks reach only public addresses: loopback, private, link-local, mapped and other internal addresses are refused in every notation unless SVC_WEBHOOK_ALLOW names them',
     file: 'src/modules/account/webhook-target.ts',
     search: '  return !isInternal(bare)',
     replace: '  return true',
@@ -206,7 +209,7 @@ export const MUTANTS: Mutant[] = [
     name: 'open-moves-head-without-checking',
     guarantee: 'audit evidence: opening a log checks that it still reaches its anchor before the anchor moves (issue 29)',
     file: 'src/audit/recorder.ts',
-    search: 'const check = this.checkFile(path, anchor)',
+    search: 'const check = checkLogFile(path, anchor, { verified: this.verified, mac: this.mac, dataDir: this.deps.config.dataDir })',
     replace: 'const check = { ok: true as const, lines: readAuditLog(path).lines.length }',
     test: 'test/audit/tamper-matrix.test.ts',
   },
@@ -228,7 +231,8 @@ export const MUTANTS: Mutant[] = [
   },
   {
     name: 'writer-replace-unrecorded',
-    guarantee: 'crash safety: every change made through the writer reaches the change log (a record replaced in memory only is answered, then missing after a restart)',
+    guarantee:
+      'crash safety: every change made through the writer reaches the change log (a record replaced in memory only is answered, then missing after a restart)',
     file: 'src/store/writer.ts',
     search: "record(['put', name, next])",
     replace: 'void next',
@@ -316,7 +320,14 @@ function main(): number {
       console.log(`${killed ? 'caught  ' : 'SURVIVED'} ${m.name.padEnd(28)} ${m.test} (${seconds(Date.now() - t0)})`)
       if (!killed) survivors.push(m)
       // MUTANTS_VERBOSE=1: why each break was caught (the failing expectations).
-      else if (process.env.MUTANTS_VERBOSE) console.log(result.output.split('\n').filter((line) => /error|expect|fail|\+ |- /i.test(line)).slice(0, 30).join('\n'))
+      else if (process.env.MUTANTS_VERBOSE)
+        console.log(
+          result.output
+            .split('\n')
+            .filter((line) => /error|expect|fail|\+ |- /i.test(line))
+            .slice(0, 30)
+            .join('\n'),
+        )
     }
     console.log(`${chosen.length - survivors.length} of ${chosen.length} breaks caught in ${seconds(Date.now() - started)}`)
     if (survivors.length) {

@@ -6,7 +6,8 @@ import type { AuditActor, AuditEvent, AuditRecordRef } from './schema'
 import type { ChainProblem } from './chain'
 
 /** An event as a caller gives it: the recorder adds its id (unless given), time, chain. */
-export type AuditEventInput = Omit<AuditEvent, 'id' | 'time' | 'outcome' | 'records' | 'details'> & Partial<Pick<AuditEvent, 'id' | 'outcome' | 'records' | 'details'>>
+export type AuditEventInput = Omit<AuditEvent, 'id' | 'time' | 'outcome' | 'records' | 'details'> &
+  Partial<Pick<AuditEvent, 'id' | 'outcome' | 'records' | 'details'>>
 
 export type { AuditEvent }
 
@@ -50,7 +51,7 @@ export interface ChainBreak {
   message: string
 }
 
-/** A session's reads of one token's code within REPEAT_WINDOW_MS (recordRepeatable). */
+/** A session's reads of one token's code within REPEAT_WINDOW_MS (repeats.ts). */
 export interface RepeatWindow {
   userId: string
   /** The first read's event. */
@@ -67,9 +68,17 @@ export const REPEAT_WINDOW_MS = 10 * 60_000
 
 export function repeatSummary(window: RepeatWindow): AuditEventInput {
   const { id: _id, ...event } = window.event
-  return { ...event, details: { ...event.details, count: window.count, repeatOf: window.id, first: new Date(window.first).toISOString(), last: new Date(window.last).toISOString() } }
+  return {
+    ...event,
+    details: {
+      ...event.details,
+      count: window.count,
+      repeatOf: window.id,
+      first: new Date(window.first).toISOString(),
+      last: new Date(window.last).toISOString(),
+    },
+  }
 }
-
 
 export interface AuditQueryInput {
   limit?: number

@@ -8,16 +8,42 @@ import { randomBytes } from '../crypto/tokens'
 import { clientAddress } from '../http/client-address'
 import type { Logger } from '../http/error-handler'
 import type { AuditKeys } from '../crypto/audit-mac'
-import { AuditLogFile, deleteAuditLogFile, readAuditLinesBackwards, readAuditLineEndingAt, readAuditLog, readFirstAuditLine, streamAuditLines, readJsonFile, SERVER_AUDIT_ANCHOR, SERVER_AUDIT_LOG, writeJsonFile, type DataSync } from '../store/audit-log'
+import {
+  AuditLogFile,
+  deleteAuditLogFile,
+  readAuditLinesBackwards,
+  readAuditLog,
+  readFirstAuditLine,
+  streamAuditLines,
+  readJsonFile,
+  SERVER_AUDIT_ANCHOR,
+  SERVER_AUDIT_LOG,
+  writeJsonFile,
+  type DataSync,
+} from '../store/audit-log'
 import { VAULTS_DIR, type Store } from '../store/store'
 import { freeDiskBytes } from '../store/disk-space'
 import type { Vaults } from '../vault-access'
-import { lineEvent, parseLine, sealLine, verifyChain, type ChainAnchor } from './chain'
+import { lineEvent, parseLine, sealLine, type ChainAnchor } from './chain'
 import type { AuditAction } from './actions'
 import type { AuditOutcome, AuditRecordRef } from './schema'
 export type { AuditActor, AuditRecordRef } from './schema'
+import { checkLogFile } from './anchor-check'
+import { RepeatWindows } from './repeats'
 import { UnauthenticatedEvents } from './unauthenticated'
-import { actorOf, pageOf, repeatSummary, sessionActor, timeOf, REPEAT_WINDOW_MS, type AuditCaller, type AuditEvent, type AuditEventInput, type AuditQueryInput, type AuditSource, type ChainBreak, type RepeatWindow, type SignInMethod } from './events'
+import {
+  actorOf,
+  pageOf,
+  sessionActor,
+  timeOf,
+  type AuditCaller,
+  type AuditEvent,
+  type AuditEventInput,
+  type AuditQueryInput,
+  type AuditSource,
+  type ChainBreak,
+  type SignInMethod,
+} from './events'
 export * from './events'
 
 const USER_ID = /^[0-9a-f-]{36}$/
@@ -49,7 +75,6 @@ interface OpenLog {
   writeAnchor: (anchor: ChainAnchor) => Promise<void>
 }
 
-
 export class AuditService {
   /** Events that could not be written (the metrics' "audit failures"). */
   failures = 0
@@ -62,8 +87,8 @@ export class AuditService {
   /** Heads of logs closed since the last hourly line. */
   private readonly closedHeads = new Map<string, { head: string; lines: number }>()
   private readonly headTimer: ReturnType<typeof setInterval> | null = null
-  /** Open windows of repeated reads (recordRepeatable), by user, session and token. */
-  private readonly repeats = new Map<string, RepeatWindow>()
+  /** Repeated reads of one token's code (repeats.ts). */
+  private readonly repeats: RepeatWindows
   private readonly mac: AuditKeys | null
   readonly enabled: boolean
   private readonly logs = new Map<string, Promise<OpenLog>>()
@@ -91,6 +116,11 @@ export class AuditService {
     },
   ) {
     this.enabled = deps.config.audit.enabled
+    this.repeats = new RepeatWindows({
+      now: deps.now,
+      record: (userId, event) => this.record(userId, event),
+      recordQuietly: (userId, event) => this.recordQuietly(userId, event),
+    })
     this.unauthenticated = new UnauthenticatedEvents({
       now: deps.now,
       write: (userId, event) => this.record(userId, event),
@@ -116,7 +146,10 @@ export class AuditService {
     const anchor = readJsonFile<ChainAnchor>(path)
     if (anchor?.keyedSince) return
     const log = this.openLogs.get('')
-    const next: ChainAnchor = { ...(anchor ?? { start: randomBytes(32).toString('hex'), checkpoint: null }), keyedSince: new Date(this.deps.now()).toISOString() }
+    const next: ChainAnchor = {
+      ...(anchor ?? { start: randomBytes(32).toString('hex'), checkpoint: null }),
+      keyedSince: new Date(this.deps.now()).toISOString(),
+    }
     if (log) await log.writeAnchor(next)
     else await writeJsonFile(path, next)
   }
@@ -167,10 +200,7 @@ export class AuditService {
    * Appends an event to the user's log (null: the server's log); resolves once it is on disk.
    * Rejects when it cannot be written: a caller about to send a secret must not send it then.
    */
-  async record(
-    userId: string | null,
-    event: AuditEventInput,
-  ): Promise<void> {
+  async record(userId: string | null, event: AuditEventInput): Promise<void> {
     if (!this.enabled) return
     const full = this.fullEvent(event)
     try {
@@ -191,57 +221,25 @@ export class AuditService {
   }
 
   /** Records an action of a signed-in caller (the routes' `audit` helper). */
-  recordFor(auth: AuditCaller & { userId: string }, source: AuditSource, action: AuditAction, records: AuditRecordRef[] = [], details: Record<string, unknown> = {}, outcome: AuditOutcome = 'ok') {
+  recordFor(
+    auth: AuditCaller & { userId: string },
+    source: AuditSource,
+    action: AuditAction,
+    records: AuditRecordRef[] = [],
+    details: Record<string, unknown> = {},
+    outcome: AuditOutcome = 'ok',
+  ) {
     const event = { action, outcome, ...this.origin(source, auth), records, details }
     // The 2FA page reads each token's code as it changes: a session's repeated reads are counted.
     // An HOTP reveal (its `counter` in details) uses up a new code each time: recorded one by one.
-    if (action === 'twofa.reveal' && event.actor.type === 'session' && records.length === 1 && details.counter === undefined) return this.recordRepeatable(auth.userId, event)
+    if (action === 'twofa.reveal' && event.actor.type === 'session' && records.length === 1 && details.counter === undefined)
+      return this.repeats.read(auth.userId, event)
     return this.record(auth.userId, event)
   }
 
-  /**
-   * Repeated reads of one token's code by one session within REPEAT_WINDOW_MS: the
-   * first is recorded (durably, before its code leaves) with `count: 1`; the repeats are counted,
-   * and one more event gives their count (`count`: every read of the window, `repeatOf`: the first
-   * event) once the window is over: at the next read after it, or when the log is closed (idle,
-   * shutdown). A crash loses that count, never the first read.
-   */
-  private async recordRepeatable(userId: string, event: Parameters<AuditService['record']>[1] & { records: AuditRecordRef[] }): Promise<void> {
-    const key = `${userId}|${event.actor.id}|${event.records[0].id}`
-    const now = this.deps.now()
-    const open = this.repeats.get(key)
-    if (open && now - open.first < REPEAT_WINDOW_MS) {
-      // Not counted (nor answered) before the first read of the window is on disk.
-      await open.recorded
-      open.count++
-      open.last = now
-      open.event = event
-      return
-    }
-    if (open) {
-      this.repeats.delete(key)
-      await this.recordQuietly(userId, repeatSummary(open))
-    }
-    const id = crypto.randomUUID()
-    const window: RepeatWindow = { userId, id, first: now, last: now, count: 1, event, recorded: this.record(userId, { ...event, id, details: { ...event.details, count: 1 } }) }
-    this.repeats.set(key, window)
-    try {
-      await window.recorded
-    } catch (error) {
-      if (this.repeats.get(key) === window) this.repeats.delete(key)
-      throw error
-    }
-  }
-
-  /** The count events of a user's windows still open (null: every user's), taken out of the list. */
+  /** The count events of a user's windows of repeated reads still open (null: every user's), taken out. */
   private takeRepeats(userId: string | null): AuditEvent[] {
-    const events: AuditEvent[] = []
-    for (const [key, window] of this.repeats) {
-      if (userId !== null && window.userId !== userId) continue
-      this.repeats.delete(key)
-      if (window.count > 1) events.push(this.fullEvent(repeatSummary(window)))
-    }
-    return events
+    return this.repeats.take(userId).map((event) => this.fullEvent(event))
   }
 
   private fullEvent(event: AuditEventInput): AuditEvent {
@@ -262,7 +260,16 @@ export class AuditService {
    * A sign-in attempt, for every sign-in method (password, oidc, passkey, 2fa). `userId` null: no
    * account has the e-mail (the server's log). `sessionTokenHash`: the session it started.
    */
-  signIn(input: { userId: string | null; method: SignInMethod; ok: boolean; source: AuditSource; sessionTokenHash?: string | null; email?: string; reason?: string; outcome?: AuditOutcome }) {
+  signIn(input: {
+    userId: string | null
+    method: SignInMethod
+    ok: boolean
+    source: AuditSource
+    sessionTokenHash?: string | null
+    email?: string
+    reason?: string
+    outcome?: AuditOutcome
+  }) {
     const origin = this.origin(input.source, null)
     const details: Record<string, unknown> & { method: string; reason?: string } = { method: input.method }
     if (input.reason) details.reason = input.reason
@@ -405,9 +412,14 @@ export class AuditService {
         if (!data.auditChain) write.set('auditChain', { start: randomBytes(32).toString('hex'), checkpoint: null, head: null, lines: 0, bytes: 0 })
       })
     }
-    return this.openFile(userId, userAuditLogPath(this.deps.config.dataDir, userId), () => vault.doc.data.auditChain!, async (anchor) => {
-      await vault.doc.update((_, write) => write.set('auditChain', anchor))
-    })
+    return this.openFile(
+      userId,
+      userAuditLogPath(this.deps.config.dataDir, userId),
+      () => vault.doc.data.auditChain!,
+      async (anchor) => {
+        await vault.doc.update((_, write) => write.set('auditChain', anchor))
+      },
+    )
   }
 
   private async openServerLog(): Promise<OpenLog> {
@@ -418,37 +430,32 @@ export class AuditService {
       await writeJsonFile(anchorPath, anchor)
     }
     let current = anchor
-    return this.openFile(null, join(this.deps.config.dataDir, SERVER_AUDIT_LOG), () => current, async (next) => {
-      await writeJsonFile(anchorPath, next)
-      current = next
-    })
+    return this.openFile(
+      null,
+      join(this.deps.config.dataDir, SERVER_AUDIT_LOG),
+      () => current,
+      async (next) => {
+        await writeJsonFile(anchorPath, next)
+        current = next
+      },
+    )
   }
 
-  /**
-   * Whether the file still reaches its anchor. The first open in a run checks every
-   * line; a re-open (after the vault was idle) checks the line at the anchor's byte length, and
-   * reads everything only when that line is not the anchor's head.
-   */
-  private checkFile(path: string, anchor: ChainAnchor): { ok: true; lines: number } | { ok: false; found: ChainBreak } {
-    const base = anchor.checkpoint ?? anchor.start
-    if (this.verified.has(path) && anchor.lines !== undefined && anchor.bytes !== undefined) {
-      const quick = readAuditLineEndingAt(path, anchor.bytes)
-      if (anchor.bytes === 0 && (anchor.head ?? base) === base && (quick !== null || anchor.lines === 0)) return { ok: true, lines: quick?.after ?? 0 }
-      if (quick?.line != null && quick.line !== '' && anchor.head && parseLine(quick.line, this.mac)?.event.hash === anchor.head) return { ok: true, lines: anchor.lines + quick.after }
-    }
-    const file = readAuditLog(path)
-    const serverAnchor = path.endsWith(`/${SERVER_AUDIT_LOG}`) ? null : readJsonFile<ChainAnchor>(join(this.deps.config.dataDir, SERVER_AUDIT_ANCHOR))
-    const check = verifyChain(file.lines, anchor, { keys: this.mac, keyedSince: serverAnchor?.keyedSince, torn: file.torn, missing: file.missing })
-    if (!check.ok) return { ok: false, found: { problem: check.problem, line: check.line, message: check.message } }
-    this.verified.add(path)
-    return { ok: true, lines: check.lines }
-  }
-
-  private async openFile(userId: string | null, path: string, readAnchor: () => ChainAnchor, writeAnchor: (anchor: ChainAnchor) => Promise<void>): Promise<OpenLog> {
+  private async openFile(
+    userId: string | null,
+    path: string,
+    readAnchor: () => ChainAnchor,
+    writeAnchor: (anchor: ChainAnchor) => Promise<void>,
+  ): Promise<OpenLog> {
     const anchor = readAnchor()
-    const check = this.checkFile(path, anchor)
+    const check = checkLogFile(path, anchor, { verified: this.verified, mac: this.mac, dataDir: this.deps.config.dataDir })
     const seal = (event: AuditEvent, prev: string) => sealLine(event, prev, this.mac)
-    const file = AuditLogFile.open<AuditEvent>(path, (last) => (last === null ? null : lineEvent(last))?.hash ?? anchor.checkpoint ?? anchor.start, seal, this.deps.dataSync)
+    const file = AuditLogFile.open<AuditEvent>(
+      path,
+      (last) => (last === null ? null : lineEvent(last))?.hash ?? anchor.checkpoint ?? anchor.start,
+      seal,
+      this.deps.dataSync,
+    )
     const log: OpenLog = { file, path, userId, broken: null, gate: null, noting: null, compactedAt: 0, readAnchor, writeAnchor }
     if (check.ok) {
       file.durableLines = check.lines
@@ -473,7 +480,13 @@ export class AuditService {
       clientAddress: '',
       userAgent: null,
       records: [],
-      details: { problem: check.found.problem, line: check.found.line, message: check.found.message, anchorLines: anchor.lines ?? null, anchorHead: anchor.head ?? null },
+      details: {
+        problem: check.found.problem,
+        line: check.found.line,
+        message: check.found.message,
+        anchorLines: anchor.lines ?? null,
+        anchorHead: anchor.head ?? null,
+      },
     })
     return log
   }
@@ -527,7 +540,8 @@ export class AuditService {
     const head = log.file.durableHead
     const anchor = log.readAnchor()
     const keyedSince = anchor.keyedSince ?? (this.mac ? new Date(this.deps.now()).toISOString() : null)
-    if (anchor.head === head && anchor.lines === log.file.durableLines && anchor.bytes === log.file.durableBytes && (anchor.keyedSince ?? null) === keyedSince) return
+    if (anchor.head === head && anchor.lines === log.file.durableLines && anchor.bytes === log.file.durableBytes && (anchor.keyedSince ?? null) === keyedSince)
+      return
     await log
       .writeAnchor({ ...anchor, head, lines: log.file.durableLines, bytes: log.file.durableBytes, keyedSince })
       .catch((error) => this.deps.log(`error: could not record the head of ${log.path}: ${(error as Error).message}`))
