@@ -109,8 +109,19 @@ async function createEntry(request: Request): Promise<Response> {
   const at = new Date().toISOString()
   const id = crypto.randomUUID()
   const sealed = seal(input.value)
-  const record = { id, categoryId: category.id, name: input.name, environment: input.environment ?? null, notes: input.notes ?? null, createdAt: at, updatedAt: at }
-  await writeFileAtomic(join(dataDir, `${id}.json`), JSON.stringify({ ...record, encryptedValue: `${sealed.iv.toString('base64url')}.${sealed.body.toString('base64url')}` }))
+  const record = {
+    id,
+    categoryId: category.id,
+    name: input.name,
+    environment: input.environment ?? null,
+    notes: input.notes ?? null,
+    createdAt: at,
+    updatedAt: at,
+  }
+  await writeFileAtomic(
+    join(dataDir, `${id}.json`),
+    JSON.stringify({ ...record, encryptedValue: `${sealed.iv.toString('base64url')}.${sealed.body.toString('base64url')}` }),
+  )
   sealedValues.set(id, sealed)
   const item = { ...record, category: { name: category.name, keyType: category.keyType, envVarName: category.envVarName, icon: null } }
   entries.push(item)

@@ -51,13 +51,17 @@ async function seed(dataDir: string): Promise<{ key: string; counts: { categorie
     const cookie = /svc_session=[^;]+/.exec(registered.headers.getSetCookie().join('\n'))![0]
     const created = (await (await call('POST', '/api/access-keys', { name: 'bench', scopes: ['export:read'] }, { cookie })).json()) as { key: string }
     const session = { cookie }
-    await pool(Array.from({ length: CATEGORIES }, (_, i) => i), 8, async (i) => {
-      const category = (await (await call('POST', '/api/categories', { name: `Service ${i}`, keyType: 'group' }, session)).json()) as { id: string }
-      for (let j = 0; j < ENTRIES_PER_CATEGORY; j++) {
-        const value = { [`SERVICE_${i}_APP_${j}_USER`]: `user-${i}-${j}`, [`SERVICE_${i}_APP_${j}_TOKEN`]: crypto.randomUUID() + crypto.randomUUID() }
-        await call('POST', '/api/entries', { categoryId: category.id, name: `app-${j}`, value: JSON.stringify(value) }, session)
-      }
-    })
+    await pool(
+      Array.from({ length: CATEGORIES }, (_, i) => i),
+      8,
+      async (i) => {
+        const category = (await (await call('POST', '/api/categories', { name: `Service ${i}`, keyType: 'group' }, session)).json()) as { id: string }
+        for (let j = 0; j < ENTRIES_PER_CATEGORY; j++) {
+          const value = { [`SERVICE_${i}_APP_${j}_USER`]: `user-${i}-${j}`, [`SERVICE_${i}_APP_${j}_TOKEN`]: crypto.randomUUID() + crypto.randomUUID() }
+          await call('POST', '/api/entries', { categoryId: category.id, name: `app-${j}`, value: JSON.stringify(value) }, session)
+        }
+      },
+    )
     return { key: created.key, counts: { categories: CATEGORIES, entries: CATEGORIES * ENTRIES_PER_CATEGORY } }
   } finally {
     await deps.store.close()
@@ -76,7 +80,15 @@ const port = probe.port
 probe.stop(true)
 const server = Bun.spawn(['bun', 'dist/index.js'], {
   cwd: ROOT,
-  env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', HOST: '127.0.0.1', PORT: String(port), SVC_DATA_DIR: dataDir, SVC_MASTER_KEY: MASTER_KEY, NODE_ENV: 'production' },
+  env: {
+    PATH: process.env.PATH!,
+    HOME: process.env.HOME ?? '/tmp',
+    HOST: '127.0.0.1',
+    PORT: String(port),
+    SVC_DATA_DIR: dataDir,
+    SVC_MASTER_KEY: MASTER_KEY,
+    NODE_ENV: 'production',
+  },
   stdout: 'ignore',
   stderr: 'inherit',
 })
@@ -112,7 +124,21 @@ try {
   const servedFile = join(dataDir, 'svc.js')
   writeFileSync(servedFile, await (await fetch(`${url}/cli/svc`)).text())
   const hyperfine = Bun.spawnSync(
-    ['hyperfine', '-N', '--warmup', '5', '--runs', String(runs), '--export-json', out, 'true', 'bun -e 0', `${svc} run -- true`, 'node -e 0', `node ${servedFile} run -- true`],
+    [
+      'hyperfine',
+      '-N',
+      '--warmup',
+      '5',
+      '--runs',
+      String(runs),
+      '--export-json',
+      out,
+      'true',
+      'bun -e 0',
+      `${svc} run -- true`,
+      'node -e 0',
+      `node ${servedFile} run -- true`,
+    ],
     {
       cwd: ROOT,
       env: { PATH: process.env.PATH!, HOME: dataDir, XDG_CONFIG_HOME: join(dataDir, 'xdg'), SVC_URL: url, SVC_TOKEN: seeded.key },
@@ -121,7 +147,9 @@ try {
     },
   )
   if (hyperfine.exitCode !== 0) throw new Error('hyperfine failed')
-  const results = (JSON.parse(readFileSync(out, 'utf8')) as { results: { command: string; mean: number; stddev: number; median: number; min: number; max: number }[] }).results
+  const results = (
+    JSON.parse(readFileSync(out, 'utf8')) as { results: { command: string; mean: number; stddev: number; median: number; min: number; max: number }[] }
+  ).results
   rmSync(out, { force: true })
   const ms = (seconds: number) => Math.round(seconds * 10_000) / 10
   const [bare, bun, cli, node, servedCli] = results
@@ -131,7 +159,14 @@ try {
     date: new Date().toISOString(),
     entries: seeded.counts.entries,
     runs,
-    commands: results.map((r) => ({ command: r.command.replace(ROOT + '/', ''), meanMs: ms(r.mean), stddevMs: ms(r.stddev), medianMs: ms(r.median), minMs: ms(r.min), maxMs: ms(r.max) })),
+    commands: results.map((r) => ({
+      command: r.command.replace(ROOT + '/', ''),
+      meanMs: ms(r.mean),
+      stddevMs: ms(r.stddev),
+      medianMs: ms(r.median),
+      minMs: ms(r.min),
+      maxMs: ms(r.max),
+    })),
     serverExportMedianMs: Math.round(exportMedian * 10) / 10,
     cliOverheadMs: overhead,
     cliOverBunStartMs: ms(cli.mean - bun.mean),
@@ -141,8 +176,14 @@ try {
     meetsTarget: overhead < 100 && servedOverhead < 100,
     loadAverage: loadavg(),
   }
-  console.log(`\nsvc run -- true: ${ms(cli.mean)} ms mean, ${ms(cli.median)} ms median, ${ms(cli.min)} ms fastest; true: ${ms(bare.mean)} ms; bun -e 0: ${ms(bun.mean)} ms`)
-  console.log(`load average while measuring: ${loadavg().map((n) => n.toFixed(1)).join(' ')} on ${cpus().length} cores`)
+  console.log(
+    `\nsvc run -- true: ${ms(cli.mean)} ms mean, ${ms(cli.median)} ms median, ${ms(cli.min)} ms fastest; true: ${ms(bare.mean)} ms; bun -e 0: ${ms(bun.mean)} ms`,
+  )
+  console.log(
+    `load average while measuring: ${loadavg()
+      .map((n) => n.toFixed(1))
+      .join(' ')} on ${cpus().length} cores`,
+  )
   console.log(`CLI overhead (svc run -- true minus true): ${overhead} ms, compiled (target under 100 ms for both: ${table.meetsTarget ? 'met' : 'NOT met'})`)
   console.log(`served CLI on Node (node svc.js run -- true minus true): ${servedOverhead} ms; node -e 0: ${ms(node.mean)} ms`)
   console.log(`of which the server's export of ${seeded.counts.entries} entries: ${table.serverExportMedianMs} ms (median, measured apart)`)

@@ -18,7 +18,10 @@ function run(command: string[]) {
 }
 
 const folderBytes = (dir: string): number =>
-  readdirSync(dir, { withFileTypes: true }).reduce((sum, entry) => sum + (entry.isDirectory() ? folderBytes(join(dir, entry.name)) : statSync(join(dir, entry.name)).size), 0)
+  readdirSync(dir, { withFileTypes: true }).reduce(
+    (sum, entry) => sum + (entry.isDirectory() ? folderBytes(join(dir, entry.name)) : statSync(join(dir, entry.name)).size),
+    0,
+  )
 
 function status(pid: number): { rss: number; anon: number } {
   const text = readFileSync(`/proc/${pid}/status`, 'utf8')
@@ -77,9 +80,14 @@ try {
   const runtime = statSync(process.execPath).size
   const exe = statSync(join(exeFolder, 'svc-vault')).size
   const bundle = folderBytes(bundleFolder)
-  const bundleIcons = readdirSync(bundleFolder).filter((name) => name.endsWith('.pack')).reduce((sum, name) => sum + statSync(join(bundleFolder, name)).size, 0)
+  const bundleIcons = readdirSync(bundleFolder)
+    .filter((name) => name.endsWith('.pack'))
+    .reduce((sum, name) => sum + statSync(join(bundleFolder, name)).size, 0)
 
-  const measured: Record<string, { rss: number[]; anon: number[] }> = { 'bun run start (bun dist/index.js)': { rss: [], anon: [] }, 'dist/svc-vault': { rss: [], anon: [] } }
+  const measured: Record<string, { rss: number[]; anon: number[] }> = {
+    'bun run start (bun dist/index.js)': { rss: [], anon: [] },
+    'dist/svc-vault': { rss: [], anon: [] },
+  }
   for (let i = 0; i < STARTS; i++) {
     // Alternated, so a drift in the machine hits both alike.
     for (const [name, command, cwd] of [
@@ -93,7 +101,9 @@ try {
   }
 
   console.log(`Bun ${Bun.version}, ${navigator.hardwareConcurrency} CPUs\n`)
-  console.log(`bundle (dist/ without the executable): ${(bundle / MiB).toFixed(2)} MiB, of which the icon pack ${(bundleIcons / MiB).toFixed(2)} MiB; plus the bun runtime (${(runtime / MiB).toFixed(1)} MiB)`)
+  console.log(
+    `bundle (dist/ without the executable): ${(bundle / MiB).toFixed(2)} MiB, of which the icon pack ${(bundleIcons / MiB).toFixed(2)} MiB; plus the bun runtime (${(runtime / MiB).toFixed(1)} MiB)`,
+  )
   console.log(`executable dist/svc-vault: ${(exe / MiB).toFixed(1)} MiB, ${((exe - runtime) / MiB).toFixed(2)} MiB besides the Bun runtime inside it`)
   console.log(`\nidle memory, median of ${STARTS} starts (range):`)
   for (const [name, { rss, anon }] of Object.entries(measured)) {

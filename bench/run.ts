@@ -87,7 +87,12 @@ function serviceEnv(dataDir: string, masterKey: string): Record<string, string> 
   return { SVC_DATA_DIR: dataDir, SVC_MASTER_KEY: masterKey, NODE_ENV: 'production' }
 }
 
-async function startService(dataDir: string, masterKey: string, probe: { path: string; key: string }, extraEnv: Record<string, string> = {}): Promise<BenchProcess & { startupMs: number }> {
+async function startService(
+  dataDir: string,
+  masterKey: string,
+  probe: { path: string; key: string },
+  extraEnv: Record<string, string> = {},
+): Promise<BenchProcess & { startupMs: number }> {
   const port = freePort()
   const since = performance.now()
   const server = spawnBench('service', ['dist/index.js'], { ...serviceEnv(dataDir, masterKey), ...extraEnv }, port)
@@ -156,7 +161,13 @@ const SCENARIOS: Scenario[] = [
   { id: 'stats', label: 'GET /api/stats', kind: 'read', needs: null, requests: () => [{ method: 'GET', path: '/api/stats' }] },
   // One project's environment, as a program asks for it: a whole seeded vault writes each variable
   // several times, which is 409 AMBIGUOUS_EXPORT (project-000 has one production entry).
-  { id: 'export', label: 'GET /api/export', kind: 'read', needs: 'entries', requests: () => [{ method: 'GET', path: '/api/export?environment=production&name=project-000' }] },
+  {
+    id: 'export',
+    label: 'GET /api/export',
+    kind: 'read',
+    needs: 'entries',
+    requests: () => [{ method: 'GET', path: '/api/export?environment=production&name=project-000' }],
+  },
   {
     id: 'entries.create',
     label: 'POST /api/entries (durable)',
@@ -239,7 +250,11 @@ function table(rows: Row[]): string {
     row.note ?? (row.target ? `${row.met ? 'ok' : 'MISS'} (${row.target})` : ''),
   ])
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((line) => line[i].length)))
-  const render = (cells: string[]) => cells.map((cell, i) => pad(cell, widths[i], i >= 1 && i <= 7)).join('  ').trimEnd()
+  const render = (cells: string[]) =>
+    cells
+      .map((cell, i) => pad(cell, widths[i], i >= 1 && i <= 7))
+      .join('  ')
+      .trimEnd()
   return [render(header), widths.map((w) => '-'.repeat(w)).join('  '), ...lines.map(render)].join('\n')
 }
 
@@ -254,7 +269,11 @@ interface Figure {
 function figuresTable(figures: Figure[]): string {
   const lines = figures.map((f) => [f.measure, `${fmt(f.value, f.unit === 'x' ? 2 : 1)} ${f.unit}`, f.target ? `${f.met ? 'ok' : 'MISS'} (${f.target})` : ''])
   const widths = [0, 1, 2].map((i) => Math.max(...lines.map((line) => line[i].length), ['measure', 'value', 'target'][i].length))
-  const render = (cells: string[]) => cells.map((cell, i) => pad(cell, widths[i], i === 1)).join('  ').trimEnd()
+  const render = (cells: string[]) =>
+    cells
+      .map((cell, i) => pad(cell, widths[i], i === 1))
+      .join('  ')
+      .trimEnd()
   return [render(['measure', 'value', 'target']), widths.map((w) => '-'.repeat(w)).join('  '), ...lines.map(render)].join('\n')
 }
 
@@ -354,10 +373,25 @@ async function main() {
     const measureWrk = async (server: BenchProcess, requests: LoadRequest[], connections: number, seconds: number): Promise<LoadResult> => {
       ensureWrk()
       const result = wrk(server.url, { connections, seconds, method: requests[0].method, paths: requests.map((request) => request.path), headers })
-      return { rps: result.rps, p50: result.p50, p99: result.p99, ok: Math.round(result.rps * seconds), failures: result.non2xx > 0 ? { 'non-2xx': result.non2xx } : {}, errors: result.errors, seconds }
+      return {
+        rps: result.rps,
+        p50: result.p50,
+        p99: result.p99,
+        ok: Math.round(result.rps * seconds),
+        failures: result.non2xx > 0 ? { 'non-2xx': result.non2xx } : {},
+        errors: result.errors,
+        seconds,
+      }
     }
     /** The service and the baseline in turns, `rounds` slices each; the slices combined per side. */
-    const alternate = async (service: BenchProcess, baseline: BenchProcess, requests: LoadRequest[], connections: number, load: (server: BenchProcess, requests: LoadRequest[], connections: number, seconds: number) => Promise<LoadResult> = measure, slice = options.duration / options.rounds) => {
+    const alternate = async (
+      service: BenchProcess,
+      baseline: BenchProcess,
+      requests: LoadRequest[],
+      connections: number,
+      load: (server: BenchProcess, requests: LoadRequest[], connections: number, seconds: number) => Promise<LoadResult> = measure,
+      slice = options.duration / options.rounds,
+    ) => {
       const serviceRuns: LoadResult[] = []
       const baselineRuns: LoadResult[] = []
       for (let round = 0; round < options.rounds; round++) {
@@ -372,16 +406,31 @@ async function main() {
 
     const record = (scenario: Scenario, connections: number, serviceResult: LoadResult | null, baselineResult: LoadResult | null, note?: string) => {
       const ratio = serviceResult && baselineResult && baselineResult.rps > 0 ? serviceResult.rps / baselineResult.rps : null
-      const row: Row = { scenario: scenario.id, label: scenario.label, connections, service: serviceResult, baseline: baselineResult, ratio, target: null, met: null, note }
+      const row: Row = {
+        scenario: scenario.id,
+        label: scenario.label,
+        connections,
+        service: serviceResult,
+        baseline: baselineResult,
+        ratio,
+        target: null,
+        met: null,
+        note,
+      }
       const target = targetFor(scenario, connections, options.smoke)
       if (target && ratio !== null) {
         row.target = target.text
         row.met = target.check(row)
       }
-      for (const [who, result] of [['service', serviceResult], ['baseline', baselineResult]] as const) {
+      for (const [who, result] of [
+        ['service', serviceResult],
+        ['baseline', baselineResult],
+      ] as const) {
         const failed = result ? Object.entries(result.failures) : []
         if (result && (failed.length > 0 || result.errors > 0)) {
-          notes.push(`${scenario.label} at ${connections} connections: ${who} had ${result.errors} connection errors, non-2xx ${JSON.stringify(result.failures)}`)
+          notes.push(
+            `${scenario.label} at ${connections} connections: ${who} had ${result.errors} connection errors, non-2xx ${JSON.stringify(result.failures)}`,
+          )
         }
       }
       rows.push(row)
@@ -490,10 +539,12 @@ async function main() {
     // user alone, then among 1,000 users.
     const writeLatency: Record<string, Record<number, LoadResult | null>> = {}
     const latencyConnections = [1, options.smoke ? 4 : 32]
-    for (const [name, set] of (options.only ? [] : [
-      ['1 user', single],
-      [`${many.users} users`, many],
-    ]) as [string, SeededUsers][]) {
+    for (const [name, set] of (options.only
+      ? []
+      : [
+          ['1 user', single],
+          [`${many.users} users`, many],
+        ]) as [string, SeededUsers][]) {
       const scenario: Scenario = {
         id: `entries.create.${set.users}-users`,
         label: `POST /api/entries, ${name}`,
@@ -509,9 +560,17 @@ async function main() {
       const server = await startService(copyOf(set.dataDir), masterKey, { path: '/api/categories', key: set.key })
       if (set === many && startupMany.length === 0) startupMany.push(server.startupMs)
       const requests: LoadRequest[] = [{ method: 'POST', path: '/api/entries', body: writeBody(set.categoryId) }]
-      if (options.warmup > 0) await runLoad({ url: server.url, connections: 8, requests, headers: { authorization: `Bearer ${set.key}` }, duration: options.warmup })
+      if (options.warmup > 0)
+        await runLoad({ url: server.url, connections: 8, requests, headers: { authorization: `Bearer ${set.key}` }, duration: options.warmup })
       for (const connections of latencyConnections) {
-        const result = await runLoad({ url: server.url, connections, requests, headers: { authorization: `Bearer ${set.key}` }, duration: options.duration, amount: options.amount })
+        const result = await runLoad({
+          url: server.url,
+          connections,
+          requests,
+          headers: { authorization: `Bearer ${set.key}` },
+          duration: options.duration,
+          amount: options.amount,
+        })
         writeLatency[name][connections] = result
         record(scenario, connections, result, baselineWrites[connections] ?? null)
       }
@@ -544,7 +603,9 @@ async function main() {
     const printed = [table(rows), '', figuresTable(figures)].join('\n')
     console.log(printed)
     const missed = [
-      ...rows.filter((row) => row.met === false).map((row) => `${row.label} at ${row.connections} connections: ${row.target} (ratio ${fmt(row.ratio, 2)}, p99 ${fmt(row.service?.p99, 2)} ms)`),
+      ...rows
+        .filter((row) => row.met === false)
+        .map((row) => `${row.label} at ${row.connections} connections: ${row.target} (ratio ${fmt(row.ratio, 2)}, p99 ${fmt(row.service?.p99, 2)} ms)`),
       ...figures.filter((f) => f.met === false).map((f) => `${f.measure}: ${fmt(f.value)} ${f.unit} (${f.target})`),
     ]
     if (missed.length > 0) console.log(`\nmissed targets:\n${missed.map((line) => `  - ${line}`).join('\n')}`)
@@ -561,8 +622,18 @@ async function main() {
         platform: `${process.platform} ${process.arch}`,
         loadAverageAtEnd: loadavg(),
       },
-      options: { durationSeconds: options.duration, rounds: options.rounds, warmupSeconds: options.warmup, requestsPerRun: options.amount ?? null, connections: options.connections },
-      seed: { main: main.counts, manyUsers: { users: many.users, entriesPerUser: sizes.entriesPerUser }, seedSeconds: main.seedSeconds + many.seedSeconds + single.seedSeconds },
+      options: {
+        durationSeconds: options.duration,
+        rounds: options.rounds,
+        warmupSeconds: options.warmup,
+        requestsPerRun: options.amount ?? null,
+        connections: options.connections,
+      },
+      seed: {
+        main: main.counts,
+        manyUsers: { users: many.users, entriesPerUser: sizes.entriesPerUser },
+        seedSeconds: main.seedSeconds + many.seedSeconds + single.seedSeconds,
+      },
       rows,
       figures,
       startupMs: { main: startup, manyUsers: startupMany },

@@ -20,7 +20,17 @@ import { dirname, join, resolve } from 'node:path'
 import { Keyring } from '../src/crypto/keyring'
 import { sha256Hex } from '../src/crypto/tokens'
 import { sealEntryValue } from '../src/modules/entries/values'
-import { FORMAT_VERSION, type AccessKeyRecord, type AccountsDocument, type CategoryRecord, type Draft, type EntryRecord, type SessionRecord, type UserRecord, type VaultDocument } from '../src/store/records'
+import {
+  FORMAT_VERSION,
+  type AccessKeyRecord,
+  type AccountsDocument,
+  type CategoryRecord,
+  type Draft,
+  type EntryRecord,
+  type SessionRecord,
+  type UserRecord,
+  type VaultDocument,
+} from '../src/store/records'
 import { SMOKE_SIZES } from './fixture'
 import { seedMainVault } from './seed'
 import { freePort, liveProcesses, spawnBench, type BenchProcess } from './processes'
@@ -33,10 +43,16 @@ const PASSWORD = 'bench password 1234'
 // Processes
 
 /** `bun <args>` on a free port, in production mode; ten seconds to stop before SIGKILL (a large vault folds its log). */
-const startBun = (args: string[], env: Record<string, string>): BenchProcess => spawnBench('server', args, { NODE_ENV: 'production', ...env }, freePort(), 10_000)
+const startBun = (args: string[], env: Record<string, string>): BenchProcess =>
+  spawnBench('server', args, { NODE_ENV: 'production', ...env }, freePort(), 10_000)
 
 /** Starts the service; resolves with the milliseconds until `path` first answered 200. */
-async function startService(dataDir: string, masterKey: string, key: string, env: Record<string, string> = {}): Promise<{ server: BenchProcess; startMs: number }> {
+async function startService(
+  dataDir: string,
+  masterKey: string,
+  key: string,
+  env: Record<string, string> = {},
+): Promise<{ server: BenchProcess; startMs: number }> {
   const since = performance.now()
   const server = startBun(['dist/index.js'], { SVC_DATA_DIR: dataDir, SVC_MASTER_KEY: masterKey, SVC_SIGNUP: 'open', SVC_REGISTER_LIMIT: '0', ...env })
   while (true) {
@@ -79,7 +95,13 @@ export async function seedAccounts(dataDir: string, masterKey: string, users: nu
   const passwordHash = await Bun.password.hash(PASSWORD, 'argon2id')
   const at = new Date().toISOString()
   const expires = new Date(Date.now() + 7 * 86_400_000).toISOString()
-  const document = { version: FORMAT_VERSION, keyCheck: keyring.createKeyCheck(), users: [] as UserRecord[], sessions: [] as SessionRecord[], accessKeys: [] as AccessKeyRecord[] } satisfies AccountsDocument
+  const document = {
+    version: FORMAT_VERSION,
+    keyCheck: keyring.createKeyCheck(),
+    users: [] as UserRecord[],
+    sessions: [] as SessionRecord[],
+    accessKeys: [] as AccessKeyRecord[],
+  } satisfies AccountsDocument
   const seeded: SeededAccounts = { cookies: [], keys: [], emails: [], userIds: [] }
   for (let i = 0; i < users; i++) {
     const id = crypto.randomUUID()
@@ -90,7 +112,17 @@ export async function seedAccounts(dataDir: string, masterKey: string, users: nu
     seeded.cookies.push(cookie)
     if (i < 2) {
       const key = randomKey()
-      const record: AccessKeyRecord = { id: crypto.randomUUID(), userId: id, name: 'bench', keyPrefix: key.slice(0, 12), keyHash: sha256Hex(key), scopes: ['entries:read', 'entries:reveal', 'entries:write'], expiresAt: null, lastUsedAt: null, createdAt: at }
+      const record: AccessKeyRecord = {
+        id: crypto.randomUUID(),
+        userId: id,
+        name: 'bench',
+        keyPrefix: key.slice(0, 12),
+        keyHash: sha256Hex(key),
+        scopes: ['entries:read', 'entries:reveal', 'entries:write'],
+        expiresAt: null,
+        lastUsedAt: null,
+        createdAt: at,
+      }
       document.accessKeys.push(record)
       seeded.keys.push(key)
     }
@@ -98,12 +130,43 @@ export async function seedAccounts(dataDir: string, masterKey: string, users: nu
     seeded.userIds.push(id)
     const dataKey = keyring.createWrappedDataKey(id)
     const cipher = keyring.vault(id, dataKey)
-    const category: CategoryRecord = { id: crypto.randomUUID(), userId: id, name: 'Stripe', keyType: 'simple', envVarName: 'STRIPE_KEY', icon: 'stripe', description: null, fieldDefinitions: null, createdAt: at, updatedAt: at }
+    const category: CategoryRecord = {
+      id: crypto.randomUUID(),
+      userId: id,
+      name: 'Stripe',
+      keyType: 'simple',
+      envVarName: 'STRIPE_KEY',
+      icon: 'stripe',
+      description: null,
+      fieldDefinitions: null,
+      createdAt: at,
+      updatedAt: at,
+    }
     const entries: EntryRecord[] = ['development', 'production'].map((environment) => {
       const entryId = crypto.randomUUID()
-      return { id: entryId, categoryId: category.id, name: 'shop', environment: environment as EntryRecord['environment'], notes: null, encryptedValue: sealEntryValue(cipher, category, entryId, `sk_${environment}_${i}`), createdAt: at, updatedAt: at }
+      return {
+        id: entryId,
+        categoryId: category.id,
+        name: 'shop',
+        environment: environment as EntryRecord['environment'],
+        notes: null,
+        encryptedValue: sealEntryValue(cipher, category, entryId, `sk_${environment}_${i}`),
+        createdAt: at,
+        updatedAt: at,
+      }
     })
-    const vault: VaultDocument = { version: FORMAT_VERSION, userId: id, dataKey, categories: [category], entries, twoFactor: [], envProjects: [], envFiles: [], versions: [], trash: [] }
+    const vault: VaultDocument = {
+      version: FORMAT_VERSION,
+      userId: id,
+      dataKey,
+      categories: [category],
+      entries,
+      twoFactor: [],
+      envProjects: [],
+      envFiles: [],
+      versions: [],
+      trash: [],
+    }
     writeFileSync(join(dataDir, 'vaults', `${id}.json`), JSON.stringify(vault), { mode: 0o600 })
   }
   writeFileSync(join(dataDir, 'accounts.json'), JSON.stringify(document), { mode: 0o600 })
@@ -111,7 +174,11 @@ export async function seedAccounts(dataDir: string, masterKey: string, users: nu
 }
 
 /** One user whose vault holds `count` entries in 10 categories. */
-export async function seedBigVault(dataDir: string, masterKey: string, count: number): Promise<{ key: string; userId: string; categoryId: string; entryIds: string[] }> {
+export async function seedBigVault(
+  dataDir: string,
+  masterKey: string,
+  count: number,
+): Promise<{ key: string; userId: string; categoryId: string; entryIds: string[] }> {
   const seeded = await seedAccounts(dataDir, masterKey, 1)
   const userId = seeded.userIds[0]
   const path = join(dataDir, 'vaults', `${userId}.json`)
@@ -119,12 +186,35 @@ export async function seedBigVault(dataDir: string, masterKey: string, count: nu
   const keyring = new Keyring(new Uint8Array(Buffer.from(masterKey, 'base64')))
   const cipher = keyring.vault(userId, vault.dataKey)
   const at = new Date().toISOString()
-  const categories = Array.from({ length: 10 }, (_, c): CategoryRecord => ({ id: crypto.randomUUID(), userId, name: `Service ${c}`, keyType: 'simple', envVarName: `SERVICE_${c}_KEY`, icon: null, description: null, fieldDefinitions: null, createdAt: at, updatedAt: at }))
+  const categories = Array.from(
+    { length: 10 },
+    (_, c): CategoryRecord => ({
+      id: crypto.randomUUID(),
+      userId,
+      name: `Service ${c}`,
+      keyType: 'simple',
+      envVarName: `SERVICE_${c}_KEY`,
+      icon: null,
+      description: null,
+      fieldDefinitions: null,
+      createdAt: at,
+      updatedAt: at,
+    }),
+  )
   vault.categories = categories
   vault.entries = Array.from({ length: count }, (_, i): EntryRecord => {
     const category = categories[i % categories.length]
     const id = crypto.randomUUID()
-    return { id, categoryId: category.id, name: `project-${i}`, environment: 'production', notes: null, encryptedValue: sealEntryValue(cipher, category, id, `sk_live_${i}_${'x'.repeat(24)}`), createdAt: at, updatedAt: at }
+    return {
+      id,
+      categoryId: category.id,
+      name: `project-${i}`,
+      environment: 'production',
+      notes: null,
+      encryptedValue: sealEntryValue(cipher, category, id, `sk_live_${i}_${'x'.repeat(24)}`),
+      createdAt: at,
+      updatedAt: at,
+    }
   })
   writeFileSync(path, JSON.stringify(vault), { mode: 0o600 })
   return { key: seeded.keys[0], userId, categoryId: categories[0].id, entryIds: vault.entries.map((e) => e.id) }
@@ -190,14 +280,21 @@ async function measureAccounts(work: string, masterKey: string, users: number, s
     const idleRssMb = rssMb(server.pid)
     const cookie = await login(server.url, seeded.emails[0])
     const session = { cookie: `svc_session=${cookie}` }
-    const keyCreateP50 = await p50Of(smoke ? 10 : 200, (i) => fetch(`${server.url}/api/access-keys`, json('POST', session, { name: `k${i}`, scopes: ['stats:read'] })))
-    const registerP50 = await p50Of(smoke ? 3 : 20, (i) => fetch(`${server.url}/api/auth/register`, json('POST', {}, { email: `new-${i}-${users}@example.test`, password: PASSWORD })))
-    const loginP50 = await p50Of(smoke ? 3 : 20, (i) => fetch(`${server.url}/api/auth/login`, json('POST', {}, { email: seeded.emails[(i * 7919) % users], password: PASSWORD })))
+    const keyCreateP50 = await p50Of(smoke ? 10 : 200, (i) =>
+      fetch(`${server.url}/api/access-keys`, json('POST', session, { name: `k${i}`, scopes: ['stats:read'] })),
+    )
+    const registerP50 = await p50Of(smoke ? 3 : 20, (i) =>
+      fetch(`${server.url}/api/auth/register`, json('POST', {}, { email: `new-${i}-${users}@example.test`, password: PASSWORD })),
+    )
+    const loginP50 = await p50Of(smoke ? 3 : 20, (i) =>
+      fetch(`${server.url}/api/auth/login`, json('POST', {}, { email: seeded.emails[(i * 7919) % users], password: PASSWORD })),
+    )
     // Reveals of one user (wrk) alone, then while another user creates keys back to back.
     const reader = seeded.keys[users > 1 ? 1 : 0]
     const entries = await (await fetch(`${server.url}/api/entries`, { headers: { authorization: `Bearer ${reader}` } })).json()
     const revealPaths = (entries as { id: string }[]).map((e) => `/api/entries/${e.id}/reveal`)
-    const revealLoad = () => wrk(server.url, { connections: 8, seconds: smoke ? 1 : 5, method: 'POST', paths: revealPaths, headers: { authorization: `Bearer ${reader}` } })
+    const revealLoad = () =>
+      wrk(server.url, { connections: 8, seconds: smoke ? 1 : 5, method: 'POST', paths: revealPaths, headers: { authorization: `Bearer ${reader}` } })
     const alone = revealLoad()
     let creating = true
     const creator = (async () => {
@@ -257,12 +354,22 @@ async function measureVault(work: string, masterKey: string, count: number, smok
     // First list opens the vault.
     await (await fetch(`${server.url}/api/entries`, { headers: auth })).arrayBuffer()
     const writes = smoke ? 10 : 300
-    const writeP50 = await p50Of(writes, (i) => fetch(`${server.url}/api/entries`, json('POST', auth, { categoryId: seeded.categoryId, name: `bench-write-${i}`, value: 'sk_bench_value', environment: 'production' })))
+    const writeP50 = await p50Of(writes, (i) =>
+      fetch(
+        `${server.url}/api/entries`,
+        json('POST', auth, { categoryId: seeded.categoryId, name: `bench-write-${i}`, value: 'sk_bench_value', environment: 'production' }),
+      ),
+    )
     const pick = (i: number) => seeded.entryIds[(i * 7919) % seeded.entryIds.length]
     const revealP50 = await p50Of(writes, (i) => fetch(`${server.url}/api/entries/${pick(i)}/reveal`, { method: 'POST', headers: auth }))
     const afterWrite: number[] = []
     for (let i = 0; i < (smoke ? 5 : 100); i++) {
-      await (await fetch(`${server.url}/api/entries`, json('POST', auth, { categoryId: seeded.categoryId, name: `bench-after-${i}`, value: 'sk_bench_value', environment: 'production' }))).arrayBuffer()
+      await (
+        await fetch(
+          `${server.url}/api/entries`,
+          json('POST', auth, { categoryId: seeded.categoryId, name: `bench-after-${i}`, value: 'sk_bench_value', environment: 'production' }),
+        )
+      ).arrayBuffer()
       afterWrite.push(await p50Of(1, () => fetch(`${server.url}/api/entries/${pick(i)}/reveal`, { method: 'POST', headers: auth })))
     }
     const listTimes: number[] = []
@@ -290,7 +397,11 @@ interface WrkRow {
 
 /** Entry reveal and list at 32 connections, service against the bare baseline, alternating rounds. */
 async function measureAgainstBaseline(work: string, masterKey: string, smoke: boolean): Promise<WrkRow[]> {
-  const main = await seedMainVault(join(work, 'wrk-main'), masterKey, smoke ? SMOKE_SIZES : { ...SMOKE_SIZES, categories: 100, entries: 1000, twoFactor: 50, envProjects: 0, users: 0 })
+  const main = await seedMainVault(
+    join(work, 'wrk-main'),
+    masterKey,
+    smoke ? SMOKE_SIZES : { ...SMOKE_SIZES, categories: 100, entries: 1000, twoFactor: 50, envProjects: 0, users: 0 },
+  )
   const fixturePath = join(work, 'wrk-fixture.json')
   writeFileSync(fixturePath, JSON.stringify(main.baseline))
   const unauditedDir = join(work, 'wrk-main-unaudited')
@@ -301,7 +412,10 @@ async function measureAgainstBaseline(work: string, masterKey: string, smoke: bo
   const { server: unaudited } = await startService(unauditedDir, masterKey, main.key, { SVC_AUDIT: 'off' })
   const baseline = startBun(['bench/baseline-server.ts'], { BENCH_FIXTURE: fixturePath, BENCH_DATA_DIR: join(work, 'wrk-baseline') })
   for (let i = 0; ; i++) {
-    const ok = await fetch(`${baseline.url}/api/stats`, { headers: { authorization: `Bearer ${main.key}` } }).then((r) => r.status === 200, () => false)
+    const ok = await fetch(`${baseline.url}/api/stats`, { headers: { authorization: `Bearer ${main.key}` } }).then(
+      (r) => r.status === 200,
+      () => false,
+    )
     if (ok) break
     if (i > 5000) throw new Error(`baseline did not start: ${baseline.output()}`)
     await Bun.sleep(2)
@@ -390,7 +504,17 @@ export async function runScale(argv: string[]): Promise<void> {
     console.log(
       table(
         ['users', 'start ms', 'idle RSS', 'key create', 'register', 'login', 'reveal p99', 'reveal p99 (keys created)', 'RSS after lists'],
-        result.accounts.map((r) => [String(r.users), fmt(r.startMs, 0), fmt(r.idleRssMb), fmt(r.keyCreateP50, 2), fmt(r.registerP50, 1), fmt(r.loginP50, 1), fmt(r.revealP99Alone, 2), fmt(r.revealP99WhileKeysCreated, 2), fmt(r.rssAfterListsMb)]),
+        result.accounts.map((r) => [
+          String(r.users),
+          fmt(r.startMs, 0),
+          fmt(r.idleRssMb),
+          fmt(r.keyCreateP50, 2),
+          fmt(r.registerP50, 1),
+          fmt(r.loginP50, 1),
+          fmt(r.revealP99Alone, 2),
+          fmt(r.revealP99WhileKeysCreated, 2),
+          fmt(r.rssAfterListsMb),
+        ]),
       ),
     )
   }
@@ -399,7 +523,15 @@ export async function runScale(argv: string[]): Promise<void> {
     console.log(
       table(
         ['entries', 'write p50', 'reveal after write', 'reveal p50', 'whole list', 'list MB', 'page of 100'],
-        result.vault.map((r) => [String(r.entries), fmt(r.writeP50, 2), fmt(r.revealAfterWriteP50, 2), fmt(r.revealP50, 2), fmt(r.listMs, 1), fmt(r.listMb, 2), fmt(r.pageMs, 2)]),
+        result.vault.map((r) => [
+          String(r.entries),
+          fmt(r.writeP50, 2),
+          fmt(r.revealAfterWriteP50, 2),
+          fmt(r.revealP50, 2),
+          fmt(r.listMs, 1),
+          fmt(r.listMb, 2),
+          fmt(r.pageMs, 2),
+        ]),
       ),
     )
   }
@@ -408,7 +540,15 @@ export async function runScale(argv: string[]): Promise<void> {
     console.log(
       table(
         ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'base req/s', 'base p99', 'ratio'],
-        result.wrk.map((r) => [r.scenario, fmt(r.service.rps, 0), fmt(r.service.p50, 2), fmt(r.service.p99, 2), fmt(r.baseline.rps, 0), fmt(r.baseline.p99, 2), fmt(r.ratio, 2)]),
+        result.wrk.map((r) => [
+          r.scenario,
+          fmt(r.service.rps, 0),
+          fmt(r.service.p50, 2),
+          fmt(r.service.p99, 2),
+          fmt(r.baseline.rps, 0),
+          fmt(r.baseline.p99, 2),
+          fmt(r.ratio, 2),
+        ]),
       ),
     )
   }

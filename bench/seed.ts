@@ -117,58 +117,73 @@ export async function seedMainVault(dataDir: string, masterKey: string, sizes: S
     const key = created.key as string
     const client = new InProcessClient(app, { key })
 
-    const categories = await pool(Array.from({ length: sizes.categories }, (_, i) => i), 16, (i) =>
-      client.expect(
-        201,
-        'POST',
-        '/api/categories',
-        i % 2 === 0
-          ? { name: `Service ${String(i).padStart(3, '0')}`, keyType: 'simple', envVarName: `SERVICE_${i}_API_KEY`, icon: 'key' }
-          : { name: `Database ${String(i).padStart(3, '0')}`, keyType: 'group', fieldDefinitions: GROUP_FIELDS, description: 'a database' },
-      ),
+    const categories = await pool(
+      Array.from({ length: sizes.categories }, (_, i) => i),
+      16,
+      (i) =>
+        client.expect(
+          201,
+          'POST',
+          '/api/categories',
+          i % 2 === 0
+            ? { name: `Service ${String(i).padStart(3, '0')}`, keyType: 'simple', envVarName: `SERVICE_${i}_API_KEY`, icon: 'key' }
+            : { name: `Database ${String(i).padStart(3, '0')}`, keyType: 'group', fieldDefinitions: GROUP_FIELDS, description: 'a database' },
+        ),
     )
 
     const secrets: Record<string, string> = {}
     const entryIds: string[] = []
     const available: Availability = { entries: false, twoFactor: false, envs: false }
     available.entries = await optional(notes, 'entries', async () => {
-      await pool(Array.from({ length: sizes.entries }, (_, i) => i), 32, async (i) => {
-        const category = categories[i % categories.length]
-        const value = category.keyType === 'simple' ? simpleValue(i) : groupValue()
-        const entry = await client.expect(201, 'POST', '/api/entries', {
-          categoryId: category.id,
-          name: `project-${String(i % 250).padStart(3, '0')}`,
-          value,
-          environment: ENVIRONMENTS[i % 3],
-          ...(i % 4 === 0 ? { notes: `rotated ${i}` } : {}),
-        })
-        secrets[entry.id] = value
-        entryIds.push(entry.id)
-      })
+      await pool(
+        Array.from({ length: sizes.entries }, (_, i) => i),
+        32,
+        async (i) => {
+          const category = categories[i % categories.length]
+          const value = category.keyType === 'simple' ? simpleValue(i) : groupValue()
+          const entry = await client.expect(201, 'POST', '/api/entries', {
+            categoryId: category.id,
+            name: `project-${String(i % 250).padStart(3, '0')}`,
+            value,
+            environment: ENVIRONMENTS[i % 3],
+            ...(i % 4 === 0 ? { notes: `rotated ${i}` } : {}),
+          })
+          secrets[entry.id] = value
+          entryIds.push(entry.id)
+        },
+      )
     })
 
     const twoFactor: BaselineFixture['twoFactor'] = []
     available.twoFactor = await optional(notes, '2fa', async () => {
-      await pool(Array.from({ length: sizes.twoFactor }, (_, i) => i), 16, async (i) => {
-        const secret = randomBase32(32)
-        const input = { service: `Service ${i}`, accountName: `bench+${i}@example.test`, secret }
-        const token = await client.expect(201, 'POST', '/api/2fa', input)
-        twoFactor.push({ id: token.id, service: input.service, accountName: input.accountName, secret })
-      })
+      await pool(
+        Array.from({ length: sizes.twoFactor }, (_, i) => i),
+        16,
+        async (i) => {
+          const secret = randomBase32(32)
+          const input = { service: `Service ${i}`, accountName: `bench+${i}@example.test`, secret }
+          const token = await client.expect(201, 'POST', '/api/2fa', input)
+          twoFactor.push({ id: token.id, service: input.service, accountName: input.accountName, secret })
+        },
+      )
     })
 
     let envFiles = 0
     available.envs = await optional(notes, 'envs', async () => {
       const fileTypes = ['env', 'env.local', 'env.production', 'env.development'].slice(0, sizes.filesPerProject)
-      await pool(Array.from({ length: sizes.envProjects }, (_, i) => i), 8, async (i) => {
-        const project = await client.expect(201, 'POST', '/api/envs', { name: `app-${i}`, description: `bench project ${i}` })
-        const projectId = project.data?.id ?? project.id
-        for (const fileType of fileTypes) {
-          const content = Array.from({ length: 12 }, (_, line) => `VAR_${line}=${randomText(16)}`).join('\n')
-          await client.expect([200, 201], 'POST', `/api/envs/${projectId}/files`, { fileType, content })
-          envFiles++
-        }
-      })
+      await pool(
+        Array.from({ length: sizes.envProjects }, (_, i) => i),
+        8,
+        async (i) => {
+          const project = await client.expect(201, 'POST', '/api/envs', { name: `app-${i}`, description: `bench project ${i}` })
+          const projectId = project.data?.id ?? project.id
+          for (const fileType of fileTypes) {
+            const content = Array.from({ length: 12 }, (_, line) => `VAR_${line}=${randomText(16)}`).join('\n')
+            await client.expect([200, 201], 'POST', `/api/envs/${projectId}/files`, { fileType, content })
+            envFiles++
+          }
+        },
+      )
     })
 
     // The same list the service answers, so the baseline serializes the very same records.
@@ -231,27 +246,36 @@ export async function seedManyUsers(dataDir: string, masterKey: string, users: n
     let key = ''
     let categoryId = ''
     let available = true
-    await pool(Array.from({ length: users }, (_, i) => i), 16, async (i) => {
-      const signedIn = await deps.accounts.createUser({ email: `user-${i}@example.test`, name: null, passwordHash, identities: [] })
-      const client = new InProcessClient(app, { cookie: signedIn.token })
-      const category = await client.expect(201, 'POST', '/api/categories', { name: 'API', keyType: 'simple', envVarName: 'API_KEY' })
-      if (available) {
-        try {
-          await Promise.all(
-            Array.from({ length: entriesPerUser }, (_, n) =>
-              client.expect(201, 'POST', '/api/entries', { categoryId: category.id, name: `project-${n}`, value: simpleValue(n + 1), environment: ENVIRONMENTS[n % 3] }),
-            ),
-          )
-        } catch (error) {
-          if (!(error instanceof RouteMissing)) throw error
-          available = false
+    await pool(
+      Array.from({ length: users }, (_, i) => i),
+      16,
+      async (i) => {
+        const signedIn = await deps.accounts.createUser({ email: `user-${i}@example.test`, name: null, passwordHash, identities: [] })
+        const client = new InProcessClient(app, { cookie: signedIn.token })
+        const category = await client.expect(201, 'POST', '/api/categories', { name: 'API', keyType: 'simple', envVarName: 'API_KEY' })
+        if (available) {
+          try {
+            await Promise.all(
+              Array.from({ length: entriesPerUser }, (_, n) =>
+                client.expect(201, 'POST', '/api/entries', {
+                  categoryId: category.id,
+                  name: `project-${n}`,
+                  value: simpleValue(n + 1),
+                  environment: ENVIRONMENTS[n % 3],
+                }),
+              ),
+            )
+          } catch (error) {
+            if (!(error instanceof RouteMissing)) throw error
+            available = false
+          }
         }
-      }
-      if (i === measured) {
-        key = (await client.expect(201, 'POST', '/api/access-keys', { name: 'bench', scopes: [...SCOPES] })).key
-        categoryId = category.id
-      }
-    })
+        if (i === measured) {
+          key = (await client.expect(201, 'POST', '/api/access-keys', { name: 'bench', scopes: [...SCOPES] })).key
+          categoryId = category.id
+        }
+      },
+    )
     return { dataDir, users, key, categoryId, available, seedSeconds: (performance.now() - started) / 1000 }
   } finally {
     await deps.store.close()

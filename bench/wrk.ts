@@ -22,7 +22,10 @@ export function ensureWrk(): void {
 const luaString = (text: string) => JSON.stringify(text)
 
 /** wrk on one thread, `connections` connections, cycling through `paths`; latencies in ms. */
-export function wrk(url: string, options: { connections: number; seconds: number; method: string; paths: string[]; headers: Record<string, string>; body?: string }): WrkResult {
+export function wrk(
+  url: string,
+  options: { connections: number; seconds: number; method: string; paths: string[]; headers: Record<string, string>; body?: string },
+): WrkResult {
   const script = join(tmpdir(), `svc-vault-wrk-${process.pid}.lua`)
   const headers = Object.entries({ 'content-type': 'application/json', ...options.headers })
     .map(([name, value]) => `[${luaString(name)}] = ${luaString(value)}`)
@@ -43,7 +46,10 @@ done = function(summary, latency, requests)
 end
 `,
   )
-  const run = Bun.spawnSync(['wrk', '-t1', `-c${options.connections}`, `-d${options.seconds}s`, '--timeout', '30s', '-s', script, url], { stdout: 'pipe', stderr: 'pipe' })
+  const run = Bun.spawnSync(['wrk', '-t1', `-c${options.connections}`, `-d${options.seconds}s`, '--timeout', '30s', '-s', script, url], {
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
   rmSync(script, { force: true })
   const line = /RESULT (\d+) (\d+) ([\d.]+) ([\d.]+) (\d+) (\d+)/.exec(run.stdout.toString())
   if (!line) throw new Error(`wrk gave no result: ${run.stdout.toString()} ${run.stderr.toString()}`)

@@ -10,7 +10,10 @@ plugin({
   setup(build) {
     build.onLoad({ filter: /dependency-cruiser[\\/]src[\\/](utl[\\/]try-import|extract[\\/]transpile[\\/]try-import-available)\.mjs$/ }, async ({ path }) => {
       const text = await Bun.file(path).text()
-      const patched = text.replace(/export default (async )?function (\w+)\(pModuleName, pSemanticVersion\) \{/, (line) => `${line}\n\tif (pModuleName === "typescript") pModuleName = "typescript5";`)
+      const patched = text.replace(
+        /export default (async )?function (\w+)\(pModuleName, pSemanticVersion\) \{/,
+        (line) => `${line}\n\tif (pModuleName === "typescript") pModuleName = "typescript5";`,
+      )
       if (patched === text) throw new Error(`scripts/depcruise.ts: ${path} changed; update the TypeScript 5 patch`)
       return { contents: patched, loader: 'js' }
     })

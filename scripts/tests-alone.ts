@@ -25,7 +25,14 @@ for (const file of files) {
     const alone = run([file, '-t', `^${escape(name.split(' > ').join(' '))}$`])
     const passed = alone.code === 0 && /\b1 pass\b/.test(alone.output)
     console.log(`${passed ? 'ok  ' : 'FAIL'} ${file} :: ${name}`)
-    if (!passed) failures.push(`${file} :: ${name}\n${alone.output.split('\n').filter((line) => /error|expect|fail/i.test(line)).slice(0, 12).join('\n')}`)
+    if (!passed)
+      failures.push(
+        `${file} :: ${name}\n${alone.output
+          .split('\n')
+          .filter((line) => /error|expect|fail/i.test(line))
+          .slice(0, 12)
+          .join('\n')}`,
+      )
   }
 }
 console.log(`${count - failures.length} of ${count} tests pass alone`)

@@ -207,7 +207,12 @@ function apiDocumentation(config: AppDeps['config']): Documentation {
     components: {
       securitySchemes: {
         bearerAuth: { type: 'http', scheme: 'bearer', description: 'Access key: svc_<token>' },
-        sessionCookie: { type: 'apiKey', in: 'cookie', name: config.sessionCookie, description: 'Session cookie set by /api/auth/login and /api/auth/register' },
+        sessionCookie: {
+          type: 'apiKey',
+          in: 'cookie',
+          name: config.sessionCookie,
+          description: 'Session cookie set by /api/auth/login and /api/auth/register',
+        },
         metricsToken: { type: 'http', scheme: 'bearer', description: 'SVC_METRICS_TOKEN, for GET /metrics only' },
       },
     },

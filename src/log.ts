@@ -73,7 +73,16 @@ export function createServerLog(format: LogFormat, sinks: LogSinks = CONSOLE, no
       const duration = Math.round(record.durationMs * 1000) / 1000
       pending.push(
         json
-          ? JSON.stringify({ time: time(), level: 'info', message: 'request', method: record.method, route: record.route, status: record.status, duration, requestId: record.requestId })
+          ? JSON.stringify({
+              time: time(),
+              level: 'info',
+              message: 'request',
+              method: record.method,
+              route: record.route,
+              status: record.status,
+              duration,
+              requestId: record.requestId,
+            })
           : `${record.method} ${record.route} ${record.status} ${duration} ms (request ${record.requestId})`,
       )
       // Lines of one turn of the event loop go out in one write: a write per request would cost

@@ -176,7 +176,10 @@ export type ProxyHeader = 'auto' | (typeof PROXY_HEADERS)[number]
  * own address.
  */
 export function parseTrustProxy(raw: string | undefined): BlockList | null {
-  const items = (raw ?? '').split(',').map((item) => item.trim()).filter((item) => item && !PROXY_HEADERS.includes(item.toLowerCase() as never))
+  const items = (raw ?? '')
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item && !PROXY_HEADERS.includes(item.toLowerCase() as never))
   const expected = 'a comma list of proxy addresses, CIDR ranges or "loopback" (and optionally x-forwarded-for or forwarded)'
   if (items.length === 0) {
     const value = (raw ?? '').trim()
@@ -190,7 +193,10 @@ export function parseTrustProxy(raw: string | undefined): BlockList | null {
 }
 
 export function parseTrustProxyHeader(raw: string | undefined): ProxyHeader {
-  const named = (raw ?? '').split(',').map((item) => item.trim().toLowerCase()).filter((item) => PROXY_HEADERS.includes(item as never))
+  const named = (raw ?? '')
+    .split(',')
+    .map((item) => item.trim().toLowerCase())
+    .filter((item) => PROXY_HEADERS.includes(item as never))
   if (new Set(named).size > 1) throw new ConfigError('SVC_TRUST_PROXY names both x-forwarded-for and forwarded: name the one header your proxy writes')
   return (named[0] as ProxyHeader | undefined) ?? 'auto'
 }
@@ -199,7 +205,10 @@ export function parseTrustProxyHeader(raw: string | undefined): ProxyHeader {
 export function parseWebhookAllow(raw: string | undefined): BlockList | null {
   const expected = 'a comma list of CIDR ranges or addresses such as 192.168.1.0/24, or "loopback"'
   const value = (raw ?? '').trim()
-  const items = value.split(',').map((item) => item.trim()).filter(Boolean)
+  const items = value
+    .split(',')
+    .map((item) => item.trim())
+    .filter(Boolean)
   if (items.length === 0) {
     if (value) throw new ConfigError(`SVC_WEBHOOK_ALLOW must be ${expected}, got "${value}"`)
     return null
@@ -263,18 +272,29 @@ export const SETTINGS = {
     doc: '`first` (only the first account may register, then sign-up closes), `open`, or `closed` (only existing accounts can sign in)',
   }),
   SVC_REGISTER_LIMIT: withDefault({ parse: parseRegisterLimit, default: '10', doc: 'new accounts per client address per hour; `0` turns the limit off' }),
-  SVC_SESSION_TTL: withDefault({ parse: duration('SVC_SESSION_TTL', 1000, 366 * 86_400_000, '7d, 12h or 30m'), default: '7d', doc: 'session lifetime (`30m`, `12h`, `7d`, `2w`; the unit is required)' }),
-  SVC_OIDC_ISSUER: optional({ parse: parseOidcIssuer, doc: 'sign-in through an identity provider, its issuer URL (with `SVC_OIDC_CLIENT_ID`): [docs/oidc.md](docs/oidc.md)' }),
+  SVC_SESSION_TTL: withDefault({
+    parse: duration('SVC_SESSION_TTL', 1000, 366 * 86_400_000, '7d, 12h or 30m'),
+    default: '7d',
+    doc: 'session lifetime (`30m`, `12h`, `7d`, `2w`; the unit is required)',
+  }),
+  SVC_OIDC_ISSUER: optional({
+    parse: parseOidcIssuer,
+    doc: 'sign-in through an identity provider, its issuer URL (with `SVC_OIDC_CLIENT_ID`): [docs/oidc.md](docs/oidc.md)',
+  }),
   SVC_OIDC_CLIENT_ID: optional({ parse: asIs, doc: 'the client id registered at the identity provider' }),
   SVC_OIDC_CLIENT_SECRET: optional({ parse: asIs, doc: 'its client secret (none: a public client)' }),
-  SVC_OIDC_NAME: withDefault({ parse: asIs, default: 'Single sign-on', doc: 'the sign-in button\'s label' }),
+  SVC_OIDC_NAME: withDefault({ parse: asIs, default: 'Single sign-on', doc: "the sign-in button's label" }),
   ANTHROPIC_API_KEY: optional({ parse: asIs, doc: 'AI-assisted import; without a key a built-in classifier answers' }),
-  ANTHROPIC_BASE_URL: optional({ parse: (raw) => (parseUrl(raw, 'ANTHROPIC_BASE_URL'), raw), shown: 'SDK default', doc: 'the model API\'s address' }),
+  ANTHROPIC_BASE_URL: optional({ parse: (raw) => (parseUrl(raw, 'ANTHROPIC_BASE_URL'), raw), shown: 'SDK default', doc: "the model API's address" }),
   SVC_AI_MODEL: withDefault({ parse: asIs, default: DEFAULT_AI_MODEL, doc: 'the model AI-assisted import asks' }),
-  SVC_AI_TIMEOUT: withDefault({ parse: duration('SVC_AI_TIMEOUT', 1000, 600_000, '20s or 1m'), default: '20s', doc: 'how long an AI-assisted import waits for the model' }),
+  SVC_AI_TIMEOUT: withDefault({
+    parse: duration('SVC_AI_TIMEOUT', 1000, 600_000, '20s or 1m'),
+    default: '20s',
+    doc: 'how long an AI-assisted import waits for the model',
+  }),
   SVC_TRUST_PROXY: optional({
     parse: (raw) => ({ list: parseTrustProxy(raw), header: parseTrustProxyHeader(raw) }),
-    doc: 'the reverse proxy\'s addresses (a comma list of addresses, CIDR ranges or `loopback`, plus the header it writes, `x-forwarded-for` or `forwarded`), whose forwarding header is believed: [docs/reverse-proxy.md](docs/reverse-proxy.md)',
+    doc: "the reverse proxy's addresses (a comma list of addresses, CIDR ranges or `loopback`, plus the header it writes, `x-forwarded-for` or `forwarded`), whose forwarding header is believed: [docs/reverse-proxy.md](docs/reverse-proxy.md)",
   }),
   SVC_WEBHOOK_ALLOW: optional({
     parse: parseWebhookAllow,
@@ -290,7 +310,7 @@ export const SETTINGS = {
   SVC_AUDIT: withDefault({
     parse: oneOf('SVC_AUDIT', ['on', 'off'], ' (off is for the benchmark only)'),
     default: 'on',
-    doc: '`off` writes no audit log: for the benchmark\'s comparison only',
+    doc: "`off` writes no audit log: for the benchmark's comparison only",
   }),
   SVC_DISK_FLOOR: withDefault({
     parse: parseDiskFloor,
@@ -308,12 +328,16 @@ export const SETTINGS = {
     doc: 'a vault unused this long is closed: written out, its data key dropped from memory',
   }),
   SVC_OPEN_VAULTS: withDefault({ parse: parseOpenVaults, default: '1000', doc: 'vaults kept open at most; the least recently used is closed first' }),
-  SVC_LOG_FORMAT: withDefault({ parse: oneOf('SVC_LOG_FORMAT', ['text', 'json']), default: 'text', doc: '`json`: one JSON object per line, with a line per request' }),
+  SVC_LOG_FORMAT: withDefault({
+    parse: oneOf('SVC_LOG_FORMAT', ['text', 'json']),
+    default: 'text',
+    doc: '`json`: one JSON object per line, with a line per request',
+  }),
   SVC_METRICS_TOKEN: optional({ parse: parseMetricsToken, doc: 'turns on `GET /metrics` (Prometheus), for this bearer token (16 characters or more)' }),
   SVC_CHECK_RESPONSES: optional({
     parse: (raw) => oneOf('SVC_CHECK_RESPONSES', ['1', '0'])(raw) === '1',
     shown: '`1` under `bun test`, else `0`',
-    doc: '`1`: every answer is checked against its schema at run time (a third of a list\'s time)',
+    doc: "`1`: every answer is checked against its schema at run time (a third of a list's time)",
   }),
 } as const
 

@@ -19,7 +19,15 @@ test('bun run bench --smoke completes and prints the table', async () => {
     if (code !== 0) console.error(stdout, stderr)
     expect(code).toBe(0)
     expect(stdout).toMatch(/scenario\s+conns\s+req\/s\s+p50 ms\s+p99 ms\s+base req\/s\s+base p99\s+ratio/)
-    for (const label of ['GET /api/entries', 'POST /api/entries/{id}/reveal', 'POST /api/2fa/{id}/reveal', 'GET /api/stats', 'GET /api/export', 'POST /api/entries (durable)', 'mix 90% list / 10% create']) {
+    for (const label of [
+      'GET /api/entries',
+      'POST /api/entries/{id}/reveal',
+      'POST /api/2fa/{id}/reveal',
+      'GET /api/stats',
+      'GET /api/export',
+      'POST /api/entries (durable)',
+      'mix 90% list / 10% create',
+    ]) {
       expect(stdout).toContain(label)
     }
     expect(stdout).toContain('idle RSS after start')

@@ -91,7 +91,8 @@ export const confirmDiscard = (what = 'the changes you typed') => confirmAction(
 
 // Open dialogs, innermost last: only the innermost answers Escape and keeps Tab inside.
 const openDialogs: HTMLElement[] = []
-const FOCUSABLE = 'a[href], button:not([disabled]), input:not([disabled]):not([type="hidden"]), select:not([disabled]), textarea:not([disabled]), [tabindex]:not([tabindex="-1"])'
+const FOCUSABLE =
+  'a[href], button:not([disabled]), input:not([disabled]):not([type="hidden"]), select:not([disabled]), textarea:not([disabled]), [tabindex]:not([tabindex="-1"])'
 const focusables = (root: HTMLElement) =>
   [...root.querySelectorAll<HTMLElement>(FOCUSABLE)].filter((element) => !element.closest('.visually-hidden') && element.getClientRects().length > 0)
 
@@ -122,7 +123,10 @@ export function Modal(props: { title: string; onClose(): void; dirty?: boolean; 
     const element = dialog.current!
     const opener = document.activeElement instanceof HTMLElement ? document.activeElement : null
     openDialogs.push(element)
-    const first = element.querySelector<HTMLElement>('[autofocus]') ?? element.querySelector<HTMLElement>('.modal-body input, .modal-body select, .modal-body textarea, .modal-body button') ?? element
+    const first =
+      element.querySelector<HTMLElement>('[autofocus]') ??
+      element.querySelector<HTMLElement>('.modal-body input, .modal-body select, .modal-body textarea, .modal-body button') ??
+      element
     first.focus()
     const onKey = (event: KeyboardEvent) => {
       if (openDialogs[openDialogs.length - 1] !== element || element.closest('[inert]')) return
@@ -358,7 +362,13 @@ export function SecretInput(props: { name: string; label: string; value: string;
         value={props.value}
         onInput={(event) => props.onInput(event.currentTarget.value)}
       />
-      <button type="button" class="btn btn-small" aria-pressed={shown} aria-label={`${shown ? 'Hide' : 'Show'} ${props.label.replace(/^Value of /, '')}`} onClick={() => setShown(!shown)}>
+      <button
+        type="button"
+        class="btn btn-small"
+        aria-pressed={shown}
+        aria-label={`${shown ? 'Hide' : 'Show'} ${props.label.replace(/^Value of /, '')}`}
+        onClick={() => setShown(!shown)}
+      >
         {shown ? 'Hide' : 'Show'}
       </button>
     </div>

@@ -116,24 +116,56 @@ export function verifyChain(lines: string[], anchor: ChainAnchor, options: Verif
       firstKeyed ||= number
       if (line.computed === null) unchecked = true
       else if (line.computed === '') {
-        return { ok: false, line: number, problem: 'edited', message: `line ${number} is keyed under a key this master key does not know (${line.event.key}): forged without the audit key` }
+        return {
+          ok: false,
+          line: number,
+          problem: 'edited',
+          message: `line ${number} is keyed under a key this master key does not know (${line.event.key}): forged without the audit key`,
+        }
       } else if (rank.get(line.event.key!)! < newest) {
-        return { ok: false, line: number, problem: 'edited', message: `line ${number} is keyed under an earlier master key's audit key, after a line keyed under a later one: rewritten` }
+        return {
+          ok: false,
+          line: number,
+          problem: 'edited',
+          message: `line ${number} is keyed under an earlier master key's audit key, after a line keyed under a later one: rewritten`,
+        }
       } else if (line.computed !== line.event.hash) {
-        return { ok: false, line: number, problem: 'edited', message: `line ${number} was edited: rewritten without the audit key (it no longer matches its MAC)` }
+        return {
+          ok: false,
+          line: number,
+          problem: 'edited',
+          message: `line ${number} was edited: rewritten without the audit key (it no longer matches its MAC)`,
+        }
       }
       if (line.computed) newest = Math.max(newest, rank.get(line.event.key!)!)
     } else {
-      if (firstKeyed) return { ok: false, line: number, problem: 'unkeyed', message: `line ${number} is not keyed, though keying began at line ${firstKeyed}: rewritten without the audit key` }
+      if (firstKeyed)
+        return {
+          ok: false,
+          line: number,
+          problem: 'unkeyed',
+          message: `line ${number} is not keyed, though keying began at line ${firstKeyed}: rewritten without the audit key`,
+        }
       if (keyedSince && typeof line.event.time === 'string' && line.event.time >= keyedSince) {
-        return { ok: false, line: number, problem: 'unkeyed', message: `line ${number} is not keyed, though its time is after keying began (${keyedSince}): rewritten without the audit key` }
+        return {
+          ok: false,
+          line: number,
+          problem: 'unkeyed',
+          message: `line ${number} is not keyed, though its time is after keying began (${keyedSince}): rewritten without the audit key`,
+        }
       }
-      if (line.computed !== line.event.hash) return { ok: false, line: number, problem: 'edited', message: `line ${number} was edited: rewritten (it no longer matches its hash)` }
+      if (line.computed !== line.event.hash)
+        return { ok: false, line: number, problem: 'edited', message: `line ${number} was edited: rewritten (it no longer matches its hash)` }
     }
     if (line.event.prev !== expected) {
       const at = lineOfHash.get(line.event.prev)
       if (at !== undefined && at !== index - 1) {
-        return { ok: false, line: number, problem: 'reordered', message: `line ${number} is out of order (it follows line ${at + 1}): lines were moved or replayed` }
+        return {
+          ok: false,
+          line: number,
+          problem: 'reordered',
+          message: `line ${number} is out of order (it follows line ${at + 1}): lines were moved or replayed`,
+        }
       }
       return {
         ok: false,
@@ -160,20 +192,49 @@ function checkEnd(parsed: (ParsedLine | null)[], from: number, anchor: ChainAnch
   if (anchor.lines === undefined) {
     // An anchor from before line counts: the head anywhere in the file will do.
     if (parsed.some((line, index) => index >= from && line?.event.hash === recorded)) return null
-    if (options.missing) return { ok: false, line: 1, problem: 'missing', message: `the log file is missing (removed), though its anchor records a line ${recorded.slice(0, 12)}…` }
-    return { ok: false, line: parsed.length + 1, problem: 'removed', message: `lines were removed from the end: the file no longer reaches the line ${recorded.slice(0, 12)}… recorded in the chain's anchor (it has ${count} line(s))` }
+    if (options.missing)
+      return {
+        ok: false,
+        line: 1,
+        problem: 'missing',
+        message: `the log file is missing (removed), though its anchor records a line ${recorded.slice(0, 12)}…`,
+      }
+    return {
+      ok: false,
+      line: parsed.length + 1,
+      problem: 'removed',
+      message: `lines were removed from the end: the file no longer reaches the line ${recorded.slice(0, 12)}… recorded in the chain's anchor (it has ${count} line(s))`,
+    }
   }
   const want = anchor.lines
   if (count >= want && parsed[from + want - 1]?.event.hash === recorded) return null
   const line = from + Math.min(count, want) + 1
-  if (options.missing) return { ok: false, line: 1, problem: 'missing', message: `the log file is missing (removed), though its anchor records ${want} line(s)` }
-  if (count === 0 && torn === 0) return { ok: false, line: 1, problem: 'removed', message: `the log is empty: all ${want} line(s) its anchor records were removed` }
+  if (options.missing)
+    return { ok: false, line: 1, problem: 'missing', message: `the log file is missing (removed), though its anchor records ${want} line(s)` }
+  if (count === 0 && torn === 0)
+    return { ok: false, line: 1, problem: 'removed', message: `the log is empty: all ${want} line(s) its anchor records were removed` }
   if (count < want) {
-    if (torn > 0 && count === want - 1) return { ok: false, line, problem: 'cut', message: `the last line was cut: line ${line} has only ${torn} byte(s) and no end, though the anchor records ${want} whole line(s)` }
+    if (torn > 0 && count === want - 1)
+      return {
+        ok: false,
+        line,
+        problem: 'cut',
+        message: `the last line was cut: line ${line} has only ${torn} byte(s) and no end, though the anchor records ${want} whole line(s)`,
+      }
     const also = torn > 0 ? ` and line ${line} was cut (${torn} byte(s) remain)` : ''
-    return { ok: false, line, problem: 'removed', message: `lines were removed from the end: the file has ${count} whole line(s), its anchor records ${want} (${want - count} missing${also})` }
+    return {
+      ok: false,
+      line,
+      problem: 'removed',
+      message: `lines were removed from the end: the file has ${count} whole line(s), its anchor records ${want} (${want - count} missing${also})`,
+    }
   }
-  return { ok: false, line: from + want, problem: 'rewritten', message: `the log was rewritten: line ${from + want} is not the line ${recorded.slice(0, 12)}… its anchor records there` }
+  return {
+    ok: false,
+    line: from + want,
+    problem: 'rewritten',
+    message: `the log was rewritten: line ${from + want} is not the line ${recorded.slice(0, 12)}… its anchor records there`,
+  }
 }
 
 function earliest(a: string | null | undefined, b: string | null | undefined): string | null {

@@ -10,7 +10,7 @@ export const AuditActionSchema = component(
   'AuditAction',
   t.Union(AUDIT_ACTIONS.map((action) => t.Literal(action)) as unknown as [TLiteral<AuditAction>], {
     description:
-      'What happened, `<kind>.<verb>`. Reads of secrets: entry.reveal, twofa.reveal, envfile.read, export.read, ai.extract, entry.version_reveal, envfile.version_reveal, twofa.version_reveal. auth.login and auth.login_failed carry `details.method` (password, oidc, passkey, 2fa, recovery_code). scope.denied: a valid access key without the scope the operation needs (`details.required`). auth.login_failed with `details.summary: true` stands for `details.count` failed attempts that were counted rather than recorded one by one (throttled ones, and those past the log\'s budget of 20 an hour), with `details.addresses` (at most 20; `fromOtherAddresses` counts the rest), `details.firstAt` and `details.lastAt`. auth.twofa_change: `details.change` (enabled, disabled, recovery_codes). auth.twofa_locked: the second step locked for 15 minutes after 20 wrong codes within a day (`details.lockedUntil`). account.delete is recorded in the server\'s log (the account\'s own log is deleted with it).',
+      "What happened, `<kind>.<verb>`. Reads of secrets: entry.reveal, twofa.reveal, envfile.read, export.read, ai.extract, entry.version_reveal, envfile.version_reveal, twofa.version_reveal. auth.login and auth.login_failed carry `details.method` (password, oidc, passkey, 2fa, recovery_code). scope.denied: a valid access key without the scope the operation needs (`details.required`). auth.login_failed with `details.summary: true` stands for `details.count` failed attempts that were counted rather than recorded one by one (throttled ones, and those past the log's budget of 20 an hour), with `details.addresses` (at most 20; `fromOtherAddresses` counts the rest), `details.firstAt` and `details.lastAt`. auth.twofa_change: `details.change` (enabled, disabled, recovery_codes). auth.twofa_locked: the second step locked for 15 minutes after 20 wrong codes within a day (`details.lockedUntil`). account.delete is recorded in the server's log (the account's own log is deleted with it).",
   }),
 )
 
@@ -20,7 +20,7 @@ export const AuditRecordRef = component(
     {
       kind: t.String({ description: 'category, entry, twofa, envproject, envfile, access_key, user, session, passkey, trash, device_login' }),
       id: t.String(),
-      name: nullable(t.String({ description: 'The record\'s name when it has one (never a value)' })),
+      name: nullable(t.String({ description: "The record's name when it has one (never a value)" })),
     },
     { description: 'A record an action touched' },
   ),

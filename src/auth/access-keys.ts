@@ -91,10 +91,7 @@ export class AccessKeys {
     return (this.byUser.get(userId) ?? []).map((record) => publicAccessKey(record, this.lastUsed.get(record.keyHash) ?? record.lastUsedAt))
   }
 
-  async create(
-    userId: string,
-    input: { name: string; scopes: string[]; expiresAt?: string | null },
-  ): Promise<PublicAccessKey & { key: string }> {
+  async create(userId: string, input: { name: string; scopes: string[]; expiresAt?: string | null }): Promise<PublicAccessKey & { key: string }> {
     const scopes = [...new Set(input.scopes)]
     const unknown = scopes.find((scope) => !isScope(scope))
     if (unknown !== undefined) throw validationError('scopes', `unknown scope "${unknown}"`)

@@ -50,12 +50,7 @@ export interface GuardDeps {
 /** Records an action of the caller; resolves once the event is on disk (await it before sending a secret). */
 export type AuditFn = (action: AuditAction, records?: AuditRecordRef[], details?: Record<string, unknown>) => Promise<void>
 
-export function authenticate(
-  deps: GuardDeps,
-  request: Request,
-  sessionToken: string | undefined,
-  need: AuthNeed,
-): AuthContext {
+export function authenticate(deps: GuardDeps, request: Request, sessionToken: string | undefined, need: AuthNeed): AuthContext {
   const header = request.headers.get('authorization')
   const bearer = header ? /^Bearer\s+(.+)$/i.exec(header.trim()) : null
   if (bearer) {

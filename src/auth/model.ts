@@ -16,11 +16,14 @@ export const UserSchema = component(
 
 export const Email = t.String({ minLength: 3, maxLength: 200, pattern: EMAIL_PATTERN, error: 'must be a valid e-mail address (at most 200 characters)' })
 
-export const RegisterBody = component('RegisterBody', strictObject({
-  email: Email,
-  password: t.String({ minLength: 8, maxLength: 1024, error: 'must be 8 to 1024 characters' }),
-  name: t.Optional(t.String({ maxLength: 200 })),
-}))
+export const RegisterBody = component(
+  'RegisterBody',
+  strictObject({
+    email: Email,
+    password: t.String({ minLength: 8, maxLength: 1024, error: 'must be 8 to 1024 characters' }),
+    name: t.Optional(t.String({ maxLength: 200 })),
+  }),
+)
 
 export const LoginBody = component(
   'LoginBody',
@@ -35,7 +38,10 @@ export const UserAnswer = component('SignedIn', t.Object({ user: UserSchema }, {
 /** Login: signed in, or (two-factor sign-in on) the second step is needed. */
 export const LoginAnswer = component(
   'LoginResult',
-  t.Union([UserAnswer, t.Object({ twoFactorRequired: t.Literal(true, { description: 'Send a second factor to POST /api/auth/login/2fa (or sign in with a passkey)' }) })]),
+  t.Union([
+    UserAnswer,
+    t.Object({ twoFactorRequired: t.Literal(true, { description: 'Send a second factor to POST /api/auth/login/2fa (or sign in with a passkey)' }) }),
+  ]),
 )
 
 export const MeAnswer = component(

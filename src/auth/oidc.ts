@@ -94,18 +94,12 @@ export class OidcSignIn {
       // Plain http only for a provider on this machine (config.ts already refuses it elsewhere).
       const insecure = issuerUrl.protocol === 'http:' && isLoopbackHost(issuerUrl.hostname)
       const attempt = loadOpenIdClient().then((client) =>
-        client.discovery(
-        issuerUrl,
-        clientId,
-        undefined,
-        clientSecret ? client.ClientSecretBasic(clientSecret) : client.None(),
-        {
+        client.discovery(issuerUrl, clientId, undefined, clientSecret ? client.ClientSecretBasic(clientSecret) : client.None(), {
           timeout: PROVIDER_TIMEOUT_S,
           // Signature checks against the provider's JWKS even for tokens from the token endpoint
           // (openid-client otherwise relies on TLS there, and loopback http has none).
           execute: insecure ? [client.allowInsecureRequests, client.enableNonRepudiationChecks] : [client.enableNonRepudiationChecks],
-        },
-      ),
+        }),
       )
       this.discovered = attempt
       attempt.catch(() => {
@@ -156,7 +150,11 @@ export class OidcSignIn {
    * and exchanges the code, then signs in (a linked identity, or a new account) or, for a link
    * started from Settings, links the identity to the signed-in account.
    */
-  async complete(search: string, sealedTransaction: string | undefined, context: CallbackContext = { sessionHash: null, client: 'unknown' }): Promise<CallbackOutcome> {
+  async complete(
+    search: string,
+    sealedTransaction: string | undefined,
+    context: CallbackContext = { sessionHash: null, client: 'unknown' },
+  ): Promise<CallbackOutcome> {
     const transaction = this.takeTransaction(sealedTransaction)
     const params = new URLSearchParams(search)
     const error = params.get('error')
@@ -191,7 +189,7 @@ export class OidcSignIn {
       })
     } catch (cause) {
       this.logFailure('code exchange', cause)
-      throw oidcFailed('The identity provider\'s answer could not be verified; start the sign-in again')
+      throw oidcFailed("The identity provider's answer could not be verified; start the sign-in again")
     }
     const idToken = tokens.claims()
     if (!idToken) throw oidcFailed('The identity provider sent no ID token')
@@ -209,7 +207,7 @@ export class OidcSignIn {
         profile = { ...(await client.fetchUserInfo(configuration, tokens.access_token, idToken.sub)) }
       } catch (cause) {
         this.logFailure('userinfo', cause)
-        throw oidcFailed('The identity provider\'s user information could not be read')
+        throw oidcFailed("The identity provider's user information could not be read")
       }
     }
     return { signedIn: await this.signInNewIdentity(identity, profile, context.client, false, context.userAgent ?? null) }
@@ -220,7 +218,13 @@ export class OidcSignIn {
    * e-mail alone (whoever registered that e-mail first would get the newcomer's identity, or the
    * other way round): its owner signs in and links the provider from Settings.
    */
-  private async signInNewIdentity(identity: { issuer: string; subject: string }, profile: ProfileClaims, client: string, retried = false, userAgent: string | null = null): Promise<SignedIn> {
+  private async signInNewIdentity(
+    identity: { issuer: string; subject: string },
+    profile: ProfileClaims,
+    client: string,
+    retried = false,
+    userAgent: string | null = null,
+  ): Promise<SignedIn> {
     const email = typeof profile.email === 'string' ? normalizeEmail(profile.email) : ''
     if (!email || email.length > MAX_EMAIL_LENGTH || !new RegExp(EMAIL_PATTERN).test(email)) {
       throw oidcFailed('The identity provider did not share a usable e-mail address (the "email" scope is needed)')

@@ -186,7 +186,12 @@ export class Passkeys {
         expectedChallenge: challenge,
         expectedOrigin: rp.origin,
         expectedRPID: rp.rpID,
-        credential: { id: passkey.credentialId, publicKey: new Uint8Array(Buffer.from(passkey.publicKey, 'base64url')), counter: passkey.counter, transports: [...passkey.transports] },
+        credential: {
+          id: passkey.credentialId,
+          publicKey: new Uint8Array(Buffer.from(passkey.publicKey, 'base64url')),
+          counter: passkey.counter,
+          transports: [...passkey.transports],
+        },
         requireUserVerification: false,
       })
     } catch (error) {

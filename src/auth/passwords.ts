@@ -68,7 +68,13 @@ export class Passwords {
    * Runs a check counted by the sign-in throttle under `key` (an e-mail, or another key such as a
    * user's second factor): 429 when over the limits; `refused` is thrown when the check fails.
    */
-  async throttled(key: string, client: string, check: () => Promise<boolean> | boolean, refused: () => AppError, tooMany = 'Too many failed attempts; try again later'): Promise<void> {
+  async throttled(
+    key: string,
+    client: string,
+    check: () => Promise<boolean> | boolean,
+    refused: () => AppError,
+    tooMany = 'Too many failed attempts; try again later',
+  ): Promise<void> {
     const attempt = this.throttle.begin(key, client)
     if ('retryAfter' in attempt) throw tooManyAttempts(tooMany, attempt.retryAfter)
     if (!(await check())) throw refused()

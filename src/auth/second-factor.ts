@@ -30,7 +30,10 @@ export const twoFactorRequired = () =>
   new AppError(401, 'TWO_FACTOR_REQUIRED', 'Sign in with your password first; the two-factor step expired or was not started')
 
 const secondStepLocked = (retryAfter: number) =>
-  tooManyAttempts(`Two-factor sign-in is locked for ${SECOND_STEP_LOCK_MS / 60_000} minutes after ${LOCK_AFTER_WRONG_CODES} wrong codes within a day; the account's owner is told`, retryAfter)
+  tooManyAttempts(
+    `Two-factor sign-in is locked for ${SECOND_STEP_LOCK_MS / 60_000} minutes after ${LOCK_AFTER_WRONG_CODES} wrong codes within a day; the account's owner is told`,
+    retryAfter,
+  )
 
 /** An account's second step locked after too many wrong codes (recorded and told to the owner). */
 export interface SecondStepLock {

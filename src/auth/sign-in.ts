@@ -33,7 +33,13 @@ export interface StepCookie {
 }
 
 /** Sets a step's short-lived HttpOnly cookie, or clears it (maxAgeMs 0). */
-export function setStepCookie(cookie: Record<string, Cookie<unknown>>, config: Pick<Config, 'secureCookies'>, step: StepCookie, value: string, maxAgeMs: number): void {
+export function setStepCookie(
+  cookie: Record<string, Cookie<unknown>>,
+  config: Pick<Config, 'secureCookies'>,
+  step: StepCookie,
+  value: string,
+  maxAgeMs: number,
+): void {
   cookie[step.name].set({
     value,
     httpOnly: true,
@@ -68,7 +74,11 @@ export async function completeSignIn(deps: SignInDeps, req: SignInRequest, metho
   const signedIn =
     'token' in who
       ? who
-      : await deps.accounts.startSession(who, { client: clientAddress(req.request, req.server, deps.config), userAgent: req.request.headers.get('user-agent'), method })
+      : await deps.accounts.startSession(who, {
+          client: clientAddress(req.request, req.server, deps.config),
+          userAgent: req.request.headers.get('user-agent'),
+          method,
+        })
   // The session exists already: an event that cannot be written does not undo it.
   await deps.audit.signInQuietly({ userId: signedIn.user.id, method, ok: true, source: req, sessionTokenHash: sha256Hex(signedIn.token) })
   setSessionCookie(req.cookie, deps.config, signedIn)

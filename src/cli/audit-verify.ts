@@ -86,9 +86,11 @@ function checkExport(path: string, chains: StoredAuditChain[]): string | null {
   }
   for (let i = firstFound; i < exported.length; i++) {
     const index = at.get(hashes[i]!)
-    if (index === undefined) return `${chain.file}: export line ${i + 1} (${hashes[i]!.slice(0, 12)}…) is no longer in the log: ${i === exported.length - 1 ? 'lines were removed from the end, or the end rewritten' : 'removed or rewritten'}`
+    if (index === undefined)
+      return `${chain.file}: export line ${i + 1} (${hashes[i]!.slice(0, 12)}…) is no longer in the log: ${i === exported.length - 1 ? 'lines were removed from the end, or the end rewritten' : 'removed or rewritten'}`
     if (chain.lines[index] !== exported[i]) return `${chain.file}: line ${index + 1} differs from export line ${i + 1}: rewritten`
-    if (i > firstFound && index !== at.get(hashes[i - 1]!)! + 1) return `${chain.file}: line ${index + 1} no longer follows the line before it in the export: lines were moved, inserted or removed`
+    if (i > firstFound && index !== at.get(hashes[i - 1]!)! + 1)
+      return `${chain.file}: line ${index + 1} no longer follows the line before it in the export: lines were moved, inserted or removed`
   }
   return null
 }
@@ -119,7 +121,11 @@ function main(): number {
     const check = verifyChain(chain.lines, chain.anchor, { keys, keyedSince: serverAnchor?.keyedSince, torn: chain.torn, missing: chain.missing })
     if (check.ok) {
       unchecked ||= check.unchecked
-      const notes = [chain.anchor.checkpoint ? 'from a compaction checkpoint' : '', check.keyed > 0 ? (check.unchecked ? 'keyed lines NOT checked: no master key' : 'keyed') : 'unkeyed', chain.torn > 0 ? `${chain.torn} byte(s) of an unfinished line after the last one, never acknowledged` : '']
+      const notes = [
+        chain.anchor.checkpoint ? 'from a compaction checkpoint' : '',
+        check.keyed > 0 ? (check.unchecked ? 'keyed lines NOT checked: no master key' : 'keyed') : 'unkeyed',
+        chain.torn > 0 ? `${chain.torn} byte(s) of an unfinished line after the last one, never acknowledged` : '',
+      ]
       console.log(`ok   ${chain.file}: ${check.lines} event(s), chain intact (${notes.filter(Boolean).join('; ')})`)
     } else {
       broken++
@@ -133,7 +139,11 @@ function main(): number {
     else {
       outside++
       const compacted = chains.find((chain) => chain.anchor?.checkpoint === hash)
-      console.log(compacted ? `ok   --expect-last ${hash.slice(0, 12)}…: ${compacted.file} was compacted from it` : `FAIL --expect-last ${hash.slice(0, 12)}…: no log holds this line any more: lines were removed from the end, or the log was rewritten or removed`)
+      console.log(
+        compacted
+          ? `ok   --expect-last ${hash.slice(0, 12)}…: ${compacted.file} was compacted from it`
+          : `FAIL --expect-last ${hash.slice(0, 12)}…: no log holds this line any more: lines were removed from the end, or the log was rewritten or removed`,
+      )
       if (compacted) outside--
     }
   }
@@ -145,7 +155,10 @@ function main(): number {
     } else console.log(`ok   --from-export ${file}: every exported line is in its log, in order`)
   }
   if (chains.length === 0) console.log(`no audit logs in ${args.dataDir}`)
-  if (unchecked) console.log('note: no master key at hand (SVC_MASTER_KEY, SVC_MASTER_KEY_FILE or <data>/master.key): keyed lines were checked for order only, not for their MAC')
+  if (unchecked)
+    console.log(
+      'note: no master key at hand (SVC_MASTER_KEY, SVC_MASTER_KEY_FILE or <data>/master.key): keyed lines were checked for order only, not for their MAC',
+    )
   console.log(broken === 0 ? `${chains.length} audit log(s) verified` : `${broken} of ${chains.length} audit log(s) failed verification`)
   if (outside > 0) console.log(`${outside} outside cop(ies) did not match`)
   return broken === 0 && outside === 0 ? 0 : 1

@@ -29,13 +29,7 @@ import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { ConfigError, loadConfig, parseMasterKey } from '../config'
 import { KEY_CHECK_REKEYING, KEY_CHECK_ROTATING, Keyring, MasterKeyMismatchError, type SecretKind, type VaultRekey } from '../crypto/keyring'
-import {
-  generateMasterKeyBase64,
-  MASTER_KEY_FILE,
-  readMasterKeyFile,
-  replaceMasterKeyFile,
-  writeMasterKeyFile,
-} from '../crypto/master-key'
+import { generateMasterKeyBase64, MASTER_KEY_FILE, readMasterKeyFile, replaceMasterKeyFile, writeMasterKeyFile } from '../crypto/master-key'
 import type { Document } from '../store/document'
 import { DataDirLockedError } from '../store/lock'
 import type { VaultDocument } from '../store/records'
@@ -73,12 +67,14 @@ async function keyCheckOpens(ring: Keyring, check: string): Promise<boolean> {
  */
 async function rekeyVault(doc: Document<VaultDocument>, rekey: VaultRekey): Promise<number> {
   let unopened = 0
-  const moved = <R extends { id: string }, F extends keyof R>(kind: SecretKind, field: F) => (record: R): R => {
-    const sealed = rekey.reseal(kind, record.id, record[field] as string)
-    if (sealed === null) unopened++
-    // Stored records are frozen: each is replaced, never changed in place.
-    return sealed === null ? record : { ...record, [field]: sealed }
-  }
+  const moved =
+    <R extends { id: string }, F extends keyof R>(kind: SecretKind, field: F) =>
+    (record: R): R => {
+      const sealed = rekey.reseal(kind, record.id, record[field] as string)
+      if (sealed === null) unopened++
+      // Stored records are frozen: each is replaced, never changed in place.
+      return sealed === null ? record : { ...record, [field]: sealed }
+    }
   // The records sealed again (those that opened), to replace the stored ones.
   const resealed = <R extends { id: string }>(records: readonly R[], reseal: (record: R) => R) => records.map(reseal).filter((next, i) => next !== records[i])
   await doc.update((data, write) => {
@@ -119,7 +115,9 @@ export async function rotateMasterKey(env: Record<string, string | undefined> = 
     const oldKey = config.masterKey ?? readMasterKeyFile(keyPath)
     if (!oldKey) throw new RotationError(`SVC_MASTER_KEY is not set and ${keyPath} does not exist: no current master key`)
     if (!keyInFile && existsSync(stagedPath)) {
-      throw new RotationError(`${stagedPath} is left from an interrupted rotation of the key in ${MASTER_KEY_FILE}; unset SVC_MASTER_KEY and run again to finish it`)
+      throw new RotationError(
+        `${stagedPath} is left from an interrupted rotation of the key in ${MASTER_KEY_FILE}; unset SVC_MASTER_KEY and run again to finish it`,
+      )
     }
 
     const staged = keyInFile ? readMasterKeyFile(stagedPath) : null

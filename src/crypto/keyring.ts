@@ -110,7 +110,10 @@ export class Keyring {
    */
   auditKeys(sealed: readonly string[] = []): AuditKeys {
     const earlier = sealed.map((text) => open(this.masterKey, text, AUDIT_KEY_AAD)).filter((key): key is Buffer => key !== null && key.length === 32)
-    return auditKeysOf(deriveAuditKey(this.masterKey), earlier.map((key) => new Uint8Array(key)))
+    return auditKeysOf(
+      deriveAuditKey(this.masterKey),
+      earlier.map((key) => new Uint8Array(key)),
+    )
   }
 
   /**

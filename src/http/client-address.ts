@@ -16,7 +16,11 @@ export interface PeerSource {
 /** One forwarding chain holds at most this many hops (a longer header is cut from the left). */
 const MAX_HOPS = 32
 
-export function clientAddress(request: Request, server: PeerSource | null | undefined, config: Pick<Config, 'trustProxy'> & Partial<Pick<Config, 'trustProxyHeader'>>): string {
+export function clientAddress(
+  request: Request,
+  server: PeerSource | null | undefined,
+  config: Pick<Config, 'trustProxy'> & Partial<Pick<Config, 'trustProxyHeader'>>,
+): string {
   const peer = normalizeAddress(server?.requestIP(request)?.address ?? '')
   if (!peer) return 'unknown'
   const trusted = config.trustProxy
@@ -45,7 +49,11 @@ function forwardedChain(headers: Headers, header: Config['trustProxyHeader']): s
   const xff = header === 'forwarded' ? null : headers.get('x-forwarded-for')
   const forwarded = header === 'x-forwarded-for' ? null : headers.get('forwarded')
   if (xff !== null && forwarded !== null) return []
-  if (xff !== null) return xff.split(',').slice(-MAX_HOPS).map((hop) => hop.trim())
+  if (xff !== null)
+    return xff
+      .split(',')
+      .slice(-MAX_HOPS)
+      .map((hop) => hop.trim())
   if (forwarded === null) return []
   const hops: string[] = []
   for (const element of forwarded.split(',').slice(-MAX_HOPS)) {

@@ -86,8 +86,7 @@ export class AppError extends Error {
 }
 
 export const badRequest = (code: ErrorCode, message: string) => new AppError(400, code, message)
-export const validationError = (field: string, problem: string) =>
-  new AppError(400, 'VALIDATION_ERROR', `${field}: ${problem}`)
+export const validationError = (field: string, problem: string) => new AppError(400, 'VALIDATION_ERROR', `${field}: ${problem}`)
 export const notFound = (code: ErrorCode, message: string) => new AppError(404, code, message)
 export const conflict = (code: ErrorCode, message: string) => new AppError(409, code, message)
 

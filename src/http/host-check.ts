@@ -80,7 +80,9 @@ export function hostCheck(config: Pick<Config, 'allowedHosts'> & { baseUrl?: str
     // Once per refused host (bounded, printable characters only): why a page "does not load".
     if (log && refused.size < 64 && !refused.has(host)) {
       refused.add(host)
-      log(`warning: refused a request for host "${host.slice(0, 100).replace(/[^\x21-\x7e]/g, '?')}": not SVC_BASE_URL's host; see "On your home network" in docs/operations.md`)
+      log(
+        `warning: refused a request for host "${host.slice(0, 100).replace(/[^\x21-\x7e]/g, '?')}": not SVC_BASE_URL's host; see "On your home network" in docs/operations.md`,
+      )
     }
     if (config.baseUrl && request.headers.get('accept')?.includes('text/html')) {
       set.headers['content-type'] = 'text/html; charset=utf-8'

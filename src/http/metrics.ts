@@ -77,7 +77,8 @@ export class Metrics {
     family('svc_vault_build_info', 'gauge', 'The running release.')
     out.push(`svc_vault_build_info${labels({ version: gauges.version })} 1`)
     family('svc_vault_http_requests_total', 'counter', 'Answered requests by method, route template and status.')
-    for (const r of this.requests.values()) out.push(`svc_vault_http_requests_total${labels({ method: r.method, route: r.route, status: r.status })} ${r.count}`)
+    for (const r of this.requests.values())
+      out.push(`svc_vault_http_requests_total${labels({ method: r.method, route: r.route, status: r.status })} ${r.count}`)
     family('svc_vault_http_request_duration_seconds', 'histogram', 'Time from receiving a request to its answer, by method and route template.')
     for (const t of this.latency.values()) histogram('svc_vault_http_request_duration_seconds', { method: t.method, route: t.route }, t.histogram)
     family('svc_vault_open_vaults', 'gauge', 'User vaults loaded in memory.')
@@ -95,7 +96,7 @@ export class Metrics {
       out.push(`svc_vault_login_failures_total${labels({ reason })} ${this.loginFailures.get(reason) ?? 0}`)
     }
     if (gauges.disk) {
-      family('svc_vault_disk_free_bytes', 'gauge', 'Free space of the data folder\'s filesystem (-1: unknown).')
+      family('svc_vault_disk_free_bytes', 'gauge', "Free space of the data folder's filesystem (-1: unknown).")
       out.push(`svc_vault_disk_free_bytes ${gauges.disk.freeBytes ?? -1}`)
       family('svc_vault_disk_floor_bytes', 'gauge', 'SVC_DISK_FLOOR: free space that events of unauthenticated clients may not eat into.')
       out.push(`svc_vault_disk_floor_bytes ${gauges.disk.floorBytes}`)
@@ -103,7 +104,11 @@ export class Metrics {
       out.push(`svc_vault_disk_low ${gauges.disk.low ? 1 : 0}`)
     }
     if (gauges.unauthenticated) {
-      family('svc_vault_audit_unauthenticated_counted_total', 'counter', 'Failed sign-ins counted into a summary event instead of written one by one, by why (throttled, budget, disk_low).')
+      family(
+        'svc_vault_audit_unauthenticated_counted_total',
+        'counter',
+        'Failed sign-ins counted into a summary event instead of written one by one, by why (throttled, budget, disk_low).',
+      )
       for (const reason of ['throttled', 'budget', 'disk_low'] as const) {
         out.push(`svc_vault_audit_unauthenticated_counted_total${labels({ reason })} ${gauges.unauthenticated.counted[reason]}`)
       }

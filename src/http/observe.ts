@@ -6,7 +6,9 @@ import type { RequestRecord } from '../log'
 import type { LoginFailure, Metrics } from './metrics'
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/
-const PROCESS_PREFIX = Math.floor(Math.random() * 0x1_0000_0000).toString(16).padStart(8, '0')
+const PROCESS_PREFIX = Math.floor(Math.random() * 0x1_0000_0000)
+  .toString(16)
+  .padStart(8, '0')
 let sequence = 0
 
 /** Failed sign-ins, told apart by the route and the status they answered. */

@@ -208,10 +208,15 @@ function responseObject(status: string, schema: unknown, converter: SchemaConver
     headers[name] = { description: header.description, schema: header.schema ?? { type: 'string' } }
   }
   const named = typeof schema[COMPONENT_NAME] === 'string' ? componentSchema(schema[COMPONENT_NAME] as string) : undefined
-  const description = (schema.description as string | undefined) ?? ((named as Schema | undefined)?.description as string | undefined) ?? STATUS_TEXT[status] ?? `Status ${status}`
+  const description =
+    (schema.description as string | undefined) ??
+    ((named as Schema | undefined)?.description as string | undefined) ??
+    STATUS_TEXT[status] ??
+    `Status ${status}`
   const answer: Json = { description }
   // A redirect has no body; its Location header says where.
-  if (['301', '302', '303', '307', '308'].includes(status) && hasNoBody(schema)) headers.Location ??= { description: 'Where the browser goes next', schema: { type: 'string' } }
+  if (['301', '302', '303', '307', '308'].includes(status) && hasNoBody(schema))
+    headers.Location ??= { description: 'Where the browser goes next', schema: { type: 'string' } }
   if (Object.keys(headers).length) answer.headers = headers
   if (hasNoBody(schema) || status === '204' || status === '304') return answer
   const mediaTypes = schema[MEDIA_TYPES] as Record<string, unknown> | undefined
@@ -291,7 +296,9 @@ export function buildDocument(routes: RouteInfo[], documentation: Documentation)
     paths[path][method] = operationOf(route, converter)
   }
   const sortedPaths = Object.fromEntries(Object.entries(paths).sort(([a], [b]) => a.localeCompare(b)))
-  const usedTags = new Set(Object.values(paths).flatMap((operations) => Object.values(operations).flatMap((operation) => (operation.tags as string[] | undefined) ?? [])))
+  const usedTags = new Set(
+    Object.values(paths).flatMap((operations) => Object.values(operations).flatMap((operation) => (operation.tags as string[] | undefined) ?? [])),
+  )
   const tags = (documentation.tags ?? []).filter((tag) => usedTags.has(tag.name))
   for (const name of usedTags) if (!tags.some((tag) => tag.name === name)) tags.push({ name, description: name })
   return {
@@ -364,28 +371,32 @@ export function apiDocs(app: () => AnyElysia, documentation: Documentation) {
   // Routes do not change once the server runs: each is built once.
   let document: OpenApiDocument | undefined
   let page: string | undefined
-  return new Elysia({ name: 'http.openapi' })
-    .get(
-      SPEC_PATH,
-      ({ set }) => {
-        set.headers['access-control-allow-origin'] = '*'
-        document ??= buildDocument(app().routes as RouteInfo[], documentation)
-        return document
-      },
-      {
-        response: { 200: DocumentAnswer, ...publicErrorResponses() },
-        detail: { operationId: 'getOpenApiDocument', summary: 'This OpenAPI 3.1.0 document', tags: ['API description'] },
-      },
-    )
-    .get(
-      DOCS_PATH,
-      () => {
-        page ??= buildPage(documentation)
-        return new Response(page, { headers: { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': DOCS_CSP } })
-      },
-      { detail: { hide: true } },
-    )
-    // Built into dist/ and the executable (gzipped: no node_modules there); else the installed package.
-    .get(DOCS_SCRIPT_PATH, () => (prebuiltWeb ? script(Bun.file(prebuiltWeb.docsScript), 'gzip') : script(Bun.file(scalarScriptPath()))), { detail: { hide: true } })
-    .get(DOCS_SHIM_PATH, () => script(DOCS_SANDBOX_SHIM), { detail: { hide: true } })
+  return (
+    new Elysia({ name: 'http.openapi' })
+      .get(
+        SPEC_PATH,
+        ({ set }) => {
+          set.headers['access-control-allow-origin'] = '*'
+          document ??= buildDocument(app().routes as RouteInfo[], documentation)
+          return document
+        },
+        {
+          response: { 200: DocumentAnswer, ...publicErrorResponses() },
+          detail: { operationId: 'getOpenApiDocument', summary: 'This OpenAPI 3.1.0 document', tags: ['API description'] },
+        },
+      )
+      .get(
+        DOCS_PATH,
+        () => {
+          page ??= buildPage(documentation)
+          return new Response(page, { headers: { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': DOCS_CSP } })
+        },
+        { detail: { hide: true } },
+      )
+      // Built into dist/ and the executable (gzipped: no node_modules there); else the installed package.
+      .get(DOCS_SCRIPT_PATH, () => (prebuiltWeb ? script(Bun.file(prebuiltWeb.docsScript), 'gzip') : script(Bun.file(scalarScriptPath()))), {
+        detail: { hide: true },
+      })
+      .get(DOCS_SHIM_PATH, () => script(DOCS_SANDBOX_SHIM), { detail: { hide: true } })
+  )
 }

@@ -13,8 +13,16 @@ export const MAX_PAGE = 1000
 export const DEFAULT_PAGE = 100
 
 export const PageQuery = {
-  limit: t.Optional(t.Integer({ minimum: 1, maximum: MAX_PAGE, description: `Answer at most this many items (1-${MAX_PAGE}); the next page's cursor comes in X-Next-Cursor and Link` })),
-  cursor: t.Optional(t.String({ maxLength: 200, description: `From the previous page's X-Next-Cursor header (a cursor without limit pages by ${DEFAULT_PAGE})` })),
+  limit: t.Optional(
+    t.Integer({
+      minimum: 1,
+      maximum: MAX_PAGE,
+      description: `Answer at most this many items (1-${MAX_PAGE}); the next page's cursor comes in X-Next-Cursor and Link`,
+    }),
+  ),
+  cursor: t.Optional(
+    t.String({ maxLength: 200, description: `From the previous page's X-Next-Cursor header (a cursor without limit pages by ${DEFAULT_PAGE})` }),
+  ),
 }
 
 export const NEXT_CURSOR_HEADER = 'X-Next-Cursor'

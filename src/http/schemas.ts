@@ -11,15 +11,13 @@ const fullDateTimeCheck = FormatRegistry.Get('date-time')
 FormatRegistry.Set('date-time', (value) => ISO_TIMESTAMP.test(value) || (fullDateTimeCheck?.(value) ?? false))
 
 /** A request object that rejects unknown fields (400 naming the field). */
-export const strictObject = <P extends TProperties>(properties: P, description?: string) =>
-  t.Object(properties, { additionalProperties: false, description })
+export const strictObject = <P extends TProperties>(properties: P, description?: string) => t.Object(properties, { additionalProperties: false, description })
 
 /**
  * `base` with more properties: what t.Composite gives for disjoint keys, without its type-level
  * evaluation (KeyOf, Index and Intersect over every property at start-up, which costs idle memory).
  */
-export const withProperties = <B extends TProperties, P extends TProperties>(base: TObject<B>, properties: P) =>
-  t.Object({ ...base.properties, ...properties })
+export const withProperties = <B extends TProperties, P extends TProperties>(base: TObject<B>, properties: P) => t.Object({ ...base.properties, ...properties })
 
 export const Timestamp = t.String({ format: 'date-time', description: 'ISO 8601 timestamp' })
 export const IdParams = t.Object({ id: t.String() })

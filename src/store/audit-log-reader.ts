@@ -113,7 +113,9 @@ function fill({ into, at }: ReadRequest, read: (into: Buffer, at: number) => num
 async function fillAsync(fd: number, { into, at }: ReadRequest): Promise<number> {
   let filled = 0
   for (let bytes = -1; filled < into.length && bytes !== 0; filled += bytes) {
-    bytes = await new Promise<number>((resolve, reject) => readInPool(fd, into.subarray(filled), 0, into.length - filled, at + filled, (error, n) => (error ? reject(error) : resolve(n))))
+    bytes = await new Promise<number>((resolve, reject) =>
+      readInPool(fd, into.subarray(filled), 0, into.length - filled, at + filled, (error, n) => (error ? reject(error) : resolve(n))),
+    )
   }
   return filled
 }
@@ -121,7 +123,8 @@ async function fillAsync(fd: number, { into, at }: ReadRequest): Promise<number>
 /** `length` bytes of a file from `start`; a file cut shorter meanwhile is an error, not a wait. */
 export function readAt(fd: number, start: number, length: number): Buffer {
   const bytes = Buffer.alloc(length)
-  if (fill({ into: bytes, at: start }, (into, at) => readSync(fd, into, 0, into.length, at)) < length) throw new Error('an audit log was cut shorter while it was read')
+  if (fill({ into: bytes, at: start }, (into, at) => readSync(fd, into, 0, into.length, at)) < length)
+    throw new Error('an audit log was cut shorter while it was read')
   return bytes
 }
 

@@ -18,7 +18,21 @@ import { dirname } from 'node:path'
 import { fsyncDirSync, writeFileAtomic } from './atomic-file'
 import { completeEnd, countLines, firstKept, joinAuditLines, lastLineBefore, openForReading, readAt } from './audit-log-reader'
 
-export { joinAuditLines, readAuditBytes, readAuditChains, readAuditLines, readAuditLinesBackwards, readAuditLineEndingAt, readAuditLog, readFirstAuditLine, readJsonFile, SERVER_AUDIT_ANCHOR, SERVER_AUDIT_LOG, streamAuditLines, type StoredAuditChain } from './audit-log-reader'
+export {
+  joinAuditLines,
+  readAuditBytes,
+  readAuditChains,
+  readAuditLines,
+  readAuditLinesBackwards,
+  readAuditLineEndingAt,
+  readAuditLog,
+  readFirstAuditLine,
+  readJsonFile,
+  SERVER_AUDIT_ANCHOR,
+  SERVER_AUDIT_LOG,
+  streamAuditLines,
+  type StoredAuditChain,
+} from './audit-log-reader'
 
 export interface SealedLine {
   /** The line's text, without its newline. */
@@ -65,7 +79,12 @@ export class AuditLogFile<E> {
    * Opens a log; `headOf` gives the hash the next line chains from, given the last whole line (null:
    * none). A torn last line is cut off.
    */
-  static open<E>(path: string, headOf: (lastLine: string | null) => string, seal: (event: E, prev: string) => SealedLine, dataSync: DataSync = fdatasync): AuditLogFile<E> {
+  static open<E>(
+    path: string,
+    headOf: (lastLine: string | null) => string,
+    seal: (event: E, prev: string) => SealedLine,
+    dataSync: DataSync = fdatasync,
+  ): AuditLogFile<E> {
     const fd = openForReading(path)
     if (fd === null) return new AuditLogFile(path, 0, headOf(null), seal, false, dataSync)
     let tail: { bytes: number; size: number; last: string | null }
@@ -267,4 +286,3 @@ export function deleteAuditLogFile(path: string): void {
 export async function writeJsonFile(path: string, value: unknown): Promise<void> {
   await writeFileAtomic(path, JSON.stringify(value))
 }
-

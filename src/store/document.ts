@@ -143,7 +143,11 @@ export class Document<T> implements StoredDocument<T> {
     readonly path: string,
     private readonly options: DocumentOptions<T>,
   ) {
-    this.writer = createWriter<T>(() => this.current, options.loggedLists ?? [], (change) => this.record(change))
+    this.writer = createWriter<T>(
+      () => this.current,
+      options.loggedLists ?? [],
+      (change) => this.record(change),
+    )
   }
 
   /**

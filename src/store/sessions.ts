@@ -12,7 +12,13 @@ export const MAX_SESSIONS_PER_ACCOUNT = 50
  * sessions, oldest first), after removing the account's expired sessions and, beyond the cap,
  * its oldest ones. Returns the sessions removed (the caller drops them from its lookups).
  */
-export function admitSession(sessions: ListWriter<SessionRecord>, ofAccount: SessionRecord[], session: SessionRecord, now: number, cap = MAX_SESSIONS_PER_ACCOUNT): SessionRecord[] {
+export function admitSession(
+  sessions: ListWriter<SessionRecord>,
+  ofAccount: SessionRecord[],
+  session: SessionRecord,
+  now: number,
+  cap = MAX_SESSIONS_PER_ACCOUNT,
+): SessionRecord[] {
   const removed: SessionRecord[] = []
   for (let i = ofAccount.length - 1; i >= 0; i--) {
     if (Date.parse(ofAccount[i].expiresAt) <= now) removed.push(...ofAccount.splice(i, 1))

@@ -43,7 +43,13 @@ export function createWriter<T>(data: () => T, lists: readonly string[], record:
       record(['set', field, value])
     },
   }
-  for (const name of lists) writer[name] = listWriter(name, () => listOf(current(), name), (next) => (current()[name] = next), record)
+  for (const name of lists)
+    writer[name] = listWriter(
+      name,
+      () => listOf(current(), name),
+      (next) => (current()[name] = next),
+      record,
+    )
   return writer as Writer<T>
 }
 

@@ -98,7 +98,9 @@ export function buildIconPack(): Uint8Array<ArrayBuffer> {
     if (!icon) throw new Error(`simple-icons has no icon "${slug}": run bun scripts/icon-slugs.ts`)
     return icon
   })
-  const icons = data
-    .map((icon) => ({ slug: icon.slug, svg: readFileSync(join(dir, 'icons', `${icon.slug}.svg`), 'utf8').replace('<svg ', `<svg fill="#${icon.hex}" `) }))
+  const icons = data.map((icon) => ({
+    slug: icon.slug,
+    svg: readFileSync(join(dir, 'icons', `${icon.slug}.svg`), 'utf8').replace('<svg ', `<svg fill="#${icon.hex}" `),
+  }))
   return packIcons(icons, (bytes) => Bun.gzipSync(bytes, { level: 9 }))
 }

@@ -41,7 +41,10 @@ describe('relying party', () => {
     const answer = await post(hosted.url, '/api/auth/passkey/options', {})
     expect(answer.body.rpId).toBe('vault.example.org')
     // The challenge cookie is HttpOnly and Secure under https.
-    const line = answer.headers.getSetCookie().find((l) => l.startsWith('svc_passkey='))!.toLowerCase()
+    const line = answer.headers
+      .getSetCookie()
+      .find((l) => l.startsWith('svc_passkey='))!
+      .toLowerCase()
     expect(line).toContain('httponly')
     expect(line).toContain('secure')
   })
@@ -72,7 +75,10 @@ describe('failures are clear 4xx answers', () => {
     const without = await bob.post('/api/account/passkeys', { name: 'x', response: { id: 'AAAA' } })
     expect([without.status, without.body.code]).toEqual([401, 'PASSKEY_FAILED'])
     await bob.post('/api/account/passkeys/options')
-    const garbage = await bob.post('/api/account/passkeys', { name: 'x', response: { id: 'AAAA', response: { attestationObject: '!!', clientDataJSON: '??' } } })
+    const garbage = await bob.post('/api/account/passkeys', {
+      name: 'x',
+      response: { id: 'AAAA', response: { attestationObject: '!!', clientDataJSON: '??' } },
+    })
     expect([garbage.status, garbage.body.code]).toEqual([401, 'PASSKEY_FAILED'])
     expect((await bob.get('/api/account/passkeys')).body).toEqual([])
     const missing = await bob.delete(`/api/account/passkeys/${crypto.randomUUID()}`)

@@ -59,7 +59,10 @@ describe('a stale session', () => {
     expect((await alice.post('/api/access-keys', { name: 'fresh', scopes: ['stats:read'] })).status).toBe(201)
     clock.advance(MINUTE + 1)
     expect((await alice.post('/api/access-keys', { name: 'stale', scopes: ['stats:read'] })).body.code).toBe('REAUTHENTICATION_REQUIRED')
-    expect((await alice.get('/api/auth/reauth')).body).toEqual({ freshUntil: new Date(Date.parse(alice.user.createdAt) + 10 * MINUTE).toISOString(), fresh: false })
+    expect((await alice.get('/api/auth/reauth')).body).toEqual({
+      freshUntil: new Date(Date.parse(alice.user.createdAt) + 10 * MINUTE).toISOString(),
+      fresh: false,
+    })
     // A wrong password proves nothing.
     const wrong = await alice.post('/api/auth/reauth', { password: 'not the password' })
     expect(wrong.status).toBe(401)
@@ -147,7 +150,12 @@ describe('with a passkey', () => {
     const bobOptions = await post(server.url, '/api/auth/reauth/options', {}, cookieOf(bob))
     expect(bobOptions.body.code).toBe('PASSKEY_NOT_FOUND')
     const aliceOptions = await post(server.url, '/api/auth/reauth/options', {}, cookieOf(alice))
-    const stolen = await post(server.url, '/api/auth/reauth', { passkey: passkey.signIn(aliceOptions.body) }, { ...cookieOf(bob), svc_reauth: aliceOptions.cookies.svc_reauth })
+    const stolen = await post(
+      server.url,
+      '/api/auth/reauth',
+      { passkey: passkey.signIn(aliceOptions.body) },
+      { ...cookieOf(bob), svc_reauth: aliceOptions.cookies.svc_reauth },
+    )
     expect(stolen.body.code).toBe('PASSKEY_FAILED')
     expect((await bob.post('/api/access-keys', { name: 'k', scopes: ['stats:read'] })).status).toBe(403)
   })
@@ -158,7 +166,14 @@ describe('the helper for routes that take the proof in their body (exporting 2FA
     const alice = await signUp(server.url)
     const { freshProof } = server.deps.protection
     const user = () => server.deps.accounts.userById(alice.user.id)!
-    const session = (): AuthContext => ({ user: user(), userId: alice.user.id, method: 'session', scopes: null, accessKey: null, sessionTokenHash: sha256Hex(alice.credentials.cookie!) })
+    const session = (): AuthContext => ({
+      user: user(),
+      userId: alice.user.id,
+      method: 'session',
+      scopes: null,
+      accessKey: null,
+      sessionTokenHash: sha256Hex(alice.credentials.cookie!),
+    })
     await freshProof.requireOrProve(session(), undefined, 'test')
     clock.advance(11 * MINUTE)
     await expect(freshProof.requireOrProve(session(), undefined, 'test')).rejects.toMatchObject({ status: 403, code: 'REAUTHENTICATION_REQUIRED' })
@@ -174,7 +189,14 @@ describe('the helper for routes that take the proof in their body (exporting 2FA
     clock.advance(11 * MINUTE)
     await expect(freshProof.requireOrProve(session(), { password: PASSWORD }, 'test')).rejects.toMatchObject({ status: 400 })
     const keyRecord = server.deps.store.accounts.data.accessKeys.find((k) => k.userId === alice.user.id)!
-    const viaKey: AuthContext = { user: user(), userId: alice.user.id, method: 'access-key', scopes: ['stats:read'], accessKey: keyRecord, sessionTokenHash: null }
+    const viaKey: AuthContext = {
+      user: user(),
+      userId: alice.user.id,
+      method: 'access-key',
+      scopes: ['stats:read'],
+      accessKey: keyRecord,
+      sessionTokenHash: null,
+    }
     await expect(freshProof.requireOrProve(viaKey, undefined, 'test')).rejects.toMatchObject({ status: 403, code: 'REAUTHENTICATION_REQUIRED' })
     await freshProof.requireOrProve(viaKey, { password: PASSWORD, code: oathtool(secret, clock.now()) }, 'test')
   })

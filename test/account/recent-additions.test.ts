@@ -77,10 +77,18 @@ test('sign out everywhere else removes the chosen ones in the same step; a forei
 
 test('a password change removes the chosen ones with it; a wrong password removes nothing', async () => {
   const { alice, planted, passkey } = await withAdditions()
-  const wrong = await alice.post('/api/account/password', { currentPassword: 'not it at all', newPassword: 'a new password', remove: { accessKeys: [planted.id] } })
+  const wrong = await alice.post('/api/account/password', {
+    currentPassword: 'not it at all',
+    newPassword: 'a new password',
+    remove: { accessKeys: [planted.id] },
+  })
   expect(wrong.status).toBe(401)
   expect((await new Client(server.url, { key: planted.key }).get('/api/auth/me')).status).toBe(200)
-  const changed = await alice.post('/api/account/password', { currentPassword: PASSWORD, newPassword: 'a new password', remove: { accessKeys: [planted.id], passkeys: [passkey.id] } })
+  const changed = await alice.post('/api/account/password', {
+    currentPassword: PASSWORD,
+    newPassword: 'a new password',
+    remove: { accessKeys: [planted.id], passkeys: [passkey.id] },
+  })
   expect(changed.status).toBe(204)
   expect((await new Client(server.url, { key: planted.key }).get('/api/auth/me')).status).toBe(401)
   expect((await alice.get('/api/account/passkeys')).body).toEqual([])

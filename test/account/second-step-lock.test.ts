@@ -43,7 +43,8 @@ async function passwordStep(email: string, headers = freshAddress()): Promise<st
   expect(login.body).toEqual({ twoFactorRequired: true })
   return login.cookies.svc_2fa
 }
-const secondStep = (challenge: string, body: unknown, headers = freshAddress()) => post(server.url, '/api/auth/login/2fa', body, { svc_2fa: challenge }, headers)
+const secondStep = (challenge: string, body: unknown, headers = freshAddress()) =>
+  post(server.url, '/api/auth/login/2fa', body, { svc_2fa: challenge }, headers)
 
 /** A 6-digit code that is not the right one now (nor one step either side). */
 function wrongCode(secret: string, n: number): string {
@@ -95,8 +96,8 @@ describe('a two-factor challenge', () => {
   })
 })
 
-describe('an account\'s second step', () => {
-  test('locks for 15 minutes after 20 wrong codes within a day: recorded, told to the owner by the dashboard\'s events and the webhook', async () => {
+describe("an account's second step", () => {
+  test("locks for 15 minutes after 20 wrong codes within a day: recorded, told to the owner by the dashboard's events and the webhook", async () => {
     const owner = await signUp(server.url)
     const { secret, recoveryCodes } = await enableTwoFactor(owner, clock.now())
     const set = await owner.put('/api/account/notifications', { webhookUrl: `http://127.0.0.1:${receiver.port}/alerts`, secret: 'alert-secret' })
@@ -125,7 +126,11 @@ describe('an account\'s second step', () => {
 
     // Recorded in the account's log (what the dashboard shows), never a code.
     const [event] = (await owner.get('/api/audit?action=auth.twofa_locked')).body.items
-    expect(event).toMatchObject({ action: 'auth.twofa_locked', outcome: 'denied', details: { wrongCodes: 20, lockedUntil: new Date(clock.now() + 15 * 60_000).toISOString() } })
+    expect(event).toMatchObject({
+      action: 'auth.twofa_locked',
+      outcome: 'denied',
+      details: { wrongCodes: 20, lockedUntil: new Date(clock.now() + 15 * 60_000).toISOString() },
+    })
     expect(JSON.stringify(event)).not.toContain(wrongCode(secret, 19))
     // And sent to the webhook, signed.
     for (let i = 0; i < 500 && received.length === sentBefore; i++) await Bun.sleep(10)
@@ -157,7 +162,9 @@ describe('an account\'s second step', () => {
     clock.advance(STEP)
     // 8 challenges, 5 codes each, all at once: 40 guesses.
     const challenges = await Promise.all(Array.from({ length: 8 }, () => passwordStep(owner.email)))
-    const answers = await Promise.all(challenges.flatMap((challenge, c) => Array.from({ length: 5 }, (_, i) => secondStep(challenge, { code: wrongCode(secret, c * 5 + i) }))))
+    const answers = await Promise.all(
+      challenges.flatMap((challenge, c) => Array.from({ length: 5 }, (_, i) => secondStep(challenge, { code: wrongCode(secret, c * 5 + i) }))),
+    )
     const codes = answers.map((answer) => answer.body.code)
     expect(codes.filter((code) => code === 'INVALID_TWO_FACTOR_CODE')).toHaveLength(20)
     expect(codes.filter((code) => code === 'TOO_MANY_ATTEMPTS')).toHaveLength(20)

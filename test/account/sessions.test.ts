@@ -155,7 +155,8 @@ describe('password change', () => {
   test('wrong current passwords are throttled like sign-ins', async () => {
     const jo = await signUp(server.url)
     const statuses: number[] = []
-    for (let i = 0; i < 11; i++) statuses.push((await jo.post('/api/account/password', { currentPassword: `wrong ${i} guess`, newPassword: 'another password' })).status)
+    for (let i = 0; i < 11; i++)
+      statuses.push((await jo.post('/api/account/password', { currentPassword: `wrong ${i} guess`, newPassword: 'another password' })).status)
     expect(statuses.slice(0, 10).every((s) => s === 401)).toBe(true)
     expect(statuses[10]).toBe(429)
     clock.advance(16 * 60_000)

@@ -30,8 +30,7 @@ async function passwordStep(email: string, password = PASSWORD): Promise<string>
   return login.cookies.svc_2fa
 }
 
-const secondStep = (challenge: string | undefined, body: unknown) =>
-  post(server.url, '/api/auth/login/2fa', body, challenge ? { svc_2fa: challenge } : {})
+const secondStep = (challenge: string | undefined, body: unknown) => post(server.url, '/api/auth/login/2fa', body, challenge ? { svc_2fa: challenge } : {})
 
 describe('setup and enable', () => {
   test('setup needs the password and answers a base32 secret, its otpauth URI and an SVG QR code', async () => {
@@ -92,7 +91,10 @@ describe('signing in with two-factor on', () => {
     const login = await post(server.url, '/api/auth/login', { email: carol.email, password: PASSWORD })
     expect(login.body).toEqual({ twoFactorRequired: true })
     const line = setCookieLine(login.headers, 'svc_2fa')!
-    const flags = line.toLowerCase().split(';').map((part) => part.trim())
+    const flags = line
+      .toLowerCase()
+      .split(';')
+      .map((part) => part.trim())
     expect(flags).toContain('httponly')
     expect(flags).toContain('max-age=300')
     expect(login.cookies.svc_session).toBeUndefined()

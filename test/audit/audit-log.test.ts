@@ -26,7 +26,12 @@ const logPath = (s: TestServer, userId: string) => join(s.dataDir, 'vaults', `${
 const lines = auditFileLines
 
 function verify(dataDir: string): { code: number; output: string } {
-  const run = Bun.spawnSync(['bun', 'src/cli/audit-verify.ts', '--data-dir', dataDir], { cwd: ROOT, stdout: 'pipe', stderr: 'pipe', env: { ...process.env, SVC_MASTER_KEY: TEST_MASTER_KEY } })
+  const run = Bun.spawnSync(['bun', 'src/cli/audit-verify.ts', '--data-dir', dataDir], {
+    cwd: ROOT,
+    stdout: 'pipe',
+    stderr: 'pipe',
+    env: { ...process.env, SVC_MASTER_KEY: TEST_MASTER_KEY },
+  })
   return { code: run.exitCode, output: run.stdout.toString() + run.stderr.toString() }
 }
 
@@ -79,14 +84,19 @@ describe('events', () => {
     const denied = await key.post('/api/categories', { name: 'x', keyType: 'group' })
     expect(denied.status).toBe(403)
     const [event] = (await alice.get('/api/audit?action=scope.denied')).body.items
-    expect(event).toMatchObject({ action: 'scope.denied', outcome: 'denied', actor: { type: 'access-key' }, details: { required: 'categories:write', method: 'POST', path: '/api/categories' } })
+    expect(event).toMatchObject({
+      action: 'scope.denied',
+      outcome: 'denied',
+      actor: { type: 'access-key' },
+      details: { required: 'categories:write', method: 'POST', path: '/api/categories' },
+    })
     // On a session-only endpoint too.
     expect((await key.get('/api/access-keys')).status).toBe(403)
     const events = (await alice.get('/api/audit?action=scope.denied&limit=2')).body.items
     expect(events[0].details.required).toBe('session')
   })
 
-  test('failed sign-ins: the account\'s log for its e-mail, the server\'s audit.log for an unknown one, chained alike', async () => {
+  test("failed sign-ins: the account's log for its e-mail, the server's audit.log for an unknown one, chained alike", async () => {
     const wrong = await alice.anonymous().post('/api/auth/login', { email: alice.email, password: 'not the password' })
     expect(wrong.status).toBe(401)
     const [event] = (await alice.get('/api/audit?action=auth.login_failed')).body.items
@@ -275,15 +285,23 @@ describe('scope.denied from a handler', () => {
     const app = new Elysia()
       .use(errorHandler(() => {}))
       .use(authGuard(server.deps))
-      .get('/extra', async ({ denyScope }) => {
-        throw await denyScope('export:read')
-      }, { auth: 'stats:read' })
+      .get(
+        '/extra',
+        async ({ denyScope }) => {
+          throw await denyScope('export:read')
+        },
+        { auth: 'stats:read' },
+      )
     const frank = await signUp(server.url)
     const created = await frank.post('/api/access-keys', { name: 'narrow', scopes: ['stats:read'] })
     const answer = await app.handle(new Request('http://localhost/extra', { headers: { authorization: `Bearer ${created.body.key}` } }))
     expect(answer.status).toBe(403)
     const [event] = (await frank.get('/api/audit?action=scope.denied')).body.items
-    expect(event).toMatchObject({ outcome: 'denied', actor: { type: 'access-key', id: created.body.id, name: 'narrow' }, details: { required: 'export:read', path: '/extra' } })
+    expect(event).toMatchObject({
+      outcome: 'denied',
+      actor: { type: 'access-key', id: created.body.id, name: 'narrow' },
+      details: { required: 'export:read', path: '/extra' },
+    })
   })
 })
 

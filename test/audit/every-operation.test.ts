@@ -24,7 +24,13 @@ beforeAll(async () => {
   provider = await startTestProvider({ redirectUris: [`${base}${CALLBACK}`] })
   server = await startTestServer({
     port,
-    env: { SVC_METRICS_TOKEN: METRICS_TOKEN, SVC_OIDC_ISSUER: provider.issuer, SVC_OIDC_CLIENT_ID: provider.clientId, SVC_OIDC_CLIENT_SECRET: provider.clientSecret, SVC_BASE_URL: base },
+    env: {
+      SVC_METRICS_TOKEN: METRICS_TOKEN,
+      SVC_OIDC_ISSUER: provider.issuer,
+      SVC_OIDC_CLIENT_ID: provider.clientId,
+      SVC_OIDC_CLIENT_SECRET: provider.clientSecret,
+      SVC_BASE_URL: base,
+    },
   })
 })
 afterAll(async () => {
@@ -67,7 +73,23 @@ interface Case {
 test('every operation in the OpenAPI document leaves exactly its events', async () => {
   const doc = (await (await fetch(`${base}/api/openapi`)).json()) as { paths: Record<string, Record<string, { operationId: string }>> }
   const alice = await signUp(base)
-  const key = await alice.keyClient(['categories:read', 'categories:write', 'entries:read', 'entries:write', 'entries:reveal', '2fa:read', '2fa:write', '2fa:reveal', 'stats:read', 'export:read', 'ai:extract', 'envs:read', 'envs:write', 'envs:reveal', 'audit:read'])
+  const key = await alice.keyClient([
+    'categories:read',
+    'categories:write',
+    'entries:read',
+    'entries:write',
+    'entries:reveal',
+    '2fa:read',
+    '2fa:write',
+    '2fa:reveal',
+    'stats:read',
+    'export:read',
+    'ai:extract',
+    'envs:read',
+    'envs:write',
+    'envs:reveal',
+    'audit:read',
+  ])
   const ids: Record<string, string> = {}
   const email = uniqueEmail('walk')
   let registered: (Client & { user: any }) | null = null
@@ -94,7 +116,12 @@ test('every operation in the OpenAPI document leaves exactly its events', async 
         return { status: 201 }
       },
     },
-    login: { user: () => registered!.user.id, expected: ['auth.login'], status: 200, run: () => alice.anonymous().post('/api/auth/login', { email, password: PASSWORD }) },
+    login: {
+      user: () => registered!.user.id,
+      expected: ['auth.login'],
+      status: 200,
+      run: () => alice.anonymous().post('/api/auth/login', { email, password: PASSWORD }),
+    },
     getCurrentUser: { user: me, expected: [], status: 200, run: () => key.get('/api/auth/me') },
     logout: { user: () => registered!.user.id, expected: ['auth.logout'], status: 204, run: () => registered!.post('/api/auth/logout') },
     startOidcSignIn: {
@@ -149,18 +176,31 @@ test('every operation in the OpenAPI document leaves exactly its events', async 
         return new Client(base, { cookie }).delete('/api/auth/oidc/link')
       },
     },
-    listAccessKeys: { user: me, expected: [], status: 200, run: () => new Client(base, { cookie: linkBrowser!.cookie(base, 'svc_session')! }).get('/api/access-keys') },
+    listAccessKeys: {
+      user: me,
+      expected: [],
+      status: 200,
+      run: () => new Client(base, { cookie: linkBrowser!.cookie(base, 'svc_session')! }).get('/api/access-keys'),
+    },
     createAccessKey: {
       user: me,
       expected: ['access_key.create'],
       status: 201,
       run: async () => {
-        const answer = await new Client(base, { cookie: linkBrowser!.cookie(base, 'svc_session')! }).post('/api/access-keys', { name: 'walk', scopes: ['stats:read'] })
+        const answer = await new Client(base, { cookie: linkBrowser!.cookie(base, 'svc_session')! }).post('/api/access-keys', {
+          name: 'walk',
+          scopes: ['stats:read'],
+        })
         ids.key = answer.body.id
         return answer
       },
     },
-    revokeAccessKey: { user: me, expected: ['access_key.revoke'], status: 204, run: () => new Client(base, { cookie: linkBrowser!.cookie(base, 'svc_session')! }).delete(`/api/access-keys/${ids.key}`) },
+    revokeAccessKey: {
+      user: me,
+      expected: ['access_key.revoke'],
+      status: 204,
+      run: () => new Client(base, { cookie: linkBrowser!.cookie(base, 'svc_session')! }).delete(`/api/access-keys/${ids.key}`),
+    },
     createCategory: {
       user: me,
       expected: ['category.create'],
@@ -190,7 +230,12 @@ test('every operation in the OpenAPI document leaves exactly its events', async 
     revealEntry: { user: me, expected: ['entry.reveal'], status: 200, run: () => key.post(`/api/entries/${ids.entry}/reveal`) },
     exportEnv: { user: me, expected: ['export.read'], status: 200, run: () => key.get('/api/export?environment=production') },
     extractEnv: { user: me, expected: ['ai.extract'], status: 200, run: () => key.post('/api/ai/extract', { prompt: 'a blog using OpenAI in production' }) },
-    importConfig: { user: me, expected: ['ai.import'], status: 200, run: () => key.post('/api/ai/import', { text: 'RESEND_API_KEY=re_walk\n', apply: true, name: 'walk' }) },
+    importConfig: {
+      user: me,
+      expected: ['ai.import'],
+      status: 200,
+      run: () => key.post('/api/ai/import', { text: 'RESEND_API_KEY=re_walk\n', apply: true, name: 'walk' }),
+    },
     getStats: { user: me, expected: [], status: 200, run: () => key.get('/api/stats') },
     deleteEntry: { user: me, expected: ['entry.delete'], status: 204, run: () => key.delete(`/api/entries/${ids.entry}`) },
     deleteCategory: { user: me, expected: ['category.delete'], status: 204, run: () => key.delete(`/api/categories/${ids.category}`) },
@@ -219,7 +264,12 @@ test('every operation in the OpenAPI document leaves exactly its events', async 
         return key.post('/api/2fa/import', { content, apply: true })
       },
     },
-    exportTwoFactorTokens: { user: me, expected: ['twofa.export'], status: 200, run: () => alice.post('/api/2fa/export', { format: 'otpauth', password: PASSWORD }) },
+    exportTwoFactorTokens: {
+      user: me,
+      expected: ['twofa.export'],
+      status: 200,
+      run: () => alice.post('/api/2fa/export', { format: 'otpauth', password: PASSWORD }),
+    },
     deleteTwoFactorToken: { user: me, expected: ['twofa.delete'], status: 204, run: () => key.delete(`/api/2fa/${ids.token}`) },
     createEnvProject: {
       user: me,
@@ -265,7 +315,12 @@ test('every operation in the OpenAPI document leaves exactly its events', async 
       run: () => key.get(`/api/entries/${ids.versioned}/versions`),
     },
     revealEntryVersion: { user: me, expected: ['entry.version_reveal'], status: 200, run: () => key.post(`/api/entries/${ids.versioned}/versions/1/reveal`) },
-    restoreEntryVersion: { user: me, expected: ['entry.version_restore'], status: 200, run: () => key.post(`/api/entries/${ids.versioned}/versions/1/restore`) },
+    restoreEntryVersion: {
+      user: me,
+      expected: ['entry.version_restore'],
+      status: 200,
+      run: () => key.post(`/api/entries/${ids.versioned}/versions/1/restore`),
+    },
     listTwoFactorTokenVersions: {
       user: me,
       expected: [],
@@ -277,8 +332,18 @@ test('every operation in the OpenAPI document leaves exactly its events', async 
       },
       run: () => key.get(`/api/2fa/${ids.versionedToken}/versions`),
     },
-    revealTwoFactorTokenVersion: { user: me, expected: ['twofa.version_reveal'], status: 200, run: () => key.post(`/api/2fa/${ids.versionedToken}/versions/1/reveal`) },
-    restoreTwoFactorTokenVersion: { user: me, expected: ['twofa.version_restore'], status: 200, run: () => key.post(`/api/2fa/${ids.versionedToken}/versions/1/restore`) },
+    revealTwoFactorTokenVersion: {
+      user: me,
+      expected: ['twofa.version_reveal'],
+      status: 200,
+      run: () => key.post(`/api/2fa/${ids.versionedToken}/versions/1/reveal`),
+    },
+    restoreTwoFactorTokenVersion: {
+      user: me,
+      expected: ['twofa.version_restore'],
+      status: 200,
+      run: () => key.post(`/api/2fa/${ids.versionedToken}/versions/1/restore`),
+    },
     listEnvFileVersions: {
       user: me,
       expected: [],
@@ -292,8 +357,18 @@ test('every operation in the OpenAPI document leaves exactly its events', async 
       },
       run: () => key.get(`/api/envs/${ids.versionedProject}/files/${ids.versionedFile}/versions`),
     },
-    revealEnvFileVersion: { user: me, expected: ['envfile.version_reveal'], status: 200, run: () => key.post(`/api/envs/${ids.versionedProject}/files/${ids.versionedFile}/versions/1/reveal`) },
-    restoreEnvFileVersion: { user: me, expected: ['envfile.version_restore'], status: 200, run: () => key.post(`/api/envs/${ids.versionedProject}/files/${ids.versionedFile}/versions/1/restore`) },
+    revealEnvFileVersion: {
+      user: me,
+      expected: ['envfile.version_reveal'],
+      status: 200,
+      run: () => key.post(`/api/envs/${ids.versionedProject}/files/${ids.versionedFile}/versions/1/reveal`),
+    },
+    restoreEnvFileVersion: {
+      user: me,
+      expected: ['envfile.version_restore'],
+      status: 200,
+      run: () => key.post(`/api/envs/${ids.versionedProject}/files/${ids.versionedFile}/versions/1/restore`),
+    },
     // The trash: what the walk deleted above.
     listTrash: {
       user: me,
@@ -311,7 +386,12 @@ test('every operation in the OpenAPI document leaves exactly its events', async 
     purgeTrashItem: { user: me, expected: ['trash.purge'], status: 204, run: () => session().delete(`/api/trash/${ids.trashedFile}`) },
     emptyTrash: { user: me, expected: ['trash.purge'], status: 204, run: () => session().delete('/api/trash') },
     getNotificationSettings: { user: me, expected: [], status: 200, run: () => session().get('/api/account/notifications') },
-    updateNotificationSettings: { user: me, expected: ['notifications.update'], status: 200, run: () => session().put('/api/account/notifications', { webhookUrl: null }) },
+    updateNotificationSettings: {
+      user: me,
+      expected: ['notifications.update'],
+      status: 200,
+      run: () => session().put('/api/account/notifications', { webhookUrl: null }),
+    },
     // Device sign-in (svc login): the key it hands out is recorded in the approving user's log.
     startDeviceLogin: {
       user: me,
@@ -406,7 +486,12 @@ test('every operation in the OpenAPI document leaves exactly its events', async 
         return answer
       },
     },
-    disableAccountTwoFactor: { user: carolId, expected: ['auth.twofa_change'], status: 204, run: () => carol!.post('/api/account/2fa/disable', { password: PASSWORD, recoveryCode: recoveryCodes[0] }) },
+    disableAccountTwoFactor: {
+      user: carolId,
+      expected: ['auth.twofa_change'],
+      status: 204,
+      run: () => carol!.post('/api/account/2fa/disable', { password: PASSWORD, recoveryCode: recoveryCodes[0] }),
+    },
     endSession: {
       user: carolId,
       expected: ['auth.session_end'],
@@ -459,7 +544,12 @@ test('every operation in the OpenAPI document leaves exactly its events', async 
         return answer
       },
     },
-    passkeySignIn: { user: carolId, expected: ['auth.login'], status: 200, run: () => post(base, '/api/auth/passkey/login', { response: JSON.parse(ids.assertion) }, { svc_passkey: ids.passkeyChallenge }) },
+    passkeySignIn: {
+      user: carolId,
+      expected: ['auth.login'],
+      status: 200,
+      run: () => post(base, '/api/auth/passkey/login', { response: JSON.parse(ids.assertion) }, { svc_passkey: ids.passkeyChallenge }),
+    },
     // Re-authentication (issue 36), with the passkey: the options leave nothing, the proof its event.
     getReauthStatus: { user: carolId, expected: [], status: 200, run: () => carol!.get('/api/auth/reauth') },
     reauthPasskeyOptions: {
@@ -477,7 +567,13 @@ test('every operation in the OpenAPI document leaves exactly its events', async 
       user: carolId,
       expected: ['auth.reauth'],
       status: 200,
-      run: () => post(base, '/api/auth/reauth', { passkey: JSON.parse(ids.reauthAssertion) }, { svc_session: carol!.credentials.cookie!, svc_reauth: ids.reauthChallenge }),
+      run: () =>
+        post(
+          base,
+          '/api/auth/reauth',
+          { passkey: JSON.parse(ids.reauthAssertion) },
+          { svc_session: carol!.credentials.cookie!, svc_reauth: ids.reauthChallenge },
+        ),
     },
     deletePasskey: {
       user: carolId,
@@ -489,8 +585,14 @@ test('every operation in the OpenAPI document leaves exactly its events', async 
         expect(events.filter((e) => e.action === 'auth.login').map((e) => e.details.method)).toEqual(['recovery_code', 'password', 'passkey'])
         expect(events.filter((e) => e.action === 'auth.twofa_change').map((e) => e.details.change)).toEqual(['enabled', 'recovery_codes', 'disabled'])
       },
-      run: () => carol!.delete(`/api/account/passkeys/${ids.passkey}`) },
-    changePassword: { user: carolId, expected: ['auth.password_change'], status: 204, run: () => carol!.post('/api/account/password', { currentPassword: PASSWORD, newPassword: NEW_PASSWORD }) },
+      run: () => carol!.delete(`/api/account/passkeys/${ids.passkey}`),
+    },
+    changePassword: {
+      user: carolId,
+      expected: ['auth.password_change'],
+      status: 204,
+      run: () => carol!.post('/api/account/password', { currentPassword: PASSWORD, newPassword: NEW_PASSWORD }),
+    },
     deleteAccount: {
       // The account's own log goes with it: the deletion is in the server's log.
       user: () => ids.carol,
@@ -567,6 +669,10 @@ test('every operation in the OpenAPI document leaves exactly its events', async 
   expect(actionsIn(null).at(-1)).toBe('auth.login_failed')
   // An export names its filters and how many values it sent; an extract the variable names.
   const events = (await alice.get('/api/audit?limit=500')).body.items
-  expect(events.find((e: any) => e.action === 'export.read').details).toEqual({ filters: { environment: 'production', name: null, format: 'dotenv' }, count: 1, entries: 1 })
+  expect(events.find((e: any) => e.action === 'export.read').details).toEqual({
+    filters: { environment: 'production', name: null, format: 'dotenv' },
+    count: 1,
+    entries: 1,
+  })
   expect(events.find((e: any) => e.action === 'ai.extract').details.names).toEqual(['OPENAI_API_KEY'])
 }, 60_000)

@@ -35,9 +35,25 @@ export class SoftPasskey {
   /** The response to creation options (POST /api/account/passkeys/options). */
   register(options: { challenge: string; rp: { id: string } }) {
     const jwk = this.publicKey.export({ format: 'jwk' })
-    const coseKey = cbor(new Map<number, unknown>([[1, 2], [3, -7], [-1, 1], [-2, Buffer.from(jwk.x!, 'base64url')], [-3, Buffer.from(jwk.y!, 'base64url')]]))
+    const coseKey = cbor(
+      new Map<number, unknown>([
+        [1, 2],
+        [3, -7],
+        [-1, 1],
+        [-2, Buffer.from(jwk.x!, 'base64url')],
+        [-3, Buffer.from(jwk.y!, 'base64url')],
+      ]),
+    )
     const id = this.credentialId
-    const authData = Buffer.concat([sha256(options.rp.id), Buffer.from([0x45]), Buffer.alloc(4), Buffer.alloc(16), Buffer.from([id.length >> 8, id.length & 0xff]), id, coseKey])
+    const authData = Buffer.concat([
+      sha256(options.rp.id),
+      Buffer.from([0x45]),
+      Buffer.alloc(4),
+      Buffer.alloc(16),
+      Buffer.from([id.length >> 8, id.length & 0xff]),
+      id,
+      coseKey,
+    ])
     const clientData = JSON.stringify({ type: 'webauthn.create', challenge: options.challenge, origin: this.origin, crossOrigin: false })
     return {
       id: b64url(id),
@@ -46,7 +62,15 @@ export class SoftPasskey {
       clientExtensionResults: {},
       response: {
         clientDataJSON: b64url(Buffer.from(clientData)),
-        attestationObject: b64url(cbor(new Map<string, unknown>([['fmt', 'none'], ['attStmt', new Map()], ['authData', authData]]))),
+        attestationObject: b64url(
+          cbor(
+            new Map<string, unknown>([
+              ['fmt', 'none'],
+              ['attStmt', new Map()],
+              ['authData', authData],
+            ]),
+          ),
+        ),
         transports: ['internal'],
       },
     }

@@ -49,7 +49,12 @@ function example(dataDir: string, env: Record<string, string | undefined> = WITH
   const anchorFile = join(dataDir, 'anchor-for-example.json')
   writeFileSync(anchorFile, JSON.stringify(vaultDoc(dataDir).auditChain))
   const keyedSince = JSON.parse(readFileSync(join(dataDir, 'audit.chain.json'), 'utf8')).keyedSince ?? ''
-  const run = Bun.spawnSync(['bun', 'docs/examples/verify-audit-log.mjs', logOf(dataDir), anchorFile, keyedSince], { cwd: ROOT, stdout: 'pipe', stderr: 'pipe', env })
+  const run = Bun.spawnSync(['bun', 'docs/examples/verify-audit-log.mjs', logOf(dataDir), anchorFile, keyedSince], {
+    cwd: ROOT,
+    stdout: 'pipe',
+    stderr: 'pipe',
+    env,
+  })
   rmSync(anchorFile)
   return run.exitCode
 }
@@ -90,20 +95,69 @@ interface Case {
 }
 
 const CASES: Case[] = [
-  { name: 'edit a field mid-log', tamper: (d, l) => write(d, l.map((x, i) => (i === 15 ? x.replace('"c14"', '"c99"') : x))), expected: /line 16 was edited/ },
-  { name: 're-space a line', tamper: (d, l) => write(d, l.map((x, i) => (i === 10 ? x.replace('"action":', '"action": ') : x))), expected: /line 11 was edited/ },
-  { name: 'delete the first line', tamper: (d, l) => write(d, l.slice(1)), expected: /line 1 does not follow the chain's start: the lines before it were removed/ },
-  { name: 'delete a middle line', tamper: (d, l) => write(d, l.filter((_, i) => i !== 16)), expected: /line 17 does not follow line 16: a line between them was removed/ },
-  { name: 'delete the last line', tamper: (d, l) => write(d, l.slice(0, -1)), expected: /lines were removed from the end: the file has 32 whole line\(s\), its anchor records 33 \(1 missing\)/ },
+  {
+    name: 'edit a field mid-log',
+    tamper: (d, l) =>
+      write(
+        d,
+        l.map((x, i) => (i === 15 ? x.replace('"c14"', '"c99"') : x)),
+      ),
+    expected: /line 16 was edited/,
+  },
+  {
+    name: 're-space a line',
+    tamper: (d, l) =>
+      write(
+        d,
+        l.map((x, i) => (i === 10 ? x.replace('"action":', '"action": ') : x)),
+      ),
+    expected: /line 11 was edited/,
+  },
+  {
+    name: 'delete the first line',
+    tamper: (d, l) => write(d, l.slice(1)),
+    expected: /line 1 does not follow the chain's start: the lines before it were removed/,
+  },
+  {
+    name: 'delete a middle line',
+    tamper: (d, l) =>
+      write(
+        d,
+        l.filter((_, i) => i !== 16),
+      ),
+    expected: /line 17 does not follow line 16: a line between them was removed/,
+  },
+  {
+    name: 'delete the last line',
+    tamper: (d, l) => write(d, l.slice(0, -1)),
+    expected: /lines were removed from the end: the file has 32 whole line\(s\), its anchor records 33 \(1 missing\)/,
+  },
   { name: 'swap two lines', tamper: (d, l) => write(d, [...l.slice(0, 20), l[21], l[20], ...l.slice(22)]), expected: /line 21 is out of order/ },
   { name: 'replay a line', tamper: (d, l) => write(d, [...l.slice(0, 25), l[5], ...l.slice(25)]), expected: /line 26 is out of order \(it follows line 5\)/ },
-  { name: 'cut inside the last line', tamper: (d) => truncateSync(logOf(d), readFileSync(logOf(d)).length - 40), expected: /the last line was cut: line 33 has only \d+ byte\(s\)/ },
+  {
+    name: 'cut inside the last line',
+    tamper: (d) => truncateSync(logOf(d), readFileSync(logOf(d)).length - 40),
+    expected: /the last line was cut: line 33 has only \d+ byte\(s\)/,
+  },
   { name: 'drop the last line cleanly', tamper: (d, l) => write(d, l.slice(0, -1)), expected: /\(1 missing\)/ },
   { name: 'drop the last 3 lines cleanly', tamper: (d, l) => write(d, l.slice(0, -3)), expected: /lines were removed from the end: .* \(3 missing\)/ },
   { name: 'drop the last 10 lines cleanly', tamper: (d, l) => write(d, l.slice(0, -10)), expected: /lines were removed from the end: .* \(10 missing\)/ },
   { name: 'empty the log', tamper: (d) => writeFileSync(logOf(d), ''), expected: /the log is empty: all 33 line\(s\) its anchor records were removed/ },
   { name: 'delete the log', tamper: (d) => unlinkSync(logOf(d)), expected: /the log file is missing \(removed\), though its anchor records 33 line\(s\)/ },
-  { name: 'change a line and re-hash everything after it', tamper: (d, l) => write(d, rehash(l.map((x, i) => (i === 12 ? x.replace('"c11"', '"c77"') : x)), 12, null, true)), expected: /line 13 was edited: rewritten without the audit key/ },
+  {
+    name: 'change a line and re-hash everything after it',
+    tamper: (d, l) =>
+      write(
+        d,
+        rehash(
+          l.map((x, i) => (i === 12 ? x.replace('"c11"', '"c77"') : x)),
+          12,
+          null,
+          true,
+        ),
+      ),
+    expected: /line 13 was edited: rewritten without the audit key/,
+  },
   {
     name: 'insert a forged line and re-hash the rest',
     tamper: (d, l) => write(d, rehash([...l.slice(0, 8), l[8].replace('"c7"', '"forged"'), ...l.slice(8)], 8, null, true)),
@@ -115,7 +169,13 @@ const CASES: Case[] = [
       const start = sha256('attacker')
       const forged = rehash(l, 0, start, false)
       write(d, forged)
-      writeAnchor(d, () => ({ start, checkpoint: null, head: JSON.parse(forged.at(-1)!).hash, lines: forged.length, bytes: Buffer.byteLength(forged.join('\n') + '\n') }))
+      writeAnchor(d, () => ({
+        start,
+        checkpoint: null,
+        head: JSON.parse(forged.at(-1)!).hash,
+        lines: forged.length,
+        bytes: Buffer.byteLength(forged.join('\n') + '\n'),
+      }))
     },
     expected: /line 1 is not keyed, though its time is after keying began .*: rewritten without the audit key/,
   },
@@ -149,7 +209,11 @@ describe('the tamper matrix', () => {
       // A server started on it, one sign-in.
       const server = await startTestServer({ dataDir })
       try {
-        const login = await fetch(`${server.url}/api/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password: PASSWORD }) })
+        const login = await fetch(`${server.url}/api/auth/login`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ email, password: PASSWORD }),
+        })
         expect(login.status).toBe(200)
         await server.deps.audit.settle()
         const events = auditFileLines(logOf(dataDir)).map((line) => JSON.parse(line))
@@ -181,11 +245,22 @@ describe('who catches what (docs/audit.md, "Threat model")', () => {
     return dataDir
   }
   const signIn = async (url: string) =>
-    (await fetch(`${url}/api/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password: PASSWORD }) })).status
+    (
+      await fetch(`${url}/api/auth/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email, password: PASSWORD }),
+      })
+    ).status
 
   test('only the keyed chain: a tail re-hashed with SHA-256 and the anchor rewritten to match passes without the master key, fails with it', async () => {
     const dataDir = copy()
-    const forged = rehash(auditFileLines(logOf(dataDir)).map((x, i) => (i === 20 ? x.replace('"c19"', '"c66"') : x)), 20, null, true)
+    const forged = rehash(
+      auditFileLines(logOf(dataDir)).map((x, i) => (i === 20 ? x.replace('"c19"', '"c66"') : x)),
+      20,
+      null,
+      true,
+    )
     write(dataDir, forged)
     writeAnchor(dataDir, (anchor) => ({ ...anchor, head: JSON.parse(forged.at(-1)!).hash }))
     const blind = verify(dataDir, [], WITHOUT_KEY)
@@ -200,12 +275,18 @@ describe('who catches what (docs/audit.md, "Threat model")', () => {
     await server.stop()
   })
 
-  test('only an outside copy: the log, its anchor and the folder\'s keying time all rewritten unkeyed pass every check inside the folder', async () => {
+  test("only an outside copy: the log, its anchor and the folder's keying time all rewritten unkeyed pass every check inside the folder", async () => {
     const dataDir = copy()
     const start = sha256('attacker')
     const forged = rehash(auditFileLines(logOf(dataDir)), 0, start, false)
     write(dataDir, forged)
-    writeAnchor(dataDir, () => ({ start, checkpoint: null, head: JSON.parse(forged.at(-1)!).hash, lines: forged.length, bytes: Buffer.byteLength(forged.join('\n') + '\n') }))
+    writeAnchor(dataDir, () => ({
+      start,
+      checkpoint: null,
+      head: JSON.parse(forged.at(-1)!).hash,
+      lines: forged.length,
+      bytes: Buffer.byteLength(forged.join('\n') + '\n'),
+    }))
     const serverAnchor = JSON.parse(readFileSync(join(dataDir, 'audit.chain.json'), 'utf8'))
     delete serverAnchor.keyedSince
     writeFileSync(join(dataDir, 'audit.chain.json'), JSON.stringify(serverAnchor))
@@ -230,12 +311,20 @@ describe('who catches what (docs/audit.md, "Threat model")', () => {
       expect(verify(dataDir).output).toMatch(/lines were removed from the end: .* \(3 missing\)/)
       expect(await signIn(server.url)).toBe(200)
       await server.deps.audit.settle()
-      const broken = auditFileLines(logOf(dataDir)).map((line) => JSON.parse(line)).filter((event) => event.action === 'chain.broken')
+      const broken = auditFileLines(logOf(dataDir))
+        .map((line) => JSON.parse(line))
+        .filter((event) => event.action === 'chain.broken')
       expect(broken.map((event) => event.details.message)).toEqual([expect.stringMatching(/\(3 missing\)/)])
       expect(verify(dataDir).code).toBe(1)
       const metrics = server.deps.metrics.render({ openVaults: 0, version: 'x', auditFailures: 0, auditChainBroken: server.deps.audit.chainBroken })
       expect(metrics).toContain('svc_vault_audit_chain_broken_total 1')
-      const page = await (await fetch(`${server.url}/api/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password: PASSWORD }) })).headers.getSetCookie()
+      const page = await (
+        await fetch(`${server.url}/api/auth/login`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ email, password: PASSWORD }),
+        })
+      ).headers.getSetCookie()
       const cookie = page.find((line) => line.startsWith('svc_session='))!.split(';')[0]
       const audit = await (await fetch(`${server.url}/api/audit?limit=1`, { headers: { cookie } })).json()
       expect(audit.chainBroken).toMatchObject({ problem: 'removed' })
@@ -245,7 +334,7 @@ describe('who catches what (docs/audit.md, "Threat model")', () => {
     }
   })
 
-  test('a log cut to nothing while the server runs, in a user\'s first run, fails once the server closed it (the anchor comes from its memory); at shutdown each head goes to the server\'s log', async () => {
+  test("a log cut to nothing while the server runs, in a user's first run, fails once the server closed it (the anchor comes from its memory); at shutdown each head goes to the server's log", async () => {
     const dataDir = tempDir('svc-vault-tamper-')
     dirs.push(dataDir)
     const server = await startTestServer({ dataDir })
@@ -316,13 +405,22 @@ describe('a master key rotation', () => {
     dirs.push(dataDir)
     cpSync(golden, dataDir, { recursive: true })
     const newKey = Buffer.alloc(32, 9).toString('base64')
-    const rotate = Bun.spawnSync(['bun', 'src/cli/rotate-master-key.ts'], { cwd: ROOT, stdout: 'pipe', stderr: 'pipe', env: { ...WITHOUT_KEY, SVC_DATA_DIR: dataDir, SVC_MASTER_KEY: TEST_MASTER_KEY, SVC_NEW_MASTER_KEY: newKey } })
+    const rotate = Bun.spawnSync(['bun', 'src/cli/rotate-master-key.ts'], {
+      cwd: ROOT,
+      stdout: 'pipe',
+      stderr: 'pipe',
+      env: { ...WITHOUT_KEY, SVC_DATA_DIR: dataDir, SVC_MASTER_KEY: TEST_MASTER_KEY, SVC_NEW_MASTER_KEY: newKey },
+    })
     expect(rotate.exitCode).toBe(0)
     const withNewKey = { ...WITHOUT_KEY, SVC_MASTER_KEY: newKey }
     expect(verify(dataDir, [], withNewKey).output).toContain(`ok   vaults/${userId}.audit.log: 33 event(s), chain intact (keyed)`)
     const server = await startTestServer({ dataDir, env: { SVC_MASTER_KEY: newKey } })
     try {
-      const login = await fetch(`${server.url}/api/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password: PASSWORD }) })
+      const login = await fetch(`${server.url}/api/auth/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email, password: PASSWORD }),
+      })
       expect(login.status).toBe(200)
       expect(server.deps.audit.chainBroken).toBe(0)
     } finally {
@@ -335,7 +433,10 @@ describe('a master key rotation', () => {
     // The old master key alone no longer checks the new lines: they name a key it does not know.
     expect(verify(dataDir).output).toMatch(/FAIL .*line 34 is keyed under a key this master key does not know/)
     // A line edited before the rotation is still caught.
-    write(dataDir, auditFileLines(logOf(dataDir)).map((x, i) => (i === 3 ? x.replace('"c2"', '"c22"') : x)))
+    write(
+      dataDir,
+      auditFileLines(logOf(dataDir)).map((x, i) => (i === 3 ? x.replace('"c2"', '"c22"') : x)),
+    )
     expect(verify(dataDir, [], withNewKey).output).toMatch(/FAIL .*line 4 was edited/)
   })
 })

@@ -54,7 +54,7 @@ describe('a burst of anonymous failed sign-ins', () => {
     removeDir(server.dataDir)
   })
 
-  test('grows the victim\'s log and the server\'s audit.log by less than 64 KiB each; the failures still show as counts', async () => {
+  test("grows the victim's log and the server's audit.log by less than 64 KiB each; the failures still show as counts", async () => {
     const victim = await signUp(server.url)
     const victimBefore = sizeOf(userLog(server, victim.user.id))
     const serverBefore = sizeOf(serverLog(server))
@@ -90,7 +90,12 @@ describe('a burst of anonymous failed sign-ins', () => {
     expect(attempts(events)).toBe(625)
     expect(events.filter((event: any) => !event.details.summary)).toHaveLength(INDIVIDUAL_BUDGET)
     const summary = events.find((event: any) => event.details.reason === 'throttled')
-    expect(summary).toMatchObject({ action: 'auth.login_failed', outcome: 'denied', actor: { type: 'anonymous' }, details: { method: 'password', summary: true, count: 600 } })
+    expect(summary).toMatchObject({
+      action: 'auth.login_failed',
+      outcome: 'denied',
+      actor: { type: 'anonymous' },
+      details: { method: 'password', summary: true, count: 600 },
+    })
     expect([...summary.details.addresses].sort()).toEqual(addresses.slice(0, 2))
     expect(Date.parse(summary.details.firstAt)).toBeLessThanOrEqual(Date.parse(summary.details.lastAt))
     const overBudget = events.find((event: any) => event.details.summary && event.details.reason === 'invalid_credentials')
@@ -104,7 +109,9 @@ describe('a burst of anonymous failed sign-ins', () => {
     await server.deps.audit.unauthenticated.flushAll()
     await server.deps.audit.settle()
     expect(sizeOf(serverLog(server)) - serverBefore).toBeLessThan(64 * KIB)
-    const serverEvents = auditFileLines(serverLog(server)).map((line) => JSON.parse(line)).filter((event) => event.action === 'auth.login_failed')
+    const serverEvents = auditFileLines(serverLog(server))
+      .map((line) => JSON.parse(line))
+      .filter((event) => event.action === 'auth.login_failed')
     expect(attempts(serverEvents)).toBe(440)
     expect(serverEvents.length).toBeLessThanOrEqual(INDIVIDUAL_BUDGET + 3)
     // Summaries name at most 20 addresses and 10 e-mails, counting the rest.
@@ -123,7 +130,14 @@ describe('a burst of anonymous failed sign-ins', () => {
     // Straight to the audit service (no password check: the time is the test's, not argon2's).
     const source = (address: string) => ({ request: new Request(server.url), server: { requestIP: () => ({ address, family: 'IPv4', port: 1 }) } as any })
     const failed = (reason: 'invalid_credentials' | 'throttled', address = '192.0.2.50') =>
-      server.deps.audit.signIn({ userId: owner.user.id, method: 'password', ok: false, source: source(address), reason, outcome: reason === 'throttled' ? 'denied' : 'failed' })
+      server.deps.audit.signIn({
+        userId: owner.user.id,
+        method: 'password',
+        ok: false,
+        source: source(address),
+        reason,
+        outcome: reason === 'throttled' ? 'denied' : 'failed',
+      })
     for (let i = 0; i < 25; i++) await failed('invalid_credentials')
     for (let i = 0; i < 50; i++) await failed('throttled')
     clock.advance(14 * 60_000)
@@ -133,10 +147,14 @@ describe('a burst of anonymous failed sign-ins', () => {
     await failed('throttled')
     await server.deps.audit.unauthenticated.flushDue()
     await server.deps.audit.settle()
-    const written = auditFileLines(userLog(server, owner.user.id)).map((line) => JSON.parse(line)).filter((e) => e.action === 'auth.login_failed')
-    expect(written.filter((e) => e.details.reason === 'throttled').map((e) => [e.details.count, e.details.addresses, Date.parse(e.details.lastAt) - Date.parse(e.details.firstAt)])).toEqual([
-      [60, ['192.0.2.50', '192.0.2.60'], 14 * 60_000],
-    ])
+    const written = auditFileLines(userLog(server, owner.user.id))
+      .map((line) => JSON.parse(line))
+      .filter((e) => e.action === 'auth.login_failed')
+    expect(
+      written
+        .filter((e) => e.details.reason === 'throttled')
+        .map((e) => [e.details.count, e.details.addresses, Date.parse(e.details.lastAt) - Date.parse(e.details.firstAt)]),
+    ).toEqual([[60, ['192.0.2.50', '192.0.2.60'], 14 * 60_000]])
     const events = (await owner.get('/api/audit?action=auth.login_failed&limit=500')).body.items
     // The new window (1), then the first (60); single events within the budget, the rest counted.
     expect(events.filter((e: any) => e.details.reason === 'throttled').map((e: any) => e.details.count)).toEqual([1, 60])

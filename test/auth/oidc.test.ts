@@ -175,7 +175,13 @@ describe('OIDC sign-in', () => {
     const first = await me(browser)
     expect(first.status).toBe(200)
     expect(first.body.auth).toBe('session')
-    expect(first.body.user).toEqual({ id: expect.any(String), email: email.toLowerCase(), name: 'Alice Liddell', createdAt: expect.any(String), twoFactorEnabled: false })
+    expect(first.body.user).toEqual({
+      id: expect.any(String),
+      email: email.toLowerCase(),
+      name: 'Alice Liddell',
+      createdAt: expect.any(String),
+      twoFactorEnabled: false,
+    })
 
     // Again, from a new browser (a new provider session too): the same vault user.
     const again = await toCallback(sub)
@@ -438,7 +444,7 @@ async function startLink(browser: Browser): Promise<URL> {
 }
 
 describe('issue 14: account takeover through single sign-on', () => {
-  test('the attack fails at every step: a squatted password account never gets the victim\'s identity', async () => {
+  test("the attack fails at every step: a squatted password account never gets the victim's identity", async () => {
     // The attacker registers a password account with the victim's e-mail (sign-up open) and plants a secret.
     const victimEmail = uniqueEmail('victim')
     const attacker = await signUp(base, victimEmail, 'attacker password 1')

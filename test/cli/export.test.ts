@@ -20,7 +20,12 @@ beforeAll(async () => {
   owner = await signUp(server.url)
   const app = await owner.post('/api/categories', { name: 'App', keyType: 'group', fieldDefinitions: ['PORT', 'DB_PASSWORD', 'TLS_KEY'] })
   await owner.post('/api/entries', { categoryId: app.body.id, name: 'api', value: JSON.stringify({ PORT: '3000' }), environment: 'development' })
-  await owner.post('/api/entries', { categoryId: app.body.id, name: 'api', value: JSON.stringify({ PORT: '8080', DB_PASSWORD: PASSWORD, TLS_KEY: KEY }), environment: 'production' })
+  await owner.post('/api/entries', {
+    categoryId: app.body.id,
+    name: 'api',
+    value: JSON.stringify({ PORT: '8080', DB_PASSWORD: PASSWORD, TLS_KEY: KEY }),
+    environment: 'production',
+  })
   const key = await owner.keyClient(['export:read'])
   env = svcHome({ SVC_URL: server.url, SVC_TOKEN: key.credentials.key! }).env
 }, 60_000)
@@ -38,7 +43,11 @@ describe('svc export --format', () => {
     }
     const path = join(tempDir(), 'app.env')
     expect(await svc(['export', '-e', 'production', '--format', 'bun', '-o', path], { env })).toMatchObject({ code: 0, stdout: '' })
-    expect(await READERS['bun --env-file'](readFileSync(path, 'utf8'), ['PORT', 'DB_PASSWORD', 'TLS_KEY'])).toEqual({ PORT: '8080', DB_PASSWORD: PASSWORD, TLS_KEY: KEY })
+    expect(await READERS['bun --env-file'](readFileSync(path, 'utf8'), ['PORT', 'DB_PASSWORD', 'TLS_KEY'])).toEqual({
+      PORT: '8080',
+      DB_PASSWORD: PASSWORD,
+      TLS_KEY: KEY,
+    })
     const bad = await svc(['export', '--format', 'toml'], { env })
     expect(bad.code).toBe(2)
     expect(bad.stderr).toContain('dotenv, bun, node, python, docker, systemd, shell, json, yaml')

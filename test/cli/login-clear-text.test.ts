@@ -23,7 +23,10 @@ const WARNING = /warning: .*clear text/
 
 test('a plain http URL of another machine is warned about on stderr before anything is sent', async () => {
   // TEST-NET-1: nothing answers there, so the warning can only have come before the request.
-  for (const args of [['login', 'http://192.0.2.1:9'], ['login', '--key', 'http://vault.example.com']]) {
+  for (const args of [
+    ['login', 'http://192.0.2.1:9'],
+    ['login', '--key', 'http://vault.example.com'],
+  ]) {
     const running = startSvc(args, { env: svcHome().env })
     try {
       await running.waitFor((out) => WARNING.test(out.stderr))

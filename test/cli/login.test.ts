@@ -12,7 +12,23 @@ import { buildCli, freePort, startSvc, svc, svcHome } from './support'
 
 const DEFAULT_SCOPES = ['entries:read', 'entries:reveal', 'export:read', 'envs:read', 'envs:reveal', '2fa:read', '2fa:reveal', 'categories:read']
 const DAY = 86_400_000
-const ALL_SCOPES = ['categories:read', 'categories:write', 'entries:read', 'entries:write', 'entries:reveal', '2fa:read', '2fa:write', '2fa:reveal', 'stats:read', 'export:read', 'ai:extract', 'envs:read', 'envs:write', 'envs:reveal', 'audit:read']
+const ALL_SCOPES = [
+  'categories:read',
+  'categories:write',
+  'entries:read',
+  'entries:write',
+  'entries:reveal',
+  '2fa:read',
+  '2fa:write',
+  '2fa:reveal',
+  'stats:read',
+  'export:read',
+  'ai:extract',
+  'envs:read',
+  'envs:write',
+  'envs:reveal',
+  'audit:read',
+]
 
 let server: TestServer
 let owner: Client & { email: string }
@@ -289,7 +305,12 @@ describe('svc login: expiry and the endpoints', () => {
     const anonymous = new Client(server.url)
     const everything = await anonymous.post('/api/auth/device', { deviceName: 'IT support', scopes: ALL_SCOPES }, { 'user-agent': 'Phisher/1.0' })
     const described = await owner.get(`/api/auth/device/${everything.body.userCode}`)
-    expect(described.body).toMatchObject({ scopes: ALL_SCOPES, grantedByDefault: ALL_SCOPES.filter((s) => DEFAULT_SCOPES.includes(s)), address: '127.0.0.1', userAgent: 'Phisher/1.0' })
+    expect(described.body).toMatchObject({
+      scopes: ALL_SCOPES,
+      grantedByDefault: ALL_SCOPES.filter((s) => DEFAULT_SCOPES.includes(s)),
+      address: '127.0.0.1',
+      userAgent: 'Phisher/1.0',
+    })
     expect(Math.abs(Date.parse(described.body.createdAt) - now())).toBeLessThan(5000)
     expect((await owner.post(`/api/auth/device/${everything.body.userCode}/approve`)).body).toEqual({ status: 'approved' })
     offset += 20_000
@@ -303,7 +324,9 @@ describe('svc login: expiry and the endpoints', () => {
     expect(refused.status).toBe(400)
     expect(refused.body.code).toBe('VALIDATION_ERROR')
     expect((await owner.post(`/api/auth/device/${writer.body.userCode}/approve`, { scopes: ['nope'] })).body.code).toBe('VALIDATION_ERROR')
-    expect((await owner.post(`/api/auth/device/${writer.body.userCode}/approve`, { scopes: ['entries:write', 'entries:read'] })).body).toEqual({ status: 'approved' })
+    expect((await owner.post(`/api/auth/device/${writer.body.userCode}/approve`, { scopes: ['entries:write', 'entries:read'] })).body).toEqual({
+      status: 'approved',
+    })
     offset += 20_000
     expect((await anonymous.post('/api/auth/device/token', { deviceCode: writer.body.deviceCode })).body.scopes).toEqual(['entries:write', 'entries:read'])
   })
@@ -331,8 +354,18 @@ describe('svc login: expiry and the endpoints', () => {
 
   test('the new endpoints are in the OpenAPI document', async () => {
     const doc = (await new Client(server.url).get('/api/openapi')).body
-    const ids = Object.values(doc.paths as Record<string, Record<string, { operationId?: string }>>).flatMap((ops) => Object.values(ops).map((op) => op.operationId))
-    for (const id of ['startDeviceLogin', 'pollDeviceLogin', 'getDeviceLogin', 'approveDeviceLogin', 'denyDeviceLogin', 'getCurrentAccessKey', 'revokeCurrentAccessKey']) {
+    const ids = Object.values(doc.paths as Record<string, Record<string, { operationId?: string }>>).flatMap((ops) =>
+      Object.values(ops).map((op) => op.operationId),
+    )
+    for (const id of [
+      'startDeviceLogin',
+      'pollDeviceLogin',
+      'getDeviceLogin',
+      'approveDeviceLogin',
+      'denyDeviceLogin',
+      'getCurrentAccessKey',
+      'revokeCurrentAccessKey',
+    ]) {
       expect(ids).toContain(id)
     }
     expect(doc.paths['/api/auth/device'].post.security).toEqual([])
@@ -370,7 +403,10 @@ describe('svc login: a code approved by another account (issue 36)', () => {
     const config = join(home.config, 'svc-vault', 'config.json')
     const { account: _, ...older } = JSON.parse(readFileSync(config, 'utf8'))
     await Bun.write(config, JSON.stringify(older))
-    const switched = await svc(['login', '--key', server.url], { env: home.env, stdin: (await owner.post('/api/access-keys', { name: 'back', scopes: ['export:read'] })).body.key })
+    const switched = await svc(['login', '--key', server.url], {
+      env: home.env,
+      stdin: (await owner.post('/api/access-keys', { name: 'back', scopes: ['export:read'] })).body.key,
+    })
     expect(switched.stderr).toContain(`svc: warning: this sign-in is for ${owner.email}, not ${other.email} as before`)
   }, 40_000)
 })

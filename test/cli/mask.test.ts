@@ -61,12 +61,17 @@ describe('the output masker', () => {
     const alphabet = fc.constantFrom('a', 'b', 'c', '\n', 'é', '$')
     const word = fc.array(alphabet, { minLength: 1, maxLength: 12 }).map((chars) => chars.join(''))
     fc.assert(
-      fc.property(fc.array(word, { minLength: 1, maxLength: 5 }), fc.array(fc.oneof(word, alphabet), { maxLength: 30 }), fc.array(fc.nat(400), { maxLength: 6 }), (values, pieces, cuts) => {
-        const text = pieces.join('')
-        const expected = reference(values, text)
-        expect(masked(values, Buffer.from(text), cuts)).toBe(expected)
-        for (const value of values) if (Buffer.byteLength(value) >= 6 && expected.includes(value)) throw new Error('a value passed unmasked')
-      }),
+      fc.property(
+        fc.array(word, { minLength: 1, maxLength: 5 }),
+        fc.array(fc.oneof(word, alphabet), { maxLength: 30 }),
+        fc.array(fc.nat(400), { maxLength: 6 }),
+        (values, pieces, cuts) => {
+          const text = pieces.join('')
+          const expected = reference(values, text)
+          expect(masked(values, Buffer.from(text), cuts)).toBe(expected)
+          for (const value of values) if (Buffer.byteLength(value) >= 6 && expected.includes(value)) throw new Error('a value passed unmasked')
+        },
+      ),
       { numRuns: 500 },
     )
   })

@@ -17,7 +17,13 @@ beforeAll(async () => {
   await buildCli()
   server = await startTestServer()
   owner = await signUp(server.url)
-  category = (await owner.post('/api/categories', { name: 'Hooks', keyType: 'group', fieldDefinitions: ['NODE_OPTIONS', 'LD_PRELOAD', 'BASH_ENV', 'PYTHONSTARTUP', 'PERL5OPT', 'DYLD_INSERT_LIBRARIES', 'APP_PORT'] })).body.id
+  category = (
+    await owner.post('/api/categories', {
+      name: 'Hooks',
+      keyType: 'group',
+      fieldDefinitions: ['NODE_OPTIONS', 'LD_PRELOAD', 'BASH_ENV', 'PYTHONSTARTUP', 'PERL5OPT', 'DYLD_INSERT_LIBRARIES', 'APP_PORT'],
+    })
+  ).body.id
 }, 60_000)
 
 afterAll(async () => {
@@ -40,10 +46,15 @@ describe('svc run: loader and interpreter hooks from the vault', () => {
     const refused = await svc(['run', '-n', 'node-hook', '--', 'node', '-e', 'console.log(process.env.APP_PORT)'], { env })
     expect(refused.code).toBe(1)
     expect(refused.stdout).toBe('')
-    expect(refused.stderr).toBe('svc: the vault sets NODE_OPTIONS, which makes programs load or run other code: refused (if you trust it, add --allow-env NODE_OPTIONS)\n')
+    expect(refused.stderr).toBe(
+      'svc: the vault sets NODE_OPTIONS, which makes programs load or run other code: refused (if you trust it, add --allow-env NODE_OPTIONS)\n',
+    )
     expect(existsSync(marker)).toBe(false)
     // The same value, allowed by name: it really runs code (so the refusal above is what stopped it).
-    const allowed = await svc(['run', '-n', 'node-hook', '--allow-env', 'NODE_OPTIONS', '--', 'node', '-e', 'setTimeout(() => console.log(process.env.APP_PORT), 200)'], { env })
+    const allowed = await svc(
+      ['run', '-n', 'node-hook', '--allow-env', 'NODE_OPTIONS', '--', 'node', '-e', 'setTimeout(() => console.log(process.env.APP_PORT), 200)'],
+      { env },
+    )
     expect(allowed).toMatchObject({ code: 0, stdout: '8080\n' })
     expect(existsSync(marker)).toBe(true)
   })
@@ -65,7 +76,9 @@ describe('svc run: loader and interpreter hooks from the vault', () => {
     })
     const refused = await svc(['run', '-n', 'many-hooks', '--', 'bash', '-c', `touch ${marker('ran')}`], { env })
     expect(refused.code).toBe(1)
-    expect(refused.stderr).toContain('the vault sets BASH_ENV, DYLD_INSERT_LIBRARIES, LD_PRELOAD, PERL5OPT, PYTHONSTARTUP, which make programs load or run other code')
+    expect(refused.stderr).toContain(
+      'the vault sets BASH_ENV, DYLD_INSERT_LIBRARIES, LD_PRELOAD, PERL5OPT, PYTHONSTARTUP, which make programs load or run other code',
+    )
     expect(refused.stderr).toContain('--allow-env BASH_ENV --allow-env DYLD_INSERT_LIBRARIES')
     expect(existsSync(marker('ran'))).toBe(false)
     // One still refused is enough to refuse.
@@ -86,7 +99,21 @@ describe('svc run: loader and interpreter hooks from the vault', () => {
   test('a hook that appears in the vault under --watch is refused: the command keeps its values and is not restarted', async () => {
     const env = await vaultWith('watched', { APP_PORT: '1' })
     const entry = ((await owner.get('/api/entries')).body as { id: string; name: string }[]).find((e) => e.name === 'watched')!
-    const running = startSvc(['run', '-n', 'watched', '--watch', '--interval', '200ms', '--', 'bun', '-e', 'console.log("started " + process.env.APP_PORT + " " + process.env.NODE_OPTIONS); setInterval(() => {}, 1000); process.on("SIGTERM", () => process.exit(0))'], { env })
+    const running = startSvc(
+      [
+        'run',
+        '-n',
+        'watched',
+        '--watch',
+        '--interval',
+        '200ms',
+        '--',
+        'bun',
+        '-e',
+        'console.log("started " + process.env.APP_PORT + " " + process.env.NODE_OPTIONS); setInterval(() => {}, 1000); process.on("SIGTERM", () => process.exit(0))',
+      ],
+      { env },
+    )
     await running.waitFor((out) => out.stdout.includes('started 1 undefined'))
     expect((await owner.put(`/api/entries/${entry.id}`, { value: JSON.stringify({ APP_PORT: '2', NODE_OPTIONS: '--require=/tmp/x.js' }) })).status).toBe(200)
     await running.waitFor((out) => out.stderr.includes('svc: watch: the vault sets NODE_OPTIONS'))
@@ -107,7 +134,10 @@ describe('svc run: loader and interpreter hooks from the vault', () => {
 describe('svc run: SVC_TOKEN stays with svc', () => {
   test('the command does not get SVC_TOKEN unless --pass-token', async () => {
     const env = await vaultWith('token', { APP_PORT: '3000' })
-    const without = await svc(['run', '-n', 'token', '--', 'node', '-e', 'console.log(JSON.stringify([process.env.SVC_TOKEN ?? null, process.env.SVC_URL, process.env.APP_PORT]))'], { env })
+    const without = await svc(
+      ['run', '-n', 'token', '--', 'node', '-e', 'console.log(JSON.stringify([process.env.SVC_TOKEN ?? null, process.env.SVC_URL, process.env.APP_PORT]))'],
+      { env },
+    )
     expect(without.code).toBe(0)
     expect(JSON.parse(without.stdout)).toEqual([null, server.url, '3000'])
     const withToken = await svc(['run', '-n', 'token', '--pass-token', '--', 'printenv', 'SVC_TOKEN'], { env })
@@ -159,7 +189,9 @@ describe('terminal escapes in names are shown escaped', () => {
       expect(shown).toBe('v\\x1b]52;c;ZWNobyBwd25lZA==\\x07\r\n')
     } else if (process.env.CI === 'true') throw new Error('CI=true: this test needs script')
     // An error that repeats a name from the command line or the vault.
-    const failed = await svc(['run', '--project', `x${OSC52}`, '--', 'true'], { env: { ...env, SVC_TOKEN: (await user.keyClient(['export:read', 'envs:read', 'envs:reveal'])).credentials.key! } })
+    const failed = await svc(['run', '--project', `x${OSC52}`, '--', 'true'], {
+      env: { ...env, SVC_TOKEN: (await user.keyClient(['export:read', 'envs:read', 'envs:reveal'])).credentials.key! },
+    })
     expect(failed).toMatchObject({ code: 1, stderr: 'svc: no env project named x\\x1b]52;c;ZWNobyBwd25lZA==\\x07\n' })
   })
 })

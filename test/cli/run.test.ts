@@ -24,7 +24,12 @@ beforeAll(async () => {
   const group = await owner.post('/api/categories', { name: 'Postgres', keyType: 'group', fieldDefinitions: ['PGHOST', 'PGPASSWORD'] })
   openaiEntry = (await owner.post('/api/entries', { categoryId: simple.body.id, name: 'blog', value: 'sk-one two $HOME', environment: 'production' })).body.id
   await owner.post('/api/entries', { categoryId: simple.body.id, name: 'shop', value: 'sk-dev', environment: 'development' })
-  await owner.post('/api/entries', { categoryId: group.body.id, name: 'blog', value: JSON.stringify({ PGHOST: 'db.local', PGPASSWORD: "p'w\"d\nx" }), environment: 'production' })
+  await owner.post('/api/entries', {
+    categoryId: group.body.id,
+    name: 'blog',
+    value: JSON.stringify({ PGHOST: 'db.local', PGPASSWORD: 'p\'w"d\nx' }),
+    environment: 'production',
+  })
   const key = await owner.keyClient(['export:read', 'entries:read', 'categories:read', 'envs:read', 'envs:reveal', '2fa:read', '2fa:reveal'])
   // CI mode: SVC_URL and SVC_TOKEN, no stored config at all.
   env = svcHome({ SVC_URL: server.url, SVC_TOKEN: key.credentials.key! }).env
@@ -42,7 +47,7 @@ describe('svc run', () => {
     // No shell: "$HOME" in a value stays as it is.
     expect(childEnv.OPENAI_API_KEY).toBe('sk-one two $HOME')
     expect(childEnv.PGHOST).toBe('db.local')
-    expect(childEnv.PGPASSWORD).toBe("p'w\"d\nx")
+    expect(childEnv.PGPASSWORD).toBe('p\'w"d\nx')
     // The svc credentials are the caller's own environment, passed on like any other variable.
     expect(childEnv.PATH).toBe(process.env.PATH)
     // Arguments reach the command as they are: no word splitting or expansion.
@@ -54,7 +59,12 @@ describe('svc run', () => {
   test('CI mode (SVC_URL and SVC_TOKEN): no stored sign-in is needed; nothing is written but the encrypted offline copy (none with --fallback-max-age 0)', async () => {
     const home = svcHome({ SVC_URL: env.SVC_URL, SVC_TOKEN: env.SVC_TOKEN })
     const cwd = tempDir()
-    const off = Bun.spawn([SVC, 'run', '-e', 'production', '--fallback-max-age', '0', '--', 'printenv', 'PGHOST'], { env: home.env, cwd, stdout: 'pipe', stderr: 'pipe' })
+    const off = Bun.spawn([SVC, 'run', '-e', 'production', '--fallback-max-age', '0', '--', 'printenv', 'PGHOST'], {
+      env: home.env,
+      cwd,
+      stdout: 'pipe',
+      stderr: 'pipe',
+    })
     expect(await new Response(off.stdout).text()).toBe('db.local\n')
     expect(await off.exited).toBe(0)
     expect(readdirSync(home.home)).toEqual([])
@@ -76,7 +86,22 @@ describe('svc run', () => {
   test('an env project file adds its variables, which win on conflict', async () => {
     const project = await owner.post('/api/envs', { name: 'blog-app' })
     await owner.post(`/api/envs/${project.body.data.id}/files`, { fileType: 'env.production', content: 'OPENAI_API_KEY=from-project\nPORT=8080\n' })
-    const result = await svc(['run', '-e', 'production', '--project', 'blog-app', '--file', 'env.production', '--', 'bun', '-e', 'console.log(process.env.OPENAI_API_KEY, process.env.PORT, process.env.PGHOST)'], { env })
+    const result = await svc(
+      [
+        'run',
+        '-e',
+        'production',
+        '--project',
+        'blog-app',
+        '--file',
+        'env.production',
+        '--',
+        'bun',
+        '-e',
+        'console.log(process.env.OPENAI_API_KEY, process.env.PORT, process.env.PGHOST)',
+      ],
+      { env },
+    )
     expect(result.stdout).toBe('from-project 8080 db.local\n')
     const missing = await svc(['run', '-e', 'production', '--project', 'nope', '--', 'true'], { env })
     expect(missing.code).toBe(1)
@@ -92,7 +117,10 @@ describe('svc run', () => {
   })
 
   test('standard input, output and error pass through', async () => {
-    const result = await svc(['run', '-e', 'production', '--', 'bun', '-e', 'const text = await Bun.stdin.text(); console.log(text.toUpperCase()); console.error("to stderr")'], { env, stdin: 'piped in' })
+    const result = await svc(
+      ['run', '-e', 'production', '--', 'bun', '-e', 'const text = await Bun.stdin.text(); console.log(text.toUpperCase()); console.error("to stderr")'],
+      { env, stdin: 'piped in' },
+    )
     expect(result.stdout).toBe('PIPED IN\n')
     expect(result.stderr).toBe('to stderr\n')
   })
@@ -166,7 +194,7 @@ describe('svc run --mount', () => {
     const [mode, ...content] = result.stdout.split('\n')
     expect(mode).toBe('600')
     const { parse } = await import('dotenv')
-    expect(parse(content.join('\n'))).toEqual({ OPENAI_API_KEY: 'sk-one two $HOME', PGHOST: 'db.local', PGPASSWORD: "p'w\"d\nx" })
+    expect(parse(content.join('\n'))).toEqual({ OPENAI_API_KEY: 'sk-one two $HOME', PGHOST: 'db.local', PGPASSWORD: 'p\'w"d\nx' })
     expect(existsSync(path)).toBe(false)
     // Nothing else was left behind (no temporary file).
     expect(readdirSync(dir)).toEqual([])
@@ -214,7 +242,9 @@ describe('svc run --watch', () => {
     let running: ReturnType<typeof startSvc> | undefined
     try {
       const child = `console.log('value=' + process.env.OPENAI_API_KEY); process.on('SIGTERM', () => { console.log('stopping'); process.exit(0) }); setInterval(() => {}, 1000)`
-      running = startSvc(['run', '-e', 'production', '--watch', '--interval', '0.2', '--', 'bun', '-e', child], { env: { ...env, SVC_URL: `http://127.0.0.1:${proxy.port}` } })
+      running = startSvc(['run', '-e', 'production', '--watch', '--interval', '0.2', '--', 'bun', '-e', child], {
+        env: { ...env, SVC_URL: `http://127.0.0.1:${proxy.port}` },
+      })
       await running.waitFor((out) => out.stdout.includes('value=sk-one two $HOME'))
       // Several polls with nothing changed: the command keeps running.
       const exports = () => seen.filter((r) => r.path === '/api/export').length
@@ -299,7 +329,7 @@ describe('read commands', () => {
     const shell = await svc(['export', '-e', 'production', '--format', 'shell'], { env })
     expect(shell.code).toBe(0)
     const sourced = Bun.spawnSync(['sh', '-c', `${shell.stdout}\nprintf %s "$PGPASSWORD"`], { env: { PATH: process.env.PATH! } })
-    expect(sourced.stdout.toString()).toBe("p'w\"d\nx")
+    expect(sourced.stdout.toString()).toBe('p\'w"d\nx')
     const bad = await svc(['export', '--format', 'toml'], { env })
     expect(bad.code).toBe(2)
   })
@@ -322,7 +352,9 @@ describe('read commands', () => {
     const oath = Bun.spawnSync(['oathtool', '--totp', '-b', 'JBSWY3DPEHPK3PXPJBSWY3DP']).stdout.toString().trim()
     const code = result.stdout.slice(0, 6)
     // The code of this 30-second step (or the previous one, should the step have just changed).
-    const previous = Bun.spawnSync(['oathtool', '--totp', '-b', '-N', new Date(Date.now() - 30_000).toISOString(), 'JBSWY3DPEHPK3PXPJBSWY3DP']).stdout.toString().trim()
+    const previous = Bun.spawnSync(['oathtool', '--totp', '-b', '-N', new Date(Date.now() - 30_000).toISOString(), 'JBSWY3DPEHPK3PXPJBSWY3DP'])
+      .stdout.toString()
+      .trim()
     expect([oath, previous]).toContain(code)
     expect((await svc(['totp'], { env })).stdout.split('\n').length).toBe(3)
     const none = await svc(['totp', 'nothing-like-this'], { env })

@@ -118,7 +118,24 @@ describe.skipIf(!NODE)('the served CLI on Node', () => {
     const dir = tempDir('svc-tls-')
     const [key, cert] = [join(dir, 'key.pem'), join(dir, 'cert.pem')]
     const made = Bun.spawnSync(
-      ['openssl', 'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1'],
+      [
+        'openssl',
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-keyout',
+        key,
+        '-out',
+        cert,
+        '-days',
+        '1',
+        '-subj',
+        '/CN=localhost',
+        '-addext',
+        'subjectAltName=DNS:localhost,IP:127.0.0.1',
+      ],
       { stderr: 'pipe' },
     )
     expect(made.exitCode).toBe(0)
@@ -202,7 +219,10 @@ describe.skipIf(!NODE)('svc run --mask', () => {
     }, 50)`
 
   test('every value becomes ***, the exit code passes through; on by default under CI, --no-mask turns it off', async () => {
-    for (const [flags, env] of [[['--mask'], keyEnv], [[], { ...keyEnv, CI: 'true' }]] as const) {
+    for (const [flags, env] of [
+      [['--mask'], keyEnv],
+      [[], { ...keyEnv, CI: 'true' }],
+    ] as const) {
       const result = await served(['run', '-e', 'production', ...flags, '--', NODE!, '-e', PRINTER], env)
       expect(result.code).toBe(3)
       expect(result.stdout).not.toContain(PROD_KEY)
@@ -309,7 +329,12 @@ describe.skipIf(!NODE)('svc run offline: the encrypted copy of the last good ans
     expect(statSync(files[0]).mode & 0o777).toBe(0o600)
     expect(statSync(join(files[0], '..')).mode & 0o777).toBe(0o700)
     const bytes = readFileSync(files[0])
-    for (const canary of [PROD_KEY, Buffer.from(PROD_KEY).toString('base64').slice(0, 12), Buffer.from(PROD_KEY).toString('hex').slice(0, 12), key.credentials.key!]) {
+    for (const canary of [
+      PROD_KEY,
+      Buffer.from(PROD_KEY).toString('base64').slice(0, 12),
+      Buffer.from(PROD_KEY).toString('hex').slice(0, 12),
+      key.credentials.key!,
+    ]) {
       expect(bytes.includes(canary)).toBe(false)
     }
 
@@ -328,7 +353,13 @@ describe.skipIf(!NODE)('svc run offline: the encrypted copy of the last good ans
     expect(off).toMatchObject({ code: 1, stdout: '' })
 
     // A copy older than the max age (made by the same code, dated 25 hours ago) is refused.
-    saveFallback({ url: vault.url, key: key.credentials.key! }, selectionKey({ environment: 'production' }), { OPENAI_API_KEY: PROD_KEY }, Date.now() - 25 * 3600_000, env)
+    saveFallback(
+      { url: vault.url, key: key.credentials.key! },
+      selectionKey({ environment: 'production' }),
+      { OPENAI_API_KEY: PROD_KEY },
+      Date.now() - 25 * 3600_000,
+      env,
+    )
     const old = await served(['run', '-e', 'production', '--', 'printenv', 'OPENAI_API_KEY'], env)
     expect(old).toMatchObject({ code: 1, stdout: '' })
     expect(old.stderr).toContain('older than 24 h')

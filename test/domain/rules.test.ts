@@ -45,7 +45,10 @@ describe('every place asks the rules', () => {
   test("the category schema's envVarName, field names and icon", () => {
     for (const name of NAMES.filter((n) => n !== '')) {
       expect({ name, ok: Value.Check(CreateCategoryBody, category({ envVarName: name })) }).toEqual({ name, ok: isVariableName(name) })
-      expect({ name, ok: Value.Check(CreateCategoryBody, category({ keyType: 'group', fieldDefinitions: [name] })) }).toEqual({ name, ok: isVariableName(name) })
+      expect({ name, ok: Value.Check(CreateCategoryBody, category({ keyType: 'group', fieldDefinitions: [name] })) }).toEqual({
+        name,
+        ok: isVariableName(name),
+      })
     }
     for (const slug of SLUGS) {
       expect({ slug, ok: Value.Check(CreateCategoryBody, category({ envVarName: 'A', icon: slug })) }).toEqual({ slug, ok: isIconSlug(slug) })

@@ -46,7 +46,14 @@ async function virtualAuthenticator(browser: BrowserSession): Promise<{ cdp: CDP
   const cdp = await browser.context.newCDPSession(browser.page)
   await cdp.send('WebAuthn.enable')
   const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
-    options: { protocol: 'ctap2', transport: 'internal', hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true },
+    options: {
+      protocol: 'ctap2',
+      transport: 'internal',
+      hasResidentKey: true,
+      hasUserVerification: true,
+      isUserVerified: true,
+      automaticPresenceSimulation: true,
+    },
   })
   return { cdp, authenticatorId }
 }
@@ -127,7 +134,10 @@ describe.skipIf(!hasChromium())('Settings → Security in Chromium', () => {
     const signedUp = await signUp(base)
     const browser = await signedInBrowser(signedUp.credentials.cookie!)
     // The API's own session: signing out in the browser ends the browser's.
-    const owner = Object.assign(new Client(base, { cookie: (await post(base, '/api/auth/login', { email: signedUp.email, password: PASSWORD })).cookies.svc_session }), { email: signedUp.email })
+    const owner = Object.assign(
+      new Client(base, { cookie: (await post(base, '/api/auth/login', { email: signedUp.email, password: PASSWORD })).cookies.svc_session }),
+      { email: signedUp.email },
+    )
     try {
       const page = browser.page
       const { cdp, authenticatorId } = await virtualAuthenticator(browser)
@@ -219,7 +229,10 @@ describe.skipIf(!hasChromium())('Settings → Security in Chromium', () => {
       await virtualAuthenticator(browser)
       await page.goto(`${otherBase}/settings`)
       await page.getByRole('button', { name: 'Add a passkey' }).click()
-      await page.getByRole('table', { name: 'Passkeys' }).getByRole('row', { name: /Passkey/ }).waitFor()
+      await page
+        .getByRole('table', { name: 'Passkeys' })
+        .getByRole('row', { name: /Passkey/ })
+        .waitFor()
       // The same browser and authenticator at this vault (another origin): refused.
       await page.goto(`${base}/login`)
       await page.getByRole('button', { name: 'Use a passkey', exact: true }).click()
@@ -233,7 +246,9 @@ describe.skipIf(!hasChromium())('Settings → Security in Chromium', () => {
 
   test('sessions, password and account deletion from Settings; deletion asks twice', async () => {
     const owner = await signUp(base)
-    const elsewhere = new Client(base, { cookie: (await post(base, '/api/auth/login', { email: owner.email, password: PASSWORD }, {}, { 'user-agent': 'curl/8.5.0' })).cookies.svc_session })
+    const elsewhere = new Client(base, {
+      cookie: (await post(base, '/api/auth/login', { email: owner.email, password: PASSWORD }, {}, { 'user-agent': 'curl/8.5.0' })).cookies.svc_session,
+    })
     const browser = await signedInBrowser(owner.credentials.cookie!)
     try {
       const page = browser.page

@@ -83,7 +83,13 @@ describe.skipIf(!hasChromium())('Activity page in Chromium', () => {
     vault.deps.audit.closeUserLog(owner.user.id)
     await vault.deps.audit.settle()
     const path = join(vault.dataDir, 'vaults', `${owner.user.id}.audit.log`)
-    writeFileSync(path, auditFileLines(path).slice(0, -2).map((line) => `${line}\n`).join(''))
+    writeFileSync(
+      path,
+      auditFileLines(path)
+        .slice(0, -2)
+        .map((line) => `${line}\n`)
+        .join(''),
+    )
     // A page of its own: the one the test before left may still have requests in flight.
     await browser.context.addCookies([{ name: 'svc_session', value: owner.credentials.cookie!, url: vault.url }])
     const page = await browser.context.newPage()
@@ -106,7 +112,10 @@ describe.skipIf(!hasChromium())('Activity page in Chromium', () => {
       // A background tab: hidden from the start.
       await page.addInitScript(() => {
         ;(window as unknown as { __hidden: boolean }).__hidden = true
-        Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => ((window as unknown as { __hidden: boolean }).__hidden ? 'hidden' : 'visible') })
+        Object.defineProperty(document, 'visibilityState', {
+          configurable: true,
+          get: () => ((window as unknown as { __hidden: boolean }).__hidden ? 'hidden' : 'visible'),
+        })
       })
       const reveals: string[] = []
       page.on('request', (request) => {

@@ -14,7 +14,13 @@ beforeAll(async () => {
 })
 afterAll(() => server.stop())
 
-const directives = (csp: string) => new Map(csp.split(';').map((part) => part.trim().split(/\s+/)).map(([name, ...values]) => [name, values]))
+const directives = (csp: string) =>
+  new Map(
+    csp
+      .split(';')
+      .map((part) => part.trim().split(/\s+/))
+      .map(([name, ...values]) => [name, values]),
+  )
 
 test('the docs page and its CSP name no other host; the script is the pinned package file', async () => {
   const page = await fetch(`${server.url}/api/docs`)
@@ -47,44 +53,52 @@ test('the docs page and its CSP name no other host; the script is the pinned pac
   expect(served.equals(readFileSync(join(dirname(join(installed, 'dist', 'index.js')), 'browser', 'standalone.js')))).toBe(true)
 })
 
-test.skipIf(!hasChromium() && process.env.CI !== 'true')('in Chromium the reference renders, and every request goes to the vault', async () => {
-  const browser = await openBrowser(server.url)
-  try {
-    // A 4 MB script: a busy machine takes a while.
-    await browser.page.goto(`${server.url}/api/docs`, { timeout: 30_000 })
-    // Scalar renders the document: its operations, by their OpenAPI summaries.
-    await browser.page.getByText('Sign in with e-mail and password').first().waitFor({ timeout: 20_000 })
-    expect(browser.errors).toEqual([])
-    const origin = new URL(server.url).origin
-    const elsewhere = browser.requests.filter((url) => !url.startsWith(`${origin}/`) && !/^(data|blob|about):/.test(url))
-    expect(elsewhere).toEqual([])
-    expect(browser.requests).toContain(`${origin}/api/docs/scalar.js`)
-    expect(browser.requests).toContain(`${origin}/api/openapi`)
-    // Nor did it try another host and meet the CSP (Scalar probes eval once; that is refused, and not a request).
-    expect(browser.cspViolations.filter((v) => /blocked (https?|wss?):/.test(v))).toEqual([])
-  } finally {
-    await browser.close()
-  }
-}, 60_000)
+test.skipIf(!hasChromium() && process.env.CI !== 'true')(
+  'in Chromium the reference renders, and every request goes to the vault',
+  async () => {
+    const browser = await openBrowser(server.url)
+    try {
+      // A 4 MB script: a busy machine takes a while.
+      await browser.page.goto(`${server.url}/api/docs`, { timeout: 30_000 })
+      // Scalar renders the document: its operations, by their OpenAPI summaries.
+      await browser.page.getByText('Sign in with e-mail and password').first().waitFor({ timeout: 20_000 })
+      expect(browser.errors).toEqual([])
+      const origin = new URL(server.url).origin
+      const elsewhere = browser.requests.filter((url) => !url.startsWith(`${origin}/`) && !/^(data|blob|about):/.test(url))
+      expect(elsewhere).toEqual([])
+      expect(browser.requests).toContain(`${origin}/api/docs/scalar.js`)
+      expect(browser.requests).toContain(`${origin}/api/openapi`)
+      // Nor did it try another host and meet the CSP (Scalar probes eval once; that is refused, and not a request).
+      expect(browser.cspViolations.filter((v) => /blocked (https?|wss?):/.test(v))).toEqual([])
+    } finally {
+      await browser.close()
+    }
+  },
+  60_000,
+)
 
 // Issue 32: the hosted service's buttons are not on a self-hosted vault's page, and the API's
 // version is the app's (package.json, as /readyz says), not a made-up v1.0.0.
-test.skipIf(!hasChromium() && process.env.CI !== 'true')('the reference shows no hosted-service buttons and the app version', async () => {
-  const { VERSION } = await import('../../src/version')
-  const doc = await (await fetch(`${server.url}/api/openapi`)).json()
-  expect(doc.info.version).toBe(VERSION)
-  const browser = await openBrowser(server.url)
-  try {
-    await browser.page.goto(`${server.url}/api/docs`, { timeout: 30_000 })
-    await browser.page.getByText('Sign in with e-mail and password').first().waitFor({ timeout: 20_000 })
-    const text = await browser.page.locator('body').innerText()
-    for (const hosted of ['Ask AI', 'Generate MCP', 'Connect MCP', 'Deploy', 'Configure', 'Share']) {
-      expect({ hosted, visible: await browser.page.getByRole('button', { name: hosted }).filter({ visible: true }).count() }).toEqual({ hosted, visible: 0 })
-      expect({ hosted, inText: text.includes(hosted) }).toEqual({ hosted, inText: false })
+test.skipIf(!hasChromium() && process.env.CI !== 'true')(
+  'the reference shows no hosted-service buttons and the app version',
+  async () => {
+    const { VERSION } = await import('../../src/version')
+    const doc = await (await fetch(`${server.url}/api/openapi`)).json()
+    expect(doc.info.version).toBe(VERSION)
+    const browser = await openBrowser(server.url)
+    try {
+      await browser.page.goto(`${server.url}/api/docs`, { timeout: 30_000 })
+      await browser.page.getByText('Sign in with e-mail and password').first().waitFor({ timeout: 20_000 })
+      const text = await browser.page.locator('body').innerText()
+      for (const hosted of ['Ask AI', 'Generate MCP', 'Connect MCP', 'Deploy', 'Configure', 'Share']) {
+        expect({ hosted, visible: await browser.page.getByRole('button', { name: hosted }).filter({ visible: true }).count() }).toEqual({ hosted, visible: 0 })
+        expect({ hosted, inText: text.includes(hosted) }).toEqual({ hosted, inText: false })
+      }
+      expect(text).toContain(VERSION)
+      expect(text).not.toContain('1.0.0')
+    } finally {
+      await browser.close()
     }
-    expect(text).toContain(VERSION)
-    expect(text).not.toContain('1.0.0')
-  } finally {
-    await browser.close()
-  }
-}, 60_000)
+  },
+  60_000,
+)

@@ -96,7 +96,12 @@ describe('the executable (bun run build:server)', () => {
     const restoredDir = join(folder, 'restored')
     const restored = Bun.spawnSync([executable, 'restore', backup, '--data-dir', restoredDir], { cwd: folder, env, stdout: 'pipe', stderr: 'pipe' })
     expect({ code: restored.exitCode, err: restored.stderr.toString() }).toEqual({ code: 0, err: '' })
-    const second = await spawnServer({ command: [executable], cwd: folder, dataDir: restoredDir, env: { SVC_MASTER_KEY: undefined, SVC_MASTER_KEY_FILE: join(folder, 'master-key') } })
+    const second = await spawnServer({
+      command: [executable],
+      cwd: folder,
+      dataDir: restoredDir,
+      env: { SVC_MASTER_KEY: undefined, SVC_MASTER_KEY_FILE: join(folder, 'master-key') },
+    })
     try {
       expect(await (await fetch(`${second.url}/readyz`)).json()).toMatchObject({ status: 'ready' })
     } finally {
@@ -106,12 +111,17 @@ describe('the executable (bun run build:server)', () => {
     }
   })
 
-  test('carries audit-verify: the data folder\'s logs checked beside the running server, with the key from its file, and a cut log failed', async () => {
+  test("carries audit-verify: the data folder's logs checked beside the running server, with the key from its file, and a cut log failed", async () => {
     const bob = await signUp(server.url)
     expect((await bob.post('/api/categories', { name: 'audit', keyType: 'group' })).status).toBe(201)
     const { head } = (await bob.get('/api/audit?limit=1')).body
     const env = { PATH: '/usr/bin:/bin', SVC_MASTER_KEY_FILE: join(folder, 'master-key') }
-    const ok = Bun.spawnSync([executable, 'audit-verify', '--data-dir', join(folder, 'data'), '--expect-last', head], { cwd: folder, env, stdout: 'pipe', stderr: 'pipe' })
+    const ok = Bun.spawnSync([executable, 'audit-verify', '--data-dir', join(folder, 'data'), '--expect-last', head], {
+      cwd: folder,
+      env,
+      stdout: 'pipe',
+      stderr: 'pipe',
+    })
     expect(ok.stdout.toString()).toContain(`ok   vaults/${bob.user.id}.audit.log: 2 event(s), chain intact (keyed)`)
     expect(ok.exitCode).toBe(0)
     const copy = tempDir('svc-vault-exe-audit-')
@@ -132,7 +142,7 @@ describe('the executable (bun run build:server)', () => {
     expect(run.exitCode).toBe(0)
   })
 
-  test("the bundle `bun run start` runs (dist/ without the executable) needs no node_modules either", async () => {
+  test('the bundle `bun run start` runs (dist/ without the executable) needs no node_modules either', async () => {
     const dir = tempDir('svc-vault-bundle-')
     const bundle = join(dir, 'dist')
     try {

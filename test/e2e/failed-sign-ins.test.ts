@@ -26,7 +26,8 @@ describe.skipIf(!hasChromium())('failed sign-ins and a locked second step in Chr
     expect((await owner.anonymous().post('/api/auth/login', { email: owner.email, password: 'wrong password' })).status).toBe(401)
     // 40 throttled attempts (as the login route reports them), without 40 password checks.
     const source = { request: new Request(vault.url), server: { requestIP: () => ({ address: '203.0.113.9', family: 'IPv4', port: 1 }) } as any }
-    for (let i = 0; i < 40; i++) await vault.deps.audit.signIn({ userId: owner.user.id, method: 'password', ok: false, source, reason: 'throttled', outcome: 'denied' })
+    for (let i = 0; i < 40; i++)
+      await vault.deps.audit.signIn({ userId: owner.user.id, method: 'password', ok: false, source, reason: 'throttled', outcome: 'denied' })
     const lockedUntil = new Date(Date.now() + 15 * 60_000).toISOString()
     await vault.deps.audit.record(owner.user.id, {
       action: 'auth.twofa_locked',

@@ -28,7 +28,12 @@ beforeAll(async () => {
   const lane = async () => {
     while (next < ENTRIES) {
       const i = next++
-      const answer = await client.post('/api/entries', { categoryId: categories[i % CATEGORIES], name: `project-${String(i).padStart(5, '0')}`, value: `v${i}`, environment: 'production' })
+      const answer = await client.post('/api/entries', {
+        categoryId: categories[i % CATEGORIES],
+        name: `project-${String(i).padStart(5, '0')}`,
+        value: `v${i}`,
+        environment: 'production',
+      })
       if (answer.status !== 201) throw new Error(`seed: ${answer.status} ${answer.text}`)
     }
   }
@@ -41,62 +46,70 @@ afterAll(async () => {
   removeDir(server.dataDir)
 })
 
-test.skipIf(!hasChromium())('10,000 entries: paged rows, more on scroll, search finds one far down; figures printed', async () => {
-  browser = await openBrowser(server.url)
-  const login = await fetch(`${server.url}/api/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: client.email, password: PASSWORD }) })
-  await browser.context.addCookies([{ name: 'svc_session', value: sessionCookie(login.headers)!, url: server.url }])
-  const page = browser.page
-  // Chromium's own trace of the main thread, through the DevTools protocol.
-  const cdp = await browser.context.newCDPSession(page)
-  const traceEvents: { name: string; dur?: number }[] = []
-  cdp.on('Tracing.dataCollected', (data) => void traceEvents.push(...(data.value as unknown as { name: string; dur?: number }[])))
-  const traced = new Promise((resolve) => cdp.once('Tracing.tracingComplete', resolve))
-  await cdp.send('Tracing.start', { categories: 'toplevel,devtools.timeline', transferMode: 'ReportEvents' })
-  const rows = () => page.locator('ul.entries > li').count()
+test.skipIf(!hasChromium())(
+  '10,000 entries: paged rows, more on scroll, search finds one far down; figures printed',
+  async () => {
+    browser = await openBrowser(server.url)
+    const login = await fetch(`${server.url}/api/auth/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: client.email, password: PASSWORD }),
+    })
+    await browser.context.addCookies([{ name: 'svc_session', value: sessionCookie(login.headers)!, url: server.url }])
+    const page = browser.page
+    // Chromium's own trace of the main thread, through the DevTools protocol.
+    const cdp = await browser.context.newCDPSession(page)
+    const traceEvents: { name: string; dur?: number }[] = []
+    cdp.on('Tracing.dataCollected', (data) => void traceEvents.push(...(data.value as unknown as { name: string; dur?: number }[])))
+    const traced = new Promise((resolve) => cdp.once('Tracing.tracingComplete', resolve))
+    await cdp.send('Tracing.start', { categories: 'toplevel,devtools.timeline', transferMode: 'ReportEvents' })
+    const rows = () => page.locator('ul.entries > li').count()
 
-  const loadStart = performance.now()
-  await page.goto(`${server.url}/keys`)
-  await page.locator('ul.entries > li').first().waitFor({ timeout: 30_000 })
-  const firstRowsMs = performance.now() - loadStart
-  const firstCount = await rows()
-  expect(firstCount).toBeGreaterThan(0)
-  expect(firstCount).toBeLessThan(1000)
+    const loadStart = performance.now()
+    await page.goto(`${server.url}/keys`)
+    await page.locator('ul.entries > li').first().waitFor({ timeout: 30_000 })
+    const firstRowsMs = performance.now() - loadStart
+    const firstCount = await rows()
+    expect(firstCount).toBeGreaterThan(0)
+    expect(firstCount).toBeLessThan(1000)
 
-  // Scrolling to the end brings the next page of rows.
-  const scrollMs = await page.evaluate(async (before) => {
-    const started = performance.now()
-    window.scrollTo(0, document.body.scrollHeight)
-    while (document.querySelectorAll('ul.entries > li').length <= before) {
+    // Scrolling to the end brings the next page of rows.
+    const scrollMs = await page.evaluate(async (before) => {
+      const started = performance.now()
+      window.scrollTo(0, document.body.scrollHeight)
+      while (document.querySelectorAll('ul.entries > li').length <= before) {
+        await new Promise((resolve) => requestAnimationFrame(resolve))
+        if (performance.now() - started > 10_000) break
+      }
       await new Promise((resolve) => requestAnimationFrame(resolve))
-      if (performance.now() - started > 10_000) break
-    }
-    await new Promise((resolve) => requestAnimationFrame(resolve))
-    return performance.now() - started
-  }, firstCount)
-  expect(await rows()).toBeGreaterThan(firstCount)
+      return performance.now() - started
+    }, firstCount)
+    expect(await rows()).toBeGreaterThan(firstCount)
 
-  // A search for an entry far down the list shows it.
-  const target = `project-09998`
-  const searchMs = await page.evaluate(async (name) => {
-    const input = document.querySelector<HTMLInputElement>('input[type=search]')!
-    const started = performance.now()
-    input.value = name
-    input.dispatchEvent(new Event('input', { bubbles: true }))
-    while (![...document.querySelectorAll('ul.entries > li')].some((li) => li.textContent?.includes(name))) {
+    // A search for an entry far down the list shows it.
+    const target = `project-09998`
+    const searchMs = await page.evaluate(async (name) => {
+      const input = document.querySelector<HTMLInputElement>('input[type=search]')!
+      const started = performance.now()
+      input.value = name
+      input.dispatchEvent(new Event('input', { bubbles: true }))
+      while (![...document.querySelectorAll('ul.entries > li')].some((li) => li.textContent?.includes(name))) {
+        await new Promise((resolve) => requestAnimationFrame(resolve))
+        if (performance.now() - started > 10_000) break
+      }
       await new Promise((resolve) => requestAnimationFrame(resolve))
-      if (performance.now() - started > 10_000) break
-    }
-    await new Promise((resolve) => requestAnimationFrame(resolve))
-    return performance.now() - started
-  }, target)
-  await page.getByText(target).first().waitFor()
+      return performance.now() - started
+    }, target)
+    await page.getByText(target).first().waitFor()
 
-  await cdp.send('Tracing.end')
-  await traced
-  const tasks = traceEvents.filter((e) => (e.name === 'RunTask' || e.name === 'ThreadControllerImpl::RunTask') && e.dur).map((e) => e.dur! / 1000)
-  const longestTaskMs = tasks.length > 0 ? Math.max(...tasks) : null
-  console.log(
-    `keys page, ${ENTRIES} entries: first rows ${firstRowsMs.toFixed(0)} ms (${firstCount} rows in the DOM), scroll to the next page ${scrollMs.toFixed(0)} ms, search to a hit ${searchMs.toFixed(0)} ms, longest main-thread task ${longestTaskMs === null ? 'n/a' : `${longestTaskMs.toFixed(0)} ms`}`,
-  )
-  expect(browser.errors).toEqual([])
-}, 120_000)
+    await cdp.send('Tracing.end')
+    await traced
+    const tasks = traceEvents.filter((e) => (e.name === 'RunTask' || e.name === 'ThreadControllerImpl::RunTask') && e.dur).map((e) => e.dur! / 1000)
+    const longestTaskMs = tasks.length > 0 ? Math.max(...tasks) : null
+    console.log(
+      `keys page, ${ENTRIES} entries: first rows ${firstRowsMs.toFixed(0)} ms (${firstCount} rows in the DOM), scroll to the next page ${scrollMs.toFixed(0)} ms, search to a hit ${searchMs.toFixed(0)} ms, longest main-thread task ${longestTaskMs === null ? 'n/a' : `${longestTaskMs.toFixed(0)} ms`}`,
+    )
+    expect(browser.errors).toEqual([])
+  },
+  120_000,
+)

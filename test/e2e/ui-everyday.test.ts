@@ -79,7 +79,14 @@ describe.skipIf(!hasChromium())('web page: everyday use loses nothing (issue 23)
     ids.openaiBlog = (await created(client.post('/api/entries', { categoryId: openai.id, name: 'my-blog', value: 'sk-blog', environment: 'production' }))).id
     ids.openaiShop = (await created(client.post('/api/entries', { categoryId: openai.id, name: 'shop', value: 'sk-shop', environment: 'staging' }))).id
     ids.db = (
-      await created(client.post('/api/entries', { categoryId: database.id, name: 'my-blog', value: JSON.stringify({ DB_HOST: 'db.internal', DB_PASSWORD: 'old-pass' }), environment: 'development' }))
+      await created(
+        client.post('/api/entries', {
+          categoryId: database.id,
+          name: 'my-blog',
+          value: JSON.stringify({ DB_HOST: 'db.internal', DB_PASSWORD: 'old-pass' }),
+          environment: 'development',
+        }),
+      )
     ).id
     ids.misc = (await created(client.post('/api/entries', { categoryId: misc.id, name: 'tools', value: JSON.stringify({ ALPHA: 'a-one', BETA: 'b-two' }) }))).id
     await created(client.post('/api/entries', { categoryId: long.id, name: LONG_NAME, value: 'x' }))
@@ -334,7 +341,19 @@ describe.skipIf(!hasChromium())('web page: everyday use loses nothing (issue 23)
       async () => {
         const viewport = { width, height: 740 }
         const page = await open('/', viewport)
-        const pages = ['/', '/projects', '/projects/my-blog', `/projects/${encodeURIComponent(LONG_NAME)}`, '/keys', '/2fa', '/envs', `/envs/${ids.project}`, '/import', '/access-keys', '/export']
+        const pages = [
+          '/',
+          '/projects',
+          '/projects/my-blog',
+          `/projects/${encodeURIComponent(LONG_NAME)}`,
+          '/keys',
+          '/2fa',
+          '/envs',
+          `/envs/${ids.project}`,
+          '/import',
+          '/access-keys',
+          '/export',
+        ]
         for (const path of pages) {
           await page.goto(server.url + path)
           await page.locator('main h1').first().waitFor()
@@ -446,7 +465,10 @@ describe.skipIf(!hasChromium())('web page: everyday use loses nothing (issue 23)
         await page.reload()
         await page.locator(`[data-entry="gone-${scheme}"]`).waitFor()
         await client.delete(`/api/entries/${gone.id}`)
-        await page.locator(`[data-entry="gone-${scheme}"]`).getByRole('button', { name: /^Reveal/ }).click()
+        await page
+          .locator(`[data-entry="gone-${scheme}"]`)
+          .getByRole('button', { name: /^Reveal/ })
+          .click()
         const toast = page.locator('.toast-error').first()
         await toast.waitFor()
         const colors = await toast.evaluate((element) => [getComputedStyle(element).color, getComputedStyle(element).backgroundColor])
@@ -503,8 +525,16 @@ describe.skipIf(!hasChromium())('web page: everyday use loses nothing (issue 23)
           for (const button of document.querySelectorAll<HTMLElement>('main button')) {
             const rect = button.getBoundingClientRect()
             if (rect.width === 0 || rect.bottom <= top || rect.top > innerHeight) continue
-            const box = { left: rect.left, right: rect.right, top: Math.max(rect.top, top), bottom: rect.bottom, width: rect.width, height: rect.bottom - Math.max(rect.top, top) }
-            if (toasts.some((toast) => toast.left < box.right && toast.right > box.left && toast.top < box.bottom && toast.bottom > box.top)) problems.push(`${button.textContent} overlaps`)
+            const box = {
+              left: rect.left,
+              right: rect.right,
+              top: Math.max(rect.top, top),
+              bottom: rect.bottom,
+              width: rect.width,
+              height: rect.bottom - Math.max(rect.top, top),
+            }
+            if (toasts.some((toast) => toast.left < box.right && toast.right > box.left && toast.top < box.bottom && toast.bottom > box.top))
+              problems.push(`${button.textContent} overlaps`)
             const hit = document.elementFromPoint(box.left + box.width / 2, box.top + box.height / 2)
             if (hit && !button.contains(hit) && hit.closest('.toasts')) problems.push(`${button.textContent} under a toast`)
           }
@@ -554,7 +584,12 @@ describe.skipIf(!hasChromium())('web page: everyday use loses nothing (issue 23)
         if (url.searchParams.get('environment') && !url.searchParams.get('name')) {
           return route.fulfill({
             status: 409,
-            json: { error: 'OPENAI_API_KEY is set by several projects: my-blog, shop', code: 'AMBIGUOUS_EXPORT', variable: 'OPENAI_API_KEY', projects: ['shop', 'my-blog'] },
+            json: {
+              error: 'OPENAI_API_KEY is set by several projects: my-blog, shop',
+              code: 'AMBIGUOUS_EXPORT',
+              variable: 'OPENAI_API_KEY',
+              projects: ['shop', 'my-blog'],
+            },
           })
         }
         return route.continue()

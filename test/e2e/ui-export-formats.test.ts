@@ -20,7 +20,12 @@ describe.skipIf(!hasChromium())('web page: export formats (issue 30)', () => {
     server = await startTestServer()
     client = await signUp(server.url)
     const app = (await client.post('/api/categories', { name: 'App', keyType: 'group', fieldDefinitions: ['DB_PASSWORD', 'TLS_KEY'] })).body
-    await client.post('/api/entries', { categoryId: app.id, name: 'shop', value: JSON.stringify({ DB_PASSWORD: PASSWORD, TLS_KEY: KEY }), environment: 'production' })
+    await client.post('/api/entries', {
+      categoryId: app.id,
+      name: 'shop',
+      value: JSON.stringify({ DB_PASSWORD: PASSWORD, TLS_KEY: KEY }),
+      environment: 'production',
+    })
     await client.post('/api/entries', { categoryId: app.id, name: 'blog', value: JSON.stringify({ DB_PASSWORD: 'other' }), environment: 'production' })
     browser = await openBrowser(server.url)
     await signInBrowser(browser, server.url, client.email)
@@ -48,7 +53,10 @@ describe.skipIf(!hasChromium())('web page: export formats (issue 30)', () => {
       // docker cannot carry the key's line breaks: the server's 400 is shown, naming it.
       await page.getByLabel('Format').selectOption('docker')
       await page.getByRole('button', { name: 'Download .env' }).click()
-      await page.getByText(/TLS_KEY holds a line break/).first().waitFor()
+      await page
+        .getByText(/TLS_KEY holds a line break/)
+        .first()
+        .waitFor()
       // The browser logs the refused request itself; nothing else went wrong.
       expect(browser.errors.filter((error) => !error.includes('status of 400'))).toEqual([])
       browser.errors.length = 0

@@ -31,7 +31,11 @@ describe.skipIf(!hasChromium())('web page follows the API answers (issue 23)', (
     'a 2FA token from a SHA256 / 8-digit / 60 s link shows the server’s code, digits as the token says',
     async () => {
       const secret = 'GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ'
-      const made = await client.post('/api/2fa', { service: 'Bank', accountName: 'a', secret: `otpauth://totp/Bank:a?secret=${secret}&algorithm=SHA256&digits=8&period=60` })
+      const made = await client.post('/api/2fa', {
+        service: 'Bank',
+        accountName: 'a',
+        secret: `otpauth://totp/Bank:a?secret=${secret}&algorithm=SHA256&digits=8&period=60`,
+      })
       expect(made.status).toBe(201)
       const token = (await client.get('/api/2fa')).body.find((item: { service: string }) => item.service === 'Bank')
       const digits: number = token.digits ?? 6
@@ -39,7 +43,10 @@ describe.skipIf(!hasChromium())('web page follows the API answers (issue 23)', (
       await page.goto(server.url + '/2fa')
       const codes = async () => (await client.post(`/api/2fa/${token.id}/reveal`)).body.code as string
       const before = await codes()
-      await page.waitForFunction((count) => (document.querySelector('.token-digits')?.textContent ?? '').replace(' ', '').match(new RegExp(`^\\d{${count}}$`)) !== null, digits)
+      await page.waitForFunction(
+        (count) => (document.querySelector('.token-digits')?.textContent ?? '').replace(' ', '').match(new RegExp(`^\\d{${count}}$`)) !== null,
+        digits,
+      )
       const shown = (await page.locator('.token-digits').textContent())!.replace(' ', '')
       const after = await codes()
       expect([before, after]).toContain(shown)
@@ -87,12 +94,17 @@ describe.skipIf(!hasChromium())('web page follows the API answers (issue 23)', (
       await page.getByLabel('Config to import').fill(config)
       await page.getByRole('button', { name: 'Suggest categories' }).click()
       await page.locator('.import-group').first().waitFor()
-      const shown = await page.locator('.import-group').evaluateAll((groups) =>
-        groups.map((group) => ({ name: group.querySelector('.import-category')!.textContent!, badge: group.querySelector('.badge')?.textContent ?? null })),
-      )
+      const shown = await page
+        .locator('.import-group')
+        .evaluateAll((groups) =>
+          groups.map((group) => ({ name: group.querySelector('.import-category')!.textContent!, badge: group.querySelector('.badge')?.textContent ?? null })),
+        )
       for (const key of suggestion.keys) {
         const group = shown.find((item) => item.name.includes(key.categoryName))!
-        expect({ category: key.categoryName, badge: group.badge }).toEqual({ category: key.categoryName, badge: key.reuse === undefined ? null : key.reuse ? 'existing' : 'new' })
+        expect({ category: key.categoryName, badge: group.badge }).toEqual({
+          category: key.categoryName,
+          badge: key.reuse === undefined ? null : key.reuse ? 'existing' : 'new',
+        })
       }
       await page.getByLabel('Config to import').fill('')
     },

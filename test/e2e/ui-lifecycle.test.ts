@@ -164,7 +164,13 @@ describe.skipIf(!hasChromium())('web page: history, trash and reminders (issue 2
     async () => {
       const page = await open('/settings')
       // The webhook outlives the session (issue 36): the browser's session proves it again, however long the steps above took.
-      const proved = await page.evaluate((password) => fetch('/api/auth/reauth', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ password }) }).then((r) => r.status), PASSWORD)
+      const proved = await page.evaluate(
+        (password) =>
+          fetch('/api/auth/reauth', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ password }) }).then(
+            (r) => r.status,
+          ),
+        PASSWORD,
+      )
       expect(proved).toBe(200)
       const card = page.locator('.notification-settings')
       await card.getByLabel('Webhook URL').fill('https://hooks.example.com/vault')

@@ -18,8 +18,7 @@ const STEP = 60_000
 const PHONE = { width: 390, height: 844 }
 // The README's screenshots are made by this test run (issue 32), so they cannot drift from the
 // page: every run rewrites docs/screenshots. SVC_SCREENSHOTS=0 sends them to a temporary folder.
-const SCREENSHOTS =
-  process.env.SVC_SCREENSHOTS === '0' ? mkdtempSync(join(tmpdir(), 'svc-vault-screenshots-')) : join(ROOT, 'docs', 'screenshots')
+const SCREENSHOTS = process.env.SVC_SCREENSHOTS === '0' ? mkdtempSync(join(tmpdir(), 'svc-vault-screenshots-')) : join(ROOT, 'docs', 'screenshots')
 const SHOT = { width: 1100, height: 720 }
 const AXE_SOURCE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8')
 
@@ -104,7 +103,10 @@ describe.skipIf(!hasChromium())('web page: first run (issue 22)', () => {
       await late.getByLabel('E-mail').fill(uniqueEmail('late'))
       await late.getByLabel('Password').fill(PASSWORD)
       await late.getByRole('button', { name: 'Create the first account' }).click()
-      await late.getByRole('alert').getByText(/Sign-up is closed on this vault/).waitFor()
+      await late
+        .getByRole('alert')
+        .getByText(/Sign-up is closed on this vault/)
+        .waitFor()
       await late.getByRole('button', { name: 'Sign in' }).waitFor()
       expect(await late.getByRole('button', { name: /create/i }).count()).toBe(0)
       await late.close()
@@ -168,7 +170,8 @@ describe.skipIf(!hasChromium())('web page: projects, import, keys, 2FA, everyone
   const ids: Record<string, string> = {}
 
   const clipboard = (page: Page) => page.evaluate(() => navigator.clipboard.readText())
-  const entries = async () => (await client.get('/api/entries')).body as { id: string; name: string; categoryId: string; environment: string | null; updatedAt: string }[]
+  const entries = async () =>
+    (await client.get('/api/entries')).body as { id: string; name: string; categoryId: string; environment: string | null; updatedAt: string }[]
   const reveal = async (id: string) => (await client.post(`/api/entries/${id}/reveal`)).body.value
 
   const signInBrowser = () => signIn(browser, server.url, client.email)
@@ -269,7 +272,10 @@ describe.skipIf(!hasChromium())('web page: projects, import, keys, 2FA, everyone
       expect(copied).not.toContain('sk-blog-dev') // another environment
 
       const development = page.locator('[data-environment="development"]')
-      const [download] = await Promise.all([page.waitForEvent('download'), development.getByRole('button', { name: 'Download .env: my-blog (development)' }).click()])
+      const [download] = await Promise.all([
+        page.waitForEvent('download'),
+        development.getByRole('button', { name: 'Download .env: my-blog (development)' }).click(),
+      ])
       expect(download.suggestedFilename()).toBe('my-blog.development.env')
       const file = readFileSync((await download.path())!, 'utf8')
       expect(file).toContain('OPENAI_API_KEY=sk-blog-dev')
@@ -313,7 +319,12 @@ describe.skipIf(!hasChromium())('web page: projects, import, keys, 2FA, everyone
       expect(new URL(page.url()).pathname).toBe('/projects/new-name')
       const after = await entries()
       expect(after.filter((entry) => entry.name === 'old-name')).toEqual([])
-      expect(after.filter((entry) => entry.name === 'new-name').map((entry) => entry.id).sort()).toEqual([ids.old1, ids.old2].sort())
+      expect(
+        after
+          .filter((entry) => entry.name === 'new-name')
+          .map((entry) => entry.id)
+          .sort(),
+      ).toEqual([ids.old1, ids.old2].sort())
       // The new project page loads its entries after the heading shows: wait for them.
       await page.locator('[data-environment="staging"] .entry').nth(1).waitFor()
       expect(await page.locator('[data-environment="staging"] .entry').count()).toBe(2)
@@ -387,7 +398,21 @@ describe.skipIf(!hasChromium())('web page: projects, import, keys, 2FA, everyone
         // The newer server files the key into the user's category by id, under a name the page cannot match.
         return route.fulfill({
           status: 200,
-          json: { data: { source: 'builtin', keys: [{ name: 'OPENAI_API_KEY', categoryName: 'Renamed by the server', keyType: 'simple', envVarName: 'OPENAI_API_KEY', reuse: true, categoryId: ids.openai }] } },
+          json: {
+            data: {
+              source: 'builtin',
+              keys: [
+                {
+                  name: 'OPENAI_API_KEY',
+                  categoryName: 'Renamed by the server',
+                  keyType: 'simple',
+                  envVarName: 'OPENAI_API_KEY',
+                  reuse: true,
+                  categoryId: ids.openai,
+                },
+              ],
+            },
+          },
         })
       })
       await page.getByLabel('Config to import').fill('OPENAI_API_KEY=sk-newer-server\n')
@@ -496,7 +521,11 @@ describe.skipIf(!hasChromium())('web page: projects, import, keys, 2FA, everyone
       // The dialogs and the pages' open states too.
       await page.goto(server.url + '/keys')
       await page.getByRole('heading', { level: 1, name: 'Keys' }).waitFor()
-      await page.locator('[data-category="OpenAI"] .entry').first().getByRole('button', { name: /^Reveal / }).click()
+      await page
+        .locator('[data-category="OpenAI"] .entry')
+        .first()
+        .getByRole('button', { name: /^Reveal / })
+        .click()
       found.push(...(await axeEveryWay(page, '/keys revealed', () => page.locator('.secret').first().waitFor())))
       await page.locator('[data-category="Database"]').getByRole('button', { name: 'Add entry' }).click()
       found.push(...(await axeEveryWay(page, '/keys entry dialog', () => page.getByRole('dialog').waitFor())))
@@ -533,7 +562,9 @@ describe.skipIf(!hasChromium())('web page: projects, import, keys, 2FA, everyone
             const element = document.activeElement as HTMLElement | null
             if (!element || element === document.body) return 'body'
             const style = getComputedStyle(element)
-            return style.outlineStyle !== 'none' && parseFloat(style.outlineWidth) > 0 ? 'ok' : `no focus ring on ${element.tagName} ${element.getAttribute('aria-label') ?? element.textContent}`
+            return style.outlineStyle !== 'none' && parseFloat(style.outlineWidth) > 0
+              ? 'ok'
+              : `no focus ring on ${element.tagName} ${element.getAttribute('aria-label') ?? element.textContent}`
           })
           if (visible !== 'ok' && visible !== 'body') outlines.push(visible)
           if (await target.evaluate((element) => element === document.activeElement).catch(() => false)) return
@@ -620,7 +651,9 @@ describe.skipIf(!hasChromium())('web page: projects, import, keys, 2FA, everyone
       const work = Array.from({ length: 1000 }, (_, index) => index)
       const worker = async () => {
         for (let index = work.pop(); index !== undefined; index = work.pop()) {
-          await created(heavy.post('/api/entries', { categoryId: categories[index % 10], name: `project-${index}`, value: `value-${index}`, environment: 'production' }))
+          await created(
+            heavy.post('/api/entries', { categoryId: categories[index % 10], name: `project-${index}`, value: `value-${index}`, environment: 'production' }),
+          )
         }
       }
       await Promise.all(Array.from({ length: 10 }, worker))
@@ -645,7 +678,9 @@ describe.skipIf(!hasChromium())('web page: projects, import, keys, 2FA, everyone
         const shown = await page.locator('.entry').count()
         expect(shown).toBeGreaterThan(100)
         expect(shown).toBeLessThan(1000)
-        console.log(`[issue 22] phone width: DOMContentLoaded ${load.domContentLoaded} ms, load ${load.load} ms; Keys page with 1,000 entries: first ${shown} rows rendered in ${render} ms`)
+        console.log(
+          `[issue 22] phone width: DOMContentLoaded ${load.domContentLoaded} ms, load ${load.load} ms; Keys page with 1,000 entries: first ${shown} rows rendered in ${render} ms`,
+        )
       } finally {
         await session.close()
       }

@@ -31,7 +31,9 @@ async function seriousViolations(page: Page): Promise<string[]> {
     const axe = (window as unknown as { axe: { run(context: Document, options: object): Promise<{ violations: any[] }> } }).axe
     return (await axe.run(document, { resultTypes: ['violations'] })).violations
   })) as { id: string; impact: string; nodes: { target: string[] }[] }[]
-  return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.impact} ${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)
+  return violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.impact} ${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)
 }
 
 /** axe in light and dark, at 1280 and 390 px, on what `ready` waits for. */
@@ -52,12 +54,15 @@ async function axeBothWays(page: Page, where: string, ready: () => Promise<unkno
 
 /** The attributes a keep-as-typed field must carry, as the DOM has them (not as properties). */
 const verbatimAttributes = (page: Page, selector: string) =>
-  page.locator(selector).first().evaluate((element) => ({
-    autocorrect: element.getAttribute('autocorrect'),
-    autocapitalize: element.getAttribute('autocapitalize'),
-    spellcheck: element.getAttribute('spellcheck'),
-    autocomplete: element.getAttribute('autocomplete'),
-  }))
+  page
+    .locator(selector)
+    .first()
+    .evaluate((element) => ({
+      autocorrect: element.getAttribute('autocorrect'),
+      autocapitalize: element.getAttribute('autocapitalize'),
+      spellcheck: element.getAttribute('spellcheck'),
+      autocomplete: element.getAttribute('autocomplete'),
+    }))
 const VERBATIM = { autocorrect: 'off', autocapitalize: 'off', spellcheck: 'false', autocomplete: 'off' }
 
 describe.skipIf(!hasChromium())('web page: everyday use, round two (issue 32)', () => {
@@ -83,7 +88,22 @@ describe.skipIf(!hasChromium())('web page: everyday use, round two (issue 32)', 
   test(
     'at 390 px the navigation is as short on every page as on a long one, and the content starts right under it',
     async () => {
-      const paths = ['/', '/projects', '/projects/blog', '/keys', '/2fa', '/envs', `/envs/${ids.envProject}`, '/import', '/access-keys', '/export', '/trash', '/activity', '/settings', '/cli']
+      const paths = [
+        '/',
+        '/projects',
+        '/projects/blog',
+        '/keys',
+        '/2fa',
+        '/envs',
+        `/envs/${ids.envProject}`,
+        '/import',
+        '/access-keys',
+        '/export',
+        '/trash',
+        '/activity',
+        '/settings',
+        '/cli',
+      ]
       const page = await open('/', PHONE)
       const heights: Record<string, number> = {}
       for (const path of paths) {
@@ -162,9 +182,10 @@ describe.skipIf(!hasChromium())('web page: everyday use, round two (issue 32)', 
       expect(restoreText).toContain('OPENAI_API_KEY of blog (development)')
       const events = await page.locator('.activity-event').allInnerTexts()
       // No raw UUID where a name is known (a session's own id aside, which has no name).
-      const subjects = await page.locator('.activity-event .grow > .muted').first().evaluate(() =>
-        [...document.querySelectorAll('.activity-event .grow > span.muted')].map((element) => element.textContent ?? ''),
-      )
+      const subjects = await page
+        .locator('.activity-event .grow > .muted')
+        .first()
+        .evaluate(() => [...document.querySelectorAll('.activity-event .grow > span.muted')].map((element) => element.textContent ?? ''))
       expect(events.length).toBeGreaterThan(3)
       for (const subject of subjects) expect(subject).not.toMatch(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/)
       await page.close()
@@ -272,7 +293,10 @@ describe.skipIf(!hasChromium())('web page: everyday use, round two (issue 32)', 
         await page.goto(server.url + path)
         found.push(...(await axeBothWays(page, path, () => page.getByRole('heading', { level: 1, name: title }).waitFor())))
       }
-      await page.locator('[data-category="TLS"] [data-entry="blog"]').getByRole('button', { name: /^Reveal/ }).click()
+      await page
+        .locator('[data-category="TLS"] [data-entry="blog"]')
+        .getByRole('button', { name: /^Reveal/ })
+        .click()
       found.push(...(await axeBothWays(page, '/keys revealed PEM', () => page.locator('.secret').first().waitFor())))
       expect(found).toEqual([])
       await page.close()

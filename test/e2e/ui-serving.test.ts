@@ -76,7 +76,14 @@ describe('web interface serving', () => {
     const svg = await icon.text()
     expect(svg).toStartWith('<svg fill="#')
     expect(svg).not.toContain('<script')
-    for (const path of ['/icons/no-such-brand-at-all.svg', '/icons/GitHub.svg', '/icons/..%2Fpackage.json', '/icons/github', '/icons/%2e%2e.svg', `/icons/${'a'.repeat(65)}.svg`]) {
+    for (const path of [
+      '/icons/no-such-brand-at-all.svg',
+      '/icons/GitHub.svg',
+      '/icons/..%2Fpackage.json',
+      '/icons/github',
+      '/icons/%2e%2e.svg',
+      `/icons/${'a'.repeat(65)}.svg`,
+    ]) {
       const response = await get(path)
       expect(response.status).toBe(404)
     }
@@ -109,7 +116,8 @@ describe('web interface serving', () => {
     console.log(`[issue 32] first load: ${kb(sizes.raw).toFixed(1)} KB raw, ${kb(sizes.br).toFixed(1)} KB br, ${kb(sizes.gzip).toFixed(1)} KB gzip`)
     // The documents' figures are this test's, within 5 % (small page changes do not stale them;
     // a real change of size does): README in whole KB, docs/web.md to a tenth.
-    const near = (said: number, measured: number) => expect({ said, measured: Number(measured.toFixed(1)), near: Math.abs(said - measured) <= Math.max(1, measured * 0.05) }).toMatchObject({ near: true })
+    const near = (said: number, measured: number) =>
+      expect({ said, measured: Number(measured.toFixed(1)), near: Math.abs(said - measured) <= Math.max(1, measured * 0.05) }).toMatchObject({ near: true })
     const readme = readFileSync(join(ROOT, 'README.md'), 'utf8')
     const readmeSaid = /the first load is (\d+) KB of JavaScript and CSS as sent \(brotli; (\d+) KB gzipped\)/.exec(readme)
     expect(readmeSaid).not.toBeNull()

@@ -15,8 +15,7 @@ import { ROOT, startTestServer, type TestServer } from '../support/server'
 
 // The README's screenshots are made by this test run (issue 32), so they cannot drift from the
 // page: every run rewrites docs/screenshots. SVC_SCREENSHOTS=0 sends them to a temporary folder.
-const SCREENSHOTS =
-  process.env.SVC_SCREENSHOTS === '0' ? mkdtempSync(join(tmpdir(), 'svc-vault-screenshots-')) : join(ROOT, 'docs', 'screenshots')
+const SCREENSHOTS = process.env.SVC_SCREENSHOTS === '0' ? mkdtempSync(join(tmpdir(), 'svc-vault-screenshots-')) : join(ROOT, 'docs', 'screenshots')
 const TOTP_SECRET = 'JBSWY3DPEHPK3PXPJBSWY3DP'
 const STEP = 30_000
 
@@ -67,10 +66,14 @@ async function signInAsNewUser() {
 /** The keys of the keys step: GitHub (production) and Database (development) entries of my-blog. */
 async function addKeys() {
   const github = await api().post('/api/categories', { name: 'GitHub', keyType: 'simple', envVarName: 'GITHUB_TOKEN', icon: 'github' })
-  expect((await api().post('/api/entries', { categoryId: github.body.id, name: 'my-blog', value: 'ghp_test1234567890', environment: 'production' })).status).toBe(201)
+  expect(
+    (await api().post('/api/entries', { categoryId: github.body.id, name: 'my-blog', value: 'ghp_test1234567890', environment: 'production' })).status,
+  ).toBe(201)
   const database = await api().post('/api/categories', { name: 'Database', keyType: 'group', fieldDefinitions: ['DB_HOST', 'DB_PASSWORD'], icon: 'postgresql' })
   const value = JSON.stringify({ DB_HOST: 'db.internal', DB_PASSWORD: 'hunter2-very-secret' })
-  expect((await api().post('/api/entries', { categoryId: database.body.id, name: 'my-blog', value, environment: 'development', notes: 'primary database' })).status).toBe(201)
+  expect(
+    (await api().post('/api/entries', { categoryId: database.body.id, name: 'my-blog', value, environment: 'development', notes: 'primary database' })).status,
+  ).toBe(201)
   // The page shows what it loaded: load it again.
   await page.reload()
 }
@@ -359,7 +362,10 @@ describeNeeding(hasChromium() ? null : `Chromium is not installed at ${CHROMIUM}
       await page.getByLabel('Project name (entry name)').fill('shop')
       await page.getByLabel('Environment').selectOption('staging')
       await page.getByRole('button', { name: 'Import 2 keys' }).click()
-      await page.getByText(/Imported into shop: 2 new/).first().waitFor()
+      await page
+        .getByText(/Imported into shop: 2 new/)
+        .first()
+        .waitFor()
       // After the import, the project's page (issue 22).
       await heading('shop').waitFor()
       expect(new URL(page.url()).pathname).toBe('/projects/shop')
@@ -411,7 +417,9 @@ describeNeeding(hasChromium() ? null : `Chromium is not installed at ${CHROMIUM}
         expect((await api().post('/api/2fa', { service, accountName, secret })).status).toBe(201)
       }
       await go('2FA', 'Two-factor codes')
-      await page.waitForFunction(() => [...document.querySelectorAll('.token-code')].filter((code) => /^\d{3} \d{3}$/.test(code.textContent ?? '')).length === 3)
+      await page.waitForFunction(
+        () => [...document.querySelectorAll('.token-code')].filter((code) => /^\d{3} \d{3}$/.test(code.textContent ?? '')).length === 3,
+      )
       await page.screenshot({ path: join(SCREENSHOTS, '2fa.png') })
 
       // The same on a phone, in the dark theme.

@@ -69,8 +69,22 @@ describe('import through the model', () => {
     expect(answer.body.data.source).toBe('ai')
     expect(answer.body.data.keys).toEqual([
       { name: 'OPENAI_API_KEY', categoryName: 'OpenAI', keyType: 'simple', envVarName: 'OPENAI_API_KEY', reuse: false },
-      { name: 'AWS_ACCESS_KEY_ID', categoryName: 'Amazon Web Services', keyType: 'group', envVarName: 'AWS_ACCESS_KEY_ID', field: 'AWS_ACCESS_KEY_ID', reuse: false },
-      { name: 'AWS_SECRET_ACCESS_KEY', categoryName: 'Amazon Web Services', keyType: 'group', envVarName: 'AWS_SECRET_ACCESS_KEY', field: 'AWS_SECRET_ACCESS_KEY', reuse: false },
+      {
+        name: 'AWS_ACCESS_KEY_ID',
+        categoryName: 'Amazon Web Services',
+        keyType: 'group',
+        envVarName: 'AWS_ACCESS_KEY_ID',
+        field: 'AWS_ACCESS_KEY_ID',
+        reuse: false,
+      },
+      {
+        name: 'AWS_SECRET_ACCESS_KEY',
+        categoryName: 'Amazon Web Services',
+        keyType: 'group',
+        envVarName: 'AWS_SECRET_ACCESS_KEY',
+        field: 'AWS_SECRET_ACCESS_KEY',
+        reuse: false,
+      },
       { name: 'DATABASE_URL', categoryName: 'Blog database', keyType: 'simple', envVarName: 'DATABASE_URL', icon: 'postgresql', reuse: false },
       // Left out by the model: filed by the built-in classifier.
       { name: 'SIGNING_KEY', categoryName: 'Variables', keyType: 'group', envVarName: 'SIGNING_KEY', field: 'SIGNING_KEY', reuse: false },
@@ -215,7 +229,12 @@ describe('hostile or broken model answers', () => {
       { name: 'RESEND_API_KEY', categoryName: 'Resend', keyType: 'simple', envVarName: 'RESEND_API_KEY', icon: 'resend', reuse: false },
     ])
 
-    for (const reply of [{ tool: { keys: [{ name: 'NOT_PASTED', categoryName: 'X', keyType: 'simple' }] } }, { tool: { keys: 'all' } }, { raw: '{' }, { hang: true as const }]) {
+    for (const reply of [
+      { tool: { keys: [{ name: 'NOT_PASTED', categoryName: 'X', keyType: 'simple' }] } },
+      { tool: { keys: 'all' } },
+      { raw: '{' },
+      { hang: true as const },
+    ]) {
       fake.script(reply)
       const fallback = await fresh.post('/api/ai/import', { text: 'OPENAI_API_KEY=sk-LEAKCHECK-a' })
       expect(fallback.status).toBe(200)

@@ -31,7 +31,8 @@ function timed(text: string): { ms: number; outcome: string } {
   return { ms: best, outcome }
 }
 
-const fill = (prefix: string, unit: string, suffix: string, size = MiB) => prefix + unit.repeat(Math.max(1, Math.floor((size - prefix.length - suffix.length) / unit.length))) + suffix
+const fill = (prefix: string, unit: string, suffix: string, size = MiB) =>
+  prefix + unit.repeat(Math.max(1, Math.floor((size - prefix.length - suffix.length) / unit.length))) + suffix
 
 describe('parseConfig on hostile input', () => {
   test('the cases of issue 14: long runs of spaces, deep JSON and YAML', () => {
@@ -81,8 +82,58 @@ describe('parseConfig on hostile input', () => {
 
   test('generated 1 MiB inputs (fast-check): every parser path answers within 200 ms', () => {
     // A prefix steers the text into one parser path; a repeated unit of hostile pieces fills 1 MiB.
-    const prefix = fc.constantFrom('', 'K=', 'export K=', "K='", 'K="', 'K=`', 'k: ', 'k: "', "k: '", 'k: |\n  ', 'k:\n  ', '- ', '{"k":', '{"k":"', '{"k":[', 'k: {', 'k: [')
-    const piece = fc.constantFrom(' ', '\t', '\n', '\\', "'", '"', '`', '[', ']', '{', '}', ':', ': ', '- ', '#', ' #', '=', 'a', 'K=', 'k: ', '&a ', '*a ', '? ', '|', '>', ',', '"k":', '0', '1.10', '\\n', '\u2028')
+    const prefix = fc.constantFrom(
+      '',
+      'K=',
+      'export K=',
+      "K='",
+      'K="',
+      'K=`',
+      'k: ',
+      'k: "',
+      "k: '",
+      'k: |\n  ',
+      'k:\n  ',
+      '- ',
+      '{"k":',
+      '{"k":"',
+      '{"k":[',
+      'k: {',
+      'k: [',
+    )
+    const piece = fc.constantFrom(
+      ' ',
+      '\t',
+      '\n',
+      '\\',
+      "'",
+      '"',
+      '`',
+      '[',
+      ']',
+      '{',
+      '}',
+      ':',
+      ': ',
+      '- ',
+      '#',
+      ' #',
+      '=',
+      'a',
+      'K=',
+      'k: ',
+      '&a ',
+      '*a ',
+      '? ',
+      '|',
+      '>',
+      ',',
+      '"k":',
+      '0',
+      '1.10',
+      '\\n',
+      '\u2028',
+    )
     const suffix = fc.constantFrom('', 'b', '"', "'", '`', ']', '}', '\n', ' #')
     fc.assert(
       fc.property(prefix, fc.array(piece, { minLength: 1, maxLength: 4 }), suffix, (start, unit, end) => {
@@ -126,7 +177,8 @@ describe('parseConfig reads values exactly', () => {
   })
 
   test('YAML and JSON numbers, booleans and nulls as written', () => {
-    const yaml = 'PIN: 0012\nVERSION: 1.10\nHEX: 0x1F\nBIG: 12345678901234567890\nON: True\nTILDE: ~\nEMPTY:\nLIST:\n  - 007\n  - 1e3 # comment\nQUOTED: "0012"\n'
+    const yaml =
+      'PIN: 0012\nVERSION: 1.10\nHEX: 0x1F\nBIG: 12345678901234567890\nON: True\nTILDE: ~\nEMPTY:\nLIST:\n  - 007\n  - 1e3 # comment\nQUOTED: "0012"\n'
     expect(Object.fromEntries(parseConfig(yaml).keys.map((k) => [k.name, k.value]))).toEqual({
       PIN: '0012',
       VERSION: '1.10',
@@ -141,7 +193,10 @@ describe('parseConfig reads values exactly', () => {
     })
     // A block scalar holding a `key: 12` line stays exactly as written too.
     const block = 'CERT: |\n  port: 0012\n  x\nPORT: 0080\n'
-    expect(Object.fromEntries(parseConfig(block).keys.map((k) => [k.name, k.value]))).toEqual({ CERT: 'port: 0012\nx\n', PORT: expect.stringMatching(/^(0080|80)$/) })
+    expect(Object.fromEntries(parseConfig(block).keys.map((k) => [k.name, k.value]))).toEqual({
+      CERT: 'port: 0012\nx\n',
+      PORT: expect.stringMatching(/^(0080|80)$/),
+    })
     expect(Object.fromEntries(parseConfig('{"version": 1.10, "big": 12345678901234567890, "exp": 1e3}').keys.map((k) => [k.name, k.value]))).toEqual({
       VERSION: '1.10',
       BIG: '12345678901234567890',

@@ -132,7 +132,9 @@ database:
   host: db.internal
   url: "postgres://u:p@db/app"
 cert: |
-${PEM.split('\n').map((l) => `  ${l}`).join('\n')}
+${PEM.split('\n')
+  .map((l) => `  ${l}`)
+  .join('\n')}
 after: done
 `
     const { format } = parseConfig(text)
@@ -213,7 +215,14 @@ describe('classifyKeys (built-in)', () => {
 })
 
 describe('pickEntries (built-in extract)', () => {
-  const entry = (id: string, name: string, category: string, envVarName: string | null, environment: EntryMetadata['environment'], fields: string[] = []): EntryMetadata => ({
+  const entry = (
+    id: string,
+    name: string,
+    category: string,
+    envVarName: string | null,
+    environment: EntryMetadata['environment'],
+    fields: string[] = [],
+  ): EntryMetadata => ({
     id,
     name,
     category,

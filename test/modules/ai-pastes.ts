@@ -10,7 +10,19 @@ const canary = hex(10).map((h) => `cv${h}`)
 /** Looks like a key name, but is part of a value. */
 const keyLike = hex(8).map((h) => `LEAK_${h.toUpperCase()}`)
 const hostile = fc.constantFrom(': ', '=', ' ', '\n', '\t', '"', "'", '\\', '#', ' #', '- ', '{', '}', '[', ']', ',', 'export ', '---', '\\n', '$(', '`')
-const valueOf = (pieces: fc.Arbitrary<string>) => fc.array(fc.oneof(canary, keyLike, pieces, keyLike.map((k) => `\n${k}: `), keyLike.map((k) => `\n${k}=`)), { minLength: 1, maxLength: 8 }).map((parts) => parts.join(''))
+const valueOf = (pieces: fc.Arbitrary<string>) =>
+  fc
+    .array(
+      fc.oneof(
+        canary,
+        keyLike,
+        pieces,
+        keyLike.map((k) => `\n${k}: `),
+        keyLike.map((k) => `\n${k}=`),
+      ),
+      { minLength: 1, maxLength: 8 },
+    )
+    .map((parts) => parts.join(''))
 const names = fc.uniqueArray(fc.stringMatching(/^[A-Z][A-Z0-9_]{2,12}$/), { minLength: 1, maxLength: 6 })
 
 /** `.env` quoting that dotenv reads back exactly: a quote character the value does not hold. */
@@ -70,4 +82,3 @@ export const pastes = (formats: Format[]) =>
     })
     .map(({ format, style, pairs }) => ({ format, pairs, rendered: render(format, pairs, style) }))
     .filter((paste) => paste.rendered !== null)
-

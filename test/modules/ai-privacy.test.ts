@@ -99,10 +99,16 @@ describe('only names reach the model', () => {
     const user = await signUp(server.url)
     // The model fails for the import: the built-in classifier files the key.
     fake.fallback = () => ({ status: 500, message: 'down' })
-    const answer = await user.post('/api/ai/import', { text: 'DB_URL=mongodb+srv://cvuser:cvpass@cluster0.cvhost.mongodb.net/app\n', apply: true, name: 'atlas' })
+    const answer = await user.post('/api/ai/import', {
+      text: 'DB_URL=mongodb+srv://cvuser:cvpass@cluster0.cvhost.mongodb.net/app\n',
+      apply: true,
+      name: 'atlas',
+    })
     expect(answer.status).toBe(200)
     expect(answer.body.data.source).toBe('builtin')
-    expect(answer.body.data.keys).toEqual([{ name: 'DB_URL', categoryName: 'Variables', keyType: 'group', envVarName: 'DB_URL', field: 'DB_URL', reuse: false }])
+    expect(answer.body.data.keys).toEqual([
+      { name: 'DB_URL', categoryName: 'Variables', keyType: 'group', envVarName: 'DB_URL', field: 'DB_URL', reuse: false },
+    ])
     fileEveryName()
     fake.requests.length = 0
     await user.post('/api/ai/extract', { prompt: 'the atlas app' })

@@ -34,7 +34,14 @@ describe('POST /api/ai/import (built-in)', () => {
     expect(answer.body.data.keys).toEqual([
       { name: 'OPENAI_API_KEY', categoryName: 'OpenAI', keyType: 'simple', envVarName: 'OPENAI_API_KEY', reuse: false },
       { name: 'AWS_ACCESS_KEY_ID', categoryName: 'AWS', keyType: 'group', envVarName: 'AWS_ACCESS_KEY_ID', field: 'AWS_ACCESS_KEY_ID', reuse: false },
-      { name: 'AWS_SECRET_ACCESS_KEY', categoryName: 'AWS', keyType: 'group', envVarName: 'AWS_SECRET_ACCESS_KEY', field: 'AWS_SECRET_ACCESS_KEY', reuse: false },
+      {
+        name: 'AWS_SECRET_ACCESS_KEY',
+        categoryName: 'AWS',
+        keyType: 'group',
+        envVarName: 'AWS_SECRET_ACCESS_KEY',
+        field: 'AWS_SECRET_ACCESS_KEY',
+        reuse: false,
+      },
       { name: 'RESEND_API_KEY', categoryName: 'Resend', keyType: 'simple', envVarName: 'RESEND_API_KEY', icon: 'resend', reuse: false },
       { name: 'PORT', categoryName: 'Variables', keyType: 'group', envVarName: 'PORT', field: 'PORT', reuse: false },
     ])

@@ -87,11 +87,7 @@ describe('entries', () => {
     const removed = await alice.delete(`/api/entries/${id}`)
     expect(removed.status).toBe(204)
     expect(removed.text).toBe('')
-    for (const answer of [
-      await alice.get(`/api/entries/${id}`),
-      await alice.post(`/api/entries/${id}/reveal`),
-      await alice.delete(`/api/entries/${id}`),
-    ]) {
+    for (const answer of [await alice.get(`/api/entries/${id}`), await alice.post(`/api/entries/${id}/reveal`), await alice.delete(`/api/entries/${id}`)]) {
       expect(answer.status).toBe(404)
       expect(answer.body).toEqual(ENTRY_NOT_FOUND)
     }
@@ -389,7 +385,11 @@ describe('entries', () => {
     const answers: string[] = []
     const created = await alice.post('/api/entries', { categoryId: openai.id, name: 'canary', value: `${CANARY}-simple`, notes: 'canary notes' })
     answers.push(created.text)
-    const group = await alice.post('/api/entries', { categoryId: aws.id, name: 'canary-group', value: JSON.stringify({ AWS_SECRET_ACCESS_KEY: `${CANARY}-group` }) })
+    const group = await alice.post('/api/entries', {
+      categoryId: aws.id,
+      name: 'canary-group',
+      value: JSON.stringify({ AWS_SECRET_ACCESS_KEY: `${CANARY}-group` }),
+    })
     answers.push(group.text)
     answers.push((await alice.put(`/api/entries/${created.body.id}`, { value: `${CANARY}-updated` })).text)
     answers.push((await alice.put(`/api/entries/${group.body.id}`, { name: 'canary-group-2' })).text)

@@ -146,8 +146,43 @@ describeNeeding(readersMissing)('reader matrix (issue 30)', () => {
   // Arbitrary strings (characters that matter to some reader, and any Unicode), 80 a file, each
   // format's writer deciding what it carries; the real readers must read back every carried one.
   test('fast-check: arbitrary values, each format read back exactly by its readers, or refused', async () => {
-    const chars = ['a', 'Z', '0', ' ', '\t', '#', '=', "'", '"', '`', '\\', 'n', 'r', '$', '{', '}', ':', '-', '\n', '\r', '\u2028', 'é', '🔑', '\u00a0', 'à', '\ufeff', '\x0b', '\x1c', '\x7f', '\x85']
-    const value = fc.oneof(fc.string({ unit: fc.constantFrom(...chars), maxLength: 16 }), fc.string({ unit: 'grapheme', maxLength: 10 }), fc.string({ unit: 'binary', maxLength: 8 }))
+    const chars = [
+      'a',
+      'Z',
+      '0',
+      ' ',
+      '\t',
+      '#',
+      '=',
+      "'",
+      '"',
+      '`',
+      '\\',
+      'n',
+      'r',
+      '$',
+      '{',
+      '}',
+      ':',
+      '-',
+      '\n',
+      '\r',
+      '\u2028',
+      'é',
+      '🔑',
+      '\u00a0',
+      'à',
+      '\ufeff',
+      '\x0b',
+      '\x1c',
+      '\x7f',
+      '\x85',
+    ]
+    const value = fc.oneof(
+      fc.string({ unit: fc.constantFrom(...chars), maxLength: 16 }),
+      fc.string({ unit: 'grapheme', maxLength: 10 }),
+      fc.string({ unit: 'binary', maxLength: 8 }),
+    )
     const writers: Record<string, (value: string, name: string) => string | { refused: string }> = {
       dotenv: dotenvValue,
       bun: bunValue,
@@ -172,14 +207,17 @@ describeNeeding(readersMissing)('reader matrix (issue 30)', () => {
           for (const reader of FORMAT_READERS[format]) {
             const got = await READERS[reader](text, Object.keys(expected))
             const wrong = Object.keys(expected).filter((name) => got[name] !== expected[name])
-            if (wrong.length) throw new Error(`${format} / ${reader}: ${wrong.map((n) => `${JSON.stringify(expected[n])} -> ${JSON.stringify(got[n])}`).join(', ')}`)
+            if (wrong.length)
+              throw new Error(`${format} / ${reader}: ${wrong.map((n) => `${JSON.stringify(expected[n])} -> ${JSON.stringify(got[n])}`).join(', ')}`)
           }
         }
         // JSON and YAML carry everything that is text.
         const json: Record<string, string> = Object.fromEntries(values.map((v, i) => [`V${i}`, v]))
         expect(await READERS['JSON.parse'](JSON.stringify(json), [])).toEqual(json)
         const yamlCarried = Object.fromEntries(Object.entries(json).filter(([, v]) => !isRefusal(yamlValue(v))))
-        const yaml = `kind: Secret\nstringData:\n${Object.entries(yamlCarried).map(([n, v]) => `  ${n}: ${yamlValue(v)}`).join('\n')}\n`
+        const yaml = `kind: Secret\nstringData:\n${Object.entries(yamlCarried)
+          .map(([n, v]) => `  ${n}: ${yamlValue(v)}`)
+          .join('\n')}\n`
         expect(await READERS['Bun.YAML (Secret stringData)'](yaml, [])).toEqual(yamlCarried)
       }),
       { numRuns: 3 },

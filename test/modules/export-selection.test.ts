@@ -94,7 +94,11 @@ describe('per-environment exports (issue 23)', () => {
     const c = await createCategory(carol, { name: 'OpenAI', keyType: 'simple', envVarName: 'OPENAI_API_KEY' })
     await createEntry(carol, { categoryId: c.id, name: 'a', value: 'sk-a' })
     await createEntry(carol, { categoryId: c.id, name: 'b', value: 'sk-b' })
-    expect((await carol.get('/api/export?environment=development')).body).toMatchObject({ code: 'AMBIGUOUS_EXPORT', variable: 'OPENAI_API_KEY', projects: ['a', 'b'] })
+    expect((await carol.get('/api/export?environment=development')).body).toMatchObject({
+      code: 'AMBIGUOUS_EXPORT',
+      variable: 'OPENAI_API_KEY',
+      projects: ['a', 'b'],
+    })
     // ... until one environment has its own, which then wins over both.
     await createEntry(carol, { categoryId: c.id, name: 'a', value: 'sk-dev', environment: 'development' })
     expect(parse((await carol.get('/api/export?environment=development')).text)).toEqual({ OPENAI_API_KEY: 'sk-dev' })

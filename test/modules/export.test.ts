@@ -56,7 +56,12 @@ describe('export', () => {
     await createEntry(alice, { categoryId: anthropic.id, name: 'blog', value: 'sk-ant', environment: 'staging' })
     // Fields sent out of the declared order come out in the declared order.
     await createEntry(alice, { categoryId: aws.id, name: 'infra', value: JSON.stringify({ AWS_REGION: 'eu-west-1', AWS_ACCESS_KEY_ID: 'AKIA1' }) })
-    await createEntry(alice, { categoryId: smtp.id, name: 'mail', value: JSON.stringify({ SMTP_USER: 'me', SMTP_HOST: 'mail.example' }), environment: 'production' })
+    await createEntry(alice, {
+      categoryId: smtp.id,
+      name: 'mail',
+      value: JSON.stringify({ SMTP_USER: 'me', SMTP_HOST: 'mail.example' }),
+      environment: 'production',
+    })
 
     const answer = await alice.get('/api/export')
     expect(answer.status).toBe(200)
@@ -103,7 +108,10 @@ describe('export', () => {
     const values = async (query: string) => {
       const answer = await bob.get(`/api/export${query}`)
       expect(answer.status).toBe(200)
-      return answer.text.split('\n').filter((line) => line.startsWith('GITHUB_TOKEN=')).map((line) => line.slice('GITHUB_TOKEN='.length))
+      return answer.text
+        .split('\n')
+        .filter((line) => line.startsWith('GITHUB_TOKEN='))
+        .map((line) => line.slice('GITHUB_TOKEN='.length))
     }
     // Every entry writes GITHUB_TOKEN: without a selection a reader would keep one of them (issue 30).
     expect((await bob.get('/api/export')).body).toMatchObject({ code: 'AMBIGUOUS_EXPORT', variable: 'GITHUB_TOKEN' })
@@ -130,7 +138,7 @@ describe('export', () => {
     const carol = await signUp(server.url)
     const tricky = await createCategory(carol, { name: 'Tricky', keyType: 'group', fieldDefinitions: Object.keys(TRICKY) })
     await createEntry(carol, { categoryId: tricky.id, name: 'all', value: JSON.stringify(TRICKY), environment: 'production' })
-    const simpleValues: Record<string, string> = { SIMPLE_MULTI: "a 'b'\n\"c\" `d`", SIMPLE_HASH: ' # ' }
+    const simpleValues: Record<string, string> = { SIMPLE_MULTI: 'a \'b\'\n"c" `d`', SIMPLE_HASH: ' # ' }
     for (const [envVarName, value] of Object.entries(simpleValues)) {
       const c = await createCategory(carol, { name: envVarName, keyType: 'simple', envVarName })
       await createEntry(carol, { categoryId: c.id, name: 'all', value })
@@ -141,8 +149,8 @@ describe('export', () => {
     expect(parse(text, { fast: true } as never)).toEqual({ ...TRICKY, ...simpleValues })
     // Not plain means quoted.
     expect(text).toContain("SPACES='with spaces inside'")
-    expect(text).toContain('SINGLE=`it\'s here`')
-    expect(text).toContain("PLAIN=sk-proj_ABC.def/ghi:jkl@mno+pqr,stu-vwx\n")
+    expect(text).toContain("SINGLE=`it's here`")
+    expect(text).toContain('PLAIN=sk-proj_ABC.def/ghi:jkl@mno+pqr,stu-vwx\n')
   })
 
   test('a value no dotenv quoting can carry is refused: 400 naming only the variable and formats that can (issue 30)', async () => {
@@ -215,8 +223,28 @@ describe('export', () => {
       setStoredFields(write.entries, data.entries, broken.id, { encryptedValue: data.entries.find((e) => e.id === good.id)!.encryptedValue })
       for (const keyType of ['ssh', 'json'] as const) {
         const id = crypto.randomUUID()
-        write.categories.push({ id, userId: frank.user.id, name: keyType, keyType, envVarName: 'SKIPPED', icon: null, description: null, fieldDefinitions: null, createdAt: at, updatedAt: at })
-        write.entries.push({ id: crypto.randomUUID(), categoryId: id, name: keyType, environment: null, notes: null, encryptedValue: 'x', createdAt: at, updatedAt: at })
+        write.categories.push({
+          id,
+          userId: frank.user.id,
+          name: keyType,
+          keyType,
+          envVarName: 'SKIPPED',
+          icon: null,
+          description: null,
+          fieldDefinitions: null,
+          createdAt: at,
+          updatedAt: at,
+        })
+        write.entries.push({
+          id: crypto.randomUUID(),
+          categoryId: id,
+          name: keyType,
+          environment: null,
+          notes: null,
+          encryptedValue: 'x',
+          createdAt: at,
+          updatedAt: at,
+        })
       }
     })
     expect((await frank.get('/api/export')).text).toBe('# Main — good\nMAIN_KEY=good-value\n')

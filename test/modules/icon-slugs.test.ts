@@ -38,7 +38,12 @@ describe('icon slugs', () => {
 
   test("a model's icon that simple-icons does not have is dropped", () => {
     const filed = validKeyFiling(
-      { keys: [{ name: 'OPENAI_API_KEY', categoryName: 'OpenAI', keyType: 'simple', icon: 'openai' }, { name: 'STRIPE_KEY', categoryName: 'Stripe', keyType: 'simple', icon: 'stripe' }] },
+      {
+        keys: [
+          { name: 'OPENAI_API_KEY', categoryName: 'OpenAI', keyType: 'simple', icon: 'openai' },
+          { name: 'STRIPE_KEY', categoryName: 'Stripe', keyType: 'simple', icon: 'stripe' },
+        ],
+      },
       [{ name: 'OPENAI_API_KEY' }, { name: 'STRIPE_KEY' }],
       exists,
     )!
@@ -54,7 +59,13 @@ describe('icon slugs the page suggests', () => {
     const named: string[] = []
     for (const file of new Glob('**/*.{ts,tsx}').scanSync(root)) {
       const text = readFileSync(join(root, file), 'utf8')
-      for (const match of text.matchAll(/Simple Icons slug: ([a-z0-9-, ]+)/g)) named.push(...match[1].split(',').map((s) => s.trim()).filter(Boolean))
+      for (const match of text.matchAll(/Simple Icons slug: ([a-z0-9-, ]+)/g))
+        named.push(
+          ...match[1]
+            .split(',')
+            .map((s) => s.trim())
+            .filter(Boolean),
+        )
       for (const match of text.matchAll(/slug such as “([a-z0-9-]+)” or “([a-z0-9-]+)”/g)) named.push(match[1], match[2])
       for (const match of text.matchAll(/name="icon"[^>]*placeholder="([a-z0-9-]+)"/g)) named.push(match[1])
     }
@@ -66,12 +77,14 @@ describe('icon slugs the page suggests', () => {
 describe('icon slugs the import keeps', () => {
   test('src/domain/icon-slugs.json, the one list, is every icon of the installed simple-icons a category can show (bun scripts/icon-slugs.ts writes it)', () => {
     const listed = JSON.parse(readFileSync(join(import.meta.dir, '..', '..', 'src', 'domain', 'icon-slugs.json'), 'utf8')) as string[]
-    const installed = simpleIconsData().icons.map((icon) => icon.slug).sort()
+    const installed = simpleIconsData()
+      .icons.map((icon) => icon.slug)
+      .sort()
     expect(listed.length).toBeGreaterThan(3000)
     expect(listed).toEqual(installed)
   })
 
-  test("are the slugs the vault serves icons for (the import reads them without building the page)", async () => {
+  test('are the slugs the vault serves icons for (the import reads them without building the page)', async () => {
     const pack = buildIconPack()
     const served = await new IconPack(async (start, end) => pack.subarray(start, end)).slugs()
     const kept = await iconSlugs()

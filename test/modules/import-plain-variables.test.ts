@@ -39,7 +39,18 @@ describe('import: plain variables and unchanged values', () => {
     // OpenAI, the JWT group and the one group of plain variables.
     expect(categories.map((c: any) => c.name).sort()).toEqual(['JWT', 'OpenAI', 'Variables'])
     const plain = first.body.data.keys.filter((k: any) => k.categoryName === 'Variables').map((k: any) => k.name)
-    expect(plain.sort()).toEqual(['ADMIN_EMAIL', 'DB_PASSWORD', 'FEATURE_FLAGS', 'LOG_LEVEL', 'NODE_ENV', 'PORT', 'PUBLIC_URL', 'SESSION_SECRET', 'TIMEZONE', 'WORKERS'])
+    expect(plain.sort()).toEqual([
+      'ADMIN_EMAIL',
+      'DB_PASSWORD',
+      'FEATURE_FLAGS',
+      'LOG_LEVEL',
+      'NODE_ENV',
+      'PORT',
+      'PUBLIC_URL',
+      'SESSION_SECRET',
+      'TIMEZONE',
+      'WORKERS',
+    ])
     // Each entry says how many variables it holds (names only): 13 in all, as pasted.
     const listed = (await alice.get('/api/entries')).body
     expect(listed.reduce((sum: number, e: any) => sum + (e.fields?.length ?? 1), 0)).toBe(13)

@@ -43,7 +43,15 @@ test('settings are session only, start empty, and refuse non-http(s) URLs and th
   expect((await key.get('/api/account/notifications')).body.code).toBe('SESSION_REQUIRED')
   expect((await key.put('/api/account/notifications', { webhookUrl: hook() })).body.code).toBe('SESSION_REQUIRED')
   const port = new URL(server.url).port
-  for (const webhookUrl of ['ftp://example.com/x', 'not a url', 'file:///etc/passwd', `${server.url}/api/stats`, `http://localhost:${port}/x`, `http://[::1]:${port}/`, 'http://user:pw@example.com/']) {
+  for (const webhookUrl of [
+    'ftp://example.com/x',
+    'not a url',
+    'file:///etc/passwd',
+    `${server.url}/api/stats`,
+    `http://localhost:${port}/x`,
+    `http://[::1]:${port}/`,
+    'http://user:pw@example.com/',
+  ]) {
     const answer = await alice.put('/api/account/notifications', { webhookUrl })
     expect(answer.status).toBe(400)
     expect(answer.body.code).toBe('INVALID_WEBHOOK_URL')
@@ -70,7 +78,15 @@ test('one signed POST a day lists due items by name, category and date, never a 
   expect(first.headers.get('x-svc-signature')).toBe(createHmac('sha256', 'hook-secret-canary').update(first.body).digest('hex'))
   const payload = JSON.parse(first.body)
   expect(payload.items).toEqual([
-    { kind: 'entry', name: 'shop', category: 'Stripe', environment: null, dueStatus: 'due_soon', reason: 'expiry', dueAt: new Date(clock + 5 * DAY).toISOString() },
+    {
+      kind: 'entry',
+      name: 'shop',
+      category: 'Stripe',
+      environment: null,
+      dueStatus: 'due_soon',
+      reason: 'expiry',
+      dueAt: new Date(clock + 5 * DAY).toISOString(),
+    },
   ])
   expect(first.body).not.toContain('canary')
   const settings = await alice.get('/api/account/notifications')
@@ -139,7 +155,9 @@ test("a stored address that is the vault's own is refused at delivery too, and s
   // As if the vault had moved onto the address stored earlier (a new SVC_BASE_URL or port).
   const vault = server.deps.store.openedVault(carol.user.id)!
   const selfUrl = `http://localhost:${new URL(server.url).port}/api/auth/me`
-  await vault.update((data, write) => write.set('notifications', { ...data.notifications!, webhookUrl: selfUrl, day: null, done: false, attempts: 0, nextAttemptAt: null }))
+  await vault.update((data, write) =>
+    write.set('notifications', { ...data.notifications!, webhookUrl: selfUrl, day: null, done: false, attempts: 0, nextAttemptAt: null }),
+  )
   const before = received.length
   await notifier.deliver(carol.user.id)
   expect(received).toHaveLength(before)

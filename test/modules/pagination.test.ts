@@ -12,7 +12,10 @@ const created: { id: string; name: string }[] = []
 beforeAll(async () => {
   server = await startTestServer()
   alice = await signUp(server.url)
-  for (const [name, envVarName] of [['Stripe', 'STRIPE_KEY'], ['OpenAI', 'OPENAI_API_KEY']]) {
+  for (const [name, envVarName] of [
+    ['Stripe', 'STRIPE_KEY'],
+    ['OpenAI', 'OPENAI_API_KEY'],
+  ]) {
     categories[name] = (await alice.post('/api/categories', { name, keyType: 'simple', envVarName })).body.id
   }
   const environments = ['development', 'production', null]
@@ -80,14 +83,24 @@ describe('GET /api/entries', () => {
     expect((await alice.delete(`/api/entries/${extra.body.id}`)).status).toBe(204)
     for (const index of [0, 1]) {
       const i = index
-      const again = await alice.post('/api/entries', { categoryId: i % 2 === 0 ? categories.Stripe : categories.OpenAI, name: 'shop', environment: ['development', 'production'][i], value: `v${i}` })
+      const again = await alice.post('/api/entries', {
+        categoryId: i % 2 === 0 ? categories.Stripe : categories.OpenAI,
+        name: 'shop',
+        environment: ['development', 'production'][i],
+        value: `v${i}`,
+      })
       created.push({ id: again.body.id, name: 'shop' })
     }
     created.splice(0, 2)
   })
 
   test('filters: categoryId, environment, name (exact), q (any case, category and variable names too)', async () => {
-    const names = async (query: string) => (await alice.get(`/api/entries?${query}`)).body.map((e: { name: string; environment: string | null; category: { name: string } }) => [e.category.name, e.name, e.environment])
+    const names = async (query: string) =>
+      (await alice.get(`/api/entries?${query}`)).body.map((e: { name: string; environment: string | null; category: { name: string } }) => [
+        e.category.name,
+        e.name,
+        e.environment,
+      ])
     expect((await names(`categoryId=${categories.OpenAI}`)).every(([category]: string[]) => category === 'OpenAI')).toBe(true)
     expect((await names('environment=production')).every(([, , environment]: string[]) => environment === 'production')).toBe(true)
     expect((await names('name=shop')).every(([, name]: string[]) => name === 'shop')).toBe(true)
@@ -112,7 +125,12 @@ describe('GET /api/entries', () => {
 describe('GET /api/2fa', () => {
   test('pages and filters like the entries', async () => {
     const ids: string[] = []
-    for (const [service, accountName] of [['GitHub', 'alice'], ['GitLab', 'alice'], ['AWS', 'root'], ['GitHub', 'work']]) {
+    for (const [service, accountName] of [
+      ['GitHub', 'alice'],
+      ['GitLab', 'alice'],
+      ['AWS', 'root'],
+      ['GitHub', 'work'],
+    ]) {
       const answer = await alice.post('/api/2fa', { service, accountName, secret: 'JBSWY3DPEHPK3PXP' })
       expect(answer.status).toBe(201)
       ids.push(answer.body.id)

@@ -48,9 +48,29 @@ describe('stats', () => {
     const { doc } = await server.deps.vaults.open(alice.user.id)
     const at = new Date().toISOString()
     await doc.update((_, write) => {
-      const ssh = { id: crypto.randomUUID(), userId: alice.user.id, name: 'Deploy key', keyType: 'ssh' as const, envVarName: null, icon: null, description: null, fieldDefinitions: null, createdAt: at, updatedAt: at }
+      const ssh = {
+        id: crypto.randomUUID(),
+        userId: alice.user.id,
+        name: 'Deploy key',
+        keyType: 'ssh' as const,
+        envVarName: null,
+        icon: null,
+        description: null,
+        fieldDefinitions: null,
+        createdAt: at,
+        updatedAt: at,
+      }
       write.categories.push(ssh)
-      write.entries.push({ id: crypto.randomUUID(), categoryId: ssh.id, name: 'server', environment: 'production', notes: null, encryptedValue: 'x', createdAt: at, updatedAt: at })
+      write.entries.push({
+        id: crypto.randomUUID(),
+        categoryId: ssh.id,
+        name: 'server',
+        environment: 'production',
+        notes: null,
+        encryptedValue: 'x',
+        createdAt: at,
+        updatedAt: at,
+      })
     })
 
     const answer = await alice.get('/api/stats')

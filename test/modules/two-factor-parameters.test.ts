@@ -80,7 +80,19 @@ describe('2FA parameters from otpauth links', () => {
 
   test('out-of-range or unknown parameters: 400 INVALID_TOTP_SECRET, nothing stored', async () => {
     const before = (await alice.get('/api/2fa')).body.length
-    for (const query of ['digits=5', 'digits=9', 'digits=10', 'period=14', 'period=121', 'period=0', 'algorithm=MD5', 'algorithm=SHA384', 'algorithm=SHA3-256', 'digits=x', 'period=-30']) {
+    for (const query of [
+      'digits=5',
+      'digits=9',
+      'digits=10',
+      'period=14',
+      'period=121',
+      'period=0',
+      'algorithm=MD5',
+      'algorithm=SHA384',
+      'algorithm=SHA3-256',
+      'digits=x',
+      'period=-30',
+    ]) {
       const answer = await addToken(`otpauth://totp/x?secret=${SECRET}&${query}`)
       expect({ query, status: answer.status, body: answer.body }).toMatchObject({ query, status: 400, body: { code: 'INVALID_TOTP_SECRET' } })
     }
@@ -102,7 +114,9 @@ describe('2FA parameters from otpauth links', () => {
   test('a token stored before the parameters were kept reads as SHA1/6/30', async () => {
     const created = await addToken(`otpauth://totp/x?secret=${SECRET}&algorithm=SHA256&digits=8&period=60`)
     const { doc } = await server.deps.vaults.open(alice.user.id)
-    await doc.update((data, write) => setStoredFields(write.twoFactor, data.twoFactor, created.body.id, { algorithm: undefined, digits: undefined, period: undefined }))
+    await doc.update((data, write) =>
+      setStoredFields(write.twoFactor, data.twoFactor, created.body.id, { algorithm: undefined, digits: undefined, period: undefined }),
+    )
     expect((await alice.get(`/api/2fa/${created.body.id}`)).body).toMatchObject({ algorithm: 'SHA1', digits: 6, period: 30 })
     const revealed = await alice.post(`/api/2fa/${created.body.id}/reveal`)
     expect(revealed.body).toMatchObject({ code: oathtool('SHA1', 6, 30), remainingSeconds: 20 })

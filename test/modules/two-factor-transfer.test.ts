@@ -62,7 +62,13 @@ async function expectCodes(client: Client, expected: Known[]) {
   expect(stored.map((t) => `${t.service}|${t.accountName}`).sort()).toEqual(expected.map((t) => `${t.issuer}|${t.account}`).sort())
   for (const known of expected) {
     const token = stored.find((t) => t.service === known.issuer && t.accountName === known.account)
-    expect(token).toMatchObject({ type: known.type, algorithm: known.algorithm, digits: known.digits, period: known.period, counter: known.type === 'hotp' ? known.counter : null })
+    expect(token).toMatchObject({
+      type: known.type,
+      algorithm: known.algorithm,
+      digits: known.digits,
+      period: known.period,
+      counter: known.type === 'hotp' ? known.counter : null,
+    })
     if (known.type === 'steam') {
       for (const [seconds, code] of STEAM_VECTORS) {
         nowSeconds = seconds
@@ -215,7 +221,13 @@ withOathtool('export, then import into another account: codes equal oathtool', (
       expect(exported.headers.get('cache-control')).toBe('no-store')
       expect(exported.body.count).toBe(expected.length)
       expect(exported.body.skipped.map((s: any) => s.service).sort()).toEqual([...skipped])
-      if (format === 'google-migration') expect(exported.body.content.trim().split('\n').every((line: string) => line.startsWith('otpauth-migration://offline?data='))).toBe(true)
+      if (format === 'google-migration')
+        expect(
+          exported.body.content
+            .trim()
+            .split('\n')
+            .every((line: string) => line.startsWith('otpauth-migration://offline?data=')),
+        ).toBe(true)
       const events = auditFileLines(join(server.dataDir, 'vaults', `${alice.user.id}.audit.log`)).map((line) => JSON.parse(line))
       expect(events.filter((e) => e.action === 'twofa.export').map((e) => e.details)).toEqual([{ format, count: expected.length }])
 
@@ -227,7 +239,8 @@ withOathtool('export, then import into another account: codes equal oathtool', (
   test('Google Authenticator export: more than ten tokens make several batches', async () => {
     const alice = await signUp(server.url)
     const many: Known[] = Array.from({ length: 23 }, (_, i) => ({ ...TOTP_A, account: `user${i}` }))
-    for (const known of many) expect((await alice.post('/api/2fa', { service: known.issuer, accountName: known.account, secret: known.secret })).status).toBe(201)
+    for (const known of many)
+      expect((await alice.post('/api/2fa', { service: known.issuer, accountName: known.account, secret: known.secret })).status).toBe(201)
     const exported = await alice.post('/api/2fa/export', { format: 'google-migration', password: PASSWORD })
     expect(exported.body.content.trim().split('\n').length).toBe(3)
     const bob = await signUp(server.url)
@@ -298,7 +311,11 @@ describe('damaged files: 400 with the reason, nothing written', () => {
 
   test('deeply nested JSON', async () => {
     await refused({ content: `${'['.repeat(100_000)}${']'.repeat(100_000)}` }, 'IMPORT_UNREADABLE', /nested|JSON/)
-    await refused({ content: JSON.stringify({ services: [{ otp: JSON.parse(`${'{"a":'.repeat(40)}1${'}'.repeat(40)}`) }] }) }, 'IMPORT_UNREADABLE', /nested more than/)
+    await refused(
+      { content: JSON.stringify({ services: [{ otp: JSON.parse(`${'{"a":'.repeat(40)}1${'}'.repeat(40)}`) }] }) },
+      'IMPORT_UNREADABLE',
+      /nested more than/,
+    )
   })
 
   test('not a format at all, or empty', async () => {
@@ -323,7 +340,8 @@ withOathtool('Steam Guard and HOTP codes', () => {
     const created = await alice.post('/api/2fa', { service: 'VPN', accountName: 'me', secret: `otpauth://hotp/VPN:me?secret=${HOTP.secret}&counter=0` })
     expect(created.status).toBe(201)
     expect(created.body).toMatchObject({ type: 'hotp', counter: 0 })
-    for (const counter of [0, 1, 2]) expect((await alice.post(`/api/2fa/${created.body.id}/reveal`)).body).toMatchObject({ code: oathtool(HOTP, counter), counter })
+    for (const counter of [0, 1, 2])
+      expect((await alice.post(`/api/2fa/${created.body.id}/reveal`)).body).toMatchObject({ code: oathtool(HOTP, counter), counter })
     expect((await alice.get(`/api/2fa/${created.body.id}`)).body.counter).toBe(3)
     const events = auditFileLines(join(server.dataDir, 'vaults', `${alice.user.id}.audit.log`)).map((line) => JSON.parse(line))
     expect(events.filter((e) => e.action === 'twofa.reveal').map((e) => e.details.counter)).toEqual([0, 1, 2])

@@ -117,7 +117,23 @@ describe('two-factor tokens', () => {
     const created = await alice.post('/api/2fa', { ...token, notes: 'backup codes in the safe' })
     expect(created.status).toBe(201)
     const body = created.body
-    expect(Object.keys(body).sort()).toEqual(['accountName', 'algorithm', 'counter', 'createdAt', 'digits', 'dueStatus', 'expiresAt', 'id', 'notes', 'period', 'rotatedAt', 'service', 'type', 'updatedAt', 'userId'])
+    expect(Object.keys(body).sort()).toEqual([
+      'accountName',
+      'algorithm',
+      'counter',
+      'createdAt',
+      'digits',
+      'dueStatus',
+      'expiresAt',
+      'id',
+      'notes',
+      'period',
+      'rotatedAt',
+      'service',
+      'type',
+      'updatedAt',
+      'userId',
+    ])
     expect(body).toMatchObject({ type: 'totp', counter: null })
     expect(body).toMatchObject({ service: 'GitHub', accountName: 'alice@example.test', notes: 'backup codes in the safe', userId: alice.user.id })
     expect(body.id).toMatch(UUID)
@@ -133,7 +149,13 @@ describe('two-factor tokens', () => {
 
     const updated = await alice.put(`/api/2fa/${body.id}`, { accountName: 'alice-work' })
     expect(updated.status).toBe(200)
-    expect(updated.body).toMatchObject({ id: body.id, service: 'GitHub', accountName: 'alice-work', notes: 'backup codes in the safe', createdAt: body.createdAt })
+    expect(updated.body).toMatchObject({
+      id: body.id,
+      service: 'GitHub',
+      accountName: 'alice-work',
+      notes: 'backup codes in the safe',
+      createdAt: body.createdAt,
+    })
     const cleared = await alice.put(`/api/2fa/${body.id}`, { notes: null, service: 'GitHub Enterprise' })
     expect(cleared.body).toMatchObject({ service: 'GitHub Enterprise', notes: null })
     expect((await alice.put(`/api/2fa/${body.id}`, {})).status).toBe(200)
@@ -241,9 +263,21 @@ describe('two-factor tokens', () => {
   test('invalid secrets are 400 INVALID_TOTP_SECRET and store nothing', async () => {
     const before = (await alice.get('/api/2fa')).body.length
     // (An otpauth://hotp/ link is a HOTP token since issue 35; one without a secret is still refused.)
-    for (const secret of ['', 'JBSWY3DP', 'not base32!', '12345678901234567890', 'otpauth://hotp/x?counter=1', 'otpauth://totp/x?issuer=y', 'x'.repeat(10_000)]) {
+    for (const secret of [
+      '',
+      'JBSWY3DP',
+      'not base32!',
+      '12345678901234567890',
+      'otpauth://hotp/x?counter=1',
+      'otpauth://totp/x?issuer=y',
+      'x'.repeat(10_000),
+    ]) {
       const answer = await alice.post('/api/2fa', { ...token, secret })
-      expect({ secret: secret.slice(0, 40), status: answer.status, code: answer.body.code }).toEqual({ secret: secret.slice(0, 40), status: 400, code: 'INVALID_TOTP_SECRET' })
+      expect({ secret: secret.slice(0, 40), status: answer.status, code: answer.body.code }).toEqual({
+        secret: secret.slice(0, 40),
+        status: 400,
+        code: 'INVALID_TOTP_SECRET',
+      })
       expect(answer.body.error).toContain('secret')
     }
     expect((await alice.get('/api/2fa')).body.length).toBe(before)

@@ -138,7 +138,9 @@ describe('without SVC_WEBHOOK_ALLOW', () => {
     const notifier = strict.deps.notifier
     const vault = strict.deps.store.openedVault(user.user.id)!
     for (const url of loopbackSpellings()) {
-      await vault.update((_, write) => write.set('notifications', { webhookUrl: url, encryptedSecret: null, lastDelivery: null, day: null, done: false, attempts: 0, nextAttemptAt: null }))
+      await vault.update((_, write) =>
+        write.set('notifications', { webhookUrl: url, encryptedSecret: null, lastDelivery: null, day: null, done: false, attempts: 0, nextAttemptAt: null }),
+      )
       const before = received.length
       await notifier.deliver(user.user.id)
       expect({ url, reached: received.length > before }).toEqual({ url, reached: false })
@@ -158,7 +160,13 @@ describe('with SVC_WEBHOOK_ALLOW=127.0.0.0/8 (a home lab)', () => {
     expect(received.at(-1)!.host).toBe(`[::]:${v6.port}`)
     // Still never the vault itself, nor another internal range.
     const port = new URL(homeLab.url).port
-    for (const webhookUrl of [`http://127.0.0.1:${port}/api/auth/me`, `http://localhost.:${port}/`, `http://[::ffff:127.0.0.1]:${port}/`, 'http://169.254.169.254/', 'http://10.0.0.1/']) {
+    for (const webhookUrl of [
+      `http://127.0.0.1:${port}/api/auth/me`,
+      `http://localhost.:${port}/`,
+      `http://[::ffff:127.0.0.1]:${port}/`,
+      'http://169.254.169.254/',
+      'http://10.0.0.1/',
+    ]) {
       expect((await user.put('/api/account/notifications', { webhookUrl })).body.code).toBe('INVALID_WEBHOOK_URL')
     }
   })
@@ -174,7 +182,11 @@ describe('with SVC_WEBHOOK_ALLOW=127.0.0.0/8 (a home lab)', () => {
     expect(unreachable.body.lastDelivery).toEqual({ at: new Date(clock).toISOString(), status: 'failed', attempts: 1 })
     expect(JSON.stringify(unreachable.body.lastDelivery)).not.toMatch(/connect|timed|http|refused|status": *\d/i)
     // A redirect to the metadata address (or anywhere): a failure, not followed.
-    const redirecting = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => new Response(null, { status: 302, headers: { location: `http://127.0.0.1:${v4.port}/redirected` } }) })
+    const redirecting = Bun.serve({
+      hostname: '127.0.0.1',
+      port: 0,
+      fetch: () => new Response(null, { status: 302, headers: { location: `http://127.0.0.1:${v4.port}/redirected` } }),
+    })
     try {
       const before = received.length
       await user.put('/api/account/notifications', { webhookUrl: `http://127.0.0.1:${redirecting.port}/hook` })
@@ -243,7 +255,26 @@ test('the connection goes to the address checked, whatever the name resolves to 
 })
 
 test('the address policy: mapped and NAT64 forms are judged by the IPv4 address they carry', () => {
-  for (const address of ['127.0.0.1', '::1', '::', '0.0.0.0', '::ffff:7f00:1', '::ffff:127.0.0.1', '::7f00:1', '10.1.2.3', '::ffff:a01:203', '64:ff9b::a01:203', 'fe80::1', 'fd00::1', 'ff02::1', '169.254.169.254', '100.64.0.1', '2002:7f00:1::1', '2001:0:4136:e378::1', '::ffff:5db8:d70e']) {
+  for (const address of [
+    '127.0.0.1',
+    '::1',
+    '::',
+    '0.0.0.0',
+    '::ffff:7f00:1',
+    '::ffff:127.0.0.1',
+    '::7f00:1',
+    '10.1.2.3',
+    '::ffff:a01:203',
+    '64:ff9b::a01:203',
+    'fe80::1',
+    'fd00::1',
+    'ff02::1',
+    '169.254.169.254',
+    '100.64.0.1',
+    '2002:7f00:1::1',
+    '2001:0:4136:e378::1',
+    '::ffff:5db8:d70e',
+  ]) {
     expect({ address, permitted: isPermittedAddress(address, null) }).toEqual({ address, permitted: false })
   }
   for (const address of ['93.184.215.14', '2606:4700::1111', '64:ff9b::5db8:d70e']) {

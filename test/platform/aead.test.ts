@@ -91,7 +91,13 @@ describe('aead', () => {
       )
       expect(opened.map((plaintext) => plaintext?.toString('utf8') ?? null)).toEqual(batch.map((item) => text(item.sealed, item.aad)))
     }
-    expect(openAll(key, good.map((item) => item.sealed), good.map((item) => item.aad)).every((plaintext) => plaintext !== null)).toBe(true)
+    expect(
+      openAll(
+        key,
+        good.map((item) => item.sealed),
+        good.map((item) => item.aad),
+      ).every((plaintext) => plaintext !== null),
+    ).toBe(true)
   })
 
   test('openAll: text the joined decoding would misread opens as open() reads it', () => {

@@ -15,7 +15,12 @@ afterAll(async () => {
 })
 
 async function cli(script: 'backup' | 'restore', args: string[]) {
-  const proc = Bun.spawn(['bun', `src/cli/${script}.ts`, ...args], { cwd: ROOT, env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp' }, stdout: 'pipe', stderr: 'pipe' })
+  const proc = Bun.spawn(['bun', `src/cli/${script}.ts`, ...args], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp' },
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
   const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
   return { code, output: out + err }
 }

@@ -64,8 +64,16 @@ test('no planted secret shows up in any other answer, in the log output, or in a
     })
     const text = await response.text()
     const head = [...response.headers.entries()].map(([k, v]) => `${k}: ${v}`).join('\n')
-    recorded.push({ label: `${label} (${method} ${path} -> ${response.status})`, text: `${response.status}\n${head}\n\n${text}`, allowed: options.allowed ?? [] })
-    return { status: response.status, headers: response.headers, json: text && /\/json|\+json/.test(response.headers.get('content-type') ?? '') ? JSON.parse(text) : text }
+    recorded.push({
+      label: `${label} (${method} ${path} -> ${response.status})`,
+      text: `${response.status}\n${head}\n\n${text}`,
+      allowed: options.allowed ?? [],
+    })
+    return {
+      status: response.status,
+      headers: response.headers,
+      json: text && /\/json|\+json/.test(response.headers.get('content-type') ?? '') ? JSON.parse(text) : text,
+    }
   }
 
   try {
@@ -82,21 +90,44 @@ test('no planted secret shows up in any other answer, in the log output, or in a
     canaries.session = cookie
     canaries.firstSession = firstCookie
 
-    const createdKey = await call('create access key', 'POST', '/api/access-keys', { name: 'canary', scopes: ['entries:read', 'entries:reveal', '2fa:read', 'envs:read', 'stats:read', 'export:read'] }, { allowed: ['accessKey'] })
+    const createdKey = await call(
+      'create access key',
+      'POST',
+      '/api/access-keys',
+      { name: 'canary', scopes: ['entries:read', 'entries:reveal', '2fa:read', 'envs:read', 'stats:read', 'export:read'] },
+      { allowed: ['accessKey'] },
+    )
     key = createdKey.json.key
     canaries.accessKey = key
 
     const simple = await call('create category', 'POST', '/api/categories', { name: 'Canary', keyType: 'simple', envVarName: 'CANARY_KEY' })
     const group = await call('create group category', 'POST', '/api/categories', { name: 'Canary group', keyType: 'group', fieldDefinitions: ['USER', 'PASS'] })
-    const entry = await call('create entry', 'POST', '/api/entries', { categoryId: simple.json.id, name: 'app', value: canaries.simpleValue, environment: 'production' })
+    const entry = await call('create entry', 'POST', '/api/entries', {
+      categoryId: simple.json.id,
+      name: 'app',
+      value: canaries.simpleValue,
+      environment: 'production',
+    })
     expect(entry.status).toBe(201)
-    const groupEntry = await call('create group entry', 'POST', '/api/entries', { categoryId: group.json.id, name: 'app', value: JSON.stringify({ USER: 'admin', PASS: canaries.groupValue }) })
+    const groupEntry = await call('create group entry', 'POST', '/api/entries', {
+      categoryId: group.json.id,
+      name: 'app',
+      value: JSON.stringify({ USER: 'admin', PASS: canaries.groupValue }),
+    })
     expect(groupEntry.status).toBe(201)
     await call('entry with unknown field', 'POST', '/api/entries', { categoryId: simple.json.id, name: 'x', value: canaries.rejectedValue, surprise: 1 })
     await call('entry in a missing category', 'POST', '/api/entries', { categoryId: crypto.randomUUID(), name: 'x', value: canaries.rejectedValue })
     await call('entry value too long', 'POST', '/api/entries', { categoryId: simple.json.id, name: 'x', value: canaries.rejectedValue.repeat(3000) })
-    await call('group entry, invalid JSON value', 'POST', '/api/entries', { categoryId: group.json.id, name: 'x', value: `{"PASS": "${canaries.invalidGroupValue}"` })
-    await call('group entry, unknown field', 'POST', '/api/entries', { categoryId: group.json.id, name: 'x', value: JSON.stringify({ NOPE: canaries.invalidGroupValue }) })
+    await call('group entry, invalid JSON value', 'POST', '/api/entries', {
+      categoryId: group.json.id,
+      name: 'x',
+      value: `{"PASS": "${canaries.invalidGroupValue}"`,
+    })
+    await call('group entry, unknown field', 'POST', '/api/entries', {
+      categoryId: group.json.id,
+      name: 'x',
+      value: JSON.stringify({ NOPE: canaries.invalidGroupValue }),
+    })
     await call('malformed JSON', 'POST', '/api/entries', `{"value": "${canaries.rejectedValue}", `)
 
     const totp = await call('create 2fa', 'POST', '/api/2fa', { service: 'GitHub', accountName: 'me', secret: canaries.totpSecret })
@@ -118,7 +149,13 @@ test('no planted secret shows up in any other answer, in the log output, or in a
     canaries.accountTotpSecret = setup.json.secret
     const accountCode = () => new OTPAuth.TOTP({ secret: OTPAuth.Secret.fromBase32(canaries.accountTotpSecret) }).generate()
     await call('2fa enable, wrong code', 'POST', '/api/account/2fa/enable', { code: '000000' })
-    const enabled = await call('2fa enable', 'POST', '/api/account/2fa/enable', { code: accountCode() }, { allowed: Array.from({ length: 20 }, (_, i) => `recovery${i}`) })
+    const enabled = await call(
+      '2fa enable',
+      'POST',
+      '/api/account/2fa/enable',
+      { code: accountCode() },
+      { allowed: Array.from({ length: 20 }, (_, i) => `recovery${i}`) },
+    )
     expect(enabled.status).toBe(200)
     enabled.json.recoveryCodes.forEach((code: string, i: number) => {
       canaries[`recovery${i}`] = code
@@ -136,17 +173,29 @@ test('no planted secret shows up in any other answer, in the log output, or in a
       body: JSON.stringify({ recoveryCode: canaries.recovery0 }),
     })
     const secondText = await second.text()
-    recorded.push({ label: 'login 2fa with a recovery code', text: `${second.status}\n${[...second.headers.entries()].join('\n')}\n\n${secondText}`, allowed: ['session2'] })
+    recorded.push({
+      label: 'login 2fa with a recovery code',
+      text: `${second.status}\n${[...second.headers.entries()].join('\n')}\n\n${secondText}`,
+      allowed: ['session2'],
+    })
     expect(second.status).toBe(200)
     canaries.session2 = sessionCookie(second.headers)!
     cookie = saved
     await call('sessions', 'GET', '/api/account/sessions')
-    const renewed = await call('new recovery codes', 'POST', '/api/account/2fa/recovery-codes', { password: canaries.password, recoveryCode: canaries.recovery1 }, { allowed: Array.from({ length: 20 }, (_, i) => `newRecovery${i}`) })
+    const renewed = await call(
+      'new recovery codes',
+      'POST',
+      '/api/account/2fa/recovery-codes',
+      { password: canaries.password, recoveryCode: canaries.recovery1 },
+      { allowed: Array.from({ length: 20 }, (_, i) => `newRecovery${i}`) },
+    )
     expect(renewed.status).toBe(200)
     renewed.json.recoveryCodes.forEach((code: string, i: number) => (canaries[`newRecovery${i}`] = code))
     canaries.newPassword = `newpw-canary-${tag}`
     await call('password change, wrong current', 'POST', '/api/account/password', { currentPassword: canaries.badPassword, newPassword: canaries.newPassword })
-    expect((await call('password change', 'POST', '/api/account/password', { currentPassword: canaries.password, newPassword: canaries.newPassword })).status).toBe(204)
+    expect(
+      (await call('password change', 'POST', '/api/account/password', { currentPassword: canaries.password, newPassword: canaries.newPassword })).status,
+    ).toBe(204)
     await call('passkeys', 'GET', '/api/account/passkeys')
 
     for (const [label, path] of [
@@ -165,16 +214,22 @@ test('no planted secret shows up in any other answer, in the log output, or in a
     ] as const) {
       await call(label, 'GET', path)
     }
-    for (const path of ['/api/auth/me', '/api/entries', `/api/entries/${entry.json.id}`, '/api/2fa', '/api/envs', '/api/stats']) await call('by key', 'GET', path, undefined, { bearer: true })
+    for (const path of ['/api/auth/me', '/api/entries', `/api/entries/${entry.json.id}`, '/api/2fa', '/api/envs', '/api/stats'])
+      await call('by key', 'GET', path, undefined, { bearer: true })
 
     // The answers that exist to reveal secrets: they may carry them, and must.
     const revealed = await call('reveal entry', 'POST', `/api/entries/${entry.json.id}/reveal`, undefined, { allowed: ['simpleValue2'] })
     expect(revealed.json.value).toBe(canaries.simpleValue2)
-    const revealedByKey = await call('reveal group entry by key', 'POST', `/api/entries/${groupEntry.json.id}/reveal`, undefined, { allowed: ['groupValue'], bearer: true })
+    const revealedByKey = await call('reveal group entry by key', 'POST', `/api/entries/${groupEntry.json.id}/reveal`, undefined, {
+      allowed: ['groupValue'],
+      bearer: true,
+    })
     expect(revealedByKey.json.value.PASS).toBe(canaries.groupValue)
     const code = await call('reveal 2fa code', 'POST', `/api/2fa/${totp.json.id}/reveal`)
     expect(code.json.code).toMatch(/^\d{6}$/)
-    const envRevealed = await call('reveal env file', 'POST', `/api/envs/${project.json.data.id}/files/${file.json.data.id}/reveal`, undefined, { allowed: ['envContent'] })
+    const envRevealed = await call('reveal env file', 'POST', `/api/envs/${project.json.data.id}/files/${file.json.data.id}/reveal`, undefined, {
+      allowed: ['envContent'],
+    })
     expect(envRevealed.json.data.content).toBe(canaries.envContent)
     const exported = await call('export', 'GET', '/api/export', undefined, { allowed: ['simpleValue2', 'groupValue', 'importValue'] })
     expect(exported.json).toContain(canaries.simpleValue2)
@@ -233,7 +288,8 @@ test('no planted secret shows up in any other answer, in the log output, or in a
     // The label's own words, not its request line: an id such as …58758d39badd holds "bad".
     const rejected = recorded.filter((r) => /bad|unknown|missing|too long|invalid|malformed|wrong/.test(r.label.split(' (')[0]))
     expect(rejected.length).toBeGreaterThanOrEqual(10)
-    for (const answer of rejected) expect({ label: answer.label, status: Number(answer.text.slice(0, 3)) >= 400 }).toEqual({ label: answer.label, status: true })
+    for (const answer of rejected)
+      expect({ label: answer.label, status: Number(answer.text.slice(0, 3)) >= 400 }).toEqual({ label: answer.label, status: true })
   } finally {
     removeDir(server.dataDir)
   }

@@ -99,11 +99,19 @@ describe('deploy/svc-vault.service', () => {
     for (const value of unitSettings().get('Environment') ?? []) {
       for (const pair of value.split(/\s+/)) {
         const at = pair.indexOf('=')
-        env[pair.slice(0, at)] = pair.slice(at + 1).replace('%d', credentials).replace('/var/lib/svc-vault', state)
+        env[pair.slice(0, at)] = pair
+          .slice(at + 1)
+          .replace('%d', credentials)
+          .replace('/var/lib/svc-vault', state)
       }
     }
     expect(Object.keys(env).sort()).toEqual(['HOST', 'PORT', 'SVC_DATA_DIR', 'SVC_MASTER_KEY_FILE', 'SVC_TRUST_PROXY'])
-    const server = await spawnServer({ command: [executable], cwd: dir, dataDir: state, env: { ...env, PORT: '0', SVC_MASTER_KEY: undefined, SVC_SIGNUP: 'open' } })
+    const server = await spawnServer({
+      command: [executable],
+      cwd: dir,
+      dataDir: state,
+      env: { ...env, PORT: '0', SVC_MASTER_KEY: undefined, SVC_SIGNUP: 'open' },
+    })
     try {
       expect(await (await fetch(`${server.url}/readyz`)).json()).toMatchObject({ status: 'ready' })
       expect(server.output()).not.toContain('generated a master key')
@@ -114,51 +122,70 @@ describe('deploy/svc-vault.service', () => {
 })
 
 describe('reverse proxy snippets', () => {
-  withTool('caddy')('deploy/Caddyfile adapts; Caddy run from it in front of the executable serves the vault', async () => {
-    const caddy = needTool('caddy')
-    const dir = scratch()
-    const port = 20000 + Math.floor(Math.random() * 20000)
-    // The public origin is Caddy's, as SVC_BASE_URL says.
-    const origin = `http://127.0.0.1:${port}`
-    const behind = await spawnServer({ command: [executable], cwd: dir, dataDir: join(dir, 'data'), env: { SVC_SIGNUP: 'open', SVC_TRUST_PROXY: 'loopback', SVC_BASE_URL: origin, SVC_LOG_FORMAT: 'json' } })
-    const adapted = Bun.spawnSync([caddy, 'adapt', '--config', join(ROOT, 'deploy', 'Caddyfile'), '--adapter', 'caddyfile'], {
-      env: { ...process.env, VAULT_DOMAIN: origin, VAULT_UPSTREAM: new URL(behind.url).host },
-      stdout: 'pipe',
-      stderr: 'pipe',
-    })
-    expect(adapted.exitCode).toBe(0)
-    const config = JSON.parse(adapted.stdout.toString())
-    config.admin = { disabled: true }
-    writeFileSync(join(dir, 'caddy.json'), JSON.stringify(config))
-    const proxy = Bun.spawn([caddy, 'run', '--config', join(dir, 'caddy.json')], { env: { ...process.env, HOME: dir, XDG_DATA_HOME: dir, XDG_CONFIG_HOME: dir }, stdout: 'ignore', stderr: 'pipe' })
-    try {
-      let up = false
-      for (let i = 0; i < 100 && !up; i++) {
-        up = await fetch(`${origin}/healthz`).then((r) => r.status === 200, () => false)
-        if (!up) await Bun.sleep(50)
+  withTool('caddy')(
+    'deploy/Caddyfile adapts; Caddy run from it in front of the executable serves the vault',
+    async () => {
+      const caddy = needTool('caddy')
+      const dir = scratch()
+      const port = 20000 + Math.floor(Math.random() * 20000)
+      // The public origin is Caddy's, as SVC_BASE_URL says.
+      const origin = `http://127.0.0.1:${port}`
+      const behind = await spawnServer({
+        command: [executable],
+        cwd: dir,
+        dataDir: join(dir, 'data'),
+        env: { SVC_SIGNUP: 'open', SVC_TRUST_PROXY: 'loopback', SVC_BASE_URL: origin, SVC_LOG_FORMAT: 'json' },
+      })
+      const adapted = Bun.spawnSync([caddy, 'adapt', '--config', join(ROOT, 'deploy', 'Caddyfile'), '--adapter', 'caddyfile'], {
+        env: { ...process.env, VAULT_DOMAIN: origin, VAULT_UPSTREAM: new URL(behind.url).host },
+        stdout: 'pipe',
+        stderr: 'pipe',
+      })
+      expect(adapted.exitCode).toBe(0)
+      const config = JSON.parse(adapted.stdout.toString())
+      config.admin = { disabled: true }
+      writeFileSync(join(dir, 'caddy.json'), JSON.stringify(config))
+      const proxy = Bun.spawn([caddy, 'run', '--config', join(dir, 'caddy.json')], {
+        env: { ...process.env, HOME: dir, XDG_DATA_HOME: dir, XDG_CONFIG_HOME: dir },
+        stdout: 'ignore',
+        stderr: 'pipe',
+      })
+      try {
+        let up = false
+        for (let i = 0; i < 100 && !up; i++) {
+          up = await fetch(`${origin}/healthz`).then(
+            (r) => r.status === 200,
+            () => false,
+          )
+          if (!up) await Bun.sleep(50)
+        }
+        expect(up).toBe(true)
+        const user = await signUp(origin)
+        const category = await user.post('/api/categories', { name: 'Stripe', keyType: 'simple', envVarName: 'STRIPE_KEY' }, { origin })
+        expect(category.status).toBe(201)
+        const entry = await user.post('/api/entries', { categoryId: category.body.id, name: 'shop', value: 'sk_behind_caddy' }, { origin })
+        expect((await user.post(`/api/entries/${entry.body.id}/reveal`, undefined, { origin })).body.value).toBe('sk_behind_caddy')
+        // Caddy's request id reaches the vault, which answers with it (JSON logs on, as in production).
+        const answer = await new Client(origin).get('/healthz')
+        expect(answer.headers.get('x-request-id')).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-/)
+      } finally {
+        proxy.kill('SIGTERM')
+        await proxy.exited
+        await behind.stop()
       }
-      expect(up).toBe(true)
-      const user = await signUp(origin)
-      const category = await user.post('/api/categories', { name: 'Stripe', keyType: 'simple', envVarName: 'STRIPE_KEY' }, { origin })
-      expect(category.status).toBe(201)
-      const entry = await user.post('/api/entries', { categoryId: category.body.id, name: 'shop', value: 'sk_behind_caddy' }, { origin })
-      expect((await user.post(`/api/entries/${entry.body.id}/reveal`, undefined, { origin })).body.value).toBe('sk_behind_caddy')
-      // Caddy's request id reaches the vault, which answers with it (JSON logs on, as in production).
-      const answer = await new Client(origin).get('/healthz')
-      expect(answer.headers.get('x-request-id')).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-/)
-    } finally {
-      proxy.kill('SIGTERM')
-      await proxy.exited
-      await behind.stop()
-    }
-  }, 30_000)
+    },
+    30_000,
+  )
 
   withTool('nginx')('deploy/nginx.conf passes `nginx -t`', () => {
     const nginx = needTool('nginx')
     const dir = scratch()
     const key = join(dir, 'key.pem')
     const cert = join(dir, 'cert.pem')
-    const made = Bun.spawnSync(['openssl', 'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=vault.example.com'], { stderr: 'pipe' })
+    const made = Bun.spawnSync(
+      ['openssl', 'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=vault.example.com'],
+      { stderr: 'pipe' },
+    )
     expect(made.exitCode).toBe(0)
     const site = readFileSync(join(ROOT, 'deploy', 'nginx.conf'), 'utf8')
       .replace('/etc/letsencrypt/live/vault.example.com/fullchain.pem', cert)

@@ -15,7 +15,9 @@ function rawRequest(url: string, method: string, path: string, host: string, bod
   const { port } = new URL(url)
   return new Promise((done, fail) => {
     const socket = connect(Number(port), '127.0.0.1', () =>
-      socket.write(`${method} ${path} HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`),
+      socket.write(
+        `${method} ${path} HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      ),
     )
     let text = ''
     socket.on('data', (chunk) => (text += chunk))
@@ -142,7 +144,13 @@ describe('passkeys without SVC_BASE_URL', () => {
       expect(login.cookies.svc_session).toBeUndefined()
       // Relayed with the vault's own Host instead: still the wrong origin.
       const direct = await post(server.url, '/api/auth/passkey/options', {}, {}, { host: `localhost:${port}` })
-      const second = await post(server.url, '/api/auth/passkey/login', { response: passkey.signIn(direct.body) }, { svc_passkey: direct.cookies.svc_passkey }, { host: `localhost:${port}` })
+      const second = await post(
+        server.url,
+        '/api/auth/passkey/login',
+        { response: passkey.signIn(direct.body) },
+        { svc_passkey: direct.cookies.svc_passkey },
+        { host: `localhost:${port}` },
+      )
       expect([second.status, second.body.code]).toEqual([401, 'PASSKEY_FAILED'])
 
       // The same passkey on the vault's own origin signs in.

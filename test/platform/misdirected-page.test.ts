@@ -34,7 +34,11 @@ test('421: HTML for a browser naming SVC_BASE_URL and the address used, JSON for
   // Allowed hosts still get the page itself.
   expect((await fetch(`${server.url}/healthz`, { headers: { host: 'vault.example.com' } })).status).toBe(200)
 
-  const lines = () => server!.output().split('\n').filter((line) => line.includes('refused a request for host'))
+  const lines = () =>
+    server!
+      .output()
+      .split('\n')
+      .filter((line) => line.includes('refused a request for host'))
   for (let i = 0; i < 50 && lines().length < 2; i++) await Bun.sleep(20)
   expect(lines().filter((line) => line.includes(`"${lan}"`))).toHaveLength(1)
 }, 30_000)

@@ -173,8 +173,10 @@ describe('the OpenAPI document for generated clients', () => {
       if (!schema || typeof schema !== 'object') return
       yield [where, schema]
       for (const [key, value] of Object.entries(schema)) {
-        if (['properties', 'patternProperties', '$defs'].includes(key)) for (const [name, child] of Object.entries(value as object)) yield* walk(`${where}/${key}/${name}`, child)
-        else if (['anyOf', 'oneOf', 'allOf', 'prefixItems'].includes(key)) for (const [i, child] of (value as any[]).entries()) yield* walk(`${where}/${key}/${i}`, child)
+        if (['properties', 'patternProperties', '$defs'].includes(key))
+          for (const [name, child] of Object.entries(value as object)) yield* walk(`${where}/${key}/${name}`, child)
+        else if (['anyOf', 'oneOf', 'allOf', 'prefixItems'].includes(key))
+          for (const [i, child] of (value as any[]).entries()) yield* walk(`${where}/${key}/${i}`, child)
         else if (['items', 'additionalProperties', 'not', 'contains'].includes(key)) yield* walk(`${where}/${key}`, value)
       }
     }
@@ -210,7 +212,25 @@ describe('the OpenAPI document for generated clients', () => {
   })
 
   test('every resource and answer shape is a named component, referenced with $ref', () => {
-    for (const name of ['Entry', 'EntryListItem', 'RevealedEntry', 'Category', 'TwoFactorToken', 'TwoFactorCode', 'AccessKey', 'CreatedAccessKey', 'EnvProject', 'EnvProjectDetail', 'EnvFile', 'RevealedEnvFile', 'Stats', 'Error', 'User', 'Scope', 'Environment']) {
+    for (const name of [
+      'Entry',
+      'EntryListItem',
+      'RevealedEntry',
+      'Category',
+      'TwoFactorToken',
+      'TwoFactorCode',
+      'AccessKey',
+      'CreatedAccessKey',
+      'EnvProject',
+      'EnvProjectDetail',
+      'EnvFile',
+      'RevealedEnvFile',
+      'Stats',
+      'Error',
+      'User',
+      'Scope',
+      'Environment',
+    ]) {
       expect({ name, defined: name in doc.components.schemas }).toEqual({ name, defined: true })
     }
     const answer = (path: string, method: string, status: string) => doc.paths[path][method].responses[status].content['application/json'].schema
@@ -239,33 +259,66 @@ describe('the OpenAPI document for generated clients', () => {
         // The Error component, or a named error shape that extends it (AMBIGUOUS_EXPORT lists the variable and projects).
         const schema = response.content?.['application/json']?.schema
         const ref = typeof schema?.$ref === 'string' ? schema.$ref.replace('#/components/schemas/', '') : undefined
-        const extendsError = ref !== undefined && ref.endsWith('Error') && ['error', 'code'].every((name) => doc.components.schemas[ref]?.required?.includes(name))
-        expect({ label, status, schema, extendsError }).toEqual({ label, status, schema: { $ref: expect.stringMatching(/^#\/components\/schemas\/\w*Error$/) }, extendsError: true })
+        const extendsError =
+          ref !== undefined && ref.endsWith('Error') && ['error', 'code'].every((name) => doc.components.schemas[ref]?.required?.includes(name))
+        expect({ label, status, schema, extendsError }).toEqual({
+          label,
+          status,
+          schema: { $ref: expect.stringMatching(/^#\/components\/schemas\/\w*Error$/) },
+          extendsError: true,
+        })
       }
       const statuses = Object.keys(operation.responses)
       if (operation.requestBody) expect({ label, statuses }).toEqual({ label, statuses: expect.arrayContaining(['400', '413']) })
       if (method !== 'get') expect({ label, statuses }).toEqual({ label, statuses: expect.arrayContaining(['413']) })
       // A user's credentials (an access key or a session) can lack a scope; the metrics token cannot.
       const userCredentials = operation.security.some((scheme: Record<string, unknown>) => 'bearerAuth' in scheme || 'sessionCookie' in scheme)
-      if (operation.security.length > 0) expect({ label, statuses }).toEqual({ label, statuses: expect.arrayContaining(userCredentials ? ['401', '403'] : ['401']) })
+      if (operation.security.length > 0)
+        expect({ label, statuses }).toEqual({ label, statuses: expect.arrayContaining(userCredentials ? ['401', '403'] : ['401']) })
     }
     // The duplicates to come (CATEGORY_EXISTS, ENTRY_EXISTS, ENV_PROJECT_EXISTS) have their 409 already.
-    for (const [path, method] of [['/api/categories', 'post'], ['/api/categories/{id}', 'put'], ['/api/entries', 'post'], ['/api/entries/{id}', 'put'], ['/api/envs', 'post'], ['/api/envs/{id}', 'put']]) {
+    for (const [path, method] of [
+      ['/api/categories', 'post'],
+      ['/api/categories/{id}', 'put'],
+      ['/api/entries', 'post'],
+      ['/api/entries/{id}', 'put'],
+      ['/api/envs', 'post'],
+      ['/api/envs/{id}', 'put'],
+    ]) {
       expect({ path, method, has409: '409' in doc.paths[path][method].responses }).toEqual({ path, method, has409: true })
     }
     expect(doc.paths['/api/auth/login'].post.responses['429'].headers['Retry-After']).toBeDefined()
   })
 
   test('public operations say security: [], and guarded ones a scheme', () => {
-    const publicOnes = operations().filter(({ operation }) => operation.security.length === 0).map(({ label }) => label)
+    const publicOnes = operations()
+      .filter(({ operation }) => operation.security.length === 0)
+      .map(({ label }) => label)
     expect(publicOnes.sort()).toEqual(
-      ['POST /api/auth/register', 'POST /api/auth/login', 'GET /api/auth/providers', 'GET /api/auth/oidc', 'GET /api/auth/oidc/callback', 'GET /api/openapi', 'POST /api/auth/device', 'POST /api/auth/device/token', 'GET /healthz', 'GET /readyz', 'POST /api/auth/login/2fa', 'POST /api/auth/passkey/login', 'POST /api/auth/passkey/options'].sort(),
+      [
+        'POST /api/auth/register',
+        'POST /api/auth/login',
+        'GET /api/auth/providers',
+        'GET /api/auth/oidc',
+        'GET /api/auth/oidc/callback',
+        'GET /api/openapi',
+        'POST /api/auth/device',
+        'POST /api/auth/device/token',
+        'GET /healthz',
+        'GET /readyz',
+        'POST /api/auth/login/2fa',
+        'POST /api/auth/passkey/login',
+        'POST /api/auth/passkey/options',
+      ].sort(),
     )
     for (const { operation } of operations()) expect(Array.isArray(operation.security)).toBe(true)
   })
 
   test('register and login document the session cookie they set', () => {
-    for (const [path, status] of [['/api/auth/register', '201'], ['/api/auth/login', '200']]) {
+    for (const [path, status] of [
+      ['/api/auth/register', '201'],
+      ['/api/auth/login', '200'],
+    ]) {
       const header = doc.paths[path].post.responses[status].headers?.['Set-Cookie']
       expect(header?.description).toContain('svc_session')
       expect(header?.schema).toEqual({ type: 'string' })
@@ -279,7 +332,13 @@ describe('the OpenAPI document for generated clients', () => {
       $ref: '#/components/schemas/Scope',
     })
     const stats = doc.components.schemas.Stats
-    const counts = [stats.properties.totalCategories, stats.properties.totalEntries, stats.properties.total2fa, ...Object.values(stats.properties.byKeyType.properties), ...Object.values(stats.properties.byEnvironment.properties)]
+    const counts = [
+      stats.properties.totalCategories,
+      stats.properties.totalEntries,
+      stats.properties.total2fa,
+      ...Object.values(stats.properties.byKeyType.properties),
+      ...Object.values(stats.properties.byEnvironment.properties),
+    ]
     expect(counts).toHaveLength(10)
     for (const count of counts) expect(count).toEqual({ type: 'integer', minimum: 0 })
     expect(doc.components.schemas.TwoFactorCode.properties.remainingSeconds.type).toBe('integer')
@@ -289,7 +348,8 @@ describe('the OpenAPI document for generated clients', () => {
     const wrong: string[] = []
     for (const [where, schema] of schemas()) {
       if (schema.format === 'integer' || schema.format === 'numeric') wrong.push(`${where}: format ${schema.format}`)
-      if (Array.isArray(schema.type) && schema.type.includes('null') && Array.isArray(schema.enum) && !schema.enum.includes(null)) wrong.push(`${where}: enum without null`)
+      if (Array.isArray(schema.type) && schema.type.includes('null') && Array.isArray(schema.enum) && !schema.enum.includes(null))
+        wrong.push(`${where}: enum without null`)
     }
     expect(wrong).toEqual([])
   })
@@ -302,7 +362,9 @@ describe('the OpenAPI document for generated clients', () => {
     for (const { path, method, operation } of operations()) {
       for (const [status, response] of Object.entries(operation.responses as Record<string, any>)) {
         for (const type of Object.keys(response.content ?? {})) {
-          const pointer = ['paths', path, method, 'responses', status, 'content', type, 'schema'].map((part) => encodeURIComponent(part.replace(/~/g, '~0').replace(/\//g, '~1'))).join('/')
+          const pointer = ['paths', path, method, 'responses', status, 'content', type, 'schema']
+            .map((part) => encodeURIComponent(part.replace(/~/g, '~0').replace(/\//g, '~1')))
+            .join('/')
           expect(vault.ajv.getSchema(`https://svc-vault.test/openapi.json#/${pointer}`)).toBeFunction()
         }
       }
@@ -336,10 +398,24 @@ describe('the OpenAPI document for generated clients', () => {
 
   test('the answer check rejects an undocumented status, a body against its schema, and a media type the document lacks', () => {
     const vault = compileDocument(doc)
-    const entry = { id: 'e1', categoryId: 'c1', name: 'blog', environment: null, notes: null, createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-01T00:00:00.000Z', expiresAt: null, rotateEveryDays: null, rotatedAt: null, dueStatus: 'ok' }
+    const entry = {
+      id: 'e1',
+      categoryId: 'c1',
+      name: 'blog',
+      environment: null,
+      notes: null,
+      createdAt: '2026-01-01T00:00:00.000Z',
+      updatedAt: '2026-01-01T00:00:00.000Z',
+      expiresAt: null,
+      rotateEveryDays: null,
+      rotatedAt: null,
+      dueStatus: 'ok',
+    }
     expect(answerProblem(vault, 'GET', '/api/entries/e1', 200, 'application/json', JSON.stringify(entry))).toBeUndefined()
     expect(answerProblem(vault, 'GET', '/api/entries/e1', 200, 'application/json', JSON.stringify({ ...entry, environment: 'moon' }))).toContain('/environment')
-    expect(answerProblem(vault, 'GET', '/api/entries/e1', 200, 'application/json', JSON.stringify({ ...entry, createdAt: 'yesterday' }))).toContain('/createdAt')
+    expect(answerProblem(vault, 'GET', '/api/entries/e1', 200, 'application/json', JSON.stringify({ ...entry, createdAt: 'yesterday' }))).toContain(
+      '/createdAt',
+    )
     expect(answerProblem(vault, 'GET', '/api/stats', 200, 'application/json', JSON.stringify({ totalEntries: '1' }))).toContain('rejects')
     expect(answerProblem(vault, 'GET', '/api/entries/e1', 418, 'application/json', JSON.stringify({ error: 'x', code: 'Y' }))).toContain('does not describe')
     expect(answerProblem(vault, 'GET', '/api/entries/e1', 404, 'application/json', JSON.stringify({ error: 'x' }))).toContain('code')

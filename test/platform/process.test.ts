@@ -145,7 +145,10 @@ describe('start-up checks', () => {
       const path = join(first.dataDir, 'master.key')
       expect(statSync(path).mode & 0o777).toBe(0o600)
       expect(Buffer.from(readFileSync(path, 'utf8').trim(), 'base64')).toHaveLength(32)
-      const warnings = first.output().split('\n').filter((line) => /warning/i.test(line))
+      const warnings = first
+        .output()
+        .split('\n')
+        .filter((line) => /warning/i.test(line))
       expect(warnings).toHaveLength(1)
       expect(warnings[0]).toContain('SVC_MASTER_KEY')
       expect(warnings[0]).toContain('master.key')

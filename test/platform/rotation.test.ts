@@ -80,13 +80,19 @@ async function expectAllReadable(seeded: Seeded, env: Record<string, string | un
 }
 
 const sealedFields = (dataDir: string) =>
-  readdirSync(join(dataDir, 'vaults')).filter((name) => name.endsWith('.json')).map((name) => {
-    const vault = JSON.parse(readFileSync(join(dataDir, 'vaults', name), 'utf8'))
-    return {
-      dataKey: vault.dataKey as string,
-      sealed: [...vault.entries.map((e: any) => e.encryptedValue), ...vault.twoFactor.map((t: any) => t.encryptedSecret), ...vault.envFiles.map((f: any) => f.encryptedContent)],
-    }
-  })
+  readdirSync(join(dataDir, 'vaults'))
+    .filter((name) => name.endsWith('.json'))
+    .map((name) => {
+      const vault = JSON.parse(readFileSync(join(dataDir, 'vaults', name), 'utf8'))
+      return {
+        dataKey: vault.dataKey as string,
+        sealed: [
+          ...vault.entries.map((e: any) => e.encryptedValue),
+          ...vault.twoFactor.map((t: any) => t.encryptedSecret),
+          ...vault.envFiles.map((f: any) => f.encryptedContent),
+        ],
+      }
+    })
 
 describe('rotate-master-key', () => {
   test('key in master.key: re-wraps data keys only, replaces the file (0600); every secret stays readable; the old key no longer starts', async () => {
@@ -287,7 +293,9 @@ describe('rotate-master-key --rekey', () => {
       expect(sealedOf(vault).every(({ kind, id, sealed }) => keyOf(oldKey).vault(userId, vault.dataKey).open(kind, id, sealed) === null)).toBe(true)
     }
     // No change log keeps the old ciphertexts beside the files.
-    expect(readdirSync(join(seeded.dataDir, 'vaults')).filter((name) => name.endsWith('.json.log') && statSync(join(seeded.dataDir, 'vaults', name)).size > 0)).toEqual([])
+    expect(
+      readdirSync(join(seeded.dataDir, 'vaults')).filter((name) => name.endsWith('.json.log') && statSync(join(seeded.dataDir, 'vaults', name)).size > 0),
+    ).toEqual([])
 
     await expectAllReadable(seeded, { SVC_MASTER_KEY: undefined })
     const after = await writeAfterRotation(seeded, { SVC_MASTER_KEY: undefined })
@@ -371,7 +379,10 @@ describe('rotate-master-key --rekey', () => {
     accounts.keyCheck = 'rotation-in-progress'
     writeFileSync(accountsPath, JSON.stringify(accounts))
     const before = snapshot(seeded.dataDir)
-    const refused = await rotate({ SVC_DATA_DIR: seeded.dataDir, SVC_MASTER_KEY: TEST_MASTER_KEY, SVC_NEW_MASTER_KEY: Buffer.alloc(32, 3).toString('base64') }, ['--rekey'])
+    const refused = await rotate(
+      { SVC_DATA_DIR: seeded.dataDir, SVC_MASTER_KEY: TEST_MASTER_KEY, SVC_NEW_MASTER_KEY: Buffer.alloc(32, 3).toString('base64') },
+      ['--rekey'],
+    )
     expect(refused.code).toBe(1)
     expect(refused.output).toContain('without --rekey')
     expect(snapshot(seeded.dataDir)).toEqual(before)

@@ -29,9 +29,13 @@ export async function seedSecrets(
   const secret = values.totpSecret ?? randomBase32()
   const content = values.envContent ?? `DATABASE_URL=postgres://u:${crypto.randomUUID()}@db/app\n`
 
-  const simpleCategory = await created(client.post('/api/categories', { name: `Simple ${tag}`, keyType: 'simple', envVarName: `KEY_${tag.toUpperCase().replace(/-/g, '_')}` }))
+  const simpleCategory = await created(
+    client.post('/api/categories', { name: `Simple ${tag}`, keyType: 'simple', envVarName: `KEY_${tag.toUpperCase().replace(/-/g, '_')}` }),
+  )
   const groupCategory = await created(client.post('/api/categories', { name: `Group ${tag}`, keyType: 'group', fieldDefinitions: Object.keys(groupValue) }))
-  const simple = await created(client.post('/api/entries', { categoryId: simpleCategory.id, name: `app-${tag}`, value: simpleValue, environment: 'production' }))
+  const simple = await created(
+    client.post('/api/entries', { categoryId: simpleCategory.id, name: `app-${tag}`, value: simpleValue, environment: 'production' }),
+  )
   const group = await created(client.post('/api/entries', { categoryId: groupCategory.id, name: `aws-${tag}`, value: JSON.stringify(groupValue) }))
   const totp = await created(client.post('/api/2fa', { service: `Service ${tag}`, accountName: `me-${tag}`, secret }))
   const project = (await created(client.post('/api/envs', { name: `project-${tag}` }))).data

@@ -9,7 +9,6 @@ import { removeDir, spawnServer, startTestServer, type SpawnedServer, type TestS
 // thrown off by) the failures of another, whichever runs alone or first.
 let server: SpawnedServer
 
-
 const login = (email: string, password: string) =>
   fetch(`${server.url}/api/auth/login`, {
     method: 'POST',

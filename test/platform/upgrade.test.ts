@@ -25,10 +25,19 @@ function copyFixture(name: string): string {
   return dir
 }
 
-const dataFiles = (dir: string) => [join(dir, 'accounts.json'), ...readdirSync(join(dir, 'vaults')).filter((f) => f.endsWith('.json')).map((f) => join(dir, 'vaults', f))]
+const dataFiles = (dir: string) => [
+  join(dir, 'accounts.json'),
+  ...readdirSync(join(dir, 'vaults'))
+    .filter((f) => f.endsWith('.json'))
+    .map((f) => join(dir, 'vaults', f)),
+]
 
 async function login(url: string, email: string, password: string): Promise<Client> {
-  const response = await fetch(`${url}/api/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }) })
+  const response = await fetch(`${url}/api/auth/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email, password }),
+  })
   expect(response.status).toBe(200)
   return new Client(url, { cookie: /svc_session=([^;]+)/.exec(response.headers.get('set-cookie') ?? '')![1] })
 }

@@ -22,11 +22,21 @@ interface AuditDisk extends Disk {
 function readOnlyDisk(): AuditDisk | string {
   if (!isRoot) return 'chattr needs root'
   const dataDir = tempDir('svc-vault-audit-ro-')
-  const paths = () => [dataDir, join(dataDir, 'vaults'), ...readdirSync(join(dataDir, 'vaults')).map((name) => join(dataDir, 'vaults', name)), ...readdirSync(dataDir).filter((n) => n !== 'vaults').map((n) => join(dataDir, n))]
+  const paths = () => [
+    dataDir,
+    join(dataDir, 'vaults'),
+    ...readdirSync(join(dataDir, 'vaults')).map((name) => join(dataDir, 'vaults', name)),
+    ...readdirSync(dataDir)
+      .filter((n) => n !== 'vaults')
+      .map((n) => join(dataDir, n)),
+  ]
   const set = (on: boolean) => {
     for (const path of paths()) run('chattr', [on ? '+i' : '-i', path])
   }
-  afterAllTests(() => removeDir(dataDir), () => set(false))
+  afterAllTests(
+    () => removeDir(dataDir),
+    () => set(false),
+  )
   const probe = join(dataDir, 'probe')
   writeFileSync(probe, 'x')
   run('chattr', ['+i', probe])
@@ -73,7 +83,11 @@ async function exercise(disk: AuditDisk) {
   const logPath = join(disk.dataDir, 'vaults', `${alice.user.id}.audit.log`)
   const countOf = (action: string) =>
     // Complete lines only: a torn last line was never acknowledged.
-    readFileSync(logPath, 'utf8').replace(/[^\n]*$/, '').trim().split('\n').filter((line) => JSON.parse(line).action === action).length
+    readFileSync(logPath, 'utf8')
+      .replace(/[^\n]*$/, '')
+      .trim()
+      .split('\n')
+      .filter((line) => JSON.parse(line).action === action).length
   const before = Object.fromEntries(reads.map(([action]) => [action, countOf(action)]))
 
   disk.break()
@@ -119,12 +133,20 @@ async function exercise(disk: AuditDisk) {
 
 describe('the audit log on a failing disk', () => {
   const readOnly = readOnlyDisk()
-  test.skipIf(typeof readOnly === 'string')(`read-only: no secret leaves unrecorded${typeof readOnly === 'string' ? ` (skipped: ${readOnly})` : ''}`, async () => {
-    await exercise(readOnly as AuditDisk)
-  }, 30_000)
+  test.skipIf(typeof readOnly === 'string')(
+    `read-only: no secret leaves unrecorded${typeof readOnly === 'string' ? ` (skipped: ${readOnly})` : ''}`,
+    async () => {
+      await exercise(readOnly as AuditDisk)
+    },
+    30_000,
+  )
 
   const full = auditFullDisk()
-  test.skipIf(typeof full === 'string')(`full: no secret leaves unrecorded${typeof full === 'string' ? ` (skipped: ${full})` : ''}`, async () => {
-    await exercise(full as AuditDisk)
-  }, 30_000)
+  test.skipIf(typeof full === 'string')(
+    `full: no secret leaves unrecorded${typeof full === 'string' ? ` (skipped: ${full})` : ''}`,
+    async () => {
+      await exercise(full as AuditDisk)
+    },
+    30_000,
+  )
 })

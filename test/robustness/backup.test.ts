@@ -74,7 +74,10 @@ test('a backup taken under write load restores every record acknowledged before 
   backupDone = true
   await keepWriting
   const during = lanesNow()
-  if (process.env.DEBUG_ROBUSTNESS) console.log(`waves ${waves.length}, sent during the backup ${[...sentAtEnd.values()].reduce((a, b) => a + b) - [...ackedAtStart.values()].reduce((a, b) => a + b)}`)
+  if (process.env.DEBUG_ROBUSTNESS)
+    console.log(
+      `waves ${waves.length}, sent during the backup ${[...sentAtEnd.values()].reduce((a, b) => a + b) - [...ackedAtStart.values()].reduce((a, b) => a + b)}`,
+    )
   expect(backup.output).toContain('backup written')
   expect(backup.code).toBe(0)
   expect(await verifyLanes([...settled.lanes, ...during])).toEqual([])

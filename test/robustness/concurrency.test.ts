@@ -42,7 +42,9 @@ test('interleaved writes from several users and keys lose nothing', async () => 
   const load = startWorkload(actors, mods, 90, 'lane')
   const burst = actors.map((actor, a) =>
     Promise.all([
-      ...Array.from({ length: 60 }, (_, i) => pick(actor.writers).post('/api/categories', { name: `burst-${a}-${i}`, keyType: 'simple', envVarName: `B_${i}` })),
+      ...Array.from({ length: 60 }, (_, i) =>
+        pick(actor.writers).post('/api/categories', { name: `burst-${a}-${i}`, keyType: 'simple', envVarName: `B_${i}` }),
+      ),
       ...Array.from({ length: 20 }, (_, i) => actor.session.post('/api/access-keys', { name: `burst-${a}-${i}`, scopes: ['stats:read'] })),
     ]),
   )
@@ -71,7 +73,12 @@ test('interleaved writes from several users and keys lose nothing', async () => 
       for (let round = 0; round < 5; round++) {
         // Concurrent updates of different fields of the same record never undo one another.
         const writes = await Promise.all(
-          actor.writers.map((w, i) => w.put(`/api/categories/${made.body.id}`, i === 0 ? { name: `counter-${a}-${round}` } : i === 1 ? { description: `d${round}` } : { icon: `icon-${round}` })),
+          actor.writers.map((w, i) =>
+            w.put(
+              `/api/categories/${made.body.id}`,
+              i === 0 ? { name: `counter-${a}-${round}` } : i === 1 ? { description: `d${round}` } : { icon: `icon-${round}` },
+            ),
+          ),
         )
         expect(writes.map((x) => x.status)).toEqual(actor.writers.map(() => 200))
         last = `counter-${a}-${round}`

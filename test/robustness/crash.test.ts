@@ -33,7 +33,8 @@ test('every acknowledged write survives kill -9, at several kill points', async 
     const finishedFirst = finished
     await server.kill()
     await load.done
-    if (process.env.DEBUG_ROBUSTNESS) console.log(`round ${round}: killed after ${load.acked()} acknowledged, ${load.lanes.reduce((n, l) => n + l.sent.length, 0)} sent`)
+    if (process.env.DEBUG_ROBUSTNESS)
+      console.log(`round ${round}: killed after ${load.acked()} acknowledged, ${load.lanes.reduce((n, l) => n + l.sent.length, 0)} sent`)
     // Killed at the chosen point (or after the whole load, when it finished first).
     const total = load.lanes.reduce((n, lane) => n + lane.sent.length, 0)
     expect(load.acked()).toBeGreaterThanOrEqual(finishedFirst ? total : killAfter)

@@ -49,7 +49,10 @@ export function fullDisk(prefix: string, afterAllTests: (...cleanup: (() => void
     removeDir(dataDir)
     return 'mount -t tmpfs is not permitted here'
   }
-  afterAllTests(() => removeDir(dataDir), () => run('umount', ['-l', dataDir]))
+  afterAllTests(
+    () => removeDir(dataDir),
+    () => run('umount', ['-l', dataDir]),
+  )
   const filler = join(dataDir, 'filler.bin')
   return {
     dataDir,

@@ -147,7 +147,9 @@ function checkStep(events: Event[], step: Step): string[] {
         problems.push(`${step.label}: answered without an fsync of ${basename(tempPath)} after it was written`)
         continue
       }
-      const renamed = events.find((e) => RENAMES.has(e.name) && e.start > synced.end && before(e) && succeeded(e) && strings(e)[0] === tempPath && strings(e)[1] === durable.file)
+      const renamed = events.find(
+        (e) => RENAMES.has(e.name) && e.start > synced.end && before(e) && succeeded(e) && strings(e)[0] === tempPath && strings(e)[1] === durable.file,
+      )
       if (!renamed) {
         problems.push(`${step.label}: answered without renaming ${basename(tempPath)} over ${basename(durable.file)} after its fsync`)
         continue
@@ -219,7 +221,11 @@ testNeeding(straceMissing())(
     const steps: Step[] = []
     let n = 0
     const tag = () => `trace-${++n}-${Math.random().toString(36).slice(2, 10)}`
-    const step = async (label: string, run: (headers: Record<string, string>, tag: string) => Promise<Answer>, durable: (tag: string, answer: Answer) => Durable[]) => {
+    const step = async (
+      label: string,
+      run: (headers: Record<string, string>, tag: string) => Promise<Answer>,
+      durable: (tag: string, answer: Answer) => Durable[],
+    ) => {
       const t = tag()
       const answer = await run({ 'x-trace': t }, t)
       expect({ label, status: answer.status }).toEqual({ label, status: answer.status >= 200 && answer.status < 300 ? answer.status : 200 })
@@ -245,15 +251,42 @@ testNeeding(straceMissing())(
     )
     const alice = new Client(server.url, { cookie: /svc_session=([^;]*)/.exec(registered.headers.getSetCookie().join('\n'))![1] })
     const vault = join(dataDir, 'vaults', `${registered.body.user.id}.json`)
-    await step('create an access key', (h, t) => alice.post('/api/access-keys', { name: t, scopes: ['stats:read'] }, h), (t) => [{ kind: 'append', file: accounts, marker: t }, { kind: 'noRewrite', file: accounts }])
+    await step(
+      'create an access key',
+      (h, t) => alice.post('/api/access-keys', { name: t, scopes: ['stats:read'] }, h),
+      (t) => [
+        { kind: 'append', file: accounts, marker: t },
+        { kind: 'noRewrite', file: accounts },
+      ],
+    )
 
-    const first = await step('first category', (h, t) => alice.post('/api/categories', { name: t, keyType: 'group' }, h), (t) => [{ kind: 'append', file: vault, marker: t }])
-    const second = await step('second category', (h, t) => alice.post('/api/categories', { name: t, keyType: 'group' }, h), (t) => [{ kind: 'append', file: vault, marker: t }])
-    await step('rename a category', (h, t) => alice.put(`/api/categories/${first.body.id}`, { name: t }, h), (t) => [{ kind: 'append', file: vault, marker: t }])
-    await step('delete a category', (h) => alice.delete(`/api/categories/${second.body.id}`, h), () => [{ kind: 'append', file: vault, marker: second.body.id }])
+    const first = await step(
+      'first category',
+      (h, t) => alice.post('/api/categories', { name: t, keyType: 'group' }, h),
+      (t) => [{ kind: 'append', file: vault, marker: t }],
+    )
+    const second = await step(
+      'second category',
+      (h, t) => alice.post('/api/categories', { name: t, keyType: 'group' }, h),
+      (t) => [{ kind: 'append', file: vault, marker: t }],
+    )
+    await step(
+      'rename a category',
+      (h, t) => alice.put(`/api/categories/${first.body.id}`, { name: t }, h),
+      (t) => [{ kind: 'append', file: vault, marker: t }],
+    )
+    await step(
+      'delete a category',
+      (h) => alice.delete(`/api/categories/${second.body.id}`, h),
+      () => [{ kind: 'append', file: vault, marker: second.body.id }],
+    )
     if (mods.entries) {
       const category = await alice.post('/api/categories', { name: 'Keys', keyType: 'simple', envVarName: 'K' })
-      await step('create an entry', (h, t) => alice.post('/api/entries', { categoryId: category.body.id, name: t, value: 'secret' }, h), (t) => [{ kind: 'append', file: vault, marker: t }])
+      await step(
+        'create an entry',
+        (h, t) => alice.post('/api/entries', { categoryId: category.body.id, name: t, value: 'secret' }, h),
+        (t) => [{ kind: 'append', file: vault, marker: t }],
+      )
     }
     // A log longer than 64 KiB and than the file is folded into the file by the next write:
     // appended first, then the vault file rewritten, both before the answer.
@@ -272,13 +305,31 @@ testNeeding(straceMissing())(
     // Concurrent writes share commits: each is still answered only after its own line is synced.
     await Promise.all(
       Array.from({ length: 12 }, (_, i) =>
-        step(`concurrent category ${i}`, (h, t) => alice.post('/api/categories', { name: t, keyType: 'group' }, h), (t) => [{ kind: 'append', file: vault, marker: t }]),
+        step(
+          `concurrent category ${i}`,
+          (h, t) => alice.post('/api/categories', { name: t, keyType: 'group' }, h),
+          (t) => [{ kind: 'append', file: vault, marker: t }],
+        ),
       ),
     )
     const bob = await signUp(server.url)
     await Promise.all([
-      step('concurrent access key', (h, t) => bob.post('/api/access-keys', { name: t, scopes: ['stats:read'] }, h), (t) => [{ kind: 'append', file: accounts, marker: t }, { kind: 'noRewrite', file: accounts }]),
-      step('concurrent access key 2', (h, t) => alice.post('/api/access-keys', { name: t, scopes: ['stats:read'] }, h), (t) => [{ kind: 'append', file: accounts, marker: t }, { kind: 'noRewrite', file: accounts }]),
+      step(
+        'concurrent access key',
+        (h, t) => bob.post('/api/access-keys', { name: t, scopes: ['stats:read'] }, h),
+        (t) => [
+          { kind: 'append', file: accounts, marker: t },
+          { kind: 'noRewrite', file: accounts },
+        ],
+      ),
+      step(
+        'concurrent access key 2',
+        (h, t) => alice.post('/api/access-keys', { name: t, scopes: ['stats:read'] }, h),
+        (t) => [
+          { kind: 'append', file: accounts, marker: t },
+          { kind: 'noRewrite', file: accounts },
+        ],
+      ),
     ])
 
     await server.stop()

@@ -114,13 +114,14 @@ describe('open vaults in process', () => {
       const category = (await alice.post('/api/categories', { name: 'a', keyType: 'simple', envVarName: 'A' })).body
       const entry = (await alice.post('/api/entries', { categoryId: category.id, name: 'shop', value: 'sk_evict_audit' })).body
       const logPath = join(server.dataDir, 'vaults', `${alice.user.id}.audit.log`)
-      const openFiles = () => readdirSync('/proc/self/fd').filter((fd) => {
-        try {
-          return readlinkSync(`/proc/self/fd/${fd}`) === logPath
-        } catch {
-          return false
-        }
-      }).length
+      const openFiles = () =>
+        readdirSync('/proc/self/fd').filter((fd) => {
+          try {
+            return readlinkSync(`/proc/self/fd/${fd}`) === logPath
+          } catch {
+            return false
+          }
+        }).length
       expect((await alice.post(`/api/entries/${entry.id}/reveal`)).status).toBe(200)
       expect(openFiles()).toBe(1)
       clock += 11 * 60_000
@@ -154,7 +155,10 @@ describe('open vaults in process', () => {
       await server.deps.audit.settle()
       const events = auditFileLines(logPath).map((line) => JSON.parse(line))
       expect(events.filter((event) => event.action === 'entry.reveal').length).toBe(201)
-      const chain = verifyChain(auditFileLines(logPath), server.deps.store.openedVault(alice.user.id)?.data.auditChain ?? (await server.deps.vaults.open(alice.user.id)).doc.data.auditChain!)
+      const chain = verifyChain(
+        auditFileLines(logPath),
+        server.deps.store.openedVault(alice.user.id)?.data.auditChain ?? (await server.deps.vaults.open(alice.user.id)).doc.data.auditChain!,
+      )
       expect(chain).toMatchObject({ ok: true })
     } finally {
       await server.stop()
@@ -172,7 +176,13 @@ describe('open vaults in process', () => {
       server.deps.audit.closeUserLog(alice.user.id)
       await server.deps.audit.settle()
       const audit = new AuditService({ ...server.deps, dataSync: disk.sync })
-      const event = (n: number) => ({ action: 'entry.reveal' as const, actor: { type: 'anonymous' as const, id: null, name: null }, clientAddress: '127.0.0.1', userAgent: null, details: { n } })
+      const event = (n: number) => ({
+        action: 'entry.reveal' as const,
+        actor: { type: 'anonymous' as const, id: null, name: null },
+        clientAddress: '127.0.0.1',
+        userAgent: null,
+        details: { n },
+      })
       const first = audit.record(alice.user.id, event(1))
       while (disk.held.length === 0) await turn()
       // Queued behind the batch in flight, then the log is closed, then one more event comes.
@@ -190,7 +200,12 @@ describe('open vaults in process', () => {
       await audit.close()
       const path = join(server.dataDir, 'vaults', `${alice.user.id}.audit.log`)
       const lines = auditFileLines(path)
-      expect(lines.map((line) => JSON.parse(line)).filter((e) => e.action === 'entry.reveal').map((e) => e.details.n)).toEqual([1, 2, 3])
+      expect(
+        lines
+          .map((line) => JSON.parse(line))
+          .filter((e) => e.action === 'entry.reveal')
+          .map((e) => e.details.n),
+      ).toEqual([1, 2, 3])
       const anchor = (await server.deps.vaults.open(alice.user.id)).doc.data.auditChain!
       expect(verifyChain(lines, anchor)).toMatchObject({ ok: true, lines: lines.length })
     } finally {

@@ -43,7 +43,10 @@ function readOnlyDisk(): Disk | string {
       else chmodSync(dir, on ? 0o500 : 0o700)
     }
   }
-  afterAllTests(() => removeDir(dataDir), () => set(false))
+  afterAllTests(
+    () => removeDir(dataDir),
+    () => set(false),
+  )
   set(true)
   const works = writesFail(dataDir) && writesFail(join(dataDir, 'vaults'))
   set(false)
@@ -85,7 +88,11 @@ async function exercise(disk: Disk) {
     expect(answer.status).toBe(500)
     expect(answer.body).toEqual(INTERNAL)
     // A 500 carries the security headers too.
-    expect([answer.headers.get('x-content-type-options'), answer.headers.get('referrer-policy'), answer.headers.get('x-frame-options')]).toEqual(['nosniff', 'no-referrer', 'DENY'])
+    expect([answer.headers.get('x-content-type-options'), answer.headers.get('referrer-policy'), answer.headers.get('x-frame-options')]).toEqual([
+      'nosniff',
+      'no-referrer',
+      'DENY',
+    ])
   }
   const email = uniqueEmail('failed')
   const failed = await Promise.all([
@@ -136,7 +143,9 @@ async function exercise(disk: Disk) {
   expect(unparsableJson(disk.dataDir)).toEqual([])
   server = live = await startTestServer({ dataDir: disk.dataDir })
   for (const client of [alice, bob, key]) (client as { base: string }).base = server.url
-  expect((await alice.get('/api/categories')).body.map((c: { name: string }) => c.name).sort()).toEqual([...aliceBefore.categories.map((c: { name: string }) => c.name).filter((n: string) => n !== 'A'), 'B', 'changed'].sort())
+  expect((await alice.get('/api/categories')).body.map((c: { name: string }) => c.name).sort()).toEqual(
+    [...aliceBefore.categories.map((c: { name: string }) => c.name).filter((n: string) => n !== 'A'), 'B', 'changed'].sort(),
+  )
   expect((await bob.get('/api/categories')).body.map((c: { name: string }) => c.name)).toEqual(['Bob'])
   live = null
   await server.stop()
@@ -208,17 +217,29 @@ async function appendToExistingLog(disk: Disk) {
 
 describe('failing disk', () => {
   const readOnly = readOnlyDisk()
-  testNeeding(typeof readOnly === 'string' ? readOnly : null)('read-only data folder', async () => {
-    await exercise(readOnly as Disk)
-  }, 20_000)
+  testNeeding(typeof readOnly === 'string' ? readOnly : null)(
+    'read-only data folder',
+    async () => {
+      await exercise(readOnly as Disk)
+    },
+    20_000,
+  )
 
   const full = fullDisk('svc-vault-fulldisk-', afterAllTests)
-  testNeeding(typeof full === 'string' ? full : null)('full data folder', async () => {
-    await exercise(full as Disk)
-  }, 20_000)
+  testNeeding(typeof full === 'string' ? full : null)(
+    'full data folder',
+    async () => {
+      await exercise(full as Disk)
+    },
+    20_000,
+  )
 
   const fullAgain = fullDisk('svc-vault-fulldisk-', afterAllTests)
-  testNeeding(typeof fullAgain === 'string' ? fullAgain : null)('full data folder: an append to an existing change log', async () => {
-    await appendToExistingLog(fullAgain as Disk)
-  }, 20_000)
+  testNeeding(typeof fullAgain === 'string' ? fullAgain : null)(
+    'full data folder: an append to an existing change log',
+    async () => {
+      await appendToExistingLog(fullAgain as Disk)
+    },
+    20_000,
+  )
 })

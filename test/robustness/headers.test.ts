@@ -40,7 +40,10 @@ function expectStrictCsp(what: string, csp: string | null) {
   const fallback = d.get('default-src') ?? []
   expect({ what, defaultSrc: fallback.every((v) => v === "'none'" || v === "'self'") && fallback.length > 0 }).toEqual({ what, defaultSrc: true })
   const scripts = d.get('script-src') ?? fallback
-  expect({ what, scripts: scripts.filter((v) => v === '*' || v === "'unsafe-eval'" || v === 'data:' || v === 'http:' || v === 'https:') }).toEqual({ what, scripts: [] })
+  expect({ what, scripts: scripts.filter((v) => v === '*' || v === "'unsafe-eval'" || v === 'data:' || v === 'http:' || v === 'https:') }).toEqual({
+    what,
+    scripts: [],
+  })
   const sandbox = d.get('sandbox')
   if (scripts.includes("'unsafe-inline'")) {
     expect({ what, sandboxed: sandbox !== undefined && !sandbox.includes('allow-same-origin') }).toEqual({ what, sandboxed: true })

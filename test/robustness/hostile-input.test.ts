@@ -45,7 +45,10 @@ beforeAll(async () => {
   bob = await signUp(server.url)
   await seed(alice)
   await seed(bob)
-  const created = await alice.post('/api/access-keys', { name: 'all', scopes: ['categories:read', 'categories:write', 'entries:write', 'envs:write', '2fa:write'] })
+  const created = await alice.post('/api/access-keys', {
+    name: 'all',
+    scopes: ['categories:read', 'categories:write', 'entries:write', 'envs:write', '2fa:write'],
+  })
   aliceKey = created.body.key
   ids['access-keys'] = [created.body.id, (await bob.post('/api/access-keys', { name: 'b', scopes: ['stats:read'] })).body.id]
   const doc = await (await fetch(`${server.url}/api/openapi`)).json()
@@ -63,7 +66,9 @@ afterAll(() => server.stop())
 async function snapshot(): Promise<string> {
   const parts = await Promise.all(
     [alice, bob].map(async (client) => {
-      const lists = await Promise.all(['/api/categories', '/api/entries', '/api/2fa', '/api/envs', '/api/stats', '/api/auth/me'].map((path) => client.get(path)))
+      const lists = await Promise.all(
+        ['/api/categories', '/api/entries', '/api/2fa', '/api/envs', '/api/stats', '/api/auth/me'].map((path) => client.get(path)),
+      )
       const keys = (await client.get('/api/access-keys')).body.map(({ lastUsedAt: _, ...rest }: Record<string, unknown>) => rest)
       const details = await Promise.all([
         ...(mods.envs ? lists[3].body.data.map((project: { id: string }) => client.get(`/api/envs/${project.id}`)) : []),
@@ -108,9 +113,44 @@ const NASTY_BODIES: (string | Uint8Array)[] = [
   '{"name":"\u0000","keyType":"group","envVarName":"\u0000"}',
 ]
 
-const PATH_IDS = ['', '%zz', '%00', '%', '..%2F..%2Fetc%2Fpasswd', '..', 'null', 'undefined', '__proto__', 'constructor', '0', '-1', 'x'.repeat(5000), '%F0%9F%98%80', '%E0%A4%A', '00000000-0000-0000-0000-000000000000']
-const RAW_QUERIES = ['%zz=%', 'search=%E0%A4%A', 'search=' + 'q'.repeat(10_000), '__proto__[polluted]=yes', 'constructor[prototype][polluted]=yes', 'search&search=a&search=b', 'a=1&a=2&=&&', 'search=%00']
-const CONTENT_TYPES = ['application/json', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/json; charset=utf-16', 'application/xml', '', 'x/y; a="b"']
+const PATH_IDS = [
+  '',
+  '%zz',
+  '%00',
+  '%',
+  '..%2F..%2Fetc%2Fpasswd',
+  '..',
+  'null',
+  'undefined',
+  '__proto__',
+  'constructor',
+  '0',
+  '-1',
+  'x'.repeat(5000),
+  '%F0%9F%98%80',
+  '%E0%A4%A',
+  '00000000-0000-0000-0000-000000000000',
+]
+const RAW_QUERIES = [
+  '%zz=%',
+  'search=%E0%A4%A',
+  'search=' + 'q'.repeat(10_000),
+  '__proto__[polluted]=yes',
+  'constructor[prototype][polluted]=yes',
+  'search&search=a&search=b',
+  'a=1&a=2&=&&',
+  'search=%00',
+]
+const CONTENT_TYPES = [
+  'application/json',
+  'text/plain',
+  'application/x-www-form-urlencoded',
+  'multipart/form-data; boundary=x',
+  'application/json; charset=utf-16',
+  'application/xml',
+  '',
+  'x/y; a="b"',
+]
 
 const idArb = fc.oneof(
   fc.constantFrom(...PATH_IDS),
@@ -127,7 +167,17 @@ const valueArb: fc.Arbitrary<unknown> = fc.oneof(
   fc.boolean(),
   fc.constant(null),
   fc.array(fc.string({ maxLength: 20 }), { maxLength: 5 }),
-  fc.constantFrom('simple', 'group', 'production', 'env', 'categories:read', TOTP_SECRET, 'otpauth://totp/x?secret=%%', '2099-01-01T00:00:00Z', 'x'.repeat(70_000)),
+  fc.constantFrom(
+    'simple',
+    'group',
+    'production',
+    'env',
+    'categories:read',
+    TOTP_SECRET,
+    'otpauth://totp/x?secret=%%',
+    '2099-01-01T00:00:00Z',
+    'x'.repeat(70_000),
+  ),
   fc.jsonValue({ maxDepth: 4 }),
 )
 
@@ -149,8 +199,17 @@ const requestArb = fc.record({
   op: fc.nat(),
   ids: fc.array(idArb, { minLength: 2, maxLength: 2 }),
   pick: fc.nat(),
-  query: fc.oneof(fc.constant(''), fc.constantFrom(...RAW_QUERIES), fc.dictionary(fc.string({ maxLength: 8 }), fc.string({ maxLength: 30 }), { maxKeys: 3 }).map((d) => new URLSearchParams(d).toString())),
-  body: fc.oneof(fc.constant(undefined), fc.constantFrom(...NASTY_BODIES), fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.stringify(v)), fc.constant('shaped')),
+  query: fc.oneof(
+    fc.constant(''),
+    fc.constantFrom(...RAW_QUERIES),
+    fc.dictionary(fc.string({ maxLength: 8 }), fc.string({ maxLength: 30 }), { maxKeys: 3 }).map((d) => new URLSearchParams(d).toString()),
+  ),
+  body: fc.oneof(
+    fc.constant(undefined),
+    fc.constantFrom(...NASTY_BODIES),
+    fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.stringify(v)),
+    fc.constant('shaped'),
+  ),
   shapedSeed: fc.nat(),
   contentType: fc.constantFrom(...CONTENT_TYPES),
   auth: fc.constantFrom('session', 'key', 'none', 'bad-key', 'bearer-junk', 'cookie-junk'),
@@ -214,7 +273,18 @@ function checkAnswer(sent: Sent) {
 test('every nasty body to every endpoint: 4xx as { error, code }, nothing changed', async () => {
   // Alice's own ids, except for DELETE: there Bob's, which must answer 404 and change nothing.
   const plain = (o: number, body: string | Uint8Array) =>
-    send({ op: o, ids: [null, null], pick: operations[o].method === 'DELETE' ? 1 : 0, query: '', body, shapedSeed: 0, contentType: 'application/json', auth: 'session', origin: undefined, method: undefined })
+    send({
+      op: o,
+      ids: [null, null],
+      pick: operations[o].method === 'DELETE' ? 1 : 0,
+      query: '',
+      body,
+      shapedSeed: 0,
+      contentType: 'application/json',
+      auth: 'session',
+      origin: undefined,
+      method: undefined,
+    })
   for (const [o, op] of operations.entries()) {
     if (op.method === 'GET') continue
     const where = `${op.method} ${op.path}`
@@ -248,7 +318,8 @@ test('generated requests (fast-check): never 5xx, 4xx as { error, code }, a reje
       const sent = await send(r, shaped)
       checkAnswer(sent)
       const after = await snapshot()
-      if (sent.status >= 400) expect({ op: `${sent.method} ${sent.url}`, changed: after !== before }).toEqual({ op: `${sent.method} ${sent.url}`, changed: false })
+      if (sent.status >= 400)
+        expect({ op: `${sent.method} ${sent.url}`, changed: after !== before }).toEqual({ op: `${sent.method} ${sent.url}`, changed: false })
       before = after
     }),
     { numRuns: 150 },

@@ -59,9 +59,7 @@ test('acknowledged versions and trash moves survive kill -9, read back from disk
       const record = live ?? trashed
       expect(record).toBeDefined()
       const current = cipher.open('entry', id, record!.encryptedValue)
-      const kept = new Set(
-        data.versions.filter((v) => v.recordId === id).map((v) => cipher.openVersion('entry', id, v.version, v.encryptedValue)),
-      )
+      const kept = new Set(data.versions.filter((v) => v.recordId === id).map((v) => cipher.openVersion('entry', id, v.version, v.encryptedValue)))
       // Every acknowledged value is the current one or a version; the versions are whole.
       expect(kept.has(null)).toBe(false)
       for (const value of acked.get(id) ?? []) expect(value === current || kept.has(value)).toBe(true)

@@ -45,7 +45,11 @@ test('SIGTERM finishes requests in flight, flushes, releases the lock, exits 0',
   const actor = await makeActor(alice, mods)
 
   // A request whose body is still arriving, and a crowd of writes under way.
-  const slow = await startSlowRequest(server.url, alice.credentials.cookie!, JSON.stringify({ name: 'in flight', keyType: 'group', description: 'x'.repeat(2000) }))
+  const slow = await startSlowRequest(
+    server.url,
+    alice.credentials.cookie!,
+    JSON.stringify({ name: 'in flight', keyType: 'group', description: 'x'.repeat(2000) }),
+  )
   // 20 answers to requests sent after the slow one's head: by then the server has read that head.
   const load = startWorkload([actor], mods, 60, 'term')
   while (load.acked() < 20) await Bun.sleep(1)
@@ -53,11 +57,12 @@ test('SIGTERM finishes requests in flight, flushes, releases the lock, exits 0',
 
   // The listening socket closes (the signal arrives asynchronously: waited for, not slept on),
   // while the slow request still holds the server open: no new request gets in.
-  const tryConnect = () => new Promise<boolean>((resolve) => {
-    const { hostname, port } = new URL(server!.url)
-    const socket = connect(Number(port), hostname, () => (socket.destroy(), resolve(true)))
-    socket.on('error', () => resolve(false))
-  })
+  const tryConnect = () =>
+    new Promise<boolean>((resolve) => {
+      const { hostname, port } = new URL(server!.url)
+      const socket = connect(Number(port), hostname, () => (socket.destroy(), resolve(true)))
+      socket.on('error', () => resolve(false))
+    })
   const deadline = Date.now() + 10_000
   while ((await tryConnect()) && Date.now() < deadline) await Bun.sleep(1)
   expect(await tryConnect()).toBe(false)

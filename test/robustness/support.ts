@@ -170,7 +170,9 @@ const twoFactor: Kind = {
         if (a.status === 201) lane.id = a.body.id
         return a
       }),
-    ...[1, 2, 3].map<Step>((i) => (lane, c) => send(lane, `service=${tag}-${i}`, () => c.put(`/api/2fa/${lane.id}`, { service: `${tag}-${i}`, secret: TOTP_SECRET }))),
+    ...[1, 2, 3].map<Step>(
+      (i) => (lane, c) => send(lane, `service=${tag}-${i}`, () => c.put(`/api/2fa/${lane.id}`, { service: `${tag}-${i}`, secret: TOTP_SECRET })),
+    ),
     (lane, c) => send(lane, ABSENT, () => c.delete(`/api/2fa/${lane.id}`)),
   ],
   async observe(lane) {
@@ -191,12 +193,13 @@ const envFile: Kind = {
         if (a.status === 201) lane.id = a.body.data.id
         return a
       }),
-    ...[1, 2, 3].map<Step>((i) => (lane, c) =>
-      send(lane, `content=${tag}-${i}`, async () => {
-        const a = await c.post(`/api/envs/${lane.id}/files`, { fileType: 'env', content: `KEY=${tag}-${i}\n` })
-        if (a.status < 300) lane.extra.fileId = a.body.data.id
-        return a
-      }),
+    ...[1, 2, 3].map<Step>(
+      (i) => (lane, c) =>
+        send(lane, `content=${tag}-${i}`, async () => {
+          const a = await c.post(`/api/envs/${lane.id}/files`, { fileType: 'env', content: `KEY=${tag}-${i}\n` })
+          if (a.status < 300) lane.extra.fileId = a.body.data.id
+          return a
+        }),
     ),
     (lane, c) => send(lane, ABSENT, () => c.delete(`/api/envs/${lane.id}`)),
   ],
@@ -227,7 +230,14 @@ export interface Workload {
  * one after another, each through a randomly chosen client of its user (session or key).
  * `keep`: lanes end at their last update instead of deleting their record.
  */
-export function startWorkload(actors: Actor[], mods: Modules, count: number, tagPrefix: string, stopAt?: () => boolean, options: { keep?: boolean } = {}): Workload {
+export function startWorkload(
+  actors: Actor[],
+  mods: Modules,
+  count: number,
+  tagPrefix: string,
+  stopAt?: () => boolean,
+  options: { keep?: boolean } = {},
+): Workload {
   const kinds = KINDS.filter((k) => k.available(mods))
   const lanes: Lane[] = []
   const runs: Promise<void>[] = []
@@ -283,7 +293,8 @@ export async function verifyLanes(lanes: Lane[], allowed: (lane: Lane) => State[
         const kind = KINDS.find((k) => k.name === lane.kind)!
         const seen = await kind.observe(lane)
         const ok = allowed(lane)
-        if (!ok.includes(seen)) problems.push(`${lane.kind} ${lane.id}: shows "${seen}", allowed ${JSON.stringify(ok)} (acked ${lane.acked} of ${lane.sent.length} sent)`)
+        if (!ok.includes(seen))
+          problems.push(`${lane.kind} ${lane.id}: shows "${seen}", allowed ${JSON.stringify(ok)} (acked ${lane.acked} of ${lane.sent.length} sent)`)
       }),
     )
   }

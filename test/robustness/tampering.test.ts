@@ -127,7 +127,11 @@ async function withTampered(mutate: (a: Draft<VaultDocument>, b: Draft<VaultDocu
     if (mods.stats) {
       const stats = await alice.get('/api/stats')
       expect(stats.status).toBe(200)
-      expect(stats.body).toMatchObject({ totalCategories: mods.entries ? 1 : 0, totalEntries: secrets.alice.entries.length, total2fa: secrets.alice.tokens.length })
+      expect(stats.body).toMatchObject({
+        totalCategories: mods.entries ? 1 : 0,
+        totalEntries: secrets.alice.entries.length,
+        total2fa: secrets.alice.tokens.length,
+      })
     }
     if (mods.entries) {
       // Both entries write API_KEY: one export per project (a variable appears once, issue 30).
@@ -207,7 +211,9 @@ test('a ciphertext copied to another record, another kind, or another user: 404'
       bobs.record[bobs.field] = first.record[first.field]
     }
     // Across kinds: Bob's second token gets his second entry's ciphertext, and so on around.
-    const seconds = Object.keys(NOT_FOUND).map((kind) => theirs.filter((f) => f.kind === kind)[1]).filter(Boolean)
+    const seconds = Object.keys(NOT_FOUND)
+      .map((kind) => theirs.filter((f) => f.kind === kind)[1])
+      .filter(Boolean)
     const values = seconds.map((f) => f.record[f.field])
     seconds.forEach((f, i) => (f.record[f.field] = values[(i + 1) % values.length]))
   })

@@ -90,7 +90,12 @@ test('sessions stored before sessions had ids get the same id at every load, so 
   const { writeFileSync } = await import('node:fs')
   const dir = tempDir()
   try {
-    const session = (n: number) => ({ tokenHash: String(n).repeat(64).slice(0, 64), userId: 'u1', createdAt: '2030-01-01T00:00:00.000Z', expiresAt: '2031-01-01T00:00:00.000Z' })
+    const session = (n: number) => ({
+      tokenHash: String(n).repeat(64).slice(0, 64),
+      userId: 'u1',
+      createdAt: '2030-01-01T00:00:00.000Z',
+      expiresAt: '2031-01-01T00:00:00.000Z',
+    })
     const user = { id: 'u1', email: 'old@example.test', name: null, passwordHash: null, identities: [], createdAt: '2030-01-01T00:00:00.000Z' }
     writeFileSync(join(dir, 'accounts.json'), JSON.stringify({ version: 1, keyCheck: 'x', users: [user], sessions: [session(1), session(2)], accessKeys: [] }))
     const options = { createKeyCheck: () => 'x', lock: false }

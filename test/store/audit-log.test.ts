@@ -44,7 +44,13 @@ test.skipIf(process.getuid?.() !== 0)('a write failure mid-stream: resolved even
   const outcomes: Promise<boolean>[] = []
   let n = 0
   for (let round = 0; round < 30; round++) {
-    for (let i = 0; i < 20; i++) outcomes.push(log.append({ n: n++ }).then(() => true, () => false))
+    for (let i = 0; i < 20; i++)
+      outcomes.push(
+        log.append({ n: n++ }).then(
+          () => true,
+          () => false,
+        ),
+      )
     // The file refuses writes for a while, in the middle of the stream.
     if (round === 10) spawnSync('chattr', ['+i', path])
     if (round === 20) spawnSync('chattr', ['-i', path])
@@ -101,7 +107,12 @@ test('a failed sync: its batch is refused and cut off; the chain goes on from th
   const lost = log.append({ n: 1 })
   await turn()
   disk.release(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }))
-  expect(await lost.then(() => 'acknowledged', (error: Error) => error.message)).toContain('EIO')
+  expect(
+    await lost.then(
+      () => 'acknowledged',
+      (error: Error) => error.message,
+    ),
+  ).toContain('EIO')
   expect(readFileSync(path).length).toBe(durable)
   const next = log.append({ n: 2 })
   await turn()
@@ -172,7 +183,10 @@ test('opening (a tail read), the first-line read, the backwards read (a page of 
     ['many lines past 64 KiB', Buffer.from(`${Array.from({ length: 3000 }, (_, n) => line(n)).join('\n')}\n`)],
     ['a last line longer than 64 KiB', Buffer.from(`${line(1)}\n${line(2, 200_000)}\n`)],
     ['a torn tail', Buffer.from(`${Array.from({ length: 3000 }, (_, n) => line(n)).join('\n')}\n{"n":"torn`)],
-    ['zeros past 64 KiB, then a fragment', Buffer.concat([Buffer.from(`${Array.from({ length: 3000 }, (_, n) => line(n)).join('\n')}\n`), Buffer.alloc(300_000), Buffer.from('tail of a line"}\n')])],
+    [
+      'zeros past 64 KiB, then a fragment',
+      Buffer.concat([Buffer.from(`${Array.from({ length: 3000 }, (_, n) => line(n)).join('\n')}\n`), Buffer.alloc(300_000), Buffer.from('tail of a line"}\n')]),
+    ],
   ]
   for (const [name, bytes] of cases) {
     writeFileSync(path, bytes)
@@ -198,7 +212,7 @@ test('opening (a tail read), the first-line read, the backwards read (a page of 
 
 test('the export stream reads a chunk when asked, a compaction replacing the file meanwhile does not change it, and a cancel closes the file', async () => {
   const path = join(dir, 'h.log')
-  const text = `${Array.from({ length: 5000 }, (_, n) => JSON.stringify({ n, pad: "x".repeat(40) })).join('\n')}\n`
+  const text = `${Array.from({ length: 5000 }, (_, n) => JSON.stringify({ n, pad: 'x'.repeat(40) })).join('\n')}\n`
   writeFileSync(path, text)
   const reader = streamAuditLines(path).getReader()
   const first = await reader.read()
@@ -243,9 +257,12 @@ test('compaction reads lines only up to the first one kept and copies the rest b
   // Nothing to drop: the file is left alone.
   const again = AuditLogFile.open<{ n: number; pad: string }>(path, (line) => JSON.parse(line!).hash, sealLine)
   const kept = readFileSync(path)
-  await again.dropBefore(() => true, async () => {
-    throw new Error('nothing is dropped')
-  })
+  await again.dropBefore(
+    () => true,
+    async () => {
+      throw new Error('nothing is dropped')
+    },
+  )
   expect(readFileSync(path).equals(kept)).toBe(true)
   await again.close()
 })

@@ -29,7 +29,12 @@ test('an anchor that changes between the reads is read again with its log: the b
   dirs.push(server.dataDir)
   // Three failed sign-ins of unknown e-mails: three lines in the server's own log.
   await signUp(server.url)
-  for (let i = 0; i < 3; i++) await fetch(`${server.url}/api/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: uniqueEmail(), password: 'wrong password 1' }) })
+  for (let i = 0; i < 3; i++)
+    await fetch(`${server.url}/api/auth/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: uniqueEmail(), password: 'wrong password 1' }),
+    })
   await server.stop()
   const logPath = join(server.dataDir, auditLog.SERVER_AUDIT_LOG)
   const anchorPath = join(server.dataDir, auditLog.SERVER_AUDIT_ANCHOR)
@@ -43,7 +48,10 @@ test('an anchor that changes between the reads is read again with its log: the b
     // What compaction does: the checkpoint first, then the file without the dropped line.
     const anchor = JSON.parse(readFileSync(anchorPath, 'utf8')) as ChainAnchor
     const kept = `${lines.slice(1).join('\n')}\n`
-    writeFileSync(`${anchorPath}.tmp`, JSON.stringify({ ...anchor, checkpoint: JSON.parse(lines[0]).hash, lines: anchor.lines! - 1, bytes: Buffer.byteLength(kept) }))
+    writeFileSync(
+      `${anchorPath}.tmp`,
+      JSON.stringify({ ...anchor, checkpoint: JSON.parse(lines[0]).hash, lines: anchor.lines! - 1, bytes: Buffer.byteLength(kept) }),
+    )
     Bun.spawnSync(['mv', `${anchorPath}.tmp`, anchorPath])
     writeFileSync(logPath, kept)
   }

@@ -31,8 +31,7 @@ function newPath(): string {
   return join(dir, 'doc.json')
 }
 
-const open = (path: string) =>
-  Document.open<TestDocument>(path, { create: () => ({ version: 1, label: 'new', items: [], others: [] }), loggedLists: LISTS })
+const open = (path: string) => Document.open<TestDocument>(path, { create: () => ({ version: 1, label: 'new', items: [], others: [] }), loggedLists: LISTS })
 
 const item = (name: string): Item => ({ id: crypto.randomUUID(), name, tags: [name] })
 /** What a reader after a restart would find. */
@@ -66,7 +65,12 @@ describe('document with a change log', () => {
     const [a, b, c, d] = [item('a'), item('b'), item('c'), item('d')]
     await doc.update((_, write) => write.items.push(a, b, c, d))
     await doc.update((_, write) => write.items.replace({ ...a, name: 'a2' }))
-    await doc.update((_, write) => write.items.replaceMany([{ ...b, name: 'b2' }, { ...c, name: 'c2' }]))
+    await doc.update((_, write) =>
+      write.items.replaceMany([
+        { ...b, name: 'b2' },
+        { ...c, name: 'c2' },
+      ]),
+    )
     await doc.update((_, write) => write.items.remove(d.id))
     await doc.update((_, write) => write.items.removeWhere((i) => i.name === 'c2'))
     await doc.update((_, write) => write.set('label', 'set'))
@@ -192,8 +196,7 @@ describe('document with a change log', () => {
           else if (pick === 2) {
             const target = records[random(records.length)]
             write[list].replace({ ...target, name: `r${step}`, tags: [] })
-          }
-          else if (pick === 3) {
+          } else if (pick === 3) {
             const gone = records[random(records.length)].id
             write[list].removeWhere((r) => r.id === gone)
           } else write.set('label', `l${step}`)

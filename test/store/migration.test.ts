@@ -24,16 +24,27 @@ async function versionOneWithLog(): Promise<string> {
   return path
 }
 
-const toVersionTwo = (data: Doc): Doc => (data.version === 1 ? { version: 2, items: data.items.map((item) => ({ ...item, label: item.name.toUpperCase() })) } : data)
+const toVersionTwo = (data: Doc): Doc =>
+  data.version === 1 ? { version: 2, items: data.items.map((item) => ({ ...item, label: item.name.toUpperCase() })) } : data
 
 test('a migrated document is written in its new format at once, its change log folded in', async () => {
   const path = await versionOneWithLog()
-  const doc = await Document.open<Doc>(path, { create: () => ({ version: 2, items: [] }), loggedLists: ['items'], migrate: toVersionTwo, persistMigration: true })
+  const doc = await Document.open<Doc>(path, {
+    create: () => ({ version: 2, items: [] }),
+    loggedLists: ['items'],
+    migrate: toVersionTwo,
+    persistMigration: true,
+  })
   expect(JSON.parse(readFileSync(path, 'utf8'))).toEqual({ version: 2, items: [{ id: 'a', name: 'first', label: 'FIRST' }] })
   expect(existsSync(`${path}.log`)).toBe(false)
   // Later commits log against the migrated state.
   await doc.update((_, write) => write.items.push({ id: 'b', name: 'second', label: 'SECOND' }))
-  const reopened = await Document.open<Doc>(path, { create: () => ({ version: 2, items: [] }), loggedLists: ['items'], migrate: toVersionTwo, persistMigration: true })
+  const reopened = await Document.open<Doc>(path, {
+    create: () => ({ version: 2, items: [] }),
+    loggedLists: ['items'],
+    migrate: toVersionTwo,
+    persistMigration: true,
+  })
   expect(reopened.data.items.map((item) => item.label)).toEqual(['FIRST', 'SECOND'])
 })
 

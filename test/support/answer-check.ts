@@ -69,7 +69,14 @@ export function compileDocument(document: Json): VaultDocument {
  * What is wrong with this answer, or undefined when the document describes it (or describes no
  * operation at this path and method: an unknown endpoint is not the document's to describe).
  */
-export function answerProblem(vault: VaultDocument, method: string, pathname: string, status: number, contentType: string | null, text: string): string | undefined {
+export function answerProblem(
+  vault: VaultDocument,
+  method: string,
+  pathname: string,
+  status: number,
+  contentType: string | null,
+  text: string,
+): string | undefined {
   const path = pathname.length > 1 ? pathname.replace(/\/$/, '') : pathname
   const template = vault.templates.find((candidate) => candidate.pattern.test(path))?.template
   const lower = method.toLowerCase()

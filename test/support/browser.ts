@@ -32,7 +32,10 @@ export interface BrowserSession {
 }
 
 /** A fresh browser profile, one page; `origin` is the vault, granted clipboard access. */
-export async function openBrowser(origin: string, options: { colorScheme?: 'light' | 'dark'; viewport?: { width: number; height: number } } = {}): Promise<BrowserSession> {
+export async function openBrowser(
+  origin: string,
+  options: { colorScheme?: 'light' | 'dark'; viewport?: { width: number; height: number } } = {},
+): Promise<BrowserSession> {
   const profile = mkdtempSync(join(tmpdir(), 'svc-vault-chromium-'))
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,

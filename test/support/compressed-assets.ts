@@ -17,7 +17,10 @@ export async function checkCompressedAssets(base: string): Promise<AssetSizes> {
   expect(paths.length).toBeGreaterThanOrEqual(2)
   const sizes: AssetSizes = { raw: 0, br: 0, gzip: 0 }
   const get = async (path: string, acceptEncoding: string | null) => {
-    const response = await fetch(base + path, { headers: acceptEncoding === null ? { 'accept-encoding': '' } : { 'accept-encoding': acceptEncoding }, decompress: false } as RequestInit)
+    const response = await fetch(base + path, {
+      headers: acceptEncoding === null ? { 'accept-encoding': '' } : { 'accept-encoding': acceptEncoding },
+      decompress: false,
+    } as RequestInit)
     expect(response.status).toBe(200)
     expect(response.headers.get('vary')).toBe('Accept-Encoding')
     return { encoding: response.headers.get('content-encoding'), body: Buffer.from(await response.arrayBuffer()) }

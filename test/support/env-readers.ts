@@ -23,7 +23,8 @@ export function missingPythonDotenv(): string | null {
 const CLEAN_ENV = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: '/home/reader-home' }
 
 /** A script printing the named variables of its environment as JSON (null when unset). */
-const jsScript = (names: string[]) => `process.stdout.write(JSON.stringify(Object.fromEntries(${JSON.stringify(names)}.map((n) => [n, process.env[n] ?? null]))))`
+const jsScript = (names: string[]) =>
+  `process.stdout.write(JSON.stringify(Object.fromEntries(${JSON.stringify(names)}.map((n) => [n, process.env[n] ?? null]))))`
 
 async function run(argv: string[], cwd: string): Promise<string> {
   const proc = Bun.spawn(argv, { cwd, env: CLEAN_ENV, stdout: 'pipe', stderr: 'pipe' })
@@ -70,8 +71,10 @@ export const READERS: Record<string, (text: string, names: string[]) => Promise<
       const script = `import json, sys\nfrom dotenv import dotenv_values\nv = dotenv_values(sys.argv[1])\nsys.stdout.write(json.dumps({n: v.get(n) for n in json.loads(sys.argv[2])}))`
       return JSON.parse(await run([PYTHON, '-c', script, path, JSON.stringify(names)], dir))
     }),
-  bash: (text, names) => inFolder('exported.sh', text, async (dir) => parseShellOutput(await run(['bash', '-c', `. ./exported.sh\n${shellScript(names)}`], dir))),
-  dash: (text, names) => inFolder('exported.sh', text, async (dir) => parseShellOutput(await run(['dash', '-c', `. ./exported.sh\n${shellScript(names)}`], dir))),
+  bash: (text, names) =>
+    inFolder('exported.sh', text, async (dir) => parseShellOutput(await run(['bash', '-c', `. ./exported.sh\n${shellScript(names)}`], dir))),
+  dash: (text, names) =>
+    inFolder('exported.sh', text, async (dir) => parseShellOutput(await run(['dash', '-c', `. ./exported.sh\n${shellScript(names)}`], dir))),
   'JSON.parse': async (text) => JSON.parse(text),
   'Bun.YAML (Secret stringData)': async (text) => {
     const doc = Bun.YAML.parse(text) as { kind: string; stringData: Record<string, string> }

@@ -29,7 +29,9 @@ export interface TestServer {
 }
 
 /** The real app on a loopback port in this process (`port`: a chosen one, e.g. to match SVC_BASE_URL; default random). */
-export async function startTestServer(options: { env?: Record<string, string | undefined>; dataDir?: string; now?: () => number; port?: number } = {}): Promise<TestServer> {
+export async function startTestServer(
+  options: { env?: Record<string, string | undefined>; dataDir?: string; now?: () => number; port?: number } = {},
+): Promise<TestServer> {
   const dataDir = options.dataDir ?? tempDir()
   const logs: string[] = []
   const config = loadConfig({ SVC_MASTER_KEY: TEST_MASTER_KEY, NODE_ENV: 'test', ...TEST_SIGNUP_ENV, ...options.env, SVC_DATA_DIR: dataDir, PORT: '0' })
@@ -72,7 +74,15 @@ export async function spawnServer(
   const dataDir = options.dataDir ?? tempDir()
   let output = ''
   // A variable given as undefined is left out (e.g. SVC_SIGNUP: undefined to start with the default).
-  const env: Record<string, string | undefined> = { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', SVC_MASTER_KEY: TEST_MASTER_KEY, PORT: '0', ...TEST_SIGNUP_ENV, ...options.env, SVC_DATA_DIR: dataDir }
+  const env: Record<string, string | undefined> = {
+    PATH: process.env.PATH!,
+    HOME: process.env.HOME ?? '/tmp',
+    SVC_MASTER_KEY: TEST_MASTER_KEY,
+    PORT: '0',
+    ...TEST_SIGNUP_ENV,
+    ...options.env,
+    SVC_DATA_DIR: dataDir,
+  }
   for (const [name, value] of Object.entries(env)) if (value === undefined) delete env[name]
   // `command`: another program to run, such as the built executable (dist/svc-vault) from `cwd`.
   const proc = Bun.spawn(options.command ?? ['bun', options.entry ?? 'src/index.ts'], {

@@ -23,11 +23,56 @@ export const STEAM_VECTORS: [number, string][] = [
   [1511200714, '9P3VP'],
 ]
 
-export const TOTP_A: Known = { issuer: 'GitHub', account: 'alice@example.test', secret: 'GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ', type: 'totp', algorithm: 'SHA1', digits: 6, period: 30, counter: 0 }
-export const TOTP_B: Known = { issuer: 'Bank', account: 'alice', secret: 'JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP', type: 'totp', algorithm: 'SHA256', digits: 8, period: 30, counter: 0 }
-export const TOTP_C: Known = { issuer: 'Cloud', account: 'ops', secret: 'KRSXG5CTMVRXEZLUKRSXG5CTMVRXEZLU', type: 'totp', algorithm: 'SHA512', digits: 6, period: 30, counter: 0 }
-export const TOTP_SLOW: Known = { issuer: 'Slow', account: 'alice', secret: 'MFRGGZDFMZTWQ2LKNNWG23TPOBYXE43U', type: 'totp', algorithm: 'SHA1', digits: 7, period: 60, counter: 0 }
-export const HOTP: Known = { issuer: 'VPN', account: 'alice', secret: 'GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ', type: 'hotp', algorithm: 'SHA1', digits: 6, period: 30, counter: 5 }
+export const TOTP_A: Known = {
+  issuer: 'GitHub',
+  account: 'alice@example.test',
+  secret: 'GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ',
+  type: 'totp',
+  algorithm: 'SHA1',
+  digits: 6,
+  period: 30,
+  counter: 0,
+}
+export const TOTP_B: Known = {
+  issuer: 'Bank',
+  account: 'alice',
+  secret: 'JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP',
+  type: 'totp',
+  algorithm: 'SHA256',
+  digits: 8,
+  period: 30,
+  counter: 0,
+}
+export const TOTP_C: Known = {
+  issuer: 'Cloud',
+  account: 'ops',
+  secret: 'KRSXG5CTMVRXEZLUKRSXG5CTMVRXEZLU',
+  type: 'totp',
+  algorithm: 'SHA512',
+  digits: 6,
+  period: 30,
+  counter: 0,
+}
+export const TOTP_SLOW: Known = {
+  issuer: 'Slow',
+  account: 'alice',
+  secret: 'MFRGGZDFMZTWQ2LKNNWG23TPOBYXE43U',
+  type: 'totp',
+  algorithm: 'SHA1',
+  digits: 7,
+  period: 60,
+  counter: 0,
+}
+export const HOTP: Known = {
+  issuer: 'VPN',
+  account: 'alice',
+  secret: 'GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ',
+  type: 'hotp',
+  algorithm: 'SHA1',
+  digits: 6,
+  period: 30,
+  counter: 5,
+}
 export const STEAM: Known = { issuer: 'Steam', account: 'gamer', secret: STEAM_SECRET, type: 'steam', algorithm: 'SHA1', digits: 5, period: 30, counter: 0 }
 
 /** oathtool's code for a TOTP token at `nowSeconds`, or for a HOTP token at `counter`. */
@@ -109,7 +154,19 @@ export function aegisEncrypted(tokens: Known[], password: string, scrypt = { n: 
   return JSON.stringify({
     version: 1,
     header: {
-      slots: [{ type: 1, uuid: crypto.randomUUID(), key: slotKey.sealed.toString('hex'), key_params: slotKey.params, n: scrypt.n, r: scrypt.r, p: scrypt.p, salt: salt.toString('hex'), repaired: true }],
+      slots: [
+        {
+          type: 1,
+          uuid: crypto.randomUUID(),
+          key: slotKey.sealed.toString('hex'),
+          key_params: slotKey.params,
+          n: scrypt.n,
+          r: scrypt.r,
+          p: scrypt.p,
+          salt: salt.toString('hex'),
+          repaired: true,
+        },
+      ],
       params: db.params,
     },
     db: db.sealed.toString('base64'),
@@ -122,7 +179,17 @@ export function twoFas(tokens: Known[]): string {
       name: t.issuer,
       secret: t.secret,
       updatedAt: 1700000000000 + i,
-      otp: { label: `${t.issuer}:${t.account}`, account: t.account, issuer: t.issuer, digits: t.digits, period: t.period, algorithm: t.algorithm, counter: t.counter, tokenType: t.type.toUpperCase(), source: 'Manual' },
+      otp: {
+        label: `${t.issuer}:${t.account}`,
+        account: t.account,
+        issuer: t.issuer,
+        digits: t.digits,
+        period: t.period,
+        algorithm: t.algorithm,
+        counter: t.counter,
+        tokenType: t.type.toUpperCase(),
+        source: 'Manual',
+      },
       order: { position: i },
     })),
     groups: [],
@@ -164,4 +231,3 @@ export function otpauthList(tokens: Known[]): string {
     })
     .join('\n')
 }
-

@@ -8,7 +8,6 @@ import { DialogActions, EnvironmentSelect, Field, inputValue, LengthNote, Modal,
 import { keyLabel } from './key-names'
 import { isVariableName } from '../../src/domain/rules'
 
-
 /** `project` given: adds to that project; else the form asks for the new project's name too. */
 export function AddVariableForm(props: { project?: string; environment?: Environment | ''; onClose(): void; onSaved(project: string): void }) {
   const [project, setProject] = useState(props.project ?? '')

@@ -4,7 +4,6 @@ import { api, type Category } from '../api'
 import { DialogActions, Field, Icon, inputValue, knownIcons, LengthNote, Modal, overLimit, toast, useSubmission } from '../ui'
 import { isIconSlug, isVariableName } from '../../src/domain/rules'
 
-
 export function CategoryForm(props: { category: Category | null; hasEntries: boolean; onClose(): void; onSaved(): void }) {
   const existing = props.category
   const [name, setName] = useState(existing?.name ?? '')
@@ -34,7 +33,8 @@ export function CategoryForm(props: { category: Category | null; hasEntries: boo
       ['The description', description, 2000],
     ])
     if (tooLong) return setError(tooLong)
-    if (keyType === 'simple' && !isVariableName(envVarName.trim())) return setError('The variable name must be letters, digits and _, not starting with a digit.')
+    if (keyType === 'simple' && !isVariableName(envVarName.trim()))
+      return setError('The variable name must be letters, digits and _, not starting with a digit.')
     const badField = fieldList.find((field) => !isVariableName(field))
     if (keyType === 'group' && badField) return setError(`“${badField}” is not a valid field name.`)
     if (slug && !isIconSlug(slug)) return setError('The icon is a slug such as “anthropic” or “github”.')
@@ -72,7 +72,14 @@ export function CategoryForm(props: { category: Category | null; hasEntries: boo
         </fieldset>
         {keyType === 'simple' ? (
           <Field label="Environment variable">
-            <input name="envVarName" required value={envVarName} onInput={(event) => setEnvVarName(inputValue(event))} placeholder="OPENAI_API_KEY" class="mono" />
+            <input
+              name="envVarName"
+              required
+              value={envVarName}
+              onInput={(event) => setEnvVarName(inputValue(event))}
+              placeholder="OPENAI_API_KEY"
+              class="mono"
+            />
           </Field>
         ) : (
           <Field label="Field names" hint="Comma-separated, in export order, e.g. DB_HOST, DB_USER, DB_PASSWORD. Leave empty to allow any.">
@@ -101,4 +108,3 @@ export function CategoryForm(props: { category: Category | null; hasEntries: boo
     </Modal>
   )
 }
-

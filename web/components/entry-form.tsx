@@ -6,7 +6,6 @@ import { DialogActions, EnvironmentSelect, Field, inputValue, LengthNote, Modal,
 import { entryLabel, keyLabel, variableOf } from './key-names'
 import { isVariableName } from '../../src/domain/rules'
 
-
 interface FieldRow {
   name: string
   value: string
@@ -38,7 +37,9 @@ export function EntryForm(props: {
   const [expires, setExpires] = useState(entry?.expiresAt ? entry.expiresAt.slice(0, 10) : '')
   const [rotateEvery, setRotateEvery] = useState(entry?.rotateEveryDays ? String(entry.rotateEveryDays) : '')
   const [value, setValue] = useState('')
-  const [rows, setRows] = useState<FieldRow[]>(declared.length ? declared.map((field) => ({ name: field, value: '', current: false })) : entry ? [] : [{ name: '', value: '', current: false }])
+  const [rows, setRows] = useState<FieldRow[]>(
+    declared.length ? declared.map((field) => ({ name: field, value: '', current: false })) : entry ? [] : [{ name: '', value: '', current: false }],
+  )
   // The entry's current fields (a group being edited): the PUT replaces the whole value, so the
   // fields left empty are sent with their current values. Held only while this form is open.
   const [current, setCurrent] = useState<Record<string, string> | null>(null)
@@ -82,7 +83,11 @@ export function EntryForm(props: {
     if (!next) return
     setCategory(next)
     setValue('')
-    setRows(next.fieldDefinitions?.length ? next.fieldDefinitions.map((field) => ({ name: field, value: '', current: false })) : [{ name: '', value: '', current: false }])
+    setRows(
+      next.fieldDefinitions?.length
+        ? next.fieldDefinitions.map((field) => ({ name: field, value: '', current: false }))
+        : [{ name: '', value: '', current: false }],
+    )
   }
 
   const dirty =
@@ -109,7 +114,8 @@ export function EntryForm(props: {
       if (filled.length > 0 || removed.size > 0 || !entry) {
         const bad = filled.find((row) => !isVariableName(row.name.trim()))
         if (bad) return setError(`“${bad.name}” is not a valid field name.`)
-        if (entry && current === null) return setError(`The current fields could not be read${currentError ? ` (${currentError})` : ''}, so they cannot be kept. Try again.`)
+        if (entry && current === null)
+          return setError(`The current fields could not be read${currentError ? ` (${currentError})` : ''}, so they cannot be kept. Try again.`)
         const merged: Record<string, string> = {}
         for (const [field, fieldValue] of Object.entries(current ?? {})) if (!removed.has(field)) merged[field] = fieldValue
         for (const row of filled) merged[row.name.trim()] = row.value
@@ -147,7 +153,11 @@ export function EntryForm(props: {
   }
 
   return (
-    <Modal title={entry ? `Edit ${entryLabel(entry, category)}` : props.categories ? 'Add a key' : `New ${category.name} entry`} onClose={props.onClose} dirty={dirty}>
+    <Modal
+      title={entry ? `Edit ${entryLabel(entry, category)}` : props.categories ? 'Add a key' : `New ${category.name} entry`}
+      onClose={props.onClose}
+      dirty={dirty}
+    >
       <form class="stack" onSubmit={submit} autoComplete="off">
         {props.categories && !entry && (
           <Field label="Category">
@@ -220,7 +230,14 @@ export function EntryForm(props: {
             )}
           </fieldset>
         ) : (
-          <Field label={`Value of ${category.envVarName}`} hint={entry ? 'Leave empty to keep the current value. Several lines (a PEM key) are kept as they are.' : 'Several lines (a PEM key) are kept as they are.'}>
+          <Field
+            label={`Value of ${category.envVarName}`}
+            hint={
+              entry
+                ? 'Leave empty to keep the current value. Several lines (a PEM key) are kept as they are.'
+                : 'Several lines (a PEM key) are kept as they are.'
+            }
+          >
             <SecretInput name="value" label={`Value of ${category.envVarName}`} value={value} onInput={setValue} />
           </Field>
         )}
@@ -239,4 +256,3 @@ export function EntryForm(props: {
     </Modal>
   )
 }
-

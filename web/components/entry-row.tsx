@@ -90,4 +90,3 @@ export function EntryRow(props: { entry: Entry; category: Category; onEdit(): vo
     </li>
   )
 }
-

@@ -76,10 +76,19 @@ export function HistoryPanel(props: { target: HistoryTarget; onClose(): void; on
             {versions.data.map((v) => (
               <li key={v.version} class="list-row history-version" data-version={v.version}>
                 <span class="grow">
-                  <strong>Version {v.version}</strong> <span class="muted small">· {formatDate(v.createdAt)} · by {actorLabel(v.actor)}</span>
+                  <strong>Version {v.version}</strong>{' '}
+                  <span class="muted small">
+                    · {formatDate(v.createdAt)} · by {actorLabel(v.actor)}
+                  </span>
                 </span>
                 <span class="row-actions">
-                  <button type="button" class="btn btn-small" onClick={() => reveal(v.version)} aria-pressed={shown?.version === v.version} aria-label={`${shown?.version === v.version ? 'Hide' : 'Reveal'} version ${v.version}`}>
+                  <button
+                    type="button"
+                    class="btn btn-small"
+                    onClick={() => reveal(v.version)}
+                    aria-pressed={shown?.version === v.version}
+                    aria-label={`${shown?.version === v.version ? 'Hide' : 'Reveal'} version ${v.version}`}
+                  >
                     {shown?.version === v.version ? 'Hide' : 'Reveal'}
                   </button>
                   <button type="button" class="btn btn-small" onClick={() => restore(v.version)} aria-label={`Restore version ${v.version}`}>
@@ -158,7 +167,10 @@ function VersionSelect(props: { label: string; ariaLabel: string; options: { val
 }
 
 function EnvDiff(props: { versions: Version[]; revealText(version: number): Promise<string>; revealCurrent?: () => Promise<string> }) {
-  const options = [...(props.revealCurrent ? [{ value: 'current', label: 'Current' }] : []), ...props.versions.map((v) => ({ value: String(v.version), label: `Version ${v.version}` }))]
+  const options = [
+    ...(props.revealCurrent ? [{ value: 'current', label: 'Current' }] : []),
+    ...props.versions.map((v) => ({ value: String(v.version), label: `Version ${v.version}` })),
+  ]
   const [from, setFrom] = useState(props.versions[0] ? String(props.versions[0].version) : '')
   const [to, setTo] = useState(options[0]?.value ?? '')
   const [lines, setLines] = useState<DiffLine[] | null>(null)

@@ -16,10 +16,7 @@ function dueAt(item: Due): string | null {
 
 export function NeedsAttentionCard() {
   const due = useLoad(async () => {
-    const [entries, tokens] = await Promise.all([
-      api<(Entry & Due)[]>('GET', '/api/entries?due=30'),
-      api<(TwoFactorToken & Due)[]>('GET', '/api/2fa'),
-    ])
+    const [entries, tokens] = await Promise.all([api<(Entry & Due)[]>('GET', '/api/entries?due=30'), api<(TwoFactorToken & Due)[]>('GET', '/api/2fa')])
     return [
       ...entries.map((e) => ({ id: e.id, name: e.name, where: e.category?.name ?? '', href: '/keys', item: e })),
       ...tokens.filter((t) => t.dueStatus && t.dueStatus !== 'ok').map((t) => ({ id: t.id, name: t.service, where: t.accountName, href: '/2fa', item: t })),

@@ -35,15 +35,26 @@ export function NotificationSettingsCard() {
   return (
     <div class="card notification-settings">
       <h2>Notifications</h2>
-      <p class="muted">Once a day, when keys have expired or are due for rotation (or will be within 14 days), a webhook receives their names and dates, never their values.</p>
+      <p class="muted">
+        Once a day, when keys have expired or are due for rotation (or will be within 14 days), a webhook receives their names and dates, never their values.
+      </p>
       {!current ? (
         <Loading error={settings.error} />
       ) : (
         <form onSubmit={save}>
           <Field label="Webhook URL" hint="http:// or https://; leave empty to turn notifications off">
-            <input type="url" name="webhookUrl" value={shownUrl} placeholder="https://example.com/hooks/vault" onInput={(event) => setUrl(event.currentTarget.value)} />
+            <input
+              type="url"
+              name="webhookUrl"
+              value={shownUrl}
+              placeholder="https://example.com/hooks/vault"
+              onInput={(event) => setUrl(event.currentTarget.value)}
+            />
           </Field>
-          <Field label="Signing secret" hint={current.hasSecret ? 'A secret is set; type a new one to replace it' : 'Optional: signs each delivery (X-Svc-Signature, HMAC-SHA-256)'}>
+          <Field
+            label="Signing secret"
+            hint={current.hasSecret ? 'A secret is set; type a new one to replace it' : 'Optional: signs each delivery (X-Svc-Signature, HMAC-SHA-256)'}
+          >
             <input type="password" name="webhookSecret" autocomplete="off" value={secret} onInput={(event) => setSecret(event.currentTarget.value)} />
           </Field>
           <FormError error={error} />
@@ -51,9 +62,7 @@ export function NotificationSettingsCard() {
             Save
           </button>
           <p class="muted small last-delivery">
-            {current.lastDelivery
-              ? `Last delivery ${formatDate(current.lastDelivery.at)}: ${current.lastDelivery.status}`
-              : 'No delivery yet.'}
+            {current.lastDelivery ? `Last delivery ${formatDate(current.lastDelivery.at)}: ${current.lastDelivery.status}` : 'No delivery yet.'}
           </p>
         </form>
       )}

@@ -70,10 +70,18 @@ function ReauthDialog(props: { onDone(ok: boolean): void }) {
     <Modal title="Confirm it is you" onClose={() => props.onDone(false)}>
       <form onSubmit={submit} class="stack" aria-label="Confirm it is you">
         <p class="muted">
-          This change outlives your session, so it needs a fresh proof. Once confirmed, such changes go through for 10 minutes. An account without a password confirms with a passkey, or by signing in again with single sign-on.
+          This change outlives your session, so it needs a fresh proof. Once confirmed, such changes go through for 10 minutes. An account without a password
+          confirms with a passkey, or by signing in again with single sign-on.
         </p>
         <Field label="Password">
-          <input name="reauthPassword" type="password" autoComplete="current-password" required value={password} onInput={(event) => setPassword(inputValue(event))} />
+          <input
+            name="reauthPassword"
+            type="password"
+            autoComplete="current-password"
+            required
+            value={password}
+            onInput={(event) => setPassword(inputValue(event))}
+          />
         </Field>
         {twoFactor && (
           <Field label="Code from the app (or a recovery code)">

@@ -3,7 +3,23 @@
 import { useState } from 'preact/hooks'
 import { ALL_SCOPES, api, type AccessKey } from '../api'
 import { KeyLastUsedFrom } from './activity'
-import { confirmAction, CopyButton, Field, formatDate, FormError, inputValue, LengthNote, Loading, overLimit, relativeTime, toast, toastError, useLoad, useSubmission, useUnsavedWork } from '../ui'
+import {
+  confirmAction,
+  CopyButton,
+  Field,
+  formatDate,
+  FormError,
+  inputValue,
+  LengthNote,
+  Loading,
+  overLimit,
+  relativeTime,
+  toast,
+  toastError,
+  useLoad,
+  useSubmission,
+  useUnsavedWork,
+} from '../ui'
 
 const SCOPE_GROUPS: { label: string; scopes: string[] }[] = [
   { label: 'Categories', scopes: ['categories:read', 'categories:write'] },
@@ -83,8 +99,8 @@ export function AccessKeysPage() {
                     ))}
                   </div>
                   <p class="muted small">
-                    Last used {relativeTime(key.lastUsedAt)} · {key.expiresAt ? `${expired ? 'expired' : 'expires'} ${formatDate(key.expiresAt)}` : 'never expires'} · created{' '}
-                    {formatDate(key.createdAt)}
+                    Last used {relativeTime(key.lastUsedAt)} ·{' '}
+                    {key.expiresAt ? `${expired ? 'expired' : 'expires'} ${formatDate(key.expiresAt)}` : 'never expires'} · created {formatDate(key.createdAt)}
                   </p>
                   <KeyLastUsedFrom keyId={key.id} />
                 </div>

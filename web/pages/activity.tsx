@@ -31,8 +31,8 @@ interface AuditPage {
 function ChainBrokenNote(props: { message: string }) {
   return (
     <p class="card error-text" role="alert" data-chain-broken>
-      <strong>The audit log's chain is broken:</strong> {props.message}. Lines may have been removed or rewritten; run{' '}
-      <code>svc-vault audit-verify</code> (or <code>bun run audit-verify</code>) on the server and compare with a copy kept elsewhere.
+      <strong>The audit log's chain is broken:</strong> {props.message}. Lines may have been removed or rewritten; run <code>svc-vault audit-verify</code> (or{' '}
+      <code>bun run audit-verify</code>) on the server and compare with a copy kept elsewhere.
     </p>
   )
 }
@@ -46,7 +46,16 @@ function actorLabel(actor: AuditEvent['actor']): string {
   return 'not signed in'
 }
 
-const KIND_WORDS: Record<string, string> = { entry: 'an entry', category: 'a category', twofa: 'a 2FA token', envproject: 'an env project', envfile: 'an env file', accesskey: 'an access key', passkey: 'a passkey', session: 'a session' }
+const KIND_WORDS: Record<string, string> = {
+  entry: 'an entry',
+  category: 'a category',
+  twofa: 'a 2FA token',
+  envproject: 'an env project',
+  envfile: 'an env file',
+  accesskey: 'an access key',
+  passkey: 'a passkey',
+  session: 'a session',
+}
 const UUID = /\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b ?/g
 
 /**
@@ -89,7 +98,10 @@ function subject(event: AuditEvent, known: Map<string, string> = new Map()): str
     const addresses = Array.isArray(d.addresses) ? d.addresses.map(String) : []
     const others = typeof d.fromOtherAddresses === 'number' ? d.fromOtherAddresses : 0
     parts.push(`${d.count} attempt${d.count === 1 ? '' : 's'}${typeof d.reason === 'string' ? ` (${d.reason.replace(/_/g, ' ')})` : ''}`)
-    if (addresses.length > 0) parts.push(`from ${addresses.slice(0, 3).join(', ')}${addresses.length > 3 ? ` and ${addresses.length - 3} more` : ''}${others > 0 ? ` (+${others} from others)` : ''}`)
+    if (addresses.length > 0)
+      parts.push(
+        `from ${addresses.slice(0, 3).join(', ')}${addresses.length > 3 ? ` and ${addresses.length - 3} more` : ''}${others > 0 ? ` (+${others} from others)` : ''}`,
+      )
     if (typeof d.firstAt === 'string' && typeof d.lastAt === 'string') parts.push(`${formatDate(d.firstAt)} – ${formatDate(d.lastAt)}`)
     return parts.join(' · ')
   }
@@ -145,7 +157,8 @@ export function ActivityPage() {
       {page.data?.chainBroken && <ChainBrokenNote message={page.data.chainBroken.message} />}
       {page.data?.head && (
         <p class="muted small">
-          Last line's hash: <code data-audit-head>{page.data.head}</code> (keep it elsewhere; <code>audit-verify --expect-last</code> checks the log still reaches it)
+          Last line's hash: <code data-audit-head>{page.data.head}</code> (keep it elsewhere; <code>audit-verify --expect-last</code> checks the log still
+          reaches it)
         </p>
       )}
       <form class="card activity-filters" onSubmit={(event) => event.preventDefault()}>
@@ -168,7 +181,9 @@ export function ActivityPage() {
                 {key.name}
               </option>
             ))}
-            {filters.actor && filters.actor !== 'session' && !(keys.data ?? []).some((key) => key.id === filters.actor) && <option value={filters.actor}>A revoked key</option>}
+            {filters.actor && filters.actor !== 'session' && !(keys.data ?? []).some((key) => key.id === filters.actor) && (
+              <option value={filters.actor}>A revoked key</option>
+            )}
           </select>
         </Field>
         <Field label="From">
@@ -272,7 +287,12 @@ export function RecentActivityCard() {
           <li class="list-row" data-count="failed-sign-ins">
             <span class="grow">
               <Link href="/activity?action=auth.login_failed">Failed sign-ins</Link>
-              {failed[0] && <span class="muted small"> · last from {failed[0].clientAddress}, {relativeTime(failed[0].time)}</span>}
+              {failed[0] && (
+                <span class="muted small">
+                  {' '}
+                  · last from {failed[0].clientAddress}, {relativeTime(failed[0].time)}
+                </span>
+              )}
             </span>
             <strong class="activity-count">{failedCount}</strong>
           </li>
@@ -306,8 +326,8 @@ export function SecondStepLockNotice() {
     <div class="card second-step-locked" role="alert">
       <h2>Two-factor sign-in was locked</h2>
       <p>
-        Someone signed in with your password and then tried wrong two-factor codes: after 20 wrong codes within a day the second step locked for 15 minutes
-        ({locks.data!.length === 1 ? 'once' : `${locks.data!.length} times`} in the last 7 days, last {relativeTime(last.time)} from {last.clientAddress}
+        Someone signed in with your password and then tried wrong two-factor codes: after 20 wrong codes within a day the second step locked for 15 minutes (
+        {locks.data!.length === 1 ? 'once' : `${locks.data!.length} times`} in the last 7 days, last {relativeTime(last.time)} from {last.clientAddress}
         {stillLocked ? `, locked until ${formatDate(until)}` : ''}). Change your password now.
       </p>
       <div class="actions actions-start">

@@ -125,8 +125,8 @@ export function CliPage() {
             {cameFromLink && (
               <div class="notice cli-link-notice">
                 <p>
-                  This page was opened from a link. Approve only a sign-in you started yourself with <code>svc login</code>: if someone sent you
-                  the link, close this page.
+                  This page was opened from a link. Approve only a sign-in you started yourself with <code>svc login</code>: if someone sent you the link, close
+                  this page.
                 </p>
               </div>
             )}
@@ -154,8 +154,8 @@ export function CliPage() {
         ) : (
           <>
             <p>
-              The <code>svc</code> command on <strong class="cli-device">{request.deviceName}</strong> asks for an access key to your vault with the
-              code <strong class="cli-code">{request.userCode}</strong>.
+              The <code>svc</code> command on <strong class="cli-device">{request.deviceName}</strong> asks for an access key to your vault with the code{' '}
+              <strong class="cli-code">{request.userCode}</strong>.
             </p>
             <dl class="cli-origin">
               <dt>From</dt>
@@ -186,8 +186,8 @@ export function CliPage() {
             </ul>
             {request.scopes.some((scope) => !request.grantedByDefault.includes(scope)) && (
               <p class="notice cli-widen">
-                The device also asked for {request.scopes.filter((scope) => !request.grantedByDefault.includes(scope)).join(', ')}, beyond the default
-                scopes: those are granted only if you tick them.
+                The device also asked for {request.scopes.filter((scope) => !request.grantedByDefault.includes(scope)).join(', ')}, beyond the default scopes:
+                those are granted only if you tick them.
               </p>
             )}
             <FormError error={error} />
@@ -218,7 +218,8 @@ function InstallCli() {
         <code>{line}</code>
       </pre>
       <p class="muted">
-        Then <code>svc login {location.origin}</code>. For a machine without Node or Bun, build an executable from a checkout: <code>bun run build:cli -- --target=bun-linux-x64</code> (see docs/cli.md).
+        Then <code>svc login {location.origin}</code>. For a machine without Node or Bun, build an executable from a checkout:{' '}
+        <code>bun run build:cli -- --target=bun-linux-x64</code> (see docs/cli.md).
       </p>
     </div>
   )

@@ -94,14 +94,15 @@ export function DashboardPage() {
             <div class="card">
               <BarChart
                 title="Entries by key type"
-                bars={(['simple', 'group', 'ssh', 'json'] as const).map((type, index) => ({ label: type, value: s.byKeyType[type] ?? 0, tone: String(index + 1) }))}
+                bars={(['simple', 'group', 'ssh', 'json'] as const).map((type, index) => ({
+                  label: type,
+                  value: s.byKeyType[type] ?? 0,
+                  tone: String(index + 1),
+                }))}
               />
             </div>
             <div class="card">
-              <BarChart
-                title="Entries by environment"
-                bars={ENVIRONMENTS.map((env) => ({ label: env, value: s.byEnvironment[env] ?? 0, tone: env }))}
-              />
+              <BarChart title="Entries by environment" bars={ENVIRONMENTS.map((env) => ({ label: env, value: s.byEnvironment[env] ?? 0, tone: env }))} />
             </div>
           </div>
         </>

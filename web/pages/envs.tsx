@@ -43,10 +43,17 @@ export function EnvProjectsPage() {
         </button>
       </div>
       <p class="muted">
-        An env project keeps whole .env files as text, the way you wrote them (comments and order kept): one file per type (.env, .env.local,
-        .env.development, .env.production). For keys one variable at a time, per environment (staging too), see <Link href="/projects">Projects</Link>.
+        An env project keeps whole .env files as text, the way you wrote them (comments and order kept): one file per type (.env, .env.local, .env.development,
+        .env.production). For keys one variable at a time, per environment (staging too), see <Link href="/projects">Projects</Link>.
       </p>
-      <input type="search" class="search" placeholder="Search projects…" aria-label="Search projects" value={search} onInput={(event) => setSearch(inputValue(event))} />
+      <input
+        type="search"
+        class="search"
+        placeholder="Search projects…"
+        aria-label="Search projects"
+        value={search}
+        onInput={(event) => setSearch(inputValue(event))}
+      />
       {!projects.data ? (
         <Loading error={projects.error} />
       ) : list.length === 0 ? (
@@ -138,7 +145,12 @@ export function EnvProjectPage(props: { id: string }) {
   const files = data.files ?? []
   const fileOf = (type: FileType) => files.find((file) => file.fileType === type)
   const removeProject = async () => {
-    if (!(await confirmAction(`Delete the project “${data.name}” and its ${files.length} ${files.length === 1 ? 'file' : 'files'}? It goes to the trash, where it can be restored.`))) return
+    if (
+      !(await confirmAction(
+        `Delete the project “${data.name}” and its ${files.length} ${files.length === 1 ? 'file' : 'files'}? It goes to the trash, where it can be restored.`,
+      ))
+    )
+      return
     try {
       await api('DELETE', `/api/envs/${data.id}`)
       toast(`Deleted ${data.name}`)
@@ -209,7 +221,14 @@ function downloadName(projectName: string, fileType: FileType): string {
   return `${base}.${fileType}`
 }
 
-function FileEditor(props: { projectId: string; projectName: string; fileType: FileType; file: EnvFileItem | undefined; onChanged(): void; onDirty(dirty: boolean): void }) {
+function FileEditor(props: {
+  projectId: string
+  projectName: string
+  fileType: FileType
+  file: EnvFileItem | undefined
+  onChanged(): void
+  onDirty(dirty: boolean): void
+}) {
   const { projectId, fileType, file } = props
   // The decrypted file lives only in this editor while its tab is open.
   const [content, setContent] = useState<string | null>(file ? null : '')
@@ -264,7 +283,14 @@ function FileEditor(props: { projectId: string; projectName: string; fileType: F
     if (chosen.size > 1024 * 1024) return toast('That file is larger than 1 MiB', 'error')
     // An upload replaces the whole file (and any unsaved text): ask when there is something to lose.
     const replacing = file !== undefined || (content ?? '') !== ''
-    if (replacing && !(await confirmAction(`Replace .${fileType} with “${chosen.name}”? Its current content${dirty ? ' and your unsaved changes' : ''} will be lost.`, 'Replace'))) return
+    if (
+      replacing &&
+      !(await confirmAction(
+        `Replace .${fileType} with “${chosen.name}”? Its current content${dirty ? ' and your unsaved changes' : ''} will be lost.`,
+        'Replace',
+      ))
+    )
+      return
     const text = await chosen.text()
     setContent(text)
     await save(text)

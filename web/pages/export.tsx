@@ -33,9 +33,9 @@ async function projectChoices(error: ApiError, environment: Environment | ''): P
   collect(error.details.conflicts)
   if (named.size > 0) return [...named].sort((a, b) => a.localeCompare(b))
   const entries = await api<Entry[]>('GET', '/api/entries')
-  return [...new Set(entries.filter((entry) => !environment || entry.environment === environment || entry.environment === null).map((entry) => entry.name))].sort((a, b) =>
-    a.localeCompare(b),
-  )
+  return [
+    ...new Set(entries.filter((entry) => !environment || entry.environment === environment || entry.environment === null).map((entry) => entry.name)),
+  ].sort((a, b) => a.localeCompare(b))
 }
 
 export function ExportPage() {
@@ -82,8 +82,8 @@ export function ExportPage() {
       <h1>Export</h1>
       <div class="card stack narrow">
         <p>
-          Download your entries in the format of the program that reads them, with a comment line naming each entry. The file holds your secrets in plain
-          text: keep it somewhere safe and delete it when done. To run a program with its secrets and no file at all, use <code>svc run</code>.
+          Download your entries in the format of the program that reads them, with a comment line naming each entry. The file holds your secrets in plain text:
+          keep it somewhere safe and delete it when done. To run a program with its secrets and no file at all, use <code>svc run</code>.
         </p>
         <Field label="Project">
           <select
@@ -124,9 +124,7 @@ export function ExportPage() {
         </Field>
         {ambiguity && (
           <div class="notice" role="alert">
-            <p>
-              {ambiguity.message} A program runs with one value per variable: choose the project to export.
-            </p>
+            <p>{ambiguity.message} A program runs with one value per variable: choose the project to export.</p>
           </div>
         )}
         <div class="actions actions-start">

@@ -3,7 +3,22 @@
 import { useState } from 'preact/hooks'
 import { api, type Category, type Entry, type Environment, type ImportAnswer, type ImportKey } from '../api'
 import { navigate } from '../router'
-import { EnvironmentSelect, Field, forgetUnsavedWork, FormError, Icon, inputValue, LengthNote, Link, overLimit, toast, useLoad, useSubmission, useUnsavedWork, verbatim } from '../ui'
+import {
+  EnvironmentSelect,
+  Field,
+  forgetUnsavedWork,
+  FormError,
+  Icon,
+  inputValue,
+  LengthNote,
+  Link,
+  overLimit,
+  toast,
+  useLoad,
+  useSubmission,
+  useUnsavedWork,
+  verbatim,
+} from '../ui'
 import { projectPath } from './projects'
 import { toVariableName } from '../../src/domain/rules'
 
@@ -126,7 +141,9 @@ export function ImportPage() {
       const leftOut = new Set([...excluded, ...[...skipped].filter((key) => existingEntry(keyByName.get(key)) !== undefined)])
       const project = name.trim()
       const body = { text: withoutKeys(text, leftOut), apply: true, name: project, ...(environment ? { environment } : {}) }
-      const sent = (suggestion?.keys ?? []).filter((key) => !leftOut.has(key.name)).map((key) => ({ name: key.name, existed: existingEntry(key) !== undefined }))
+      const sent = (suggestion?.keys ?? [])
+        .filter((key) => !leftOut.has(key.name))
+        .map((key) => ({ name: key.name, existed: existingEntry(key) !== undefined }))
       const answer = await api<{ data: ImportAnswer }>('POST', '/api/ai/import', body)
       const counts = importCounts(sent, answer.data)
       setResult({ ...answer.data, counts })
@@ -179,7 +196,9 @@ export function ImportPage() {
   return (
     <section>
       <h1>Import a config</h1>
-      <p class="muted">Paste a .env file, shell export lines, JSON or YAML. Only the key names are used to suggest categories; the values stay on your vault.</p>
+      <p class="muted">
+        Paste a .env file, shell export lines, JSON or YAML. Only the key names are used to suggest categories; the values stay on your vault.
+      </p>
       <form class="stack" onSubmit={analyse}>
         <textarea
           class="mono"
@@ -270,8 +289,8 @@ export function ImportPage() {
           </div>
           {existingCount > 0 && (
             <p class="muted small" role="status">
-              {existingCount} of these {existingCount === 1 ? 'key is' : 'keys are'} already in {project} ({environment || 'any environment'}): choose “Update it” to
-              replace the value or “Skip it” to keep the one you have.
+              {existingCount} of these {existingCount === 1 ? 'key is' : 'keys are'} already in {project} ({environment || 'any environment'}): choose “Update
+              it” to replace the value or “Skip it” to keep the one you have.
             </p>
           )}
         </div>
@@ -280,8 +299,10 @@ export function ImportPage() {
         <div class="card import-result" role="status">
           <p>
             Imported: {result.counts}
-            {result.created?.categories.length ? `, in ${result.created.categories.length} new ${result.created.categories.length === 1 ? 'category' : 'categories'}` : ''}.{' '}
-            <Link href="/projects">See them in Projects</Link>.
+            {result.created?.categories.length
+              ? `, in ${result.created.categories.length} new ${result.created.categories.length === 1 ? 'category' : 'categories'}`
+              : ''}
+            . <Link href="/projects">See them in Projects</Link>.
           </p>
         </div>
       )}

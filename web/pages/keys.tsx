@@ -47,7 +47,6 @@ function MoreRows(props: { hidden: number; onVisible(): void }) {
   )
 }
 
-
 type KeySort = 'name' | 'changed'
 /** Collapsed categories, by id: kept while the page is open, so coming back keeps the view. */
 const collapsedCategories = new Set<string>()
@@ -70,9 +69,13 @@ export function KeysPage() {
   useEffect(() => setRowBudget(ROWS_PER_PAGE), [needle])
   // Entries by category, once per load (not one scan of every entry per category).
   const grouped = useMemo(() => groupByCategory(entries.data), [entries.data])
-  const lastChange = (category: Category) => (grouped.get(category.id) ?? []).reduce((latest, entry) => (entry.updatedAt > latest ? entry.updatedAt : latest), category.updatedAt ?? '')
+  const lastChange = (category: Category) =>
+    (grouped.get(category.id) ?? []).reduce((latest, entry) => (entry.updatedAt > latest ? entry.updatedAt : latest), category.updatedAt ?? '')
   const list = useMemo(
-    () => [...(categories.data ?? [])].sort(sort === 'name' ? (a, b) => a.name.localeCompare(b.name) : (a, b) => lastChange(b).localeCompare(lastChange(a)) || a.name.localeCompare(b.name)),
+    () =>
+      [...(categories.data ?? [])].sort(
+        sort === 'name' ? (a, b) => a.name.localeCompare(b.name) : (a, b) => lastChange(b).localeCompare(lastChange(a)) || a.name.localeCompare(b.name),
+      ),
     [categories.data, grouped, sort],
   )
   // The search looks at the category (name, variable, field names) and the entry (project, environment).
@@ -84,7 +87,9 @@ export function KeysPage() {
     // Grouped entries come sorted by name; by last change they are sorted afresh.
     return sort === 'name' ? matched : [...matched].sort((a, b) => b.updatedAt.localeCompare(a.updatedAt) || byNameThenEnv(a, b))
   }
-  const matching = list.map((category) => ({ category, entries: entriesOf(category) })).filter(({ category, entries }) => !needle || categoryMatches(category) || entries.length > 0)
+  const matching = list
+    .map((category) => ({ category, entries: entriesOf(category) }))
+    .filter(({ category, entries }) => !needle || categoryMatches(category) || entries.length > 0)
   const visible = matching.map(({ category }) => category)
   const toggle = (category: Category) => {
     const next = new Set(collapsed)
@@ -123,7 +128,9 @@ export function KeysPage() {
   const removeCategory = async (category: Category) => {
     // All of them, whatever the search shows: the delete removes them all.
     const count = grouped.get(category.id)?.length ?? 0
-    const ok = await confirmAction(`Delete the category “${category.name}”${count ? ` and its ${count} ${count === 1 ? 'entry' : 'entries'}` : ''}? It goes to the trash, where it can be restored.`)
+    const ok = await confirmAction(
+      `Delete the category “${category.name}”${count ? ` and its ${count} ${count === 1 ? 'entry' : 'entries'}` : ''}? It goes to the trash, where it can be restored.`,
+    )
     if (!ok) return
     try {
       await api('DELETE', `/api/categories/${category.id}`)
@@ -300,4 +307,3 @@ function CategoryCard(props: {
     </article>
   )
 }
-

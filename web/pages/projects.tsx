@@ -145,7 +145,10 @@ export function ProjectPage(props: { name: string }) {
   const [addingVariable, setAddingVariable] = useState(false)
   const [renaming, setRenaming] = useState(false)
   // An env project of the same name: its files are shown as a link here (the two are apart).
-  const envProjects = useLoad(() => api<{ data: EnvProject[] }>('GET', `/api/envs?search=${encodeURIComponent(name)}`).catch(() => ({ data: [] as EnvProject[] })), [name])
+  const envProjects = useLoad(
+    () => api<{ data: EnvProject[] }>('GET', `/api/envs?search=${encodeURIComponent(name)}`).catch(() => ({ data: [] as EnvProject[] })),
+    [name],
+  )
   const twin = envProjects.data?.data.find((project) => project.name === name)
   const mine = (entries.data ?? []).filter((entry) => entry.name === name)
   const categoryList = [...(categories.data ?? [])].sort((a, b) => a.name.localeCompare(b.name))
@@ -274,7 +277,9 @@ function EnvironmentCard(props: { project: string; slot: Slot; entries: Entry[];
   const query = exportQuery({ name: project, environment: slot || undefined, format })
   const extension = formatExtension(format)
   const command = `svc run -n ${shellWord(project)}${slot ? ` -e ${slot}` : ''} -- …`
-  const entries = [...props.entries].sort((a, b) => (props.categoryById.get(a.categoryId)?.name ?? '').localeCompare(props.categoryById.get(b.categoryId)?.name ?? ''))
+  const entries = [...props.entries].sort((a, b) =>
+    (props.categoryById.get(a.categoryId)?.name ?? '').localeCompare(props.categoryById.get(b.categoryId)?.name ?? ''),
+  )
 
   const revealAll = async () => {
     if (revealed) return hide()
@@ -311,7 +316,14 @@ function EnvironmentCard(props: { project: string; slot: Slot; entries: Entry[];
           <EnvBadge environment={slot || null} /> <span class="muted small">{keysWord(sumOf(props.entries))}</span>
         </h2>
         <div class="row-actions">
-          <button type="button" class="btn btn-small" disabled={busy} aria-pressed={revealed !== null} onClick={revealAll} aria-label={`${revealed ? 'Hide' : 'Reveal'} all keys of ${project} (${label})`}>
+          <button
+            type="button"
+            class="btn btn-small"
+            disabled={busy}
+            aria-pressed={revealed !== null}
+            onClick={revealAll}
+            aria-label={`${revealed ? 'Hide' : 'Reveal'} all keys of ${project} (${label})`}
+          >
             {revealed ? 'Hide all' : 'Reveal all'}
           </button>
           {exportable && (
@@ -319,7 +331,12 @@ function EnvironmentCard(props: { project: string; slot: Slot; entries: Entry[];
               <button type="button" class="btn btn-small" onClick={copyEnv} aria-label={`Copy as .env: ${project} (${label})`}>
                 Copy as .env
               </button>
-              <select class="btn-small" value={format} onChange={(event) => setFormat(inputValue(event) as ExportFormat)} aria-label={`Export format: ${project} (${label})`}>
+              <select
+                class="btn-small"
+                value={format}
+                onChange={(event) => setFormat(inputValue(event) as ExportFormat)}
+                aria-label={`Export format: ${project} (${label})`}
+              >
                 {EXPORT_FORMATS.map((item) => (
                   <option key={item.value} value={item.value}>
                     {item.label}
@@ -355,7 +372,9 @@ function EnvironmentCard(props: { project: string; slot: Slot; entries: Entry[];
                   {typeof value === 'string' ? (
                     <SecretRow name={category?.envVarName ?? 'value'} value={value} about={`of ${project} (${label})`} />
                   ) : (
-                    Object.entries(value).map(([field, fieldValue]) => <SecretRow key={field} name={field} value={fieldValue} about={`of ${project} (${label})`} />)
+                    Object.entries(value).map(([field, fieldValue]) => (
+                      <SecretRow key={field} name={field} value={fieldValue} about={`of ${project} (${label})`} />
+                    ))
                   )}
                 </div>
               )}
@@ -369,7 +388,12 @@ function EnvironmentCard(props: { project: string; slot: Slot; entries: Entry[];
           <code class="command-line" aria-label={`Command to run a program with the ${label} keys of ${project}`}>
             {command}
           </code>
-          <button type="button" class="btn btn-small" onClick={() => copyText(command.replace(/ …$/, ' '), 'Command copied')} aria-label={`Copy the svc run command for ${project} (${label})`}>
+          <button
+            type="button"
+            class="btn btn-small"
+            onClick={() => copyText(command.replace(/ …$/, ' '), 'Command copied')}
+            aria-label={`Copy the svc run command for ${project} (${label})`}
+          >
             Copy
           </button>
         </div>
@@ -385,7 +409,12 @@ function SecretRow(props: { name: string; value: string; about: string }) {
     <div class="secret-row">
       <code class="secret-name">{props.name}</code>
       <code class="secret-value">{props.value}</code>
-      <button type="button" class="btn btn-small" onClick={() => copyText(props.value, `${props.name} copied`)} aria-label={`Copy ${props.name} ${props.about}`}>
+      <button
+        type="button"
+        class="btn btn-small"
+        onClick={() => copyText(props.value, `${props.name} copied`)}
+        aria-label={`Copy ${props.name} ${props.about}`}
+      >
         Copy
       </button>
     </div>
@@ -409,9 +438,13 @@ function RenameProject(props: { name: string; entries: Entry[]; all: Entry[]; on
     const tooLong = overLimit([['The project name', target, 200]])
     if (tooLong) return setError(tooLong)
     // Two entries of one category and environment under one name would clash: say so before changing anything.
-    const clash = props.entries.find((entry) => props.all.some((other) => other.name === target && other.categoryId === entry.categoryId && other.environment === entry.environment))
+    const clash = props.entries.find((entry) =>
+      props.all.some((other) => other.name === target && other.categoryId === entry.categoryId && other.environment === entry.environment),
+    )
     if (clash) {
-      return setError(`“${target}” already has a key of the same category for ${clash.environment ?? 'any environment'}: rename or remove one of the two first.`)
+      return setError(
+        `“${target}” already has a key of the same category for ${clash.environment ?? 'any environment'}: rename or remove one of the two first.`,
+      )
     }
     await run(async () => {
       let done = 0
@@ -436,7 +469,10 @@ function RenameProject(props: { name: string; entries: Entry[]; all: Entry[]; on
   return (
     <Modal title={`Rename ${props.name}`} onClose={props.onClose} dirty={to !== props.name}>
       <form class="stack" onSubmit={submit}>
-        <Field label="New project name" hint={`Renames the ${keysWord(sumOf(props.entries))} filed under ${props.name}. Scripts that use the old name need the new one.`}>
+        <Field
+          label="New project name"
+          hint={`Renames the ${keysWord(sumOf(props.entries))} filed under ${props.name}. Scripts that use the old name need the new one.`}
+        >
           <input name="projectName" required value={to} onInput={(event) => setTo(inputValue(event))} />
           <LengthNote value={to} max={200} what="The project name" />
         </Field>

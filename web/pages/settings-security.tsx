@@ -9,7 +9,21 @@ import { useState } from 'preact/hooks'
 import { api, currentUser, type User } from '../api'
 import { registerPasskey, type Passkey } from '../passkeys'
 import { navigate } from '../router'
-import { confirmAction, downloadText, Field, FormError, formatDate, inputValue, Loading, Modal, relativeTime, toast, toastError, useLoad, useSubmission } from '../ui'
+import {
+  confirmAction,
+  downloadText,
+  Field,
+  FormError,
+  formatDate,
+  inputValue,
+  Loading,
+  Modal,
+  relativeTime,
+  toast,
+  toastError,
+  useLoad,
+  useSubmission,
+} from '../ui'
 
 /** GET /api/account/recent-additions: what a stolen session could have added. */
 interface RecentAdditions {
@@ -27,8 +41,7 @@ interface Removal {
 }
 
 const NO_REMOVAL: Removal = { passkeys: [], accessKeys: [], oidcLink: false }
-const removalBody = (removal: Removal) =>
-  removal.passkeys.length || removal.accessKeys.length || removal.oidcLink ? { remove: removal } : {}
+const removalBody = (removal: Removal) => (removal.passkeys.length || removal.accessKeys.length || removal.oidcLink ? { remove: removal } : {})
 
 /**
  * Lists the passkeys, access keys and single sign-on links of the last 30 days with a box each:
@@ -46,18 +59,29 @@ function RecentAdditionsChoice(props: { value: Removal; onChange(value: Removal)
       <legend>Added in the last 30 days: tick what you did not add, to remove it now</legend>
       {passkeys.map((p) => (
         <label key={p.id} class="check">
-          <input type="checkbox" checked={props.value.passkeys.includes(p.id)} onChange={(event) => toggle('passkeys', p.id, event.currentTarget.checked)} /> Passkey “{p.name}”, added {formatDate(p.createdAt)}
+          <input type="checkbox" checked={props.value.passkeys.includes(p.id)} onChange={(event) => toggle('passkeys', p.id, event.currentTarget.checked)} />{' '}
+          Passkey “{p.name}”, added {formatDate(p.createdAt)}
         </label>
       ))}
       {accessKeys.map((k) => (
         <label key={k.id} class="check">
-          <input type="checkbox" checked={props.value.accessKeys.includes(k.id)} onChange={(event) => toggle('accessKeys', k.id, event.currentTarget.checked)} /> Access key “{k.name}” (<code>{k.keyPrefix}…</code>), created {formatDate(k.createdAt)}
+          <input
+            type="checkbox"
+            checked={props.value.accessKeys.includes(k.id)}
+            onChange={(event) => toggle('accessKeys', k.id, event.currentTarget.checked)}
+          />{' '}
+          Access key “{k.name}” (<code>{k.keyPrefix}…</code>), created {formatDate(k.createdAt)}
           {k.lastUsedAt ? `, last used ${relativeTime(k.lastUsedAt)}` : ', never used'}
         </label>
       ))}
       {oidcLinks.map((l) => (
         <label key={l.linkedAt} class="check">
-          <input type="checkbox" checked={props.value.oidcLink} onChange={(event) => props.onChange({ ...props.value, oidcLink: event.currentTarget.checked })} /> Single sign-on{l.name ? ` (${l.name})` : ''}, linked {formatDate(l.linkedAt)}
+          <input
+            type="checkbox"
+            checked={props.value.oidcLink}
+            onChange={(event) => props.onChange({ ...props.value, oidcLink: event.currentTarget.checked })}
+          />{' '}
+          Single sign-on{l.name ? ` (${l.name})` : ''}, linked {formatDate(l.linkedAt)}
         </label>
       ))}
     </fieldset>
@@ -82,7 +106,14 @@ function useHasPassword() {
 function PasswordField(props: { value: string; onInput(value: string): void; label?: string }) {
   return (
     <Field label={props.label ?? 'Current password'}>
-      <input name="password" type="password" autoComplete="current-password" required value={props.value} onInput={(event) => props.onInput(inputValue(event))} />
+      <input
+        name="password"
+        type="password"
+        autoComplete="current-password"
+        required
+        value={props.value}
+        onInput={(event) => props.onInput(inputValue(event))}
+      />
     </Field>
   )
 }
@@ -186,7 +217,13 @@ function TwoFactorSection(props: { hasPassword: boolean | undefined }) {
     body = (
       <form onSubmit={enable} class="stack" aria-label="Turn on two-factor sign-in">
         <p>Scan this QR code with an authenticator app, or type the secret into it, then enter the code it shows.</p>
-        <img class="qr" src={`data:image/svg+xml;charset=utf-8,${encodeURIComponent(setup.qr)}`} alt="QR code of the two-factor secret" width={200} height={200} />
+        <img
+          class="qr"
+          src={`data:image/svg+xml;charset=utf-8,${encodeURIComponent(setup.qr)}`}
+          alt="QR code of the two-factor secret"
+          width={200}
+          height={200}
+        />
         <p>
           Secret: <code class="totp-secret">{setup.secret}</code>
         </p>
@@ -221,8 +258,8 @@ function TwoFactorSection(props: { hasPassword: boolean | undefined }) {
     body = (
       <div class="stack">
         <p>
-          <strong>On.</strong> Signing in with your password asks for a code from your authenticator app, a recovery code, or a passkey. Single sign-on
-          sign-ins are not asked: your identity provider handles that.
+          <strong>On.</strong> Signing in with your password asks for a code from your authenticator app, a recovery code, or a passkey. Single sign-on sign-ins
+          are not asked: your identity provider handles that.
         </p>
         {me.data?.user.recoveryCodesLeft !== undefined && (
           <p class={me.data.user.recoveryCodesLeft <= 3 ? 'error-text' : 'muted'}>
@@ -395,7 +432,12 @@ function SessionsSection() {
                   <td>{formatDate(session.createdAt)}</td>
                   <td>{relativeTime(session.lastSeenAt)}</td>
                   <td>
-                    <button type="button" class="btn btn-small" onClick={() => end(session)} aria-label={session.current ? `Sign out (this browser, ${session.device})` : `End session ${session.device}`}>
+                    <button
+                      type="button"
+                      class="btn btn-small"
+                      onClick={() => end(session)}
+                      aria-label={session.current ? `Sign out (this browser, ${session.device})` : `End session ${session.device}`}
+                    >
                       {session.current ? 'Sign out' : 'End'}
                     </button>
                   </td>
@@ -458,12 +500,22 @@ function PasswordSection(props: { hasPassword: boolean | undefined }) {
       <h2>Password</h2>
       <form onSubmit={submit} class="stack">
         {props.hasPassword === false ? (
-          <p class="muted">This account signs in with single sign-on. To set a first password, sign in with single sign-on again, then set it within 10 minutes.</p>
+          <p class="muted">
+            This account signs in with single sign-on. To set a first password, sign in with single sign-on again, then set it within 10 minutes.
+          </p>
         ) : (
           <PasswordField value={current} onInput={setCurrent} />
         )}
         <Field label="New password" hint="At least 8 characters. Every other session is signed out.">
-          <input name="newPassword" type="password" autoComplete="new-password" minLength={8} required value={next} onInput={(event) => setNext(inputValue(event))} />
+          <input
+            name="newPassword"
+            type="password"
+            autoComplete="new-password"
+            minLength={8}
+            required
+            value={next}
+            onInput={(event) => setNext(inputValue(event))}
+          />
         </Field>
         <RecentAdditionsChoice key={shown} value={removal} onChange={setRemoval} />
         <FormError error={error} />

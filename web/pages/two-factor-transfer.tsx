@@ -100,7 +100,8 @@ export function ImportTokens(props: { onClose(): void; onImported(): void }) {
     event.preventDefault()
     void addQr(image)
   }
-  const send = (apply: boolean) => api<ImportAnswer>('POST', '/api/2fa/import', { content, ...(password ? { password } : {}), ...(apply ? { apply: true } : {}) })
+  const send = (apply: boolean) =>
+    api<ImportAnswer>('POST', '/api/2fa/import', { content, ...(password ? { password } : {}), ...(apply ? { apply: true } : {}) })
   const submit = async (event: Event) => {
     event.preventDefault()
     setError(null)
@@ -115,8 +116,8 @@ export function ImportTokens(props: { onClose(): void; onImported(): void }) {
     <Modal title="Import 2FA tokens" onClose={props.onClose} dirty={content !== ''}>
       <form class="stack" onSubmit={submit} autoComplete="off" onPaste={onPaste}>
         <p class="muted small">
-          From Google Authenticator (its export QR codes), Aegis (plain or encrypted), 2FAS (plain), andOTP, Ente Auth (plain export) or a list of otpauth:// links. A
-          QR code image is read here in your browser; only the text in it is sent.
+          From Google Authenticator (its export QR codes), Aegis (plain or encrypted), 2FAS (plain), andOTP, Ente Auth (plain export) or a list of otpauth://
+          links. A QR code image is read here in your browser; only the text in it is sent.
         </p>
         <Field label="Export file or text" hint="Paste the text, or a QR code image (Ctrl+V), here.">
           <textarea name="content" class="mono" rows={6} value={content} onInput={(event) => changed(inputValue(event))} spellcheck={false} />
@@ -126,10 +127,23 @@ export function ImportTokens(props: { onClose(): void; onImported(): void }) {
         </Field>
         {encrypted && (
           <Field label="Password of the encrypted vault">
-            <input name="password" type="password" autoComplete="off" value={password} onInput={(event) => { setPassword(inputValue(event)); setPreview(null) }} />
+            <input
+              name="password"
+              type="password"
+              autoComplete="off"
+              value={password}
+              onInput={(event) => {
+                setPassword(inputValue(event))
+                setPreview(null)
+              }}
+            />
           </Field>
         )}
-        {note && <p class="small" role="status">{note}</p>}
+        {note && (
+          <p class="small" role="status">
+            {note}
+          </p>
+        )}
         {preview && <ImportPreview answer={preview} />}
         <DialogActions
           error={error}
@@ -147,8 +161,8 @@ function ImportPreview(props: { answer: ImportAnswer }) {
   return (
     <div class="stack import-preview" aria-live="polite">
       <p>
-        <strong>{FORMAT_NAMES[answer.format] ?? answer.format}</strong>: {answer.created.length} new, {answer.duplicates.length} already here, {answer.refused.length} not
-        supported.
+        <strong>{FORMAT_NAMES[answer.format] ?? answer.format}</strong>: {answer.created.length} new, {answer.duplicates.length} already here,{' '}
+        {answer.refused.length} not supported.
       </p>
       {answer.created.length > 0 && (
         <ul class="small preview-created">
@@ -160,9 +174,7 @@ function ImportPreview(props: { answer: ImportAnswer }) {
           ))}
         </ul>
       )}
-      {answer.duplicates.length > 0 && (
-        <p class="muted small preview-duplicates">Skipped, already here: {answer.duplicates.map(label).join(', ')}</p>
-      )}
+      {answer.duplicates.length > 0 && <p class="muted small preview-duplicates">Skipped, already here: {answer.duplicates.map(label).join(', ')}</p>}
       {answer.refused.length > 0 && (
         <ul class="small preview-refused">
           {answer.refused.map((item) => (
@@ -237,29 +249,29 @@ function MigrationCodes(props: { answer: ExportAnswer; onClose(): void }) {
   }, [props.answer])
   const onClose = props.onClose
   return (
-      <Modal title="Scan with Google Authenticator" onClose={onClose}>
-        <div class="stack">
-          <p class="small">
-            In Google Authenticator: Transfer accounts → Import accounts, then scan {links.length === 1 ? 'this code' : `these ${links.length} codes, one after another`}. They hold
-            your secrets: close this when done.
-          </p>
-          {links.length === 0 && <p class="muted">None of your tokens can be carried by Google Authenticator.</p>}
-          <div class="migration-codes">
-            {images?.map((image, i) => (
-              <figure key={image} class="migration-code">
-                <img src={image} alt={`Google Authenticator QR code ${i + 1} of ${links.length}`} width={280} height={280} />
-                <figcaption class="small muted">
-                  {i + 1} of {links.length}
-                </figcaption>
-              </figure>
-            ))}
-          </div>
-          <div class="actions">
-            <button type="button" class="btn btn-primary" onClick={onClose}>
-              Done
-            </button>
-          </div>
+    <Modal title="Scan with Google Authenticator" onClose={onClose}>
+      <div class="stack">
+        <p class="small">
+          In Google Authenticator: Transfer accounts → Import accounts, then scan{' '}
+          {links.length === 1 ? 'this code' : `these ${links.length} codes, one after another`}. They hold your secrets: close this when done.
+        </p>
+        {links.length === 0 && <p class="muted">None of your tokens can be carried by Google Authenticator.</p>}
+        <div class="migration-codes">
+          {images?.map((image, i) => (
+            <figure key={image} class="migration-code">
+              <img src={image} alt={`Google Authenticator QR code ${i + 1} of ${links.length}`} width={280} height={280} />
+              <figcaption class="small muted">
+                {i + 1} of {links.length}
+              </figcaption>
+            </figure>
+          ))}
         </div>
-      </Modal>
+        <div class="actions">
+          <button type="button" class="btn btn-primary" onClick={onClose}>
+            Done
+          </button>
+        </div>
+      </div>
+    </Modal>
   )
 }

@@ -5,7 +5,22 @@
 import { useEffect, useRef, useState } from 'preact/hooks'
 import { api, errorMessage, type TotpCode, type TwoFactorToken } from '../api'
 import { DueBadge } from '../components/history'
-import { confirmAction, DialogActions, Field, Icon, inputValue, LengthNote, Loading, Modal, overLimit, toast, toastError, useLoad, useSubmission, SlashSearch } from '../ui'
+import {
+  confirmAction,
+  DialogActions,
+  Field,
+  Icon,
+  inputValue,
+  LengthNote,
+  Loading,
+  Modal,
+  overLimit,
+  toast,
+  toastError,
+  useLoad,
+  useSubmission,
+  SlashSearch,
+} from '../ui'
 import { ExportTokens, ImportTokens } from './two-factor-transfer'
 
 /** A plain base32 secret's settings; a token from an otpauth:// link may carry others. */
@@ -27,7 +42,13 @@ export function TwoFactorPage() {
   const needle = search.trim().toLowerCase()
   const list = [...(tokens.data ?? [])]
     .sort((a, b) => a.service.localeCompare(b.service) || a.accountName.localeCompare(b.accountName))
-    .filter((token) => !needle || token.service.toLowerCase().includes(needle) || token.accountName.toLowerCase().includes(needle) || (token.notes ?? '').toLowerCase().includes(needle))
+    .filter(
+      (token) =>
+        !needle ||
+        token.service.toLowerCase().includes(needle) ||
+        token.accountName.toLowerCase().includes(needle) ||
+        (token.notes ?? '').toLowerCase().includes(needle),
+    )
   return (
     <section>
       <div class="page-head">
@@ -46,9 +67,7 @@ export function TwoFactorPage() {
           </button>
         </div>
       </div>
-      {(tokens.data?.length ?? 0) > 0 && (
-        <SlashSearch noun="tokens" value={search} onSearch={setSearch} />
-      )}
+      {(tokens.data?.length ?? 0) > 0 && <SlashSearch noun="tokens" value={search} onSearch={setSearch} />}
       {!tokens.data ? (
         <Loading error={tokens.error} />
       ) : tokens.data.length === 0 ? (
@@ -232,25 +251,31 @@ function TokenCard(props: { token: TwoFactorToken; onDeleted(): void }) {
           <span class="token-digits">{formatted}</span>
         </button>
         {hotp ? (
-          <button type="button" class="btn btn-small" disabled={revealing} onClick={revealNext} aria-label={`${code ? 'Next code' : 'Show code'} for ${token.service}`}>
+          <button
+            type="button"
+            class="btn btn-small"
+            disabled={revealing}
+            onClick={revealNext}
+            aria-label={`${code ? 'Next code' : 'Show code'} for ${token.service}`}
+          >
             {code ? 'Next code' : 'Show code'}
           </button>
         ) : (
-        <svg class={`countdown${left <= 5 ? ' countdown-low' : ''}`} viewBox="0 0 36 36" role="img" aria-label={`${left} seconds left`}>
-          <circle cx="18" cy="18" r={radius} class="countdown-track" />
-          <circle
-            cx="18"
-            cy="18"
-            r={radius}
-            class="countdown-arc"
-            stroke-dasharray={`${circumference}`}
-            stroke-dashoffset={`${circumference * (1 - fraction)}`}
-            transform="rotate(-90 18 18)"
-          />
-          <text x="18" y="22" text-anchor="middle" class="countdown-text">
-            {code ? left : ''}
-          </text>
-        </svg>
+          <svg class={`countdown${left <= 5 ? ' countdown-low' : ''}`} viewBox="0 0 36 36" role="img" aria-label={`${left} seconds left`}>
+            <circle cx="18" cy="18" r={radius} class="countdown-track" />
+            <circle
+              cx="18"
+              cy="18"
+              r={radius}
+              class="countdown-arc"
+              stroke-dasharray={`${circumference}`}
+              stroke-dashoffset={`${circumference * (1 - fraction)}`}
+              transform="rotate(-90 18 18)"
+            />
+            <text x="18" y="22" text-anchor="middle" class="countdown-text">
+              {code ? left : ''}
+            </text>
+          </svg>
         )}
       </div>
       <p class="small token-copied" role="status" aria-live="polite" aria-atomic="true">
@@ -308,7 +333,12 @@ function AddToken(props: { onClose(): void; onSaved(): void }) {
     ])
     if (tooLong) return setError(tooLong)
     await run(async () => {
-      await api('POST', '/api/2fa', { service: service.trim(), accountName: account.trim(), secret: secret.trim(), ...(notes.trim() ? { notes: notes.trim() } : {}) })
+      await api('POST', '/api/2fa', {
+        service: service.trim(),
+        accountName: account.trim(),
+        secret: secret.trim(),
+        ...(notes.trim() ? { notes: notes.trim() } : {}),
+      })
       setSecret('')
       toast(`Added ${service.trim()}`)
       props.onSaved()
@@ -317,7 +347,10 @@ function AddToken(props: { onClose(): void; onSaved(): void }) {
   return (
     <Modal title="Add a 2FA token" onClose={props.onClose} dirty={dirty}>
       <form class="stack" onSubmit={submit} autoComplete="off">
-        <Field label="Secret or otpauth:// URI" hint="The base32 key the service shows under “can't scan the code?”, or the whole otpauth:// link (time-based, counter-based hotp, or Steam).">
+        <Field
+          label="Secret or otpauth:// URI"
+          hint="The base32 key the service shows under “can't scan the code?”, or the whole otpauth:// link (time-based, counter-based hotp, or Steam)."
+        >
           <input name="secret" required class="mono" type="password" autoComplete="off" value={secret} onInput={(event) => onSecret(inputValue(event))} />
         </Field>
         <Field label="Service">

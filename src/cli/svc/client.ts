@@ -72,9 +72,7 @@ export class VaultClient {
     }
     if (answer.status === 403 && code === 'AUTH_SCOPE_REQUIRED') {
       const scope = /scope (\S+)/.exec(error ?? '')?.[1]
-      return new CliError(
-        `the access key lacks the scope ${scope ?? '(unnamed)'}: sign in again with svc login --scopes, or use a key that has it`,
-      )
+      return new CliError(`the access key lacks the scope ${scope ?? '(unnamed)'}: sign in again with svc login --scopes, or use a key that has it`)
     }
     if (code && error) return new CliError(`${error.replace(/\.$/, '')} (${code})`)
     if (answer.status >= 300 && answer.status < 400) {

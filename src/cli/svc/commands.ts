@@ -52,7 +52,10 @@ function loginUrl(positional: string | undefined): string {
 
 /** This machine: a key sent there over http crosses no network. */
 function isLoopbackUrl(url: string): boolean {
-  const host = new URL(url).hostname.replace(/^\[|\]$/g, '').toLowerCase().replace(/\.$/, '')
+  const host = new URL(url).hostname
+    .replace(/^\[|\]$/g, '')
+    .toLowerCase()
+    .replace(/\.$/, '')
   return host === 'localhost' || host.endsWith('.localhost') || /^127\.\d+\.\d+\.\d+$/.test(host) || host === '::1'
 }
 
@@ -62,7 +65,9 @@ function isLoopbackUrl(url: string): boolean {
  */
 function warnIfClearText(url: string): void {
   if (!url.startsWith('http://') || isLoopbackUrl(url)) return
-  note(`svc: warning: ${url} is plain http on another machine: the access key will cross the network in clear text, readable and usable by anyone on the way. Use https:// (see docs/reverse-proxy.md).\n`)
+  note(
+    `svc: warning: ${url} is plain http on another machine: the access key will cross the network in clear text, readable and usable by anyone on the way. Use https:// (see docs/reverse-proxy.md).\n`,
+  )
 }
 
 /** Revokes a key made by an earlier `svc login` on the same vault, when one is replaced. */
@@ -100,7 +105,11 @@ async function withAccount(previous: StoredConfig | null, url: string): Promise<
 function warnOtherAccount(previous: StoredConfig | null, url: string, account: string): void {
   const { previousAccount } = accountFields(previous, url, account)
   if (previousAccount === undefined) return
-  note(printable(`svc: warning: this sign-in is for ${account}, not ${previousAccount} as before; if you did not expect that, run svc logout and svc login again\n`))
+  note(
+    printable(
+      `svc: warning: this sign-in is for ${account}, not ${previousAccount} as before; if you did not expect that, run svc logout and svc login again\n`,
+    ),
+  )
 }
 
 export async function login(argv: string[]): Promise<void> {
@@ -123,13 +132,23 @@ export async function login(argv: string[]): Promise<void> {
     if (answer.status !== 200) throw client.failure(answer)
     const record = JSON.parse(answer.text) as AccessKeyAnswer
     const me = await client.json<MeAnswer>('GET', '/api/auth/me')
-    const path = writeConfig({ url, key, keyId: record.id, keyName: record.name, expiresAt: record.expiresAt, createdByLogin: false, ...accountFields(previous, url, me.user.email) })
+    const path = writeConfig({
+      url,
+      key,
+      keyId: record.id,
+      keyName: record.name,
+      expiresAt: record.expiresAt,
+      createdByLogin: false,
+      ...accountFields(previous, url, me.user.email),
+    })
     await revokeReplaced(previous, url, key)
     note(printable(`Signed in to ${url} as ${me.user.email} with the key "${record.name}" (${record.scopes.join(' ')}); saved in ${path}\n`))
     warnOtherAccount(previous, url, me.user.email)
     return
   }
-  const scopes = str(options.scopes)?.split(/[\s,]+/).filter(Boolean)
+  const scopes = str(options.scopes)
+    ?.split(/[\s,]+/)
+    .filter(Boolean)
   if (options.scopes !== undefined && (!scopes || scopes.length === 0)) throw usageError('--scopes needs a list, e.g. --scopes "export:read entries:read"')
   const anonymous = new VaultClient(url, null)
   const started = await anonymous.json<{ deviceCode: string; userCode: string; verificationUri: string; expiresIn: number; interval: number }>(
@@ -160,7 +179,11 @@ export async function login(argv: string[]): Promise<void> {
         ...accountFields(previous, url, me.user.email),
       })
       await revokeReplaced(previous, url, created.key)
-      note(printable(`Signed in to ${url} as ${me.user.email}: key "${created.name}" (${created.scopes.join(' ')}), expires ${created.expiresAt ?? 'never'}; saved in ${path}\n`))
+      note(
+        printable(
+          `Signed in to ${url} as ${me.user.email}: key "${created.name}" (${created.scopes.join(' ')}), expires ${created.expiresAt ?? 'never'}; saved in ${path}\n`,
+        ),
+      )
       warnOtherAccount(previous, url, me.user.email)
       await noteIfOlder(url)
       return
@@ -227,7 +250,11 @@ export const signedInClient = () => VaultClient.signedIn(credentials())
 
 /** Semantic version order: 1 when a is newer, -1 when older, 0 when the same. */
 function compareVersions(a: string, b: string): number {
-  const parts = (v: string) => v.split(/[.+-]/).slice(0, 3).map((n) => Number.parseInt(n, 10) || 0)
+  const parts = (v: string) =>
+    v
+      .split(/[.+-]/)
+      .slice(0, 3)
+      .map((n) => Number.parseInt(n, 10) || 0)
   const [x, y] = [parts(a), parts(b)]
   for (let i = 0; i < 3; i++) if (x[i] !== y[i]) return x[i] > y[i] ? 1 : -1
   return 0
@@ -290,7 +317,8 @@ export async function exportCommand(argv: string[]): Promise<void> {
     text = fetched.dotenv === null ? fetched.text : JSON.stringify(fetched.variables, null, 2)
   } else {
     const answer = await client.raw('GET', exportQuery(selection, format))
-    if (answer.status === 400 && /^format\b/.test(errorBody(answer.text).error ?? '')) throw new CliError(`the vault at ${client.url} does not offer the ${format} format yet`)
+    if (answer.status === 400 && /^format\b/.test(errorBody(answer.text).error ?? ''))
+      throw new CliError(`the vault at ${client.url} does not offer the ${format} format yet`)
     // A refusal (a value the format cannot carry) or an ambiguity: nothing is printed or written.
     if (answer.status !== 200) throw client.failure(answer)
     text = answer.text
@@ -307,7 +335,6 @@ export async function exportCommand(argv: string[]): Promise<void> {
 
 /** Occurrences of `NAME=` at the start of a line of .env text. */
 const occurrences = (text: string, name: string) => text.split('\n').filter((line) => line.startsWith(`${name}=`)).length
-
 
 export async function get(argv: string[]): Promise<void> {
   const { options, positionals } = parseArgs(argv, [...SELECT, { name: 'project', value: true }, { name: 'file', value: true }])
@@ -379,11 +406,7 @@ export async function importCommand(argv: string[]): Promise<void> {
   const client = VaultClient.signedIn(credentials())
   const body = { text, ...(apply ? { apply: true, name, ...(options.env ? { environment: str(options.env) } : {}) } : {}) }
   type Ids = { categories: string[]; entries: string[] }
-  const answer = await client.json<{ data: { source: string; keys: ImportKey[]; created?: Ids; updated?: Ids } }>(
-    'POST',
-    '/api/ai/import',
-    body,
-  )
+  const answer = await client.json<{ data: { source: string; keys: ImportKey[]; created?: Ids; updated?: Ids } }>('POST', '/api/ai/import', body)
   const { keys, source, created, updated } = answer.data
   const byCategory = new Map<string, ImportKey[]>()
   for (const key of keys) byCategory.set(key.categoryName, [...(byCategory.get(key.categoryName) ?? []), key])
@@ -393,12 +416,13 @@ export async function importCommand(argv: string[]): Promise<void> {
     for (const key of list) listing += `  ${esc(key.name)}${key.keyType === 'group' && key.field ? ` -> field ${esc(key.field)}` : ''}\n`
   }
   out(listing)
-  note(`${keys.length} variable${keys.length === 1 ? '' : 's'} in ${byCategory.size} categor${byCategory.size === 1 ? 'y' : 'ies'}, suggested by ${source === 'ai' ? 'the AI model (it saw names only)' : 'the built-in classifier'}\n`)
+  note(
+    `${keys.length} variable${keys.length === 1 ? '' : 's'} in ${byCategory.size} categor${byCategory.size === 1 ? 'y' : 'ies'}, suggested by ${source === 'ai' ? 'the AI model (it saw names only)' : 'the built-in classifier'}\n`,
+  )
   if (created) {
     const changed = updated ? `; updated ${updated.entries.length} existing entries` : ''
     note(`Stored: ${created.categories.length} new categories, ${created.entries.length} new entries named ${esc(name ?? '')}${changed}\n`)
-  }
-  else note('Nothing stored; add --apply --name NAME [-e ENV] to store them\n')
+  } else note('Nothing stored; add --apply --name NAME [-e ENV] to store them\n')
 }
 
 interface TwoFactorItem {
@@ -414,9 +438,14 @@ export async function totp(argv: string[]): Promise<void> {
   const client = VaultClient.signedIn(credentials())
   const tokens = await client.json<TwoFactorItem[]>('GET', '/api/2fa')
   const matches = query ? tokens.filter((t) => t.service.toLowerCase().includes(query) || t.accountName.toLowerCase().includes(query)) : tokens
-  if (matches.length === 0) throw new CliError(query ? `nothing matched: no two-factor token for ${positionals[0]}` : 'nothing matched: the vault holds no two-factor token')
+  if (matches.length === 0)
+    throw new CliError(query ? `nothing matched: no two-factor token for ${positionals[0]}` : 'nothing matched: the vault holds no two-factor token')
   const codes = await Promise.all(matches.map((t) => client.json<{ code: string; remainingSeconds: number }>('POST', `/api/2fa/${t.id}/reveal`)))
-  out(matches.map((t, i) => `${esc(codes[i].code)}  ${String(codes[i].remainingSeconds).padStart(2)}s left  ${esc(t.service)} (${esc(t.accountName)})\n`).join(''))
+  out(
+    matches
+      .map((t, i) => `${esc(codes[i].code)}  ${String(codes[i].remainingSeconds).padStart(2)}s left  ${esc(t.service)} (${esc(t.accountName)})\n`)
+      .join(''),
+  )
 }
 
 interface CategoryItem {
@@ -435,10 +464,7 @@ interface EntryItem {
 export async function ls(argv: string[]): Promise<void> {
   parseArgs(argv, [])
   const client = VaultClient.signedIn(credentials())
-  const [categories, entries] = await Promise.all([
-    client.json<CategoryItem[]>('GET', '/api/categories'),
-    client.json<EntryItem[]>('GET', '/api/entries'),
-  ])
+  const [categories, entries] = await Promise.all([client.json<CategoryItem[]>('GET', '/api/categories'), client.json<EntryItem[]>('GET', '/api/entries')])
   if (categories.length === 0) return void note('The vault holds no category yet\n')
   const byText = (a: string, b: string) => a.localeCompare(b)
   let text = ''

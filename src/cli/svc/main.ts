@@ -85,7 +85,8 @@ async function main(argv: string[]): Promise<void> {
   if (!command) throw new CliError(`unknown command ${name} (see svc help)`, 2)
   // After run's `--` (or its command), --help belongs to the command.
   const ownArgs = name === 'run' ? rest.slice(0, rest.indexOf('--') === -1 ? rest.length : rest.indexOf('--')) : rest
-  if (ownArgs[0] === '--help' || ownArgs[0] === '-h' || (name !== 'run' && rest.includes('--help'))) return void process.stdout.write(COMMAND_HELP[name] ?? HELP)
+  if (ownArgs[0] === '--help' || ownArgs[0] === '-h' || (name !== 'run' && rest.includes('--help')))
+    return void process.stdout.write(COMMAND_HELP[name] ?? HELP)
   await command(rest)
 }
 

@@ -125,7 +125,9 @@ function startChild(command: string[], env: Record<string, string>, mask: { out:
   return new Promise((started, failed) => {
     const proc: ChildProcess = spawn(command[0], command.slice(1), { stdio: ['inherit', mask ? 'pipe' : 'inherit', mask ? 'pipe' : 'inherit'], env })
     const exited = new Promise<{ code: number | null; signal: string | null }>((done) => proc.once('exit', (code, signal) => done({ code, signal })))
-    const drained = mask ? Promise.all([pipeMasked(proc.stdout!, mask.out, process.stdout), pipeMasked(proc.stderr!, mask.err, process.stderr)]).then(() => {}) : Promise.resolve()
+    const drained = mask
+      ? Promise.all([pipeMasked(proc.stdout!, mask.out, process.stdout), pipeMasked(proc.stderr!, mask.err, process.stderr)]).then(() => {})
+      : Promise.resolve()
     proc.once('error', failed)
     proc.once('spawn', () => {
       proc.off('error', failed)
@@ -136,7 +138,18 @@ function startChild(command: string[], env: Record<string, string>, mask: { out:
   })
 }
 
-const SIGNAL_NUMBERS: Record<string, number> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGABRT: 6, SIGKILL: 9, SIGUSR1: 10, SIGSEGV: 11, SIGUSR2: 12, SIGPIPE: 13, SIGTERM: 15 }
+const SIGNAL_NUMBERS: Record<string, number> = {
+  SIGHUP: 1,
+  SIGINT: 2,
+  SIGQUIT: 3,
+  SIGABRT: 6,
+  SIGKILL: 9,
+  SIGUSR1: 10,
+  SIGSEGV: 11,
+  SIGUSR2: 12,
+  SIGPIPE: 13,
+  SIGTERM: 15,
+}
 
 export async function run(argv: string[]): Promise<never> {
   const { options, positionals, rest, lists } = parseArgs(argv, RUN_OPTIONS, { stopAtPositional: true })
@@ -199,10 +212,18 @@ export async function run(argv: string[]): Promise<never> {
     variables = cached.variables
   }
   // Values of the form svc://NAME/ENV/VARIABLE in svc's own environment name a vault variable.
-  const baseEnv = await resolveEnvironment(client, Object.fromEntries(Object.entries(process.env).filter((entry): entry is [string, string] => entry[1] !== undefined)))
+  const baseEnv = await resolveEnvironment(
+    client,
+    Object.fromEntries(Object.entries(process.env).filter((entry): entry is [string, string] => entry[1] !== undefined)),
+  )
   const masker = masking
     ? (current: Variables) => {
-        const values = [...Object.values(current), ...Object.entries(baseEnv).filter(([name, value]) => process.env[name] !== value).map(([, value]) => value)]
+        const values = [
+          ...Object.values(current),
+          ...Object.entries(baseEnv)
+            .filter(([name, value]) => process.env[name] !== value)
+            .map(([, value]) => value),
+        ]
         return { out: new Masker(values), err: new Masker(values) }
       }
     : null

@@ -134,10 +134,12 @@ export async function check(argv: string[], client: () => VaultClient): Promise<
     .map(environmentName)
   let environments = listed && listed.length ? [...new Set(listed)] : [...ENVIRONMENTS]
   for (const environment of environments) {
-    if (!(ENVIRONMENTS as readonly string[]).includes(environment)) throw usageError(`-e takes ${ENVIRONMENTS.join(', ')} (or dev, stage, prod), got ${environment}`)
+    if (!(ENVIRONMENTS as readonly string[]).includes(environment))
+      throw usageError(`-e takes ${ENVIRONMENTS.join(', ')} (or dev, stage, prod), got ${environment}`)
   }
   const against = str(options.against)
-  if (!against && (listed?.length ?? 0) < 2) throw usageError('svc check compares two or more environments (-e development,production), or checks against a template (--against .env.example)')
+  if (!against && (listed?.length ?? 0) < 2)
+    throw usageError('svc check compares two or more environments (-e development,production), or checks against a template (--against .env.example)')
   const vault = client()
   const names = new Map<string, Set<string>>()
   for (const environment of environments) names.set(environment, new Set(Object.keys(await selectionVariables(vault, { name, environment }))))

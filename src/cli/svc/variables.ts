@@ -61,7 +61,12 @@ export async function fetchExport(client: VaultClient, selection: Selection, eta
   if (answer.status !== 200 && answer.status !== 304) throw client.failure(answer)
   if (answer.status === 304) return null
   const type = answer.headers.get('content-type') ?? ''
-  return { variables: exportVariables(answer.text, type), etag: answer.headers.get('etag'), dotenv: type.includes('json') ? null : answer.text, text: answer.text }
+  return {
+    variables: exportVariables(answer.text, type),
+    etag: answer.headers.get('etag'),
+    dotenv: type.includes('json') ? null : answer.text,
+    text: answer.text,
+  }
 }
 
 /** The .env text of the selection, for finding one variable the JSON export cannot hold alone. */

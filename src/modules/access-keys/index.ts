@@ -32,7 +32,8 @@ export function accessKeyRoutes(deps: GuardDeps & { accessKeys: AccessKeys }) {
         detail: {
           operationId: 'createAccessKey',
           summary: 'Create an access key; the answer holds the key, shown this once',
-          description: 'Needs a fresh proof: a sign-in or POST /api/auth/reauth of this session within the last 10 minutes, else 403 REAUTHENTICATION_REQUIRED.',
+          description:
+            'Needs a fresh proof: a sign-in or POST /api/auth/reauth of this session within the last 10 minutes, else 403 REAUTHENTICATION_REQUIRED.',
         },
       },
     )

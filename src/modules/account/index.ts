@@ -133,7 +133,11 @@ export function accountRoutes(deps: AppDeps) {
     .get('/sessions', ({ auth }) => settings.sessions(auth), {
       auth: 'session',
       response: { 200: SessionList, ...errorResponses() },
-      detail: { operationId: 'listSessions', summary: 'Every live session of the account', description: 'Most recently seen first. `lastSeenAt` moves at most once a minute.' },
+      detail: {
+        operationId: 'listSessions',
+        summary: 'Every live session of the account',
+        description: 'Most recently seen first. `lastSeenAt` moves at most once a minute.',
+      },
     })
     .delete(
       '/sessions/:id',
@@ -150,7 +154,11 @@ export function accountRoutes(deps: AppDeps) {
         auth: 'session',
         params: IdParams,
         response: { 204: NoContent, ...errorResponses(404) },
-        detail: { operationId: 'endSession', summary: 'End one session', description: '404 SESSION_NOT_FOUND for an unknown or foreign id. Ending the current session signs this browser out.' },
+        detail: {
+          operationId: 'endSession',
+          summary: 'End one session',
+          description: '404 SESSION_NOT_FOUND for an unknown or foreign id. Ending the current session signs this browser out.',
+        },
       },
     )
     .get('/recent-additions', ({ auth }) => settings.recentAdditions(auth.user, config.oidc?.name ?? null), {
@@ -268,7 +276,8 @@ export function accountRoutes(deps: AppDeps) {
         detail: {
           operationId: 'registerPasskey',
           summary: 'Register a passkey',
-          description: 'Verifies the browser\'s registration response against the challenge of POST /api/account/passkeys/options. 401 PASSKEY_FAILED when it does not verify or the challenge is missing or used; 409 PASSKEY_FAILED past 20 passkeys. Needs a fresh proof (a sign-in or POST /api/auth/reauth within the last 10 minutes), else 403 REAUTHENTICATION_REQUIRED.',
+          description:
+            "Verifies the browser's registration response against the challenge of POST /api/account/passkeys/options. 401 PASSKEY_FAILED when it does not verify or the challenge is missing or used; 409 PASSKEY_FAILED past 20 passkeys. Needs a fresh proof (a sign-in or POST /api/auth/reauth within the last 10 minutes), else 403 REAUTHENTICATION_REQUIRED.",
         },
       },
     )

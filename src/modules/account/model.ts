@@ -11,31 +11,40 @@ export const PasswordBody = strictObject(
   'The password; an account without one (single sign-on only) sends `{}` within 10 minutes of a single sign-on sign-in',
 )
 
-export const TwoFactorSetupAnswer = component('TwoFactorSetup', t.Object({
-  secret: t.String({ description: 'The new TOTP secret, base32' }),
-  uri: t.String({ description: 'otpauth://totp/ URI of the secret, for authenticator apps' }),
-  qr: t.String({ description: 'The URI as a QR code: an SVG document' }),
-}))
+export const TwoFactorSetupAnswer = component(
+  'TwoFactorSetup',
+  t.Object({
+    secret: t.String({ description: 'The new TOTP secret, base32' }),
+    uri: t.String({ description: 'otpauth://totp/ URI of the secret, for authenticator apps' }),
+    qr: t.String({ description: 'The URI as a QR code: an SVG document' }),
+  }),
+)
 
 export const EnableBody = strictObject({ code: Code })
 
-export const RecoveryCodesAnswer = component('RecoveryCodes', t.Object({
-  recoveryCodes: t.Array(t.String(), { description: 'Ten one-time recovery codes, shown only now (stored hashed)' }),
-}))
+export const RecoveryCodesAnswer = component(
+  'RecoveryCodes',
+  t.Object({
+    recoveryCodes: t.Array(t.String(), { description: 'Ten one-time recovery codes, shown only now (stored hashed)' }),
+  }),
+)
 
 export const SecondFactorWithPasswordBody = strictObject(
   { password: t.Optional(Password), code: t.Optional(Code), recoveryCode: t.Optional(RecoveryCode) },
   'The password and exactly one of code and recoveryCode',
 )
 
-export const SessionItem = component('Session', t.Object({
-  id: t.String({ description: 'Public id of the session (not its token)' }),
-  createdAt: Timestamp,
-  lastSeenAt: Timestamp,
-  clientAddress: t.String({ description: 'The client address it signed in from' }),
-  device: t.String({ description: 'Browser and system, read from the User-Agent' }),
-  current: t.Boolean({ description: 'Whether this is the session making the request' }),
-}))
+export const SessionItem = component(
+  'Session',
+  t.Object({
+    id: t.String({ description: 'Public id of the session (not its token)' }),
+    createdAt: Timestamp,
+    lastSeenAt: Timestamp,
+    clientAddress: t.String({ description: 'The client address it signed in from' }),
+    device: t.String({ description: 'Browser and system, read from the User-Agent' }),
+    current: t.Boolean({ description: 'Whether this is the session making the request' }),
+  }),
+)
 
 export const SessionList = t.Array(SessionItem)
 
@@ -59,26 +68,45 @@ export const ChangePasswordBody = strictObject({
   remove: t.Optional(RemoveAdditions),
 })
 
-export const RecentAdditionsAnswer = component('RecentAdditions', t.Object({
-  since: Timestamp,
-  passkeys: t.Array(t.Object({ id: t.String(), name: t.String(), createdAt: Timestamp })),
-  accessKeys: t.Array(t.Object({ id: t.String(), name: t.String(), keyPrefix: t.String(), createdAt: Timestamp, lastUsedAt: t.Union([Timestamp, t.Null()]) })),
-  oidcLinks: t.Array(t.Object({ name: t.Union([t.String(), t.Null()], { description: "The provider's display name (SVC_OIDC_NAME)" }), linkedAt: Timestamp })),
-}, { description: 'What was added to the account in the last 30 days and outlives a session: a stolen session may have added it' }))
+export const RecentAdditionsAnswer = component(
+  'RecentAdditions',
+  t.Object(
+    {
+      since: Timestamp,
+      passkeys: t.Array(t.Object({ id: t.String(), name: t.String(), createdAt: Timestamp })),
+      accessKeys: t.Array(
+        t.Object({ id: t.String(), name: t.String(), keyPrefix: t.String(), createdAt: Timestamp, lastUsedAt: t.Union([Timestamp, t.Null()]) }),
+      ),
+      oidcLinks: t.Array(
+        t.Object({ name: t.Union([t.String(), t.Null()], { description: "The provider's display name (SVC_OIDC_NAME)" }), linkedAt: Timestamp }),
+      ),
+    },
+    { description: 'What was added to the account in the last 30 days and outlives a session: a stolen session may have added it' },
+  ),
+)
 
-export const PasskeyItem = component('Passkey', t.Object({
-  id: t.String(),
-  name: t.String(),
-  createdAt: Timestamp,
-  lastUsedAt: t.Union([Timestamp, t.Null()]),
-}))
+export const PasskeyItem = component(
+  'Passkey',
+  t.Object({
+    id: t.String(),
+    name: t.String(),
+    createdAt: Timestamp,
+    lastUsedAt: t.Union([Timestamp, t.Null()]),
+  }),
+)
 
 export const PasskeyList = t.Array(PasskeyItem)
 
-export const PasskeyRegistrationOptions = component('PasskeyRegistrationOptions', t.Object(
-  {},
-  { additionalProperties: true, description: 'PublicKeyCredentialCreationOptionsJSON, for navigator.credentials.create (startRegistration of @simplewebauthn/browser)' },
-))
+export const PasskeyRegistrationOptions = component(
+  'PasskeyRegistrationOptions',
+  t.Object(
+    {},
+    {
+      additionalProperties: true,
+      description: 'PublicKeyCredentialCreationOptionsJSON, for navigator.credentials.create (startRegistration of @simplewebauthn/browser)',
+    },
+  ),
+)
 
 export const PasskeyRegisterBody = strictObject({
   name: t.Optional(t.String({ maxLength: 100, description: 'A name to tell it apart (default "Passkey")' })),

@@ -60,12 +60,29 @@ export function dueItems(data: VaultDocument, now: number): DueItem[] {
     const status = dueStatus(token, now)
     const next = nextDue(token)
     if (status === 'ok' || !next) continue
-    items.push({ kind: 'twoFactor', name: `${token.service} (${token.accountName})`, category: null, environment: null, dueStatus: status, reason: next.reason, dueAt: new Date(next.at).toISOString(), at: next.at })
+    items.push({
+      kind: 'twoFactor',
+      name: `${token.service} (${token.accountName})`,
+      category: null,
+      environment: null,
+      dueStatus: status,
+      reason: next.reason,
+      dueAt: new Date(next.at).toISOString(),
+      at: next.at,
+    })
   }
   return items.sort((a, b) => a.at - b.at).map(({ at: _at, ...item }) => item)
 }
 
-const EMPTY: NotificationSettingsRecord = { webhookUrl: null, encryptedSecret: null, lastDelivery: null, day: null, attempts: 0, done: false, nextAttemptAt: null }
+const EMPTY: NotificationSettingsRecord = {
+  webhookUrl: null,
+  encryptedSecret: null,
+  lastDelivery: null,
+  day: null,
+  attempts: 0,
+  done: false,
+  nextAttemptAt: null,
+}
 
 const invalidUrl = (problem: string) => new AppError(400, 'INVALID_WEBHOOK_URL', `webhookUrl: ${problem}`)
 
@@ -154,7 +171,11 @@ export class Notifier {
     // Delivered or failed, nothing more: an HTTP status or "could not connect" would make the
     // webhook a scanner of the server's network.
     const last = s.lastDelivery
-    return { webhookUrl: s.webhookUrl, hasSecret: s.encryptedSecret !== null, lastDelivery: last && { at: last.at, status: last.status, attempts: last.attempts } }
+    return {
+      webhookUrl: s.webhookUrl,
+      hasSecret: s.encryptedSecret !== null,
+      lastDelivery: last && { at: last.at, status: last.status, attempts: last.attempts },
+    }
   }
 
   async update(userId: string, input: { webhookUrl: string | null; secret?: string | null }, requestHost: string | null) {
@@ -269,10 +290,13 @@ export class Notifier {
     const outcome = await this.inSlot(async () => {
       const started = Date.now()
       const [address] = await permittedAddresses(target, this.target, DELIVERY_TIMEOUT_MS)
-      return address === undefined ? 'refused' : await postTo(target, address, this.target, headers, body, Math.max(1000, DELIVERY_TIMEOUT_MS - (Date.now() - started)))
+      return address === undefined
+        ? 'refused'
+        : await postTo(target, address, this.target, headers, body, Math.max(1000, DELIVERY_TIMEOUT_MS - (Date.now() - started)))
     })
     // The why is for the operator's log only (never the URL: it may hold a token).
-    if (outcome === 'refused') this.deps.log(`webhook delivery for user ${userId} refused: ${target.hostname} is not a public address (SVC_WEBHOOK_ALLOW can allow an internal range)`)
+    if (outcome === 'refused')
+      this.deps.log(`webhook delivery for user ${userId} refused: ${target.hostname} is not a public address (SVC_WEBHOOK_ALLOW can allow an internal range)`)
     return outcome
   }
 
@@ -315,24 +339,31 @@ export function notificationRoutes(deps: GuardDeps & { notifier: Notifier }) {
         summary: 'Your due-items webhook and its last delivery (session only; never the secret)',
       },
     })
-    .put('/', async ({ auth, audit, body, request }) => {
-      // Where the vault sends its reminders outlives the session.
-      requireFreshProof(deps.accounts, auth)
-      const settings = await notifier.update(auth.userId, body, request.headers.get('host'))
-      // Which fields were sent, and whether a webhook is set: never its URL (it may hold a token) or secret.
-      await audit('notifications.update', [{ kind: 'user', id: auth.userId, name: null }], { fields: Object.keys(body).sort(), webhook: settings.webhookUrl !== null })
-      return settings
-    }, {
-      auth: 'session',
-      body: UpdateNotificationsBody,
-      response: { 200: NotificationSettingsSchema, ...errorResponses(400, 413) },
-      detail: {
-        operationId: 'updateNotificationSettings',
-        summary: 'Set or clear the due-items webhook (session only)',
-        description:
-          "Once a UTC day (and at once after it is set), when entries or 2FA tokens have expired, are due for rotation or will be within 14 days, the URL receives one JSON POST `{ event: 'due_items', generatedAt, count, items: [{ kind, name, category, environment, dueStatus, reason, dueAt }] }`, never a value. With a secret, `X-Svc-Signature` holds the hex HMAC-SHA-256 of the body under it. A failed delivery is retried after 1, 5, 25 and 125 minutes. Only http(s) URLs to public addresses: this vault's own address, and loopback, private, link-local, unique-local, multicast, unspecified and IPv4-mapped addresses in any notation are refused (400 INVALID_WEBHOOK_URL) unless the operator allows a range with SVC_WEBHOOK_ALLOW; a name is resolved at each delivery, the connection made to the address checked, and redirects are not followed. `lastDelivery` says delivered or failed, nothing more. `secret` omitted keeps the current one; null removes it.",
+    .put(
+      '/',
+      async ({ auth, audit, body, request }) => {
+        // Where the vault sends its reminders outlives the session.
+        requireFreshProof(deps.accounts, auth)
+        const settings = await notifier.update(auth.userId, body, request.headers.get('host'))
+        // Which fields were sent, and whether a webhook is set: never its URL (it may hold a token) or secret.
+        await audit('notifications.update', [{ kind: 'user', id: auth.userId, name: null }], {
+          fields: Object.keys(body).sort(),
+          webhook: settings.webhookUrl !== null,
+        })
+        return settings
       },
-    })
+      {
+        auth: 'session',
+        body: UpdateNotificationsBody,
+        response: { 200: NotificationSettingsSchema, ...errorResponses(400, 413) },
+        detail: {
+          operationId: 'updateNotificationSettings',
+          summary: 'Set or clear the due-items webhook (session only)',
+          description:
+            "Once a UTC day (and at once after it is set), when entries or 2FA tokens have expired, are due for rotation or will be within 14 days, the URL receives one JSON POST `{ event: 'due_items', generatedAt, count, items: [{ kind, name, category, environment, dueStatus, reason, dueAt }] }`, never a value. With a secret, `X-Svc-Signature` holds the hex HMAC-SHA-256 of the body under it. A failed delivery is retried after 1, 5, 25 and 125 minutes. Only http(s) URLs to public addresses: this vault's own address, and loopback, private, link-local, unique-local, multicast, unspecified and IPv4-mapped addresses in any notation are refused (400 INVALID_WEBHOOK_URL) unless the operator allows a range with SVC_WEBHOOK_ALLOW; a name is resolved at each delivery, the connection made to the address checked, and redirects are not followed. `lastDelivery` says delivered or failed, nothing more. `secret` omitted keeps the current one; null removes it.",
+        },
+      },
+    )
     .onStart(({ server }) => {
       notifier.listeningPort = server?.port ?? null
       // Users with a webhook are found by the background pass (lifecycleJobs) and by PUT.

@@ -113,7 +113,11 @@ export class AccountSettings {
       return
     }
     if (!this.accounts.isFreshSession(auth.sessionTokenHash)) {
-      throw new AppError(403, 'REAUTHENTICATION_REQUIRED', 'This account has no password: sign in with single sign-on again, or confirm with a passkey (within 10 minutes), first')
+      throw new AppError(
+        403,
+        'REAUTHENTICATION_REQUIRED',
+        'This account has no password: sign in with single sign-on again, or confirm with a passkey (within 10 minutes), first',
+      )
     }
   }
 

@@ -158,7 +158,14 @@ export type DeliveryOutcome = 'delivered' | 'refused' | 'rejected' | 'unreachabl
  * now. The request names the URL's host (Host header, TLS server name and certificate check);
  * a redirect is an answer like any other non-2xx. The peer actually connected to is checked again.
  */
-export async function postTo(url: URL, address: string, check: TargetCheck, headers: Record<string, string>, body: string, timeoutMs: number): Promise<DeliveryOutcome> {
+export async function postTo(
+  url: URL,
+  address: string,
+  check: TargetCheck,
+  headers: Record<string, string>,
+  body: string,
+  timeoutMs: number,
+): Promise<DeliveryOutcome> {
   const { request } = process.getBuiltinModule(url.protocol === 'https:' ? 'node:https' : 'node:http')
   const family = isIP(address)
   return new Promise((done) => {

@@ -185,7 +185,6 @@ export function classifyKeys(keys: { name: string }[]): ImportKey[] {
 
 // ---- extract ----
 
-
 /** What the classifier (and the model) may know of an entry: names only. */
 export interface EntryMetadata {
   id: string

@@ -36,7 +36,11 @@ export function aiRoutes(deps: AppDeps) {
       async ({ auth, audit, body }) => {
         const { source, text, variables, entries } = await ai.extract(auth.userId, body.prompt)
         // Recorded on disk before the values leave: the variable names returned, never the prompt or a value.
-        await audit('ai.extract', entries.map((entry) => ref('entry', entry)), { source, names: variables, count: variables.length })
+        await audit(
+          'ai.extract',
+          entries.map((entry) => ref('entry', entry)),
+          { source, names: variables, count: variables.length },
+        )
         // Headers on the Response itself: should the key be revoked meanwhile, the 401 that
         // replaces this answer keeps its own JSON content type.
         return new Response(text, {
@@ -47,7 +51,9 @@ export function aiRoutes(deps: AppDeps) {
         auth: EXTRACT_SCOPES,
         body: ExtractBody,
         response: {
-          200: withResponseHeaders(ExtractAnswer, { 'X-Extraction-Source': { description: 'Who chose the entries', schema: { type: 'string', enum: ['ai', 'builtin'] } } }),
+          200: withResponseHeaders(ExtractAnswer, {
+            'X-Extraction-Source': { description: 'Who chose the entries', schema: { type: 'string', enum: ['ai', 'builtin'] } },
+          }),
           ...errorResponses(400, 413),
         },
         detail: {

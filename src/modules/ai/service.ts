@@ -122,7 +122,10 @@ const BIDI_CONTROLS = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g
 
 /** A category name from the model: without bidi controls, control characters as spaces, trimmed. */
 export function cleanModelName(name: string): string {
-  return name.replace(BIDI_CONTROLS, '').replace(/[\u0000-\u001f\u007f\u2028\u2029]/g, ' ').trim()
+  return name
+    .replace(BIDI_CONTROLS, '')
+    .replace(/[\u0000-\u001f\u007f\u2028\u2029]/g, ' ')
+    .trim()
 }
 
 /** One category an import fills: an existing one (reused) or one to create, and the keys it takes. */
@@ -161,7 +164,12 @@ function groupFieldSets(data: VaultDocument, cipher: VaultCipher): Map<string, S
 }
 
 /** `name`, or `name (VAR)`, `name (VAR) 2`, ... : the first no category of this key type has. */
-function freeCategoryName(taken: readonly Pick<CategoryRecord, 'name' | 'keyType'>[], keyType: CategoryRecord['keyType'], name: string, variable: string): string {
+function freeCategoryName(
+  taken: readonly Pick<CategoryRecord, 'name' | 'keyType'>[],
+  keyType: CategoryRecord['keyType'],
+  name: string,
+  variable: string,
+): string {
   const clash = (candidate: string) => findCategoryTwin(taken, { name: candidate, keyType }) !== undefined
   if (!clash(name)) return name
   const base = `${name} (${variable})`.slice(0, MAX_NAME_LENGTH)
@@ -262,7 +270,10 @@ export class AiService {
   ) {}
 
   /** The `.env` text of the entries a prompt asks for, and who chose them. */
-  async extract(userId: string, prompt: string): Promise<{ source: ExtractionSource; text: string; variables: string[]; entries: { id: string; name: string }[] }> {
+  async extract(
+    userId: string,
+    prompt: string,
+  ): Promise<{ source: ExtractionSource; text: string; variables: string[]; entries: { id: string; name: string }[] }> {
     const { data, cipher } = await this.vaults.open(userId)
     const metadata = entryMetadata(data, cipher)
     let source: ExtractionSource = 'builtin'
@@ -397,7 +408,13 @@ export class AiService {
         else if (current) {
           const version = prepareVersion(data, write, cipher, 'entry', current, { actor, at, limit: this.policy.historyVersions })
           keepVersions.push(version.apply)
-          updatedEntries.set(current, { ...current, encryptedValue: sealEntryValue(cipher, sealAs!, current.id, value), ...fieldNamesOf(category, value), updatedAt: at, ...version.fields })
+          updatedEntries.set(current, {
+            ...current,
+            encryptedValue: sealEntryValue(cipher, sealAs!, current.id, value),
+            ...fieldNamesOf(category, value),
+            updatedAt: at,
+            ...version.fields,
+          })
         } else {
           const id = crypto.randomUUID()
           newEntries.push({

@@ -29,7 +29,7 @@ export function auditRoutes(deps: AppDeps) {
           operationId: 'listAuditEvents',
           summary: 'Your audit log, newest first',
           description:
-            'One event per action (AuditEvent; `action` is one of AuditAction): sign-ins and sign-outs, every read of a secret (entry.reveal, twofa.reveal, envfile.read, export.read, ai.extract, and the version reveals), every write, access keys created and revoked, and scope.denied for a valid key that lacked the scope. Events name records by id and name, never a value. `limit` (1 to 500, default 50), `cursor` (the previous page\'s nextCursor), and filters: `action`, `actor` (an access key id, a session id prefix, or `session`/`access-key`/`anonymous`), `since` (inclusive) and `until` (exclusive). Session, or an access key with audit:read.',
+            "One event per action (AuditEvent; `action` is one of AuditAction): sign-ins and sign-outs, every read of a secret (entry.reveal, twofa.reveal, envfile.read, export.read, ai.extract, and the version reveals), every write, access keys created and revoked, and scope.denied for a valid key that lacked the scope. Events name records by id and name, never a value. `limit` (1 to 500, default 50), `cursor` (the previous page's nextCursor), and filters: `action`, `actor` (an access key id, a session id prefix, or `session`/`access-key`/`anonymous`), `since` (inclusive) and `until` (exclusive). Session, or an access key with audit:read.",
         },
       },
     )
@@ -37,7 +37,11 @@ export function auditRoutes(deps: AppDeps) {
       '/export',
       ({ auth, query }) =>
         new Response(audit.exportLines(auth.userId, query.since), {
-          headers: { 'content-type': 'application/x-ndjson; charset=utf-8', 'cache-control': 'no-store', 'content-disposition': 'attachment; filename="audit.log"' },
+          headers: {
+            'content-type': 'application/x-ndjson; charset=utf-8',
+            'cache-control': 'no-store',
+            'content-disposition': 'attachment; filename="audit.log"',
+          },
         }),
       {
         auth: 'audit:read',
@@ -47,7 +51,7 @@ export function auditRoutes(deps: AppDeps) {
           operationId: 'exportAuditLog',
           summary: 'Your audit log as stored (JSON Lines), for a log shipper',
           description:
-            'The log file\'s lines, oldest first, `application/x-ndjson`: each an AuditEvent with `prev` (the `hash` of the line before; the first line\'s is the chain\'s start value or the checkpoint of the last compaction), `chain` ("hmac-sha256" on keyed lines) and `hash` (HMAC-SHA-256 under the audit key of the line without `hash`; plain SHA-256 on older unkeyed lines), see docs/audit.md. `since` keeps the lines at or after that time. Events older than SVC_AUDIT_RETENTION (default 365d) are dropped when the file is compacted.',
+            "The log file's lines, oldest first, `application/x-ndjson`: each an AuditEvent with `prev` (the `hash` of the line before; the first line's is the chain's start value or the checkpoint of the last compaction), `chain` (\"hmac-sha256\" on keyed lines) and `hash` (HMAC-SHA-256 under the audit key of the line without `hash`; plain SHA-256 on older unkeyed lines), see docs/audit.md. `since` keeps the lines at or after that time. Events older than SVC_AUDIT_RETENTION (default 365d) are dropped when the file is compacted.",
         },
       },
     )

@@ -15,7 +15,7 @@ export const AuditPage = component(
     head: t.Optional(
       t.String({
         description:
-          'The `hash` of the log\'s last durable line (the chain\'s start value while it has none): keep it elsewhere and check it later with `audit-verify --expect-last HASH`',
+          "The `hash` of the log's last durable line (the chain's start value while it has none): keep it elsewhere and check it later with `audit-verify --expect-last HASH`",
       }),
     ),
     headLines: t.Optional(t.Integer({ minimum: 0, description: 'How many lines lead to `head` (from the start or the last compaction checkpoint)' })),
@@ -23,7 +23,10 @@ export const AuditPage = component(
       nullable(
         t.Object(
           { problem: t.String(), line: t.Integer(), message: t.String() },
-          { description: 'What the server found when it opened the log in this run, when the file no longer reached its anchor (a chain.broken event was recorded); null: nothing' },
+          {
+            description:
+              'What the server found when it opened the log in this run, when the file no longer reached its anchor (a chain.broken event was recorded); null: nothing',
+          },
         ),
       ),
     ),
@@ -43,5 +46,6 @@ export const AuditExportQuery = t.Object({
   since: t.Optional(t.String({ format: 'date-time', description: 'Only events at or after this time' })),
 })
 
-export const AuditExportAnswer = t.String({ description: 'The log file as stored: one JSON event per line, oldest first, each with `prev` and `hash` (the chain)' })
-
+export const AuditExportAnswer = t.String({
+  description: 'The log file as stored: one JSON event per line, oldest first, each with `prev` and `hash` (the chain)',
+})

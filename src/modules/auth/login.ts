@@ -24,7 +24,8 @@ export interface AuthRouteDeps extends Pick<AppDeps, 'keyring' | 'vaults' | 'now
 /** Register and login answers set the session cookie. */
 const SignedInAnswer = withResponseHeaders(UserAnswer, {
   'Set-Cookie': {
-    description: 'The session: `svc_session=<token>; HttpOnly; SameSite=Lax; Path=/` (and `Secure` behind https), valid for SVC_SESSION_TTL. Send it back as a cookie.',
+    description:
+      'The session: `svc_session=<token>; HttpOnly; SameSite=Lax; Path=/` (and `Secure` behind https), valid for SVC_SESSION_TTL. Send it back as a cookie.',
   },
 })
 
@@ -47,7 +48,12 @@ export function loginRoutes(deps: AuthRouteDeps) {
         assertSameSite(request, config.origin)
         const signedIn = await accounts.register(body, clientAddress(request, server, config), request.headers.get('user-agent'))
         const origin = deps.audit.origin({ request, server }, { accessKey: null, sessionTokenHash: sha256Hex(signedIn.token) })
-        await deps.audit.recordQuietly(signedIn.user.id, { action: 'auth.register', ...origin, records: [{ kind: 'user', id: signedIn.user.id, name: null }], details: { method: 'password' } })
+        await deps.audit.recordQuietly(signedIn.user.id, {
+          action: 'auth.register',
+          ...origin,
+          records: [{ kind: 'user', id: signedIn.user.id, name: null }],
+          details: { method: 'password' },
+        })
         setSessionCookie(cookie, config, signedIn)
         set.status = 201
         return { user: publicUser(signedIn.user) }
@@ -73,7 +79,11 @@ export function loginRoutes(deps: AuthRouteDeps) {
           user = await accounts.checkPassword(body.email, body.password, client)
         } catch (error) {
           // The account's log, or the server's when no account has the e-mail.
-          await recordFailedSignIn(deps, { request, server }, error, { userId: accounts.userByEmail(body.email)?.id ?? null, method: 'password', email: body.email })
+          await recordFailedSignIn(deps, { request, server }, error, {
+            userId: accounts.userByEmail(body.email)?.id ?? null,
+            method: 'password',
+            email: body.email,
+          })
           throw error
         }
         if (user.twoFactor) {

@@ -21,10 +21,10 @@ export const AFTER_LINK_PATH = '/settings'
 const LinkStatus = component(
   'OidcLinkStatus',
   t.Object({
-  enabled: t.Boolean({ description: 'Whether single sign-on is configured on this vault' }),
-  name: t.Union([t.String(), t.Null()], { description: "The provider's display name (SVC_OIDC_NAME)" }),
-  linked: t.Boolean({ description: 'Whether an identity at the provider is linked to this account' }),
-  canUnlink: t.Boolean({ description: 'False while the provider is the only way into the account (no password)' }),
+    enabled: t.Boolean({ description: 'Whether single sign-on is configured on this vault' }),
+    name: t.Union([t.String(), t.Null()], { description: "The provider's display name (SVC_OIDC_NAME)" }),
+    linked: t.Boolean({ description: 'Whether an identity at the provider is linked to this account' }),
+    canUnlink: t.Boolean({ description: 'False while the provider is the only way into the account (no password)' }),
   }),
 )
 
@@ -64,7 +64,10 @@ export function oidcRoutes(deps: AppDeps) {
         set.status = 302
       },
       {
-        response: { 302: redirect('To the identity provider (Location header)', 'The sealed sign-in transaction, for the callback only (10 minutes)'), ...publicErrorResponses(400, 404) },
+        response: {
+          302: redirect('To the identity provider (Location header)', 'The sealed sign-in transaction, for the callback only (10 minutes)'),
+          ...publicErrorResponses(400, 404),
+        },
         detail: {
           operationId: 'startOidcSignIn',
           summary: 'Sign in with the identity provider (redirect)',
@@ -103,7 +106,12 @@ export function oidcRoutes(deps: AppDeps) {
         if ('signedIn' in outcome) await completeSignIn(deps, { cookie, request, server }, 'oidc', outcome.signedIn)
         else if (session) {
           const origin = deps.audit.origin({ request, server }, { accessKey: null, sessionTokenHash: session.tokenHash })
-          await deps.audit.recordQuietly(outcome.linked.id, { action: 'auth.oidc_link', ...origin, records: [{ kind: 'user', id: outcome.linked.id, name: null }], details: { method: 'oidc' } })
+          await deps.audit.recordQuietly(outcome.linked.id, {
+            action: 'auth.oidc_link',
+            ...origin,
+            records: [{ kind: 'user', id: outcome.linked.id, name: null }],
+            details: { method: 'oidc' },
+          })
         }
         set.headers['cache-control'] = 'no-store'
         set.headers.location = 'signedIn' in outcome ? '/' : AFTER_LINK_PATH
@@ -111,7 +119,10 @@ export function oidcRoutes(deps: AppDeps) {
       },
       {
         query: CallbackQuery,
-        response: { 302: redirect('Signed in: to `/` (Location header), with the session cookie', 'The session cookie; the transaction cookie is cleared'), ...publicErrorResponses(400, 403, 404, 429) },
+        response: {
+          302: redirect('Signed in: to `/` (Location header), with the session cookie', 'The session cookie; the transaction cookie is cleared'),
+          ...publicErrorResponses(400, 403, 404, 429),
+        },
         detail: {
           operationId: 'completeOidcSignIn',
           summary: 'Identity provider callback',

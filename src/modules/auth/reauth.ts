@@ -19,7 +19,12 @@ const ReauthBody = t.Object(
     password: t.Optional(t.String({ maxLength: 1024, description: "The account's password" })),
     code: t.Optional(t.String({ maxLength: 32, description: 'With the password when two-factor sign-in is on: a code of the authenticator app' })),
     recoveryCode: t.Optional(t.String({ maxLength: 64, description: 'With the password when two-factor sign-in is on: a recovery code (used up)' })),
-    passkey: t.Optional(t.Object({}, { additionalProperties: true, description: 'AuthenticationResponseJSON for the challenge of POST /api/auth/reauth/options (instead of the password)' })),
+    passkey: t.Optional(
+      t.Object(
+        {},
+        { additionalProperties: true, description: 'AuthenticationResponseJSON for the challenge of POST /api/auth/reauth/options (instead of the password)' },
+      ),
+    ),
   },
   { additionalProperties: false, description: 'The password (plus code or recoveryCode when two-factor sign-in is on), or a passkey assertion' },
 )
@@ -41,7 +46,10 @@ const ReauthStatus = component(
 
 const ReauthOptions = component(
   'ReauthPasskeyOptions',
-  t.Object({}, { additionalProperties: true, description: "PublicKeyCredentialRequestOptionsJSON limited to the account's passkeys, for navigator.credentials.get" }),
+  t.Object(
+    {},
+    { additionalProperties: true, description: "PublicKeyCredentialRequestOptionsJSON limited to the account's passkeys, for navigator.credentials.get" },
+  ),
 )
 
 export function reauthRoutes(deps: AppDeps) {
@@ -65,7 +73,8 @@ export function reauthRoutes(deps: AppDeps) {
         detail: {
           operationId: 'getReauthStatus',
           summary: "Until when this session's last proof (sign-in or re-authentication) counts as fresh",
-          description: 'For a page about to start something that needs a fresh proof outside fetch (the single sign-on link is a form POST): ask first when `fresh` is false.',
+          description:
+            'For a page about to start something that needs a fresh proof outside fetch (the single sign-on link is a form POST): ask first when `fresh` is false.',
         },
       },
     )
@@ -77,7 +86,11 @@ export function reauthRoutes(deps: AppDeps) {
         const rp = relyingParty(config, request, server?.port)
         const options = await passkeys.signInOptions(rp, auth.user)
         // Bound to this session: another session's ceremony cannot be finished here.
-        const { sealed } = challenges.issue(PURPOSE, { challenge: options.challenge, userId: auth.userId, session: auth.sessionTokenHash, rp }, PASSKEY_CHALLENGE_TTL_MS)
+        const { sealed } = challenges.issue(
+          PURPOSE,
+          { challenge: options.challenge, userId: auth.userId, session: auth.sessionTokenHash, rp },
+          PASSKEY_CHALLENGE_TTL_MS,
+        )
         challengeCookie(cookie, sealed, PASSKEY_CHALLENGE_TTL_MS)
         set.headers['cache-control'] = 'no-store'
         return options
@@ -100,7 +113,10 @@ export function reauthRoutes(deps: AppDeps) {
         const method = body.passkey ? 'passkey' : 'password'
         try {
           if (body.passkey) {
-            const issued = challenges.read<{ challenge: string; userId: string; session: string | null; rp: { rpID: string; origin: string } }>(PURPOSE, cookie[REAUTH_PASSKEY_COOKIE]?.value)
+            const issued = challenges.read<{ challenge: string; userId: string; session: string | null; rp: { rpID: string; origin: string } }>(
+              PURPOSE,
+              cookie[REAUTH_PASSKEY_COOKIE]?.value,
+            )
             challengeCookie(cookie, '', 0)
             // One ceremony per challenge, whatever its outcome; only the session that started it.
             if (!issued || issued.session !== auth.sessionTokenHash || !challenges.consume(issued)) {
@@ -113,7 +129,15 @@ export function reauthRoutes(deps: AppDeps) {
         } catch (error) {
           // The sign-in's rule: a refused proof is recorded (as denied when throttled), malformed input is not.
           const outcome = refusalOutcome(error)
-          if (outcome) await deps.audit.recordForQuietly(auth, { request, server }, 'auth.reauth', [{ kind: 'user', id: auth.userId, name: null }], { method, reason: (error as AppError).code }, outcome)
+          if (outcome)
+            await deps.audit.recordForQuietly(
+              auth,
+              { request, server },
+              'auth.reauth',
+              [{ kind: 'user', id: auth.userId, name: null }],
+              { method, reason: (error as AppError).code },
+              outcome,
+            )
           throw error
         }
         // Written with what the proof used up (a code's step, a recovery code, the passkey's counter).

@@ -10,10 +10,7 @@ import { publicUser } from '../../auth/accounts'
 import { UserAnswer } from '../../auth/model'
 import { PASSKEY_CHALLENGE_TTL_MS, PASSKEY_SIGN_IN_COOKIE, passkeyFailed, relyingParty } from '../../auth/passkeys'
 import { completeSignIn, recordFailedSignIn, setChallengeCookie, TWO_FACTOR_PURPOSE } from '../../auth/sign-in'
-import {
-  TWO_FACTOR_CHALLENGE_COOKIE,
-  twoFactorRequired,
-} from '../../auth/second-factor'
+import { TWO_FACTOR_CHALLENGE_COOKIE, twoFactorRequired } from '../../auth/second-factor'
 
 const PASSKEY_PURPOSE = 'passkey-sign-in'
 
@@ -27,7 +24,16 @@ const LoginSecondFactorBody = t.Object(
   { additionalProperties: false, description: 'Exactly one of code and recoveryCode' },
 )
 
-const PasskeyOptionsAnswer = component('PasskeySignInOptions', t.Object({}, { additionalProperties: true, description: 'PublicKeyCredentialRequestOptionsJSON, for navigator.credentials.get (startAuthentication of @simplewebauthn/browser)' }))
+const PasskeyOptionsAnswer = component(
+  'PasskeySignInOptions',
+  t.Object(
+    {},
+    {
+      additionalProperties: true,
+      description: 'PublicKeyCredentialRequestOptionsJSON, for navigator.credentials.get (startAuthentication of @simplewebauthn/browser)',
+    },
+  ),
+)
 const PasskeySignInBody = t.Object(
   { response: t.Object({}, { additionalProperties: true, description: 'AuthenticationResponseJSON from the browser (startAuthentication)' }) },
   { additionalProperties: false },
@@ -37,8 +43,7 @@ export function secondFactorRoutes(deps: AppDeps) {
   const { config, accounts } = deps
   const { twoFactor, passkeys, challenges } = deps.protection
 
-  const readTwoFactorChallenge = (cookie: Cookies) =>
-    challenges.read<{ userId: string }>(TWO_FACTOR_PURPOSE, cookie[TWO_FACTOR_CHALLENGE_COOKIE]?.value)
+  const readTwoFactorChallenge = (cookie: Cookies) => challenges.read<{ userId: string }>(TWO_FACTOR_PURPOSE, cookie[TWO_FACTOR_CHALLENGE_COOKIE]?.value)
 
   return new Elysia({ prefix: '/api/auth', tags: ['Authentication'] })
     .post(
@@ -106,7 +111,7 @@ export function secondFactorRoutes(deps: AppDeps) {
           summary: 'Start a passkey sign-in',
           security: [],
           description:
-            'Answers the WebAuthn request options (discoverable credentials: no e-mail needed) and sets a short-lived, single-use challenge cookie. After a password when two-factor sign-in is on, only that account\'s passkeys are allowed. The relying party is the host of SVC_BASE_URL (without SVC_BASE_URL: the loopback host the request reached).',
+            "Answers the WebAuthn request options (discoverable credentials: no e-mail needed) and sets a short-lived, single-use challenge cookie. After a password when two-factor sign-in is on, only that account's passkeys are allowed. The relying party is the host of SVC_BASE_URL (without SVC_BASE_URL: the loopback host the request reached).",
         },
       },
     )
@@ -127,7 +132,10 @@ export function secondFactorRoutes(deps: AppDeps) {
         } catch (error) {
           // Recorded in the passkey owner's log (or the account of an open two-step sign-in); an
           // unknown passkey in the server's.
-          await recordFailedSignIn(deps, { request, server }, error, { userId: issued.userId ?? passkeys.ownerOf((body.response as { id?: unknown })?.id), method: 'passkey' })
+          await recordFailedSignIn(deps, { request, server }, error, {
+            userId: issued.userId ?? passkeys.ownerOf((body.response as { id?: unknown })?.id),
+            method: 'passkey',
+          })
           throw error
         }
         // A passkey completes an open two-factor sign-in too.
@@ -147,7 +155,7 @@ export function secondFactorRoutes(deps: AppDeps) {
           summary: 'Sign in with a passkey',
           security: [],
           description:
-            'Verifies the assertion against the challenge of POST /api/auth/passkey/options (origin, relying party, signature, and a signature counter that must move forward) and answers 200 `{ user }` with the session cookie. A passkey is a sign-in of its own (possession and, where the authenticator offers it, user verification): it also completes an open two-factor sign-in, for that account only. 401 PASSKEY_FAILED for an unknown passkey, another account\'s, another origin\'s, a replayed assertion, or a missing or used challenge; 403 CSRF_REJECTED for a cross-site request.',
+            "Verifies the assertion against the challenge of POST /api/auth/passkey/options (origin, relying party, signature, and a signature counter that must move forward) and answers 200 `{ user }` with the session cookie. A passkey is a sign-in of its own (possession and, where the authenticator offers it, user verification): it also completes an open two-factor sign-in, for that account only. 401 PASSKEY_FAILED for an unknown passkey, another account's, another origin's, a replayed assertion, or a missing or used challenge; 403 CSRF_REJECTED for a cross-site request.",
         },
       },
     )

@@ -31,7 +31,12 @@ export function categoryRoutes(deps: GuardDeps & { vaults: Vaults; now: () => nu
         auth: 'categories:write',
         body: CreateCategoryBody,
         response: { 201: CategorySchema, ...errorResponses(400, 409, 413) },
-        detail: { operationId: 'createCategory', summary: 'Create a key category', description: 'A simple category needs envVarName (400 CATEGORY_SIMPLE_REQUIRES_ENV_VAR). 409 CATEGORY_EXISTS when a category of this name (case-insensitive) and keyType exists.' },
+        detail: {
+          operationId: 'createCategory',
+          summary: 'Create a key category',
+          description:
+            'A simple category needs envVarName (400 CATEGORY_SIMPLE_REQUIRES_ENV_VAR). 409 CATEGORY_EXISTS when a category of this name (case-insensitive) and keyType exists.',
+        },
       },
     )
     .get('/:id', ({ auth, params }) => categories.get(auth.userId, params.id), {
@@ -40,17 +45,26 @@ export function categoryRoutes(deps: GuardDeps & { vaults: Vaults; now: () => nu
       response: { 200: CategorySchema, ...errorResponses(404) },
       detail: { operationId: 'getCategory', summary: 'Get a key category' },
     })
-    .put('/:id', async ({ auth, audit, params, body }) => {
-      const category = await categories.update(auth.userId, params.id, body)
-      await audit('category.update', [ref('category', category)], { fields: Object.keys(body).sort() })
-      return category
-    }, {
-      auth: 'categories:write',
-      params: IdParams,
-      body: UpdateCategoryBody,
-      response: { 200: CategorySchema, ...errorResponses(400, 404, 409, 413) },
-      detail: { operationId: 'updateCategory', summary: 'Update a key category; only the fields sent change', description: 'keyType changes only while the category has no entries (409 CATEGORY_NOT_EMPTY). 409 CATEGORY_EXISTS when another category has the resulting name (case-insensitive) and keyType.' },
-    })
+    .put(
+      '/:id',
+      async ({ auth, audit, params, body }) => {
+        const category = await categories.update(auth.userId, params.id, body)
+        await audit('category.update', [ref('category', category)], { fields: Object.keys(body).sort() })
+        return category
+      },
+      {
+        auth: 'categories:write',
+        params: IdParams,
+        body: UpdateCategoryBody,
+        response: { 200: CategorySchema, ...errorResponses(400, 404, 409, 413) },
+        detail: {
+          operationId: 'updateCategory',
+          summary: 'Update a key category; only the fields sent change',
+          description:
+            'keyType changes only while the category has no entries (409 CATEGORY_NOT_EMPTY). 409 CATEGORY_EXISTS when another category has the resulting name (case-insensitive) and keyType.',
+        },
+      },
+    )
     .delete(
       '/:id',
       async ({ auth, audit, params, set }) => {
@@ -63,7 +77,11 @@ export function categoryRoutes(deps: GuardDeps & { vaults: Vaults; now: () => nu
         auth: 'categories:write',
         params: IdParams,
         response: { 204: NoContent, ...errorResponses(404) },
-        detail: { operationId: 'deleteCategory', summary: 'Delete a key category and all of its entries (they go to the trash together)', description: 'Restoring the trash item (POST /api/trash/{id}/restore) brings the category back with the entries deleted with it.' },
+        detail: {
+          operationId: 'deleteCategory',
+          summary: 'Delete a key category and all of its entries (they go to the trash together)',
+          description: 'Restoring the trash item (POST /api/trash/{id}/restore) brings the category back with the entries deleted with it.',
+        },
       },
     )
 }

@@ -6,10 +6,13 @@ const Name = t.String({ minLength: 1, maxLength: MAX_NAME_LENGTH })
 const EnvVarName = t.String({ maxLength: MAX_NAME_LENGTH, pattern: VARIABLE_NAME_PATTERN, error: `must match ${VARIABLE_NAME_PATTERN}` })
 const Icon = t.String({ pattern: ICON_SLUG_PATTERN, error: 'must be a slug: a-z, 0-9 and -, 1 to 64 characters' })
 const Description = t.String({ maxLength: 2000 })
-const FieldDefinitions = t.Array(t.String({ maxLength: MAX_NAME_LENGTH, pattern: VARIABLE_NAME_PATTERN, error: `field names must match ${VARIABLE_NAME_PATTERN}` }), {
-  maxItems: 200,
-  description: 'Ordered field names of a group category',
-})
+const FieldDefinitions = t.Array(
+  t.String({ maxLength: MAX_NAME_LENGTH, pattern: VARIABLE_NAME_PATTERN, error: `field names must match ${VARIABLE_NAME_PATTERN}` }),
+  {
+    maxItems: 200,
+    description: 'Ordered field names of a group category',
+  },
+)
 const nullable = <T extends Parameters<typeof t.Union>[0][number]>(schema: T) => t.Union([schema, t.Null()])
 
 export const KeyTypeSchema = component('KeyType', t.Union([t.Literal('simple'), t.Literal('group'), t.Literal('ssh'), t.Literal('json')]))
@@ -33,24 +36,24 @@ export const CategorySchema = component(
 export const CreateCategoryBody = component(
   'CreateCategoryBody',
   strictObject({
-  name: Name,
-  keyType: t.Union([t.Literal('simple'), t.Literal('group')], { error: 'must be "simple" or "group"' }),
-  envVarName: t.Optional(nullable(EnvVarName)),
-  icon: t.Optional(nullable(Icon)),
-  description: t.Optional(nullable(Description)),
-  fieldDefinitions: t.Optional(nullable(FieldDefinitions)),
+    name: Name,
+    keyType: t.Union([t.Literal('simple'), t.Literal('group')], { error: 'must be "simple" or "group"' }),
+    envVarName: t.Optional(nullable(EnvVarName)),
+    icon: t.Optional(nullable(Icon)),
+    description: t.Optional(nullable(Description)),
+    fieldDefinitions: t.Optional(nullable(FieldDefinitions)),
   }),
 )
 
 export const UpdateCategoryBody = component(
   'UpdateCategoryBody',
   strictObject({
-  name: t.Optional(Name),
-  keyType: t.Optional(t.Union([t.Literal('simple'), t.Literal('group')], { error: 'must be "simple" or "group"' })),
-  envVarName: t.Optional(nullable(EnvVarName)),
-  icon: t.Optional(nullable(Icon)),
-  description: t.Optional(nullable(Description)),
-  fieldDefinitions: t.Optional(nullable(FieldDefinitions)),
+    name: t.Optional(Name),
+    keyType: t.Optional(t.Union([t.Literal('simple'), t.Literal('group')], { error: 'must be "simple" or "group"' })),
+    envVarName: t.Optional(nullable(EnvVarName)),
+    icon: t.Optional(nullable(Icon)),
+    description: t.Optional(nullable(Description)),
+    fieldDefinitions: t.Optional(nullable(FieldDefinitions)),
   }),
 )
 

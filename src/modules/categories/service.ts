@@ -29,8 +29,7 @@ export function findCategory(data: VaultDocument, id: string): CategoryRecord {
   return category
 }
 
-const simpleNeedsEnvVar = () =>
-  badRequest('CATEGORY_SIMPLE_REQUIRES_ENV_VAR', 'A simple category needs an envVarName (the environment variable it fills)')
+const simpleNeedsEnvVar = () => badRequest('CATEGORY_SIMPLE_REQUIRES_ENV_VAR', 'A simple category needs an envVarName (the environment variable it fills)')
 
 function checkFieldDefinitions(fields: string[] | null | undefined): string[] | null {
   if (!fields || fields.length === 0) return null
@@ -140,4 +139,3 @@ export class CategoryService {
     })
   }
 }
-

@@ -60,22 +60,26 @@ export function entryRoutes(deps: GuardDeps & { vaults: Vaults; now: () => numbe
       response: { 200: EntrySchema, ...errorResponses(404) },
       detail: { operationId: 'getEntry', summary: 'Get a key entry (never its value)' },
     })
-    .put('/:id', async ({ auth, audit, params, body }) => {
-      const entry = await entries.update(auth.userId, params.id, body, versionAuthor(auth))
-      await audit('entry.update', [ref('entry', entry)], { fields: Object.keys(body).sort() })
-      return entry
-    }, {
-      auth: 'entries:write',
-      params: IdParams,
-      body: UpdateEntryBody,
-      response: { 200: EntrySchema, ...errorResponses(400, 404, 409, 413) },
-      detail: {
-        operationId: 'updateEntry',
-        summary: 'Update a key entry; only the fields sent change',
-        description:
-          'A new value is re-encrypted; the value it had is kept as a version (GET /api/entries/{id}/versions) and rotatedAt is set. `expiresAt: null` and `rotateEveryDays: null` clear them. `environment: null` clears it. `categoryId` moves the entry to another category of the same keyType (404 CATEGORY_NOT_FOUND when missing or foreign). 409 ENTRY_EXISTS when another entry has the resulting category, name and environment.',
+    .put(
+      '/:id',
+      async ({ auth, audit, params, body }) => {
+        const entry = await entries.update(auth.userId, params.id, body, versionAuthor(auth))
+        await audit('entry.update', [ref('entry', entry)], { fields: Object.keys(body).sort() })
+        return entry
       },
-    })
+      {
+        auth: 'entries:write',
+        params: IdParams,
+        body: UpdateEntryBody,
+        response: { 200: EntrySchema, ...errorResponses(400, 404, 409, 413) },
+        detail: {
+          operationId: 'updateEntry',
+          summary: 'Update a key entry; only the fields sent change',
+          description:
+            'A new value is re-encrypted; the value it had is kept as a version (GET /api/entries/{id}/versions) and rotatedAt is set. `expiresAt: null` and `rotateEveryDays: null` clear them. `environment: null` clears it. `categoryId` moves the entry to another category of the same keyType (404 CATEGORY_NOT_FOUND when missing or foreign). 409 ENTRY_EXISTS when another entry has the resulting category, name and environment.',
+        },
+      },
+    )
     .delete(
       '/:id',
       async ({ auth, audit, params, set }) => {
@@ -88,7 +92,12 @@ export function entryRoutes(deps: GuardDeps & { vaults: Vaults; now: () => numbe
         auth: 'entries:write',
         params: IdParams,
         response: { 204: NoContent, ...errorResponses(404) },
-        detail: { operationId: 'deleteEntry', summary: 'Delete a key entry (it goes to the trash)', description: 'The entry disappears from every list, detail, stats and export at once, and is kept in the trash (GET /api/trash) for SVC_TRASH_DAYS days.' },
+        detail: {
+          operationId: 'deleteEntry',
+          summary: 'Delete a key entry (it goes to the trash)',
+          description:
+            'The entry disappears from every list, detail, stats and export at once, and is kept in the trash (GET /api/trash) for SVC_TRASH_DAYS days.',
+        },
       },
     )
     .post(

@@ -24,7 +24,8 @@ const nullable = <T extends Parameters<typeof t.Union>[0][number]>(schema: T) =>
 export const DueStatusSchema = component(
   'DueStatus',
   t.Union([t.Literal('ok'), t.Literal('due_soon'), t.Literal('expired'), t.Literal('rotation_due')], {
-    description: 'expired: expiresAt has passed; rotation_due: rotateEveryDays since rotatedAt (or createdAt) have passed; due_soon: either within 14 days; else ok',
+    description:
+      'expired: expiresAt has passed; rotation_due: rotateEveryDays since rotatedAt (or createdAt) have passed; due_soon: either within 14 days; else ok',
   }),
 )
 const EntryDueFields = {
@@ -65,49 +66,56 @@ export const EntryCategorySchema = component(
   ),
 )
 
-export const EntryListItemSchema = component('EntryListItem', withProperties(EntrySchema, {
-  category: EntryCategorySchema,
-  fields: t.Optional(t.Array(t.String(), { description: "A group entry's field names (never values): how many variables it holds. Absent for a simple entry and for entries stored before it was kept" })),
-}))
+export const EntryListItemSchema = component(
+  'EntryListItem',
+  withProperties(EntrySchema, {
+    category: EntryCategorySchema,
+    fields: t.Optional(
+      t.Array(t.String(), {
+        description:
+          "A group entry's field names (never values): how many variables it holds. Absent for a simple entry and for entries stored before it was kept",
+      }),
+    ),
+  }),
+)
 
 export const RevealedEntrySchema = component(
   'RevealedEntry',
   t.Object({
-  id: t.String(),
-  name: t.String(),
-  value: t.Union([t.String(), t.Record(t.String(), t.String())], {
-    description: 'A string for a simple category; an object of field name to value for a group category',
-  }),
-  environment: t.Union([EnvironmentSchema, t.Null()]),
+    id: t.String(),
+    name: t.String(),
+    value: t.Union([t.String(), t.Record(t.String(), t.String())], {
+      description: 'A string for a simple category; an object of field name to value for a group category',
+    }),
+    environment: t.Union([EnvironmentSchema, t.Null()]),
   }),
 )
 
 export const CreateEntryBody = component(
   'CreateEntryBody',
   strictObject({
-  categoryId: t.String({ minLength: 1, maxLength: 200 }),
-  name: Name,
-  value: Value,
-  environment: t.Optional(nullable(EnvironmentSchema)),
-  notes: t.Optional(nullable(Notes)),
-  expiresAt: t.Optional(ExpiresAtInput),
-  rotateEveryDays: t.Optional(RotateEveryDaysInput),
+    categoryId: t.String({ minLength: 1, maxLength: 200 }),
+    name: Name,
+    value: Value,
+    environment: t.Optional(nullable(EnvironmentSchema)),
+    notes: t.Optional(nullable(Notes)),
+    expiresAt: t.Optional(ExpiresAtInput),
+    rotateEveryDays: t.Optional(RotateEveryDaysInput),
   }),
 )
 
 export const UpdateEntryBody = component(
   'UpdateEntryBody',
   strictObject({
-  categoryId: t.Optional(t.String({ minLength: 1, maxLength: 200, description: 'Another category of the same keyType' })),
-  name: t.Optional(Name),
-  value: t.Optional(Value),
-  environment: t.Optional(nullable(EnvironmentSchema)),
-  notes: t.Optional(nullable(Notes)),
-  expiresAt: t.Optional(ExpiresAtInput),
-  rotateEveryDays: t.Optional(RotateEveryDaysInput),
+    categoryId: t.Optional(t.String({ minLength: 1, maxLength: 200, description: 'Another category of the same keyType' })),
+    name: t.Optional(Name),
+    value: t.Optional(Value),
+    environment: t.Optional(nullable(EnvironmentSchema)),
+    notes: t.Optional(nullable(Notes)),
+    expiresAt: t.Optional(ExpiresAtInput),
+    rotateEveryDays: t.Optional(RotateEveryDaysInput),
   }),
 )
-
 
 export type CreateEntryInput = typeof CreateEntryBody.static
 export type UpdateEntryInput = typeof UpdateEntryBody.static

@@ -99,7 +99,12 @@ function listEntries(data: VaultDocument, now: number): { items: ListedEntry[]; 
     if (entry.expiresAt || entry.rotateEveryDays) validUntil = Math.min(validUntil, statusChangesAt(entry, now))
     // The stored (frozen) array itself, not a copy per entry: the answer only reads it.
     if (entry.fieldNames) item.fields = entry.fieldNames as string[]
-    item.category = summaries[category.id] ??= Object.freeze({ name: category.name, keyType: category.keyType, envVarName: category.envVarName, icon: category.icon })
+    item.category = summaries[category.id] ??= Object.freeze({
+      name: category.name,
+      keyType: category.keyType,
+      envVarName: category.envVarName,
+      icon: category.icon,
+    })
     items.push(Object.freeze(item))
   }
   // Later answers share the items, hence frozen; not the array: JSON.stringify takes a much
@@ -171,7 +176,10 @@ export class EntryService {
         (categoryId === undefined || item.categoryId === categoryId) &&
         (environment === undefined || item.environment === environment) &&
         (name === undefined || item.name === name) &&
-        (!q || item.name.toLowerCase().includes(q) || item.category.name.toLowerCase().includes(q) || (item.category.envVarName?.toLowerCase().includes(q) ?? false)),
+        (!q ||
+          item.name.toLowerCase().includes(q) ||
+          item.category.name.toLowerCase().includes(q) ||
+          (item.category.envVarName?.toLowerCase().includes(q) ?? false)),
     )
   }
 

@@ -53,11 +53,7 @@ export function sealEntryValue(cipher: VaultCipher, category: CategoryRecord, en
 }
 
 /** The plaintext value: a string, or an object for a group; null when it does not decrypt. */
-export function openEntryValue(
-  cipher: VaultCipher,
-  category: CategoryRecord,
-  entry: EntryRecord,
-): string | Record<string, string> | null {
+export function openEntryValue(cipher: VaultCipher, category: CategoryRecord, entry: EntryRecord): string | Record<string, string> | null {
   return entryValue(category, cipher.open('entry', entry.id, entry.encryptedValue))
 }
 

@@ -37,21 +37,29 @@ export function entryVersionRoutes(deps: AppDeps) {
         auth: 'entries:reveal',
         params: EntryVersionParams,
         response: { 200: RevealedEntryVersionSchema, ...errorResponses(400, 404) },
-        detail: { operationId: 'revealEntryVersion', summary: 'Reveal a previous value of an entry', description: `Answers carry Cache-Control: no-store. ${VERSION_404}` },
+        detail: {
+          operationId: 'revealEntryVersion',
+          summary: 'Reveal a previous value of an entry',
+          description: `Answers carry Cache-Control: no-store. ${VERSION_404}`,
+        },
       },
     )
-    .post('/:id/versions/:version/restore', async ({ auth, audit, params }) => {
-      const entry = await history.restoreEntryVersion(auth.userId, params.id, params.version, versionAuthor(auth))
-      await audit('entry.version_restore', [ref('entry', entry)], { version: params.version })
-      return entry
-    }, {
-      auth: 'entries:write',
-      params: EntryVersionParams,
-      response: { 200: EntrySchema, ...errorResponses(400, 404) },
-      detail: {
-        operationId: 'restoreEntryVersion',
-        summary: 'Make a previous value the current one',
-        description: `The restored value becomes a new version (the value replaced is kept too). 400 INVALID_VALUE when a group value no longer fits the category's fields. ${VERSION_404}`,
+    .post(
+      '/:id/versions/:version/restore',
+      async ({ auth, audit, params }) => {
+        const entry = await history.restoreEntryVersion(auth.userId, params.id, params.version, versionAuthor(auth))
+        await audit('entry.version_restore', [ref('entry', entry)], { version: params.version })
+        return entry
       },
-    })
+      {
+        auth: 'entries:write',
+        params: EntryVersionParams,
+        response: { 200: EntrySchema, ...errorResponses(400, 404) },
+        detail: {
+          operationId: 'restoreEntryVersion',
+          summary: 'Make a previous value the current one',
+          description: `The restored value becomes a new version (the value replaced is kept too). 400 INVALID_VALUE when a group value no longer fits the category's fields. ${VERSION_404}`,
+        },
+      },
+    )
 }

@@ -29,7 +29,11 @@ export function envRoutes(deps: GuardDeps & { vaults: Vaults; now: () => number;
       auth: 'envs:read',
       query: ListEnvProjectsQuery,
       response: { 200: EnvProjectListAnswer, ...errorResponses(400) },
-      detail: { operationId: 'listEnvProjects', summary: 'List your env projects', description: '`search` keeps the projects whose name contains it (case-insensitive).' },
+      detail: {
+        operationId: 'listEnvProjects',
+        summary: 'List your env projects',
+        description: '`search` keeps the projects whose name contains it (case-insensitive).',
+      },
     })
     .post(
       '/',
@@ -43,7 +47,11 @@ export function envRoutes(deps: GuardDeps & { vaults: Vaults; now: () => number;
         auth: 'envs:write',
         body: CreateEnvProjectBody,
         response: { 201: EnvProjectAnswer, ...errorResponses(400, 409, 413) },
-        detail: { operationId: 'createEnvProject', summary: 'Create an env project', description: '409 ENV_PROJECT_EXISTS when a project of this name (case-insensitive) exists.' },
+        detail: {
+          operationId: 'createEnvProject',
+          summary: 'Create an env project',
+          description: '409 ENV_PROJECT_EXISTS when a project of this name (case-insensitive) exists.',
+        },
       },
     )
     .get('/:id', async ({ auth, params }) => ({ data: await projects.get(auth.userId, params.id) }), {
@@ -52,17 +60,25 @@ export function envRoutes(deps: GuardDeps & { vaults: Vaults; now: () => number;
       response: { 200: EnvProjectDetailAnswer, ...errorResponses(404) },
       detail: { operationId: 'getEnvProject', summary: 'Get an env project with its files (never their content)' },
     })
-    .put('/:id', async ({ auth, audit, params, body }) => {
-      const project = await projects.update(auth.userId, params.id, body)
-      await audit('envproject.update', [ref('envproject', project)], { fields: Object.keys(body).sort() })
-      return { data: project }
-    }, {
-      auth: 'envs:write',
-      params: IdParams,
-      body: UpdateEnvProjectBody,
-      response: { 200: EnvProjectAnswer, ...errorResponses(400, 404, 409, 413) },
-      detail: { operationId: 'updateEnvProject', summary: 'Update an env project; only the fields sent change', description: '409 ENV_PROJECT_EXISTS when another project has this name (case-insensitive).' },
-    })
+    .put(
+      '/:id',
+      async ({ auth, audit, params, body }) => {
+        const project = await projects.update(auth.userId, params.id, body)
+        await audit('envproject.update', [ref('envproject', project)], { fields: Object.keys(body).sort() })
+        return { data: project }
+      },
+      {
+        auth: 'envs:write',
+        params: IdParams,
+        body: UpdateEnvProjectBody,
+        response: { 200: EnvProjectAnswer, ...errorResponses(400, 404, 409, 413) },
+        detail: {
+          operationId: 'updateEnvProject',
+          summary: 'Update an env project; only the fields sent change',
+          description: '409 ENV_PROJECT_EXISTS when another project has this name (case-insensitive).',
+        },
+      },
+    )
     .delete(
       '/:id',
       async ({ auth, audit, params, set }) => {
@@ -94,7 +110,8 @@ export function envRoutes(deps: GuardDeps & { vaults: Vaults; now: () => number;
         detail: {
           operationId: 'saveEnvFile',
           summary: 'Store the file of a fileType',
-          description: '201 when the file is created; 200 when the project already had a file of that fileType, whose content is replaced (it keeps its id; the content it had is kept as a version).',
+          description:
+            '201 when the file is created; 200 when the project already had a file of that fileType, whose content is replaced (it keeps its id; the content it had is kept as a version).',
         },
       },
     )
@@ -127,7 +144,11 @@ export function envRoutes(deps: GuardDeps & { vaults: Vaults; now: () => number;
         auth: 'envs:reveal',
         params: EnvFileParams,
         response: { 200: RevealedEnvFileAnswer, ...errorResponses(404) },
-        detail: { operationId: 'revealEnvFile', summary: 'Reveal the plaintext content of an env file', description: 'Answers carry Cache-Control: no-store. 404 when the content cannot be decrypted.' },
+        detail: {
+          operationId: 'revealEnvFile',
+          summary: 'Reveal the plaintext content of an env file',
+          description: 'Answers carry Cache-Control: no-store. 404 when the content cannot be decrypted.',
+        },
       },
     )
 }

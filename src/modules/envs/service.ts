@@ -54,7 +54,10 @@ export function findFile(data: VaultDocument, projectId: string, fileId: string)
 }
 
 /** The twin rule: no two env projects share a name (sameName: trimmed, any case); the twin of `project`, other than itself. */
-export function findProjectTwin(projects: readonly EnvProjectRecord[], project: Pick<EnvProjectRecord, 'name'> & { id?: string }): EnvProjectRecord | undefined {
+export function findProjectTwin(
+  projects: readonly EnvProjectRecord[],
+  project: Pick<EnvProjectRecord, 'name'> & { id?: string },
+): EnvProjectRecord | undefined {
   return projects.find((p) => p.id !== project.id && sameName(p.name, project.name))
 }
 
@@ -136,7 +139,14 @@ export class EnvProjectService {
     await doc.update((data, write) => {
       const project = findProject(data, id)
       const files = filesOf(data, id)
-      moveToTrash(write, { kind: 'envProject', name: project.name, actor, at: this.now(), policy: this.policy, records: { envProjects: [project], envFiles: files } })
+      moveToTrash(write, {
+        kind: 'envProject',
+        name: project.name,
+        actor,
+        at: this.now(),
+        policy: this.policy,
+        records: { envProjects: [project], envFiles: files },
+      })
     })
   }
 
@@ -165,7 +175,16 @@ export class EnvProjectService {
         const next = write.envFiles.replace({ ...existing, encryptedContent, updatedAt: at, ...version.fields })
         return { file: publicEnvFile(next), created: false }
       }
-      const file: EnvFileRecord = { id, projectId, fileType: input.fileType, encryptedContent, createdAt: at, updatedAt: at, valueVersion: 1, valueSetBy: actor }
+      const file: EnvFileRecord = {
+        id,
+        projectId,
+        fileType: input.fileType,
+        encryptedContent,
+        createdAt: at,
+        updatedAt: at,
+        valueVersion: 1,
+        valueSetBy: actor,
+      }
       write.envFiles.push(file)
       return { file: publicEnvFile(file), created: true }
     })
@@ -177,7 +196,14 @@ export class EnvProjectService {
     await doc.update((data, write) => {
       const project = findProject(data, projectId)
       const file = findFile(data, projectId, fileId)
-      moveToTrash(write, { kind: 'envFile', name: `${project.name} / .${file.fileType}`, actor, at: this.now(), policy: this.policy, records: { envFiles: [file] } })
+      moveToTrash(write, {
+        kind: 'envFile',
+        name: `${project.name} / .${file.fileType}`,
+        actor,
+        at: this.now(),
+        policy: this.policy,
+        records: { envFiles: [file] },
+      })
       write.envProjects.replace({ ...project, updatedAt: this.timestamp() })
     })
   }

@@ -25,14 +25,20 @@ export function envFileVersionRoutes(deps: AppDeps) {
       async ({ auth, audit, params, set }) => {
         set.headers['cache-control'] = NO_STORE
         const revealed = await history.revealEnvFileVersion(auth.userId, params.id, params.fileId, params.version)
-        await audit('envfile.version_reveal', [ref('envproject', { id: revealed.projectId }), ref('envfile', revealed, revealed.fileType)], { version: revealed.version })
+        await audit('envfile.version_reveal', [ref('envproject', { id: revealed.projectId }), ref('envfile', revealed, revealed.fileType)], {
+          version: revealed.version,
+        })
         return { data: revealed }
       },
       {
         auth: 'envs:reveal',
         params: EnvFileVersionParams,
         response: { 200: RevealedEnvFileVersionAnswer, ...errorResponses(400, 404) },
-        detail: { operationId: 'revealEnvFileVersion', summary: 'Reveal a previous content of an env file', description: `Answers carry Cache-Control: no-store. ${VERSION_404}` },
+        detail: {
+          operationId: 'revealEnvFileVersion',
+          summary: 'Reveal a previous content of an env file',
+          description: `Answers carry Cache-Control: no-store. ${VERSION_404}`,
+        },
       },
     )
     .post(
@@ -46,7 +52,11 @@ export function envFileVersionRoutes(deps: AppDeps) {
         auth: 'envs:write',
         params: EnvFileVersionParams,
         response: { 200: EnvFileAnswer, ...errorResponses(400, 404) },
-        detail: { operationId: 'restoreEnvFileVersion', summary: 'Make a previous content the current one', description: `The restored content becomes a new version. ${VERSION_404}` },
+        detail: {
+          operationId: 'restoreEnvFileVersion',
+          summary: 'Make a previous content the current one',
+          description: `The restored content becomes a new version. ${VERSION_404}`,
+        },
       },
     )
 }

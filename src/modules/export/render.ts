@@ -214,7 +214,8 @@ export const isRefusal = (value: string | Refusal): value is Refusal => typeof v
 /** Written to a text file as UTF-8, an unpaired surrogate would arrive as U+FFFD. */
 const notText = (value: string) => (value.isWellFormed() ? null : refuse('holds an unpaired UTF-16 surrogate, which UTF-8 text cannot hold'))
 /** A process environment ends a value at its first NUL. */
-const notEnvironment = (value: string) => notText(value) ?? (value.includes('\0') ? refuse('holds a NUL character, which an environment variable cannot hold') : null)
+const notEnvironment = (value: string) =>
+  notText(value) ?? (value.includes('\0') ? refuse('holds a NUL character, which an environment variable cannot hold') : null)
 
 /** The dotenv writer (npm dotenv's parse), as a refusal instead of a left-out line. */
 export function dotenvValue(value: string): string | Refusal {
@@ -225,7 +226,7 @@ export function dotenvValue(value: string): string | Refusal {
     refuse(
       value.endsWith('\\')
         ? 'ends with a backslash and holds a line break, #, a leading quote or surrounding blanks, which no dotenv quoting keeps'
-        : "holds ', ` and \" together with # or the two characters \\n or \\r, which no dotenv quoting keeps",
+        : 'holds \', ` and " together with # or the two characters \\n or \\r, which no dotenv quoting keeps',
     )
   )
 }
@@ -298,7 +299,8 @@ export function bunValue(value: string): string | Refusal {
   const want = encoder.encode(escaped)
   const candidates = [`'${escaped}'`, `\`${escaped}\``, `"${escaped.replace(/\n/g, '\\n').replace(/\r/g, '\\r')}"`, escaped]
   for (const written of candidates) if (sameBytes(bunReads(written), want)) return written
-  if (value.endsWith('\\')) return refuse('ends with a backslash, which Bun keeps only unquoted, and holds a line break, #, surrounding blanks or a leading quote')
+  if (value.endsWith('\\'))
+    return refuse('ends with a backslash, which Bun keeps only unquoted, and holds a line break, #, surrounding blanks or a leading quote')
   if (value.includes('\r')) return refuse('holds a carriage return, which Bun keeps only in double quotes, together with " or a backslash escape')
   return refuse('holds \', ` and " together with a line break, #, a backslash escape or surrounding blanks, which no Bun quoting keeps')
 }

@@ -138,13 +138,10 @@ function assertUnambiguous(rows: readonly ExportRow[], filter: ExportFilter): vo
     const projects = [...new Set(list.map((row) => row.entry.name))]
     const where = filter.environment ? `for ${filter.environment}` : 'in this selection'
     const narrow = filter.environment ? 'choose one with the name parameter' : 'choose an environment and a name'
-    throw new AppError(
-      409,
-      'AMBIGUOUS_EXPORT',
-      `${variable} is written by ${list.length} entries ${where} (${projects.join(', ')}); ${narrow}`,
-      undefined,
-      { variable, projects },
-    )
+    throw new AppError(409, 'AMBIGUOUS_EXPORT', `${variable} is written by ${list.length} entries ${where} (${projects.join(', ')}); ${narrow}`, undefined, {
+      variable,
+      projects,
+    })
   }
 }
 
@@ -177,5 +174,4 @@ export class ExportService {
       entries: rows.map((row) => ({ id: row.entry.id, name: row.entry.name })),
     }
   }
-
 }

@@ -41,7 +41,7 @@ export function healthRoutes(deps: AppDeps) {
           operationId: 'getReadiness',
           summary: 'Whether the server is ready: the data folder takes writes and the master key matches the data; with the version',
           description:
-            '`checks.disk` is `low` while the data folder\'s free space is under SVC_DISK_FLOOR: the server still answers (200, ready), but failed sign-ins and other events of clients without an account are then only counted, not written.',
+            "`checks.disk` is `low` while the data folder's free space is under SVC_DISK_FLOOR: the server still answers (200, ready), but failed sign-ins and other events of clients without an account are then only counted, not written.",
           security: [],
         },
       },

@@ -130,7 +130,9 @@ export const NotificationSettingsSchema = component(
     lastDelivery: nullable(
       t.Object({
         at: Timestamp,
-        status: t.Union([t.Literal('delivered'), t.Literal('failed')], { description: 'Nothing more: no HTTP status or network error (that would map the network the vault sees)' }),
+        status: t.Union([t.Literal('delivered'), t.Literal('failed')], {
+          description: 'Nothing more: no HTTP status or network error (that would map the network the vault sees)',
+        }),
         attempts: Integer({ minimum: 1, description: 'Attempts of that day so far' }),
       }),
     ),
@@ -140,9 +142,21 @@ export const NotificationSettingsSchema = component(
 export const UpdateNotificationsBody = component(
   'UpdateNotificationsBody',
   strictObject({
-    webhookUrl: nullable(t.String({ maxLength: 2048, description: 'An http(s) URL of a public address (not this vault, not an internal address unless SVC_WEBHOOK_ALLOW names it); null turns notifications off' })),
+    webhookUrl: nullable(
+      t.String({
+        maxLength: 2048,
+        description:
+          'An http(s) URL of a public address (not this vault, not an internal address unless SVC_WEBHOOK_ALLOW names it); null turns notifications off',
+      }),
+    ),
     secret: t.Optional(
-      nullable(t.String({ minLength: 1, maxLength: 256, description: 'Signs each delivery (HMAC-SHA-256 of the body, hex, in X-Svc-Signature); omitted: kept as it is; null: removed' })),
+      nullable(
+        t.String({
+          minLength: 1,
+          maxLength: 256,
+          description: 'Signs each delivery (HMAC-SHA-256 of the body, hex, in X-Svc-Signature); omitted: kept as it is; null: removed',
+        }),
+      ),
     ),
   }),
 )

@@ -308,4 +308,3 @@ export class TrashService {
     return purged
   }
 }
-

@@ -8,11 +8,9 @@ import { StatsService } from './service'
 
 export function statsRoutes(deps: GuardDeps & { vaults: Vaults }) {
   const stats = new StatsService(deps.vaults)
-  return new Elysia({ prefix: '/api/stats', tags: ['Stats'] })
-    .use(authGuard(deps))
-    .get('/', ({ auth }) => stats.get(auth.userId), {
-      auth: 'stats:read',
-      response: { 200: StatsSchema, ...errorResponses() },
-      detail: { operationId: 'getStats', summary: 'Counts of your categories, entries and 2FA tokens, by key type and environment' },
-    })
+  return new Elysia({ prefix: '/api/stats', tags: ['Stats'] }).use(authGuard(deps)).get('/', ({ auth }) => stats.get(auth.userId), {
+    auth: 'stats:read',
+    response: { 200: StatsSchema, ...errorResponses() },
+    detail: { operationId: 'getStats', summary: 'Counts of your categories, entries and 2FA tokens, by key type and environment' },
+  })
 }

@@ -3,7 +3,6 @@ import { indexById } from '../../store/by-id'
 import type { Environment, KeyType } from '../../store/records'
 import type { Vaults } from '../vault-access'
 
-
 export interface Stats {
   totalCategories: number
   totalEntries: number

@@ -33,7 +33,10 @@ const IMPORT_PATH = '/api/2fa/import'
 // An oversized import is a file too large (400), not a request too large (413).
 bodyIsAFile(IMPORT_PATH)
 
-export function twoFactorRoutes(deps: GuardDeps & Pick<AppDeps, 'accounts' | 'vaults' | 'keyring' | 'now' | 'protection'> & { config: Partial<Pick<Config, 'historyVersions' | 'trashMs' | 'trustProxy'>> }) {
+export function twoFactorRoutes(
+  deps: GuardDeps &
+    Pick<AppDeps, 'accounts' | 'vaults' | 'keyring' | 'now' | 'protection'> & { config: Partial<Pick<Config, 'historyVersions' | 'trashMs' | 'trustProxy'>> },
+) {
   const { freshProof } = deps.protection
   const tokens = new TwoFactorService(deps.vaults, deps.now, policyOf(deps.config))
   const transfer = new TwoFactorTransfer(deps.vaults, deps.now)
@@ -71,7 +74,11 @@ export function twoFactorRoutes(deps: GuardDeps & Pick<AppDeps, 'accounts' | 'va
         // Also a fresh proof: in a session older than 10 minutes the second factor too.
         if (auth.user.passwordHash !== null && body.password === undefined) throw new AppError(401, 'INVALID_CREDENTIALS', 'The password is required')
         const client = clientAddress(request, server, { trustProxy: deps.config.trustProxy ?? null })
-        await freshProof.requireOrProve(auth, auth.user.passwordHash === null ? undefined : { password: body.password, code: body.code, recoveryCode: body.recoveryCode }, client)
+        await freshProof.requireOrProve(
+          auth,
+          auth.user.passwordHash === null ? undefined : { password: body.password, code: body.code, recoveryCode: body.recoveryCode },
+          client,
+        )
         const answer = await transfer.exportTokens(auth.userId, body.format)
         set.headers['cache-control'] = 'no-store'
         // On disk before the secrets leave.
@@ -130,17 +137,25 @@ export function twoFactorRoutes(deps: GuardDeps & Pick<AppDeps, 'accounts' | 'va
       response: { 200: TwoFactorSchema, ...errorResponses(404) },
       detail: { operationId: 'getTwoFactorToken', summary: 'Get a two-factor token (never its secret)' },
     })
-    .put('/:id', async ({ auth, audit, params, body }) => {
-      const token = await tokens.update(auth.userId, params.id, body, versionAuthor(auth))
-      await audit('twofa.update', [ref('twofa', token, `${token.service} (${token.accountName})`)], { fields: Object.keys(body).sort() })
-      return token
-    }, {
-      auth: '2fa:write',
-      params: IdParams,
-      body: UpdateTwoFactorBody,
-      response: { 200: TwoFactorSchema, ...errorResponses(400, 404, 413) },
-      detail: { operationId: 'updateTwoFactorToken', summary: 'Update a two-factor token; only the fields sent change', description: 'A new secret is validated and re-encrypted.' },
-    })
+    .put(
+      '/:id',
+      async ({ auth, audit, params, body }) => {
+        const token = await tokens.update(auth.userId, params.id, body, versionAuthor(auth))
+        await audit('twofa.update', [ref('twofa', token, `${token.service} (${token.accountName})`)], { fields: Object.keys(body).sort() })
+        return token
+      },
+      {
+        auth: '2fa:write',
+        params: IdParams,
+        body: UpdateTwoFactorBody,
+        response: { 200: TwoFactorSchema, ...errorResponses(400, 404, 413) },
+        detail: {
+          operationId: 'updateTwoFactorToken',
+          summary: 'Update a two-factor token; only the fields sent change',
+          description: 'A new secret is validated and re-encrypted.',
+        },
+      },
+    )
     .delete(
       '/:id',
       async ({ auth, audit, params, set }) => {
@@ -162,7 +177,11 @@ export function twoFactorRoutes(deps: GuardDeps & Pick<AppDeps, 'accounts' | 'va
         set.headers['cache-control'] = 'no-store'
         const code = await tokens.reveal(auth.userId, params.id)
         // Recorded on disk before the code leaves; if it cannot be, the answer is 500.
-        await audit('twofa.reveal', [ref('twofa', code, `${code.service} (${code.accountName})`)], code.counter === undefined ? undefined : { counter: code.counter })
+        await audit(
+          'twofa.reveal',
+          [ref('twofa', code, `${code.service} (${code.accountName})`)],
+          code.counter === undefined ? undefined : { counter: code.counter },
+        )
         return code
       },
       {
@@ -172,7 +191,8 @@ export function twoFactorRoutes(deps: GuardDeps & Pick<AppDeps, 'accounts' | 'va
         detail: {
           operationId: 'revealTwoFactorCode',
           summary: 'The current code of a token',
-          description: 'TOTP: RFC 6238 with the token\'s `algorithm`, `digits` and `period` (SHA-1, 6 digits, 30 seconds unless its otpauth URI said otherwise). HOTP: the code of the token\'s counter (answered as `counter`), which each reveal advances durably before answering, so no code is shown twice. Steam Guard: 5 characters of 23456789BCDFGHJKMNPQRTVWXY. Answers carry Cache-Control: no-store. 404 when the secret cannot be decrypted.',
+          description:
+            "TOTP: RFC 6238 with the token's `algorithm`, `digits` and `period` (SHA-1, 6 digits, 30 seconds unless its otpauth URI said otherwise). HOTP: the code of the token's counter (answered as `counter`), which each reveal advances durably before answering, so no code is shown twice. Steam Guard: 5 characters of 23456789BCDFGHJKMNPQRTVWXY. Answers carry Cache-Control: no-store. 404 when the secret cannot be decrypted.",
         },
       },
     )

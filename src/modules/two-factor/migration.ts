@@ -94,7 +94,8 @@ export function encodeMigrationPayload(batch: MigrationBatch): Uint8Array {
 }
 
 /** The link Google Authenticator's QR code holds for one batch. */
-export const migrationLink = (batch: MigrationBatch) => `${MIGRATION_PREFIX}data=${encodeURIComponent(Buffer.from(encodeMigrationPayload(batch)).toString('base64'))}`
+export const migrationLink = (batch: MigrationBatch) =>
+  `${MIGRATION_PREFIX}data=${encodeURIComponent(Buffer.from(encodeMigrationPayload(batch)).toString('base64'))}`
 
 const BASE64 = /^[A-Za-z0-9+/_-]*={0,2}$/
 

@@ -2,13 +2,15 @@ import { t } from 'elysia'
 import { component, Integer, strictObject, Timestamp } from '../../http/schemas'
 import { DueStatusSchema, ExpiresAtInput } from '../entries/model'
 
-const OtpTypeSchema = t.Union([t.Literal('totp'), t.Literal('hotp'), t.Literal('steam')], { description: 'totp (RFC 6238), hotp (RFC 4226, counter-based) or steam (Steam Guard)' })
+const OtpTypeSchema = t.Union([t.Literal('totp'), t.Literal('hotp'), t.Literal('steam')], {
+  description: 'totp (RFC 6238), hotp (RFC 4226, counter-based) or steam (Steam Guard)',
+})
 
 const Label = t.String({ minLength: 1, maxLength: 200 })
 const Notes = t.String({ maxLength: 2000 })
 const Secret = t.String({
   description:
-    'Base32 TOTP secret (case, spaces and = padding tolerated) of at least 10 bytes, or an otpauth://totp/ URI. A URI\'s `algorithm` (SHA1, SHA256, SHA512), `digits` (6 to 8) and `period` (15 to 120 seconds) are kept; other values are 400 INVALID_TOTP_SECRET. A bare secret is SHA1, 6 digits, 30 seconds. Also an otpauth://hotp/ URI (HOTP: its `counter`, default 0, is kept) and Steam Guard as otpauth://steam/ or a totp URI with `encoder=steam`.',
+    "Base32 TOTP secret (case, spaces and = padding tolerated) of at least 10 bytes, or an otpauth://totp/ URI. A URI's `algorithm` (SHA1, SHA256, SHA512), `digits` (6 to 8) and `period` (15 to 120 seconds) are kept; other values are 400 INVALID_TOTP_SECRET. A bare secret is SHA1, 6 digits, 30 seconds. Also an otpauth://hotp/ URI (HOTP: its `counter`, default 0, is kept) and Steam Guard as otpauth://steam/ or a totp URI with `encoder=steam`.",
 })
 
 /** The code parameters of a token: from its otpauth URI, else SHA1, 6, 30. */
@@ -44,8 +46,14 @@ export const TwoFactorCodeSchema = component(
     id: t.String(),
     service: t.String(),
     accountName: t.String(),
-    code: t.String({ description: 'The current TOTP code (`digits` long); for HOTP the code of `counter`; for Steam Guard 5 characters of 23456789BCDFGHJKMNPQRTVWXY' }),
-    remainingSeconds: Integer({ minimum: 1, maximum: 120, description: "Seconds until the code changes (1 to the token's `period`); for HOTP, which does not expire, the token's period" }),
+    code: t.String({
+      description: 'The current TOTP code (`digits` long); for HOTP the code of `counter`; for Steam Guard 5 characters of 23456789BCDFGHJKMNPQRTVWXY',
+    }),
+    remainingSeconds: Integer({
+      minimum: 1,
+      maximum: 120,
+      description: "Seconds until the code changes (1 to the token's `period`); for HOTP, which does not expire, the token's period",
+    }),
     type: OtpTypeSchema,
     counter: t.Optional(Integer({ minimum: 0, description: 'HOTP: the counter this code was made with (the token now holds the next)' })),
   }),
@@ -83,7 +91,7 @@ export const ImportTwoFactorBody = component(
   strictObject({
     content: t.String({
       description:
-        'The file or text as exported by the other app: Google Authenticator export links (otpauth-migration://offline?data=…, one per line, several batches), an Aegis vault (plain, or encrypted with `password`), a 2FAS backup (plain), an andOTP JSON list, or otpauth:// links one per line (Ente Auth\'s plain export).',
+        "The file or text as exported by the other app: Google Authenticator export links (otpauth-migration://offline?data=…, one per line, several batches), an Aegis vault (plain, or encrypted with `password`), a 2FAS backup (plain), an andOTP JSON list, or otpauth:// links one per line (Ente Auth's plain export).",
     }),
     password: t.Optional(t.String({ maxLength: 1024, description: 'The password of an encrypted Aegis vault' })),
     apply: t.Optional(t.Boolean({ description: 'true: store the tokens listed as created, in one durable change. Otherwise a preview that writes nothing.' })),
@@ -104,13 +112,32 @@ const ImportedItemFields = {
 export const TwoFactorImportAnswer = component(
   'TwoFactorImportAnswer',
   t.Object({
-    format: t.Union([t.Literal('google-migration'), t.Literal('aegis'), t.Literal('aegis-encrypted'), t.Literal('2fas'), t.Literal('andotp'), t.Literal('otpauth')]),
+    format: t.Union([
+      t.Literal('google-migration'),
+      t.Literal('aegis'),
+      t.Literal('aegis-encrypted'),
+      t.Literal('2fas'),
+      t.Literal('andotp'),
+      t.Literal('otpauth'),
+    ]),
     applied: t.Boolean({ description: 'Whether the created tokens were stored (apply: true)' }),
-    created: t.Array(t.Object({ ...ImportedItemFields, id: t.Optional(t.String({ description: 'Once applied: the new token' })) }), { description: 'New tokens (stored when applied)' }),
-    duplicates: t.Array(t.Object({ ...ImportedItemFields, existingId: t.Union([t.String(), t.Null()], { description: 'The token already holding it (when an earlier line of the same file holds it: that line\'s new token once applied, null in a preview)' }) }), {
-      description: 'Skipped: the same secret, service and account is already there',
+    created: t.Array(t.Object({ ...ImportedItemFields, id: t.Optional(t.String({ description: 'Once applied: the new token' })) }), {
+      description: 'New tokens (stored when applied)',
     }),
-    refused: t.Array(t.Object({ index: ImportedItemFields.index, service: t.String(), accountName: t.String(), reason: t.String() }), { description: 'Tokens this vault cannot keep, with why' }),
+    duplicates: t.Array(
+      t.Object({
+        ...ImportedItemFields,
+        existingId: t.Union([t.String(), t.Null()], {
+          description: "The token already holding it (when an earlier line of the same file holds it: that line's new token once applied, null in a preview)",
+        }),
+      }),
+      {
+        description: 'Skipped: the same secret, service and account is already there',
+      },
+    ),
+    refused: t.Array(t.Object({ index: ImportedItemFields.index, service: t.String(), accountName: t.String(), reason: t.String() }), {
+      description: 'Tokens this vault cannot keep, with why',
+    }),
   }),
 )
 
@@ -118,10 +145,16 @@ export const ExportTwoFactorBody = component(
   'ExportTwoFactorBody',
   strictObject({
     password: t.Optional(t.String({ maxLength: 1024, description: "The account's password, entered again (required when the account has one)" })),
-    code: t.Optional(t.String({ maxLength: 16, description: 'A two-factor code: needed with the password when two-factor sign-in is on and the session signed in over 10 minutes ago' })),
+    code: t.Optional(
+      t.String({
+        maxLength: 16,
+        description: 'A two-factor code: needed with the password when two-factor sign-in is on and the session signed in over 10 minutes ago',
+      }),
+    ),
     recoveryCode: t.Optional(t.String({ maxLength: 64, description: 'A recovery code instead of the two-factor code' })),
     format: t.Union([t.Literal('otpauth'), t.Literal('aegis'), t.Literal('google-migration')], {
-      description: 'otpauth: otpauth:// links, one per line; aegis: an Aegis plain vault (JSON); google-migration: Google Authenticator export links, one per QR code',
+      description:
+        'otpauth: otpauth:// links, one per line; aegis: an Aegis plain vault (JSON); google-migration: Google Authenticator export links, one per QR code',
     }),
   }),
 )

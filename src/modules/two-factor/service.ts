@@ -104,7 +104,9 @@ export class TwoFactorService {
       filters.name === undefined && !q
         ? data.twoFactor
         : data.twoFactor.filter(
-            (r) => (filters.name === undefined || r.service === filters.name) && (!q || r.service.toLowerCase().includes(q) || r.accountName.toLowerCase().includes(q)),
+            (r) =>
+              (filters.name === undefined || r.service === filters.name) &&
+              (!q || r.service.toLowerCase().includes(q) || r.accountName.toLowerCase().includes(q)),
           )
     return records.map((r) => publicTwoFactor(r, now))
   }
@@ -238,7 +240,12 @@ const duplicateKey = (secret: string, service: string, accountName: string) => `
  * Sorts a file's tokens into created, duplicates and refused against the vault as it is; with
  * `store`, seals and appends the created ones (inside the caller's one update).
  */
-function classify(data: VaultDocument, cipher: VaultCipher, parsed: ParsedImport, store: null | { userId: string; at: string; actor: string; write: Writer<VaultDocument> }): ImportAnswer {
+function classify(
+  data: VaultDocument,
+  cipher: VaultCipher,
+  parsed: ParsedImport,
+  store: null | { userId: string; at: string; actor: string; write: Writer<VaultDocument> },
+): ImportAnswer {
   const known = new Map<string, string | null>()
   for (const token of data.twoFactor) {
     const secret = cipher.open('totp', token.id, token.encryptedSecret)
@@ -327,7 +334,14 @@ export class TwoFactorTransfer {
         unreadable.push({ service: token.service, accountName: token.accountName, reason: 'the secret does not decrypt' })
         continue
       }
-      tokens.push({ service: token.service, accountName: token.accountName, secret: normalized, type: otpType(token), ...totpParameters(token), counter: token.counter ?? 0 })
+      tokens.push({
+        service: token.service,
+        accountName: token.accountName,
+        secret: normalized,
+        type: otpType(token),
+        ...totpParameters(token),
+        counter: token.counter ?? 0,
+      })
     }
     const result = writeExport(format, tokens)
     return { format, ...result, skipped: [...unreadable, ...result.skipped] }

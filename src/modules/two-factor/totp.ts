@@ -3,7 +3,17 @@
 // `algorithm`, `digits` and `period` are kept with it; a bare secret is SHA-1, 6
 // digits, 30 seconds. Loaded with the first 2FA create or update (otpauth is large: docs/performance.md).
 import * as OTPAuth from 'otpauth'
-import { DEFAULT_TOTP_PARAMETERS, normalizedBase32, STEAM_DIGITS, STEAM_PERIOD_SECONDS, TOTP_ALGORITHMS, TOTP_LIMITS, type OtpType, type TotpAlgorithm, type TotpParameters } from './totp-code'
+import {
+  DEFAULT_TOTP_PARAMETERS,
+  normalizedBase32,
+  STEAM_DIGITS,
+  STEAM_PERIOD_SECONDS,
+  TOTP_ALGORITHMS,
+  TOTP_LIMITS,
+  type OtpType,
+  type TotpAlgorithm,
+  type TotpParameters,
+} from './totp-code'
 
 /** Generous room for a long otpauth URI; anything longer is not a TOTP secret. */
 export const MAX_SECRET_INPUT_LENGTH = 4096

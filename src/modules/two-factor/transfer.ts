@@ -89,12 +89,14 @@ function checked(raw: RawToken): ImportCandidate | RefusedCandidate {
   const refuse = (reason: string): RefusedCandidate => ({ service, accountName, reason })
   if (!service) return refuse('no issuer or account name')
   const type = text(raw.type).toLowerCase() || 'totp'
-  if (type !== 'totp' && type !== 'hotp' && type !== 'steam') return refuse(`the token type ${JSON.stringify(clip(text(raw.type)))} is not supported (totp, hotp and steam are)`)
+  if (type !== 'totp' && type !== 'hotp' && type !== 'steam')
+    return refuse(`the token type ${JSON.stringify(clip(text(raw.type)))} is not supported (totp, hotp and steam are)`)
   const secret = typeof raw.secret === 'string' ? normalizedBase32(raw.secret) : null
   if (secret === null) return refuse('the secret is not base32 of at least 10 bytes')
   if (type === 'steam') return { service, accountName, secret, type, algorithm: 'SHA1', digits: STEAM_DIGITS, period: STEAM_PERIOD_SECONDS, counter: 0 }
   const algorithm = (text(raw.algorithm).toUpperCase().replace('-', '') || 'SHA1') as TotpAlgorithm
-  if (!TOTP_ALGORITHMS.includes(algorithm)) return refuse(`the algorithm ${JSON.stringify(clip(text(raw.algorithm)))} is not supported (SHA1, SHA256, SHA512 are)`)
+  if (!TOTP_ALGORITHMS.includes(algorithm))
+    return refuse(`the algorithm ${JSON.stringify(clip(text(raw.algorithm)))} is not supported (SHA1, SHA256, SHA512 are)`)
   const digits = integer(raw.digits, 6)
   if (digits === null || digits < TOTP_LIMITS.digits.min || digits > TOTP_LIMITS.digits.max) return refuse('digits must be 6 to 8')
   const period = type === 'hotp' ? 30 : integer(raw.period, 30)
@@ -183,9 +185,20 @@ function readOtpauthLink(link: string): RawToken | RefusedCandidate {
   const labelled = label.name ? link : link.replace(/^(otpauth:\/\/[a-z]+)\/?\?/i, `$1/${encodeURIComponent(label.issuer || 'token')}?`)
   const parsed = parseOtpSecret(labelled)
   if (parsed === null) {
-    return { ...labels(label), reason: 'the link has no usable secret, or asks for parameters not supported (SHA1/SHA256/SHA512; 6 to 8 digits; 15 to 120 seconds)' }
+    return {
+      ...labels(label),
+      reason: 'the link has no usable secret, or asks for parameters not supported (SHA1/SHA256/SHA512; 6 to 8 digits; 15 to 120 seconds)',
+    }
   }
-  return { ...label, secret: parsed.secret, type: parsed.type, algorithm: parsed.algorithm, digits: parsed.digits, period: parsed.period, counter: parsed.counter }
+  return {
+    ...label,
+    secret: parsed.secret,
+    type: parsed.type,
+    algorithm: parsed.algorithm,
+    digits: parsed.digits,
+    period: parsed.period,
+    counter: parsed.counter,
+  }
 }
 
 function readLines(content: string): ParsedImport {
@@ -256,7 +269,18 @@ async function aegisMasterKey(header: Record<string, unknown>, password: string)
     const wrapped = hex(slot.key, 32)
     if (!salt || !wrapped || typeof n !== 'number' || typeof r !== 'number' || typeof p !== 'number') continue
     // N a power of two; the memory scrypt needs (128·N·r) and the work (·p) bounded.
-    if (!Number.isInteger(n) || n < 2 || n > 2 ** 20 || (n & (n - 1)) !== 0 || !Number.isInteger(r) || r < 1 || r > 32 || !Number.isInteger(p) || p < 1 || p > 4) {
+    if (
+      !Number.isInteger(n) ||
+      n < 2 ||
+      n > 2 ** 20 ||
+      (n & (n - 1)) !== 0 ||
+      !Number.isInteger(r) ||
+      r < 1 ||
+      r > 32 ||
+      !Number.isInteger(p) ||
+      p < 1 ||
+      p > 4
+    ) {
       throw unreadable('the Aegis password slot asks for scrypt parameters beyond what is accepted here (N up to 2^20, r up to 32, p up to 4)')
     }
     if (128 * n * r > SCRYPT_MAX_MEMORY) throw unreadable('the Aegis password slot asks for more scrypt memory than accepted here (64 MiB)')
@@ -271,7 +295,16 @@ function aegisEntries(db: unknown): RawToken[] {
   return limited(db.entries).map((entry): RawToken => {
     if (!isObject(entry)) return {}
     const info = isObject(entry.info) ? entry.info : {}
-    return { issuer: entry.issuer, name: entry.name, type: entry.type, secret: info.secret, algorithm: info.algo, digits: info.digits, period: info.period, counter: info.counter }
+    return {
+      issuer: entry.issuer,
+      name: entry.name,
+      type: entry.type,
+      secret: info.secret,
+      algorithm: info.algo,
+      digits: info.digits,
+      period: info.period,
+      counter: info.counter,
+    }
   })
 }
 
@@ -280,9 +313,9 @@ async function readAegis(vault: Record<string, unknown>, password: string | unde
   if (!isObject(vault.header)) throw unreadable('the encrypted Aegis vault has no header')
   if (password === undefined || password === '') throw badRequest('IMPORT_PASSWORD_REQUIRED', 'password: this Aegis vault is encrypted; send its password')
   const master = await aegisMasterKey(vault.header, password)
-  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(vault.db)) throw unreadable('the encrypted Aegis vault\'s db is not base64')
+  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(vault.db)) throw unreadable("the encrypted Aegis vault's db is not base64")
   const plain = openGcm(master, vault.header.params, Buffer.from(vault.db, 'base64'))
-  if (plain === null) throw unreadable('the encrypted Aegis vault\'s contents do not decrypt with its key (damaged)')
+  if (plain === null) throw unreadable("the encrypted Aegis vault's contents do not decrypt with its key (damaged)")
   return { format: 'aegis-encrypted', items: aegisEntries(parseJson(plain.toString('utf8'), 'the decrypted Aegis vault')).map(checked) }
 }
 
@@ -319,7 +352,16 @@ function readAndOtp(list: unknown[]): ParsedImport {
     format: 'andotp',
     items: limited(list).map((entry) =>
       isObject(entry)
-        ? checked({ issuer: entry.issuer, name: entry.label, secret: entry.secret, type: entry.type, algorithm: entry.algorithm, digits: entry.digits, period: entry.period, counter: entry.counter })
+        ? checked({
+            issuer: entry.issuer,
+            name: entry.label,
+            secret: entry.secret,
+            type: entry.type,
+            algorithm: entry.algorithm,
+            digits: entry.digits,
+            period: entry.period,
+            counter: entry.counter,
+          })
         : checked({}),
     ),
   }
@@ -417,7 +459,9 @@ export function migrationLinks(tokens: ExportToken[]): ExportResult {
   const batchId = (crypto.getRandomValues(new Uint32Array(1))[0] & 0x7fffffff) | 1
   const links: string[] = []
   for (let index = 0; index < batchSize; index++) {
-    links.push(migrationLink({ otps: otps.slice(index * MIGRATION_BATCH_SIZE, (index + 1) * MIGRATION_BATCH_SIZE), version: 1, batchSize, batchIndex: index, batchId }))
+    links.push(
+      migrationLink({ otps: otps.slice(index * MIGRATION_BATCH_SIZE, (index + 1) * MIGRATION_BATCH_SIZE), version: 1, batchSize, batchIndex: index, batchId }),
+    )
   }
   return { content: otps.length === 0 ? '' : links.join('\n') + '\n', count: otps.length, skipped }
 }

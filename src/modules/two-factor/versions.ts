@@ -34,19 +34,27 @@ export function tokenVersionRoutes(deps: AppDeps) {
         response: { 200: RevealedTwoFactorVersionSchema, ...errorResponses(400, 404) },
         detail: {
           operationId: 'revealTwoFactorTokenVersion',
-          summary: "The current code of a previous secret",
+          summary: 'The current code of a previous secret',
           description: `As for the current secret, the secret itself is never answered: the code it makes now is. Answers carry Cache-Control: no-store. ${VERSION_404}`,
         },
       },
     )
-    .post('/:id/versions/:version/restore', async ({ auth, audit, params }) => {
-      const token = await history.restoreTokenVersion(auth.userId, params.id, params.version, versionAuthor(auth))
-      await audit('twofa.version_restore', [ref('twofa', token, `${token.service} (${token.accountName})`)], { version: params.version })
-      return token
-    }, {
-      auth: '2fa:write',
-      params: EntryVersionParams,
-      response: { 200: TwoFactorSchema, ...errorResponses(400, 404) },
-      detail: { operationId: 'restoreTwoFactorTokenVersion', summary: 'Make a previous secret (and its code parameters) the current one', description: `The restored secret becomes a new version. ${VERSION_404}` },
-    })
+    .post(
+      '/:id/versions/:version/restore',
+      async ({ auth, audit, params }) => {
+        const token = await history.restoreTokenVersion(auth.userId, params.id, params.version, versionAuthor(auth))
+        await audit('twofa.version_restore', [ref('twofa', token, `${token.service} (${token.accountName})`)], { version: params.version })
+        return token
+      },
+      {
+        auth: '2fa:write',
+        params: EntryVersionParams,
+        response: { 200: TwoFactorSchema, ...errorResponses(400, 404) },
+        detail: {
+          operationId: 'restoreTwoFactorTokenVersion',
+          summary: 'Make a previous secret (and its code parameters) the current one',
+          description: `The restored secret becomes a new version. ${VERSION_404}`,
+        },
+      },
+    )
 }

@@ -88,42 +88,51 @@ export function deviceLoginRoutes(deps: AppDeps) {
       detail: {
         operationId: 'getDeviceLogin',
         summary: 'A pending device sign-in: the device name, where and when it started, the scopes asked for',
-        description: '`scopes` is what the device asked for; `grantedByDefault` what an approval without a choice grants (the default scopes among them); `address` and `userAgent` are the client that started it. 404 DEVICE_CODE_NOT_FOUND when the code is unknown, expired or already decided. 429 after 20 unknown codes in 15 minutes.',
-      },
-    })
-    .post('/device/:userCode/approve', async ({ auth, audit, body, params }) => {
-      // Approving pays out a 90-day key: not on a stolen cookie alone.
-      requireFreshProof(deps.accounts, auth)
-      const decided = logins.decide(auth.userId, params.userCode, true, body?.scopes)
-      await audit('device_login.approve', [], {
-        deviceName: decided.deviceName,
-        keyName: keyNameFor(decided.deviceName),
-        scopes: decided.scopes,
-        requestedScopes: decided.requestedScopes,
-      })
-      return { status: decided.status }
-    }, {
-      auth: 'session',
-      params: UserCodeParams,
-      body: ApproveDeviceLoginBody,
-      response: { 200: DeviceDecisionSchema, ...errorResponses(400, 404, 413, 429) },
-      detail: {
-        operationId: 'approveDeviceLogin',
-        summary: 'Approve a device sign-in: the CLI receives a new access key of yours on its next poll',
         description:
-          'Needs a fresh proof (a sign-in or POST /api/auth/reauth within the last 10 minutes), else 403 REAUTHENTICATION_REQUIRED. Without a body, the key holds the default scopes among those asked for (400 VALIDATION_ERROR when none of them is a default one); `scopes` grants exactly the scopes the approver picked, wider or narrower.',
+          '`scopes` is what the device asked for; `grantedByDefault` what an approval without a choice grants (the default scopes among them); `address` and `userAgent` are the client that started it. 404 DEVICE_CODE_NOT_FOUND when the code is unknown, expired or already decided. 429 after 20 unknown codes in 15 minutes.',
       },
     })
-    .post('/device/:userCode/deny', async ({ auth, audit, params }) => {
-      const decided = logins.decide(auth.userId, params.userCode, false)
-      await audit('device_login.deny', [], { deviceName: decided.deviceName, keyName: keyNameFor(decided.deviceName), scopes: decided.requestedScopes })
-      return { status: decided.status }
-    }, {
-      auth: 'session',
-      params: UserCodeParams,
-      response: { 200: DeviceDecisionSchema, ...errorResponses(404, 413, 429) },
-      detail: { operationId: 'denyDeviceLogin', summary: 'Deny a device sign-in: the CLI is told so and gets no key' },
-    })
+    .post(
+      '/device/:userCode/approve',
+      async ({ auth, audit, body, params }) => {
+        // Approving pays out a 90-day key: not on a stolen cookie alone.
+        requireFreshProof(deps.accounts, auth)
+        const decided = logins.decide(auth.userId, params.userCode, true, body?.scopes)
+        await audit('device_login.approve', [], {
+          deviceName: decided.deviceName,
+          keyName: keyNameFor(decided.deviceName),
+          scopes: decided.scopes,
+          requestedScopes: decided.requestedScopes,
+        })
+        return { status: decided.status }
+      },
+      {
+        auth: 'session',
+        params: UserCodeParams,
+        body: ApproveDeviceLoginBody,
+        response: { 200: DeviceDecisionSchema, ...errorResponses(400, 404, 413, 429) },
+        detail: {
+          operationId: 'approveDeviceLogin',
+          summary: 'Approve a device sign-in: the CLI receives a new access key of yours on its next poll',
+          description:
+            'Needs a fresh proof (a sign-in or POST /api/auth/reauth within the last 10 minutes), else 403 REAUTHENTICATION_REQUIRED. Without a body, the key holds the default scopes among those asked for (400 VALIDATION_ERROR when none of them is a default one); `scopes` grants exactly the scopes the approver picked, wider or narrower.',
+        },
+      },
+    )
+    .post(
+      '/device/:userCode/deny',
+      async ({ auth, audit, params }) => {
+        const decided = logins.decide(auth.userId, params.userCode, false)
+        await audit('device_login.deny', [], { deviceName: decided.deviceName, keyName: keyNameFor(decided.deviceName), scopes: decided.requestedScopes })
+        return { status: decided.status }
+      },
+      {
+        auth: 'session',
+        params: UserCodeParams,
+        response: { 200: DeviceDecisionSchema, ...errorResponses(404, 413, 429) },
+        detail: { operationId: 'denyDeviceLogin', summary: 'Deny a device sign-in: the CLI is told so and gets no key' },
+      },
+    )
     .get('/key', ({ auth }) => publicAccessKey(ownKey(auth)), {
       auth: 'any',
       response: { 200: AccessKeySchema, ...errorResponses() },

@@ -4,13 +4,15 @@ import { component, strictObject, Timestamp } from '../../../http/schemas'
 import { DEFAULT_CLI_SCOPES } from './service'
 
 const StartFields = strictObject({
-  deviceName: t.Optional(t.String({
-    minLength: 1,
-    maxLength: 100,
-    // No control characters: the name is shown on the approval page and in key lists.
-    pattern: '^[^\\u0000-\\u001f\\u007f]+$',
-    description: 'The machine asking, usually its hostname; the key is named "svc on <deviceName>" (default: "unknown device")',
-  })),
+  deviceName: t.Optional(
+    t.String({
+      minLength: 1,
+      maxLength: 100,
+      // No control characters: the name is shown on the approval page and in key lists.
+      pattern: '^[^\\u0000-\\u001f\\u007f]+$',
+      description: 'The machine asking, usually its hostname; the key is named "svc on <deviceName>" (default: "unknown device")',
+    }),
+  ),
   scopes: t.Optional(
     t.Array(ScopeSchema, {
       minItems: 1,
@@ -26,11 +28,11 @@ export const StartDeviceLoginBody = t.Union([StartFields, t.Null()])
 export const DeviceAuthorizationSchema = component(
   'DeviceAuthorization',
   t.Object({
-  deviceCode: t.String({ description: 'Secret; the CLI polls with it. Never shown to the person.' }),
-  userCode: t.String({ description: 'Eight letters shown as ABCD-EFGH; the person checks it on the page' }),
-  verificationUri: t.String({ description: '<SVC_BASE_URL>/cli?code=ABCD-EFGH: the page that approves or denies' }),
-  expiresIn: t.Integer({ description: 'Seconds the codes stay valid (600)' }),
-  interval: t.Integer({ description: 'Seconds to wait between polls' }),
+    deviceCode: t.String({ description: 'Secret; the CLI polls with it. Never shown to the person.' }),
+    userCode: t.String({ description: 'Eight letters shown as ABCD-EFGH; the person checks it on the page' }),
+    verificationUri: t.String({ description: '<SVC_BASE_URL>/cli?code=ABCD-EFGH: the page that approves or denies' }),
+    expiresIn: t.Integer({ description: 'Seconds the codes stay valid (600)' }),
+    interval: t.Integer({ description: 'Seconds to wait between polls' }),
   }),
 )
 
@@ -51,16 +53,16 @@ export const UserCodeParams = t.Object({ userCode: t.String({ maxLength: 32, des
 export const DeviceRequestSchema = component(
   'DeviceLoginRequest',
   t.Object({
-  userCode: t.String(),
-  deviceName: t.String(),
-  keyName: t.String({ description: 'The name the new access key will have' }),
-  scopes: t.Array(ScopeSchema, { description: 'The scopes the device asked for' }),
-  grantedByDefault: t.Array(ScopeSchema, { description: 'What an approval without a choice grants: the default scopes among those asked for' }),
-  address: t.String({ description: 'The client address that started the sign-in' }),
-  userAgent: t.Union([t.String(), t.Null()], { description: 'Its User-Agent header' }),
-  createdAt: Timestamp,
-  keyExpiresInDays: t.Integer({ description: 'The new key expires this many days after approval' }),
-  expiresAt: Timestamp,
+    userCode: t.String(),
+    deviceName: t.String(),
+    keyName: t.String({ description: 'The name the new access key will have' }),
+    scopes: t.Array(ScopeSchema, { description: 'The scopes the device asked for' }),
+    grantedByDefault: t.Array(ScopeSchema, { description: 'What an approval without a choice grants: the default scopes among those asked for' }),
+    address: t.String({ description: 'The client address that started the sign-in' }),
+    userAgent: t.Union([t.String(), t.Null()], { description: 'Its User-Agent header' }),
+    createdAt: Timestamp,
+    keyExpiresInDays: t.Integer({ description: 'The new key expires this many days after approval' }),
+    expiresAt: Timestamp,
   }),
 )
 

@@ -104,12 +104,20 @@ export function networkOf(address: string): string {
   const tail = halves.length === 2 && halves[1] ? halves[1].split(':') : []
   // An embedded IPv4 tail (::ffff:1.2.3.4) takes two groups; only the first four matter here.
   const groups = halves.length === 2 ? [...head, ...Array(Math.max(0, 8 - head.length - tail.length)).fill('0'), ...tail] : head
-  return groups.slice(0, 4).map((group) => group.replace(/^0+(?=.)/, '')).join(':') + '::/64'
+  return (
+    groups
+      .slice(0, 4)
+      .map((group) => group.replace(/^0+(?=.)/, ''))
+      .join(':') + '::/64'
+  )
 }
 
 /** A User-Agent header as stored and shown: printable characters only, at most 300. */
 const cleanUserAgent = (raw: string | null | undefined): string | null => {
-  const text = (raw ?? '').replace(/[\u0000-\u001f\u007f-\u009f]/g, '').trim().slice(0, 300)
+  const text = (raw ?? '')
+    .replace(/[\u0000-\u001f\u007f-\u009f]/g, '')
+    .trim()
+    .slice(0, 300)
   return text === '' ? null : text
 }
 
