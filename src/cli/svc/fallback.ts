@@ -63,7 +63,8 @@ export function saveFallback(who: FallbackKey, selection: string, variables: Rec
     const sealed: Sealed = { v: 1, savedAt: now, iv: iv.toString('base64'), data: data.toString('base64'), tag: cipher.getAuthTag().toString('base64') }
     const path = filePath(who, selection, env)
     rmSync(path, { force: true })
-    writeSecretFile(path, JSON.stringify(sealed))
+    // Not synced: after a crash the copy may be missing or fail its tag, and is then not used.
+    writeSecretFile(path, JSON.stringify(sealed), { sync: false })
   } catch (error) {
     process.stderr.write(`svc: could not keep the offline copy: ${(error as Error).message}\n`)
   }

@@ -4,12 +4,13 @@
 import { closeSync, fsyncSync, openSync, renameSync, rmSync, writeSync } from 'node:fs'
 import { basename, dirname, join } from 'node:path'
 
-export function writeSecretFile(path: string, text: string): void {
+/** `sync: false` for a cache that may be lost in a crash (never seen torn: it is renamed into place). */
+export function writeSecretFile(path: string, text: string, options: { sync?: boolean } = {}): void {
   const temp = join(dirname(path), `.${basename(path)}.${process.pid}.${Date.now()}.tmp`)
   const fd = openSync(temp, 'wx', 0o600)
   try {
     writeSync(fd, text)
-    fsyncSync(fd)
+    if (options.sync !== false) fsyncSync(fd)
   } catch (error) {
     closeSync(fd)
     rmSync(temp, { force: true })

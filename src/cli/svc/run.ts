@@ -185,6 +185,7 @@ export async function run(argv: string[]): Promise<never> {
   let exported: Variables
   let etag: string | null
   let variables: Variables
+  let keepCopy: (() => void) | null = null
   try {
     const first = (await fetchExport(client, selection))!
     exported = first.variables
@@ -193,7 +194,8 @@ export async function run(argv: string[]): Promise<never> {
     if ((selection.name || selection.environment) && Object.keys(exported).length === 0) {
       throw new CliError(`nothing matched: the export of ${describeSelection(selection)} holds no variable`)
     }
-    if (maxAgeMs > 0) saveFallback(cacheKey, cacheSelection, variables)
+    // Kept once the command has started, so that the copy's encryption and write overlap it.
+    if (maxAgeMs > 0) keepCopy = () => saveFallback(cacheKey, cacheSelection, variables)
   } catch (error) {
     forgetIfRefused(error)
     if (!(isCliError(error) && error.unreachable)) throw error
@@ -324,6 +326,7 @@ export async function run(argv: string[]): Promise<never> {
   }
 
   await start()
+  keepCopy?.()
   if (watch) pollTimer = setTimeout(poll, intervalMs)
 
   // Wait for a child exit that is not a restart's.
