@@ -43,6 +43,7 @@ import { securityAlerts } from './modules/account/security-alerts'
 import { auditRoutes } from './modules/audit'
 import { AuditService } from './modules/audit/service'
 import { AUDIT_ACTIONS } from './modules/audit/model'
+import { SharedVaults } from './modules/vaults/service'
 
 export type { AppDeps }
 
@@ -124,7 +125,18 @@ export async function openVault(
   const notifier = createNotifier({ accounts, vaults, store, config, now, log })
   // A locked second step is recorded and told to the owner.
   securityAlerts({ twoFactor: protection.twoFactor, notifier, audit, now, log })
-  return { config, store, keyring, accounts, accessKeys, vaults, log, now, metrics, logRequest, audit, protection, notifier }
+  const auditLog = audit
+  const sharedVaults = new SharedVaults({
+    accountsDoc: store.accounts,
+    accounts,
+    accessKeys,
+    discardVault: async (vaultId) => {
+      await store.deleteVault(vaultId)
+      await auditLog.discard(vaultId)
+    },
+    now,
+  })
+  return { config, store, keyring, accounts, accessKeys, vaults, log, now, metrics, logRequest, audit, protection, notifier, sharedVaults }
 }
 
 export function createApp(deps: AppDeps) {

@@ -11,6 +11,7 @@ import type { Vaults } from './modules/vault-access'
 import type { AuditService } from './modules/audit/service'
 import type { Notifier } from './modules/account/notifications'
 import type { Store } from './store/store'
+import type { SharedVaults } from './modules/vaults/service'
 
 export interface AppDeps {
   config: Config
@@ -30,4 +31,6 @@ export interface AppDeps {
   protection: AccountProtection
   /** The due-items and security-alert webhook (routes, the background pass and alerts share it). */
   notifier: Notifier
+  /** Shared vaults: their members and the resolver of /api/vaults/{vaultId} routes. */
+  sharedVaults: SharedVaults
 }

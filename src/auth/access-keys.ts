@@ -138,6 +138,21 @@ export class AccessKeys {
     })
   }
 
+  /**
+   * Inside an accounts write: deletes every key `drop` picks (a shared vault deleted, a member
+   * removed), in the same durable change; from then on they no longer authenticate.
+   */
+  revokeWhere(write: Writer<AccountsDocument>, drop: (record: AccessKeyRecord) => boolean): void {
+    const removed = write.accessKeys.removeWhere(drop)
+    for (const record of removed) {
+      this.byHash.delete(record.keyHash)
+      this.lastUsed.delete(record.keyHash)
+      const ofUser = this.byUser.get(record.userId)
+      const at = ofUser ? ofUser.findIndex((k) => k.id === record.id) : -1
+      if (at >= 0) ofUser!.splice(at, 1)
+    }
+  }
+
   /** The live key record for a presented key, or null (unknown, revoked or expired). */
   authenticate(presented: string): AccessKeyRecord | null {
     if (!presented.startsWith(KEY_PREFIX) || presented.length > 200) return null
