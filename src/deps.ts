@@ -12,6 +12,7 @@ import type { AuditService } from './modules/audit/service'
 import type { Notifier } from './modules/account/notifications'
 import type { Store } from './store/store'
 import type { SharedVaults } from './modules/vaults/service'
+import type { VaultMount } from './auth/vault-mount'
 
 export interface AppDeps {
   config: Config
@@ -33,4 +34,6 @@ export interface AppDeps {
   notifier: Notifier
   /** Shared vaults: their members and the resolver of /api/vaults/{vaultId} routes. */
   sharedVaults: SharedVaults
+  /** Set on the copies of deps that build the resource routes: which vault they work on (auth/vault-mount.ts). */
+  vaultMount?: VaultMount
 }

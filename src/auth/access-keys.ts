@@ -21,6 +21,7 @@ export interface PublicAccessKey {
   expiresAt: string | null
   lastUsedAt: string | null
   createdAt: string
+  vaultId: string | null
 }
 
 export const publicAccessKey = (record: AccessKeyRecord, lastUsedAt = record.lastUsedAt): PublicAccessKey => ({
@@ -32,6 +33,7 @@ export const publicAccessKey = (record: AccessKeyRecord, lastUsedAt = record.las
   expiresAt: record.expiresAt,
   lastUsedAt,
   createdAt: record.createdAt,
+  vaultId: record.vaultId ?? null,
 })
 
 export class AccessKeys {
@@ -91,7 +93,10 @@ export class AccessKeys {
     return (this.byUser.get(userId) ?? []).map((record) => publicAccessKey(record, this.lastUsed.get(record.keyHash) ?? record.lastUsedAt))
   }
 
-  async create(userId: string, input: { name: string; scopes: string[]; expiresAt?: string | null }): Promise<PublicAccessKey & { key: string }> {
+  async create(
+    userId: string,
+    input: { name: string; scopes: string[]; expiresAt?: string | null; vaultId?: string | null },
+  ): Promise<PublicAccessKey & { key: string }> {
     const scopes = [...new Set(input.scopes)]
     const unknown = scopes.find((scope) => !isScope(scope))
     if (unknown !== undefined) throw validationError('scopes', `unknown scope "${unknown}"`)
@@ -114,10 +119,15 @@ export class AccessKeys {
       expiresAt,
       lastUsedAt: null,
       createdAt: new Date(this.now()).toISOString(),
+      // Only a key bound to a vault carries the field: personal keys stay as they were stored.
+      ...(input.vaultId ? { vaultId: input.vaultId } : {}),
     }
     await this.doc.update((data, write) => {
       // Checked inside the write: a deletion of the account queued first wins (a device sign-in approved before it pays out nothing).
       if (!data.users.some((user) => user.id === userId)) throw new AppError(401, 'AUTH_REQUIRED', 'This account no longer exists')
+      // Still a member when the key is written (a removal queued first wins).
+      if (input.vaultId && !data.sharedVaults.some((vault) => vault.id === input.vaultId && vault.members.some((member) => member.userId === userId)))
+        throw new AppError(404, 'NOT_FOUND', 'Vault not found')
       write.accessKeys.push(record)
       this.index(record)
     })

@@ -21,7 +21,11 @@ export function accessKeyRoutes(deps: GuardDeps & { accessKeys: AccessKeys }) {
         // A key outlives the session: a stolen cookie alone must not mint one.
         requireFreshProof(deps.accounts, auth)
         const created = await accessKeys.create(auth.userId, body)
-        await audit('access_key.create', [{ kind: 'access_key', id: created.id, name: created.name }], { scopes: created.scopes, expiresAt: created.expiresAt })
+        await audit('access_key.create', [{ kind: 'access_key', id: created.id, name: created.name }], {
+          scopes: created.scopes,
+          expiresAt: created.expiresAt,
+          ...(created.vaultId ? { vaultId: created.vaultId } : {}),
+        })
         set.status = 201
         return created
       },
