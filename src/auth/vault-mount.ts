@@ -3,7 +3,6 @@
 // guard turns (caller, vault id, role needed) into `auth.userId = vaultId` (the owner id the
 // services take: a shared vault's documents live under its id), with the member's own id beside it.
 import type { AccessKeyRecord, VaultRole } from '../store/records'
-import type { AuthNeed } from './guard'
 
 export const SHARED_PREFIX = '/api/vaults/:vaultId'
 
@@ -26,7 +25,8 @@ const isWriteScope = (scope: string) => scope.endsWith(':write')
  * The role a shared vault's operation needs: reads (lists, gets, reveals, exports, stats, the
  * member's own audit events) viewer; writes editor; the raw audit log (every member's lines) admin.
  */
-export function vaultRoleFor(need: AuthNeed, method: string, route: string): VaultRole {
+/** `need`: a route's AuthNeed (guard.ts): a scope, several, 'session' or 'any'. */
+export function vaultRoleFor(need: string | readonly string[], method: string, route: string): VaultRole {
   const path = route.length > 1 && route.endsWith('/') ? route.slice(0, -1) : route
   if (path.endsWith('/audit/export')) return 'admin'
   if (need !== 'any' && need !== 'session') {
