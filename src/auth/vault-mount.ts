@@ -29,6 +29,11 @@ const isWriteScope = (scope: string) => scope.endsWith(':write')
 export function vaultRoleFor(need: string | readonly string[], method: string, route: string): VaultRole {
   const path = route.length > 1 && route.endsWith('/') ? route.slice(0, -1) : route
   if (path.endsWith('/audit/export')) return 'admin'
+  // The vault itself (modules/vaults): read by any member, changed by an admin; a member may
+  // always leave (DELETE of their own membership: the handler checks the admin role for others).
+  if (path === SHARED_PREFIX) return method === 'GET' ? 'viewer' : 'admin'
+  if (path === `${SHARED_PREFIX}/members/:userId`) return method === 'DELETE' ? 'viewer' : 'admin'
+  if (path === `${SHARED_PREFIX}/members`) return method === 'GET' ? 'viewer' : 'admin'
   if (need !== 'any' && need !== 'session') {
     const scopes: readonly string[] = typeof need === 'string' ? [need] : need
     return scopes.some(isWriteScope) ? 'editor' : 'viewer'
