@@ -15,7 +15,7 @@ export async function addMember(server: TestServer, vaultId: string, member: Mem
   await server.deps.sharedVaults.addMember(vaultId, member.user.id, role, by.user.id)
 }
 
-export async function createVault(admin: Member, name = 'team'): Promise<string> {
+export async function createVault(admin: Client, name = 'team'): Promise<string> {
   const created = await admin.post('/api/vaults', { name })
   expect(created.status).toBe(201)
   return created.body.id

@@ -32,12 +32,12 @@ export function accessKeyRoutes(deps: GuardDeps & { accessKeys: AccessKeys }) {
       {
         auth: 'session',
         body: CreateAccessKeyBody,
-        response: { 201: CreatedAccessKeySchema, ...errorResponses(400, 413) },
+        response: { 201: CreatedAccessKeySchema, ...errorResponses(400, 404, 413) },
         detail: {
           operationId: 'createAccessKey',
           summary: 'Create an access key; the answer holds the key, shown this once',
           description:
-            'Needs a fresh proof: a sign-in or POST /api/auth/reauth of this session within the last 10 minutes, else 403 REAUTHENTICATION_REQUIRED.',
+            'Needs a fresh proof: a sign-in or POST /api/auth/reauth of this session within the last 10 minutes, else 403 REAUTHENTICATION_REQUIRED. `vaultId` binds the key to a shared vault you are a member of (404 NOT_FOUND otherwise).',
         },
       },
     )
