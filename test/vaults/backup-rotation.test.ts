@@ -11,7 +11,12 @@ const dirs: string[] = []
 afterAll(() => dirs.forEach(removeDir))
 
 async function run(args: string[], env: Record<string, string> = {}) {
-  const proc = Bun.spawn(['bun', ...args], { cwd: ROOT, env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', ...env }, stdout: 'pipe', stderr: 'pipe' })
+  const proc = Bun.spawn(['bun', ...args], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', ...env },
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
   const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
   return { code, output: out + err }
 }
