@@ -21,7 +21,7 @@ export interface PublicAccessKey {
   expiresAt: string | null
   lastUsedAt: string | null
   createdAt: string
-  vaultId: string | null
+  vaultId?: string
 }
 
 export const publicAccessKey = (record: AccessKeyRecord, lastUsedAt = record.lastUsedAt): PublicAccessKey => ({
@@ -33,7 +33,8 @@ export const publicAccessKey = (record: AccessKeyRecord, lastUsedAt = record.las
   expiresAt: record.expiresAt,
   lastUsedAt,
   createdAt: record.createdAt,
-  vaultId: record.vaultId ?? null,
+  // Only on a key bound to a shared vault: a personal key's answer is as it always was.
+  ...(record.vaultId ? { vaultId: record.vaultId } : {}),
 })
 
 export class AccessKeys {

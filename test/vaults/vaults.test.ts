@@ -115,7 +115,7 @@ describe('shared vaults', () => {
     const personalKey = await viewer.keyClient(['entries:read'])
     expect((await personalKey.get(`/api/vaults/${vaultId}/entries`)).body.code).toBe('NOT_FOUND')
     expect((await personalKey.get('/api/entries')).status).toBe(200)
-    expect((await viewer.get('/api/access-keys')).body.map((k: any) => k.vaultId).sort()).toEqual([null, vaultId].sort())
+    expect((await viewer.get('/api/access-keys')).body.map((k: any) => k.vaultId ?? 'personal').sort()).toEqual(['personal', vaultId].sort())
 
     const reveal = await bound.post(`/api/vaults/${vaultId}/entries/${listed.body[0].id}/reveal`)
     expect(reveal.status).toBe(200)
@@ -181,6 +181,24 @@ describe('shared vaults across a restart', () => {
       expect((await again(viewer).post(`/api/vaults/${vaultId}/entries`, {})).body.code).toBe('ROLE_REQUIRED')
     } finally {
       await second.stop()
+    }
+  })
+})
+
+describe('account deletion and shared vaults', () => {
+  test("the last admin cannot delete their account (409 LAST_ADMIN); a member's deletion leaves the vault", async () => {
+    const server = await startTestServer()
+    try {
+      const { admin, editor, vaultId } = await team(server)
+      const refused = await admin.request('DELETE', '/api/account', { password: 'correct horse battery' })
+      expect([refused.status, refused.body.code]).toEqual([409, 'LAST_ADMIN'])
+      expect((await admin.get(`/api/vaults/${vaultId}`)).status).toBe(200)
+      expect((await editor.request('DELETE', '/api/account', { password: 'correct horse battery' })).status).toBe(204)
+      const members = (await admin.get(`/api/vaults/${vaultId}/members`)).body.map((m: { userId: string }) => m.userId)
+      expect(members).not.toContain(editor.user.id)
+      expect(members).toHaveLength(2)
+    } finally {
+      await server.stop()
     }
   })
 })

@@ -12,9 +12,9 @@ export const AccessKeySchema = component(
     expiresAt: t.Union([Timestamp, t.Null()]),
     lastUsedAt: t.Union([Timestamp, t.Null()]),
     createdAt: Timestamp,
-    vaultId: t.Union([t.String(), t.Null()], {
-      description: 'The shared vault the key is bound to (it works only under /api/vaults/{vaultId}); null: your personal vault',
-    }),
+    vaultId: t.Optional(
+      t.String({ description: 'The shared vault the key is bound to (it works only under /api/vaults/{vaultId}); absent: your personal vault' }),
+    ),
   }),
 )
 
