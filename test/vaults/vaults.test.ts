@@ -115,6 +115,8 @@ describe('shared vaults', () => {
     const personalKey = await viewer.keyClient(['entries:read'])
     expect((await personalKey.get(`/api/vaults/${vaultId}/entries`)).body.code).toBe('NOT_FOUND')
     expect((await personalKey.get('/api/entries')).status).toBe(200)
+    expect((await personalKey.get('/api/vaults')).body).toEqual([])
+    expect((await bound.get('/api/vaults')).body.map((v: any) => v.id)).toEqual([vaultId])
     expect((await viewer.get('/api/access-keys')).body.map((k: any) => k.vaultId ?? 'personal').sort()).toEqual(['personal', vaultId].sort())
 
     const reveal = await bound.post(`/api/vaults/${vaultId}/entries/${listed.body[0].id}/reveal`)

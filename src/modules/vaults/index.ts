@@ -40,15 +40,16 @@ export function vaultRoutes(deps: AppDeps) {
     .use(authGuard(deps))
     .get(
       '/',
-      ({ auth }) =>
-        auth.accessKey?.vaultId ? sharedVaults.listFor(auth.userId).filter((v) => v.id === auth.accessKey?.vaultId) : sharedVaults.listFor(auth.userId),
+      // A key sees the vault it is bound to; a personal key, none.
+      ({ auth }) => (auth.accessKey ? sharedVaults.listFor(auth.userId).filter((v) => v.id === auth.accessKey?.vaultId) : sharedVaults.listFor(auth.userId)),
       {
         auth: 'any',
         response: { 200: t.Array(SharedVaultSchema), ...errorResponses() },
         detail: {
           operationId: 'listVaults',
           summary: 'The shared vaults you are a member of, with your role',
-          description: 'Your personal vault is not listed (its routes are the unprefixed ones). An access key bound to a shared vault sees that vault only.',
+          description:
+            'Your personal vault is not listed (its routes are the unprefixed ones). An access key bound to a shared vault sees that vault only; a personal access key sees none.',
         },
       },
     )
