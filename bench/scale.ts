@@ -101,6 +101,7 @@ export async function seedAccounts(dataDir: string, masterKey: string, users: nu
     users: [] as UserRecord[],
     sessions: [] as SessionRecord[],
     accessKeys: [] as AccessKeyRecord[],
+    sharedVaults: [],
   } satisfies AccountsDocument
   const seeded: SeededAccounts = { cookies: [], keys: [], emails: [], userIds: [] }
   for (let i = 0; i < users; i++) {

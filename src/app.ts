@@ -43,6 +43,9 @@ import { securityAlerts } from './modules/account/security-alerts'
 import { auditRoutes } from './modules/audit'
 import { AuditService } from './modules/audit/service'
 import { AUDIT_ACTIONS } from './modules/audit/model'
+import { SharedVaults } from './modules/vaults/service'
+import { vaultRoutes } from './modules/vaults'
+import { documentSharedRoutes, sharedMount } from './modules/vaults/mount'
 
 export type { AppDeps }
 
@@ -124,10 +127,39 @@ export async function openVault(
   const notifier = createNotifier({ accounts, vaults, store, config, now, log })
   // A locked second step is recorded and told to the owner.
   securityAlerts({ twoFactor: protection.twoFactor, notifier, audit, now, log })
-  return { config, store, keyring, accounts, accessKeys, vaults, log, now, metrics, logRequest, audit, protection, notifier }
+  const auditLog = audit
+  const sharedVaults = new SharedVaults({
+    accountsDoc: store.accounts,
+    accounts,
+    accessKeys,
+    discardVault: async (vaultId) => {
+      await store.deleteVault(vaultId)
+      await auditLog.discard(vaultId)
+    },
+    now,
+  })
+  return { config, store, keyring, accounts, accessKeys, vaults, log, now, metrics, logRequest, audit, protection, notifier, sharedVaults }
+}
+
+/** The routes of a vault's resources, on the personal vault or (vaultMount "shared") a shared one. */
+function resourceRoutes(deps: AppDeps) {
+  return new Elysia()
+    .use(envRoutes(deps))
+    .use(categoryRoutes(deps))
+    .use(entryRoutes(deps))
+    .use(twoFactorRoutes(deps))
+    .use(statsRoutes(deps))
+    .use(exportRoutes(deps))
+    .use(entryVersionRoutes(deps))
+    .use(envFileVersionRoutes(deps))
+    .use(tokenVersionRoutes(deps))
+    .use(trashRoutes(deps))
+    .use(auditRoutes(deps))
 }
 
 export function createApp(deps: AppDeps) {
+  // The personal vault's routes refuse an access key bound to a shared vault.
+  const personal: AppDeps = { ...deps, vaultMount: { kind: 'personal' } }
   // The docs read the composed app when the document is first asked for.
   let root: () => AnyElysia = () => {
     throw new Error('the app is still being composed')
@@ -149,22 +181,15 @@ export function createApp(deps: AppDeps) {
     .use(apiDocs(() => root(), apiDocumentation(deps.config)))
     .use(authRoutes(deps))
     .use(accessKeyRoutes(deps))
-    .use(envRoutes(deps))
-    .use(categoryRoutes(deps))
-    .use(entryRoutes(deps))
-    .use(twoFactorRoutes(deps))
-    .use(statsRoutes(deps))
-    .use(exportRoutes(deps))
-    .use(aiRoutes(deps))
+    .use(resourceRoutes(personal))
+    .use(aiRoutes(personal))
     .use(healthRoutes(deps))
     .use(accountRoutes(deps))
-    .use(entryVersionRoutes(deps))
-    .use(envFileVersionRoutes(deps))
-    .use(tokenVersionRoutes(deps))
-    .use(trashRoutes(deps))
     .use(lifecycleJobs(deps))
     .use(notificationRoutes(deps))
-    .use(auditRoutes(deps))
+    .use(vaultRoutes(deps))
+    // The same resource routes for a shared vault, under /api/vaults/{vaultId} (modules/vaults/mount.ts).
+    .use(documentSharedRoutes(resourceRoutes({ ...deps, vaultMount: sharedMount(deps.sharedVaults) })))
     .use(webRoutes(deps))
   root = () => app
   if (!deps.config.checkResponses) skipResponseChecks(app)
@@ -202,6 +227,10 @@ function apiDocumentation(config: AppDeps['config']): Documentation {
       { name: 'Trash', description: 'Deleted items, kept for SVC_TRASH_DAYS days' },
       { name: 'Notifications', description: 'A daily webhook listing expired and due keys (session only)' },
       { name: 'API description', description: 'This document' },
+      {
+        name: 'Shared vaults',
+        description: "Vaults shared with other accounts, their members and roles; each one's resources are under /api/vaults/{vaultId}/… (x-required-role)",
+      },
       { name: 'Audit log', description: 'Who did what, when, from where: one event per action, hash-chained (AuditEvent, AuditAction)' },
     ],
     components: {

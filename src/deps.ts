@@ -11,6 +11,8 @@ import type { Vaults } from './modules/vault-access'
 import type { AuditService } from './modules/audit/service'
 import type { Notifier } from './modules/account/notifications'
 import type { Store } from './store/store'
+import type { SharedVaults } from './modules/vaults/service'
+import type { VaultMount } from './auth/vault-mount'
 
 export interface AppDeps {
   config: Config
@@ -30,4 +32,8 @@ export interface AppDeps {
   protection: AccountProtection
   /** The due-items and security-alert webhook (routes, the background pass and alerts share it). */
   notifier: Notifier
+  /** Shared vaults: their members and the resolver of /api/vaults/{vaultId} routes. */
+  sharedVaults: SharedVaults
+  /** Set on the copies of deps that build the resource routes: which vault they work on (auth/vault-mount.ts). */
+  vaultMount?: VaultMount
 }

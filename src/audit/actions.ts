@@ -61,6 +61,13 @@ export const AUDIT_ACTIONS = [
   'trash.restore',
   'trash.purge',
   'notifications.update',
+  // Shared vaults (in the vault's own log; vault.delete in the deleting admin's log, the vault's goes with it).
+  'vault.create',
+  'vault.rename',
+  'vault.delete',
+  'member.role_change',
+  'member.remove',
+  'member.leave',
   // The server found a log that no longer reaches its anchor: written by the server itself.
   'chain.broken',
 ] as const

@@ -33,9 +33,16 @@ export const ref = (kind: string, record: { id: string; name?: string | null }, 
 export interface AuditCaller {
   accessKey?: { id: string; name: string } | null
   sessionTokenHash?: string | null
+  /** In a shared vault: the member acting (the event names them). */
+  member?: { userId: string; email: string } | null
 }
 
-export const actorOf = (auth: AuditCaller | null): AuditActor =>
+export const actorOf = (auth: AuditCaller | null): AuditActor => {
+  const actor = plainActorOf(auth)
+  return auth?.member ? { ...actor, userId: auth.member.userId, email: auth.member.email } : actor
+}
+
+const plainActorOf = (auth: AuditCaller | null): AuditActor =>
   auth?.accessKey
     ? { type: 'access-key', id: auth.accessKey.id, name: auth.accessKey.name }
     : auth?.sessionTokenHash
@@ -85,6 +92,8 @@ export interface AuditQueryInput {
   cursor?: string
   action?: string
   actor?: string
+  /** Only this member's events (a shared vault's non-admin members see their own). */
+  memberUserId?: string
   since?: string
   until?: string
 }
@@ -97,6 +106,7 @@ export async function pageOf(newestFirst: AsyncIterable<AuditEvent>, query: Audi
   const matches = (event: AuditEvent) => {
     if (query.action && event.action !== query.action) return false
     if (query.actor && event.actor.id !== query.actor && event.actor.type !== query.actor) return false
+    if (query.memberUserId !== undefined && event.actor.userId !== query.memberUserId) return false
     const time = Date.parse(event.time)
     return !(time < since || time >= until)
   }

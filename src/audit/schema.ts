@@ -33,6 +33,8 @@ export const AuditActor = component(
       type: t.Union([t.Literal('session'), t.Literal('access-key'), t.Literal('anonymous'), t.Literal('device-login')]),
       id: nullable(t.String({ description: 'The session id prefix (first 12 hex digits of its hash), or the access key id' })),
       name: nullable(t.String({ description: "The access key's name; for a device-login, the device's name" })),
+      userId: t.Optional(t.String({ description: "In a shared vault's log: the member's user id" })),
+      email: t.Optional(t.String({ description: "In a shared vault's log: the member's e-mail address" })),
     },
     { description: 'Who acted: a session, an access key, nobody signed in (a failed sign-in), or a device sign-in (svc login) receiving its approved key' },
   ),

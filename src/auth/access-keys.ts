@@ -21,6 +21,7 @@ export interface PublicAccessKey {
   expiresAt: string | null
   lastUsedAt: string | null
   createdAt: string
+  vaultId?: string
 }
 
 export const publicAccessKey = (record: AccessKeyRecord, lastUsedAt = record.lastUsedAt): PublicAccessKey => ({
@@ -32,6 +33,8 @@ export const publicAccessKey = (record: AccessKeyRecord, lastUsedAt = record.las
   expiresAt: record.expiresAt,
   lastUsedAt,
   createdAt: record.createdAt,
+  // Only on a key bound to a shared vault: a personal key's answer is as it always was.
+  ...(record.vaultId ? { vaultId: record.vaultId } : {}),
 })
 
 export class AccessKeys {
@@ -91,7 +94,10 @@ export class AccessKeys {
     return (this.byUser.get(userId) ?? []).map((record) => publicAccessKey(record, this.lastUsed.get(record.keyHash) ?? record.lastUsedAt))
   }
 
-  async create(userId: string, input: { name: string; scopes: string[]; expiresAt?: string | null }): Promise<PublicAccessKey & { key: string }> {
+  async create(
+    userId: string,
+    input: { name: string; scopes: string[]; expiresAt?: string | null; vaultId?: string | null },
+  ): Promise<PublicAccessKey & { key: string }> {
     const scopes = [...new Set(input.scopes)]
     const unknown = scopes.find((scope) => !isScope(scope))
     if (unknown !== undefined) throw validationError('scopes', `unknown scope "${unknown}"`)
@@ -114,10 +120,15 @@ export class AccessKeys {
       expiresAt,
       lastUsedAt: null,
       createdAt: new Date(this.now()).toISOString(),
+      // Only a key bound to a vault carries the field: personal keys stay as they were stored.
+      ...(input.vaultId ? { vaultId: input.vaultId } : {}),
     }
     await this.doc.update((data, write) => {
       // Checked inside the write: a deletion of the account queued first wins (a device sign-in approved before it pays out nothing).
       if (!data.users.some((user) => user.id === userId)) throw new AppError(401, 'AUTH_REQUIRED', 'This account no longer exists')
+      // Still a member when the key is written (a removal queued first wins).
+      if (input.vaultId && !data.sharedVaults.some((vault) => vault.id === input.vaultId && vault.members.some((member) => member.userId === userId)))
+        throw new AppError(404, 'NOT_FOUND', 'Vault not found')
       write.accessKeys.push(record)
       this.index(record)
     })
@@ -136,6 +147,21 @@ export class AccessKeys {
       this.byHash.delete(record.keyHash)
       this.lastUsed.delete(record.keyHash)
     })
+  }
+
+  /**
+   * Inside an accounts write: deletes every key `drop` picks (a shared vault deleted, a member
+   * removed), in the same durable change; from then on they no longer authenticate.
+   */
+  revokeWhere(write: Writer<AccountsDocument>, drop: (record: AccessKeyRecord) => boolean): void {
+    const removed = write.accessKeys.removeWhere(drop)
+    for (const record of removed) {
+      this.byHash.delete(record.keyHash)
+      this.lastUsed.delete(record.keyHash)
+      const ofUser = this.byUser.get(record.userId)
+      const at = ofUser ? ofUser.findIndex((k) => k.id === record.id) : -1
+      if (at >= 0) ofUser!.splice(at, 1)
+    }
   }
 
   /** The live key record for a presented key, or null (unknown, revoked or expired). */

@@ -322,9 +322,19 @@ export class Accounts {
    * write (the caller reindexes AccessKeys).
    */
   async removeUser(user: UserRecord): Promise<void> {
-    await this.doc.update((_, write) => {
+    await this.doc.update((data, write) => {
       const current = this.userIndex.id(user.id)
       if (!current) return
+      // A shared vault keeps an admin: its last one hands it over or deletes it first.
+      const isAdmin = (member: { userId: string; role: string }) => member.role === 'admin'
+      const led = data.sharedVaults.find(
+        (vault) => vault.members.some((m) => m.userId === current.id && isAdmin(m)) && vault.members.filter(isAdmin).length === 1,
+      )
+      if (led)
+        throw new AppError(409, 'LAST_ADMIN', `You are the last admin of the shared vault "${led.name}": make another member admin, or delete the vault, first`)
+      for (const vault of data.sharedVaults)
+        if (vault.members.some((m) => m.userId === current.id))
+          write.sharedVaults.replace({ ...vault, members: vault.members.filter((m) => m.userId !== current.id) })
       write.users.remove(current.id)
       write.accessKeys.removeWhere((key) => key.userId === current.id)
       this.sessionIndex.removeAllOf(write, current.id, null)

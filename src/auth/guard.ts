@@ -6,7 +6,8 @@ import { Elysia } from 'elysia'
 import type { Config } from '../config'
 import { isCrossOriginWrite } from '../http/csrf'
 import { AppError } from '../http/errors'
-import type { AccessKeyRecord, UserRecord } from '../store/records'
+import type { AccessKeyRecord, UserRecord, VaultRole } from '../store/records'
+import { vaultRoleFor, type VaultMount } from './vault-mount'
 import type { AccessKeys } from './access-keys'
 import type { Accounts } from './accounts'
 import type { Scope } from './scopes'
@@ -28,6 +29,14 @@ export interface AuthContext {
   scopes: readonly string[] | null
   accessKey: AccessKeyRecord | null
   sessionTokenHash: string | null
+  /**
+   * Under /api/vaults/{vaultId}: `userId` is the vault id (the owner id of its documents), and
+   * these name the member acting (their own user id, role; `member` for the audit event's actor).
+   */
+  memberId?: string
+  vaultId?: string
+  vaultRole?: VaultRole
+  member?: { userId: string; email: string } | null
 }
 
 const authRequired = () => new AppError(401, 'AUTH_REQUIRED', 'Authentication required: sign in or send an access key')
@@ -45,6 +54,27 @@ export interface GuardDeps {
   accessKeys: AccessKeys
   /** The audit log: routes get an `audit` helper; a key's missing scope is recorded. */
   audit: AuditService
+  /** The resource routes' vault: personal (a key bound to a shared vault is refused) or shared (vault-mount.ts). */
+  vaultMount?: VaultMount
+}
+
+const vaultNotFound = () => new AppError(404, 'NOT_FOUND', 'Vault not found')
+
+/**
+ * The caller as the route sees it. Personal resource routes refuse a key bound to a shared vault
+ * (403 KEY_BOUND_TO_VAULT: every guarded route documents 403); a shared vault's routes need the member's role there, and answer
+ * with the vault as the owner.
+ */
+function enterVault(mount: VaultMount | undefined, auth: AuthContext, need: AuthNeed, method: string, route: string, vaultId: unknown): AuthContext {
+  if (!mount) return auth
+  if (mount.kind === 'personal') {
+    if (auth.accessKey?.vaultId)
+      throw new AppError(403, 'KEY_BOUND_TO_VAULT', 'This access key is bound to a shared vault: it works only under /api/vaults/{vaultId}/…')
+    return auth
+  }
+  if (typeof vaultId !== 'string') throw vaultNotFound()
+  const role = mount.roleIn!(auth, vaultId, vaultRoleFor(need, method, route))
+  return { ...auth, userId: vaultId, memberId: auth.userId, vaultId, vaultRole: role, member: { userId: auth.userId, email: auth.user.email } }
 }
 
 /** Records an action of the caller; resolves once the event is on disk (await it before sending a secret). */
@@ -134,7 +164,7 @@ const carriesSecrets = (need: AuthNeed): boolean =>
 const authenticatedEarly = new WeakMap<Request, AuthContext>()
 
 /** The need a route's `security` states (securityFor's inverse); undefined for a public route. */
-function needOf(security: unknown): AuthNeed | undefined {
+export function needOf(security: unknown): AuthNeed | undefined {
   if (!Array.isArray(security) || security.length === 0) return undefined
   const bearer = security.find((item) => item && 'bearerAuth' in item)?.bearerAuth as Scope[] | undefined
   if (!bearer) return 'session'
@@ -175,23 +205,23 @@ export function authGuard(deps: GuardDeps) {
   const resolved = new WeakMap<Request, AuthContext>()
   // A key revoked while its request was being answered: the secret is not sent.
   const recheckKey = ({ request }: { request: Request }) => {
-    const key = resolved.get(request)?.accessKey
+    const auth = resolved.get(request)
+    const key = auth?.accessKey
     if (key && !deps.accessKeys.isLive(key)) throw invalidKey()
+    // A member removed while the answer was being made: the secret is not sent.
+    if (auth?.vaultId && auth.memberId) deps.vaultMount?.roleIn?.({ userId: auth.memberId, accessKey: key ?? null }, auth.vaultId, 'viewer')
   }
-  return new Elysia({ name: 'auth.guard' }).macro({
+  // Seeded by the mount: the personal and the shared copies of a module each keep their own guard.
+  return new Elysia({ name: 'auth.guard', seed: deps.vaultMount?.kind ?? 'none' }).macro({
     auth: (need: AuthNeed) => ({
       detail: {
         security: securityFor(need),
         // One scope as its name; several (all needed) as the list.
         'x-required-scope': need === 'session' || need === 'any' ? undefined : typeof need === 'string' ? need : [...need],
       } as Record<string, unknown>,
-      async transform({ request, server }) {
-        const early = authenticatedEarly.get(request)
-        if (early) {
-          resolved.set(request, early)
-          return
-        }
-        resolved.set(request, await authenticateOrRecord(deps, request, server, need))
+      async transform({ request, server, params, route }) {
+        const caller = authenticatedEarly.get(request) ?? (await authenticateOrRecord(deps, request, server, need))
+        resolved.set(request, enterVault(deps.vaultMount, caller, need, request.method, route, (params as Record<string, unknown> | undefined)?.vaultId))
       },
       resolve({ request, server }) {
         const auth = resolved.get(request)!

@@ -69,6 +69,11 @@ export type ErrorCode =
   | 'IMPORT_TOO_LARGE'
   | 'IMPORT_PASSWORD_REQUIRED'
   | 'IMPORT_WRONG_PASSWORD'
+  // Shared vaults: a member without the role an operation needs; the last admin staying.
+  | 'ROLE_REQUIRED'
+  | 'LAST_ADMIN'
+  | 'MEMBER_NOT_FOUND'
+  | 'KEY_BOUND_TO_VAULT'
 
 export class AppError extends Error {
   constructor(
@@ -100,4 +105,6 @@ export const NotFound = {
   accessKey: () => notFound('ACCESS_KEY_NOT_FOUND', 'Access key not found'),
   version: () => notFound('VERSION_NOT_FOUND', 'Version not found'),
   trashItem: () => notFound('TRASH_ITEM_NOT_FOUND', 'Trash item not found'),
+  vault: () => notFound('NOT_FOUND', 'Vault not found'),
+  member: () => notFound('MEMBER_NOT_FOUND', 'Member not found'),
 } as const

@@ -57,6 +57,8 @@ export class Metrics {
 
   render(gauges: {
     openVaults: number
+    /** Shared vaults in the accounts document. */
+    sharedVaults?: number
     version: string
     auditFailures: number
     auditChainBroken?: number
@@ -83,6 +85,8 @@ export class Metrics {
     for (const t of this.latency.values()) histogram('svc_vault_http_request_duration_seconds', { method: t.method, route: t.route }, t.histogram)
     family('svc_vault_open_vaults', 'gauge', 'User vaults loaded in memory.')
     out.push(`svc_vault_open_vaults ${gauges.openVaults}`)
+    family('svc_vault_shared_vaults', 'gauge', 'Shared vaults (vaults with members).')
+    out.push(`svc_vault_shared_vaults ${gauges.sharedVaults ?? 0}`)
     family('svc_vault_fsync_duration_seconds', 'histogram', 'Time each file sync of an acknowledged write took.')
     histogram('svc_vault_fsync_duration_seconds', {}, this.fsync)
     family('svc_vault_write_failures_total', 'counter', 'Writes the data folder refused (the request answered 500 and changed nothing).')

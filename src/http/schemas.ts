@@ -89,7 +89,7 @@ export const ErrorBody = component(
 const ERROR_DESCRIPTIONS: Record<number, string> = {
   400: 'Bad request (VALIDATION_ERROR, INVALID_JSON, ...)',
   401: 'Missing or invalid credentials (AUTH_REQUIRED, AUTH_INVALID_KEY)',
-  403: 'Valid credentials without the needed scope (AUTH_SCOPE_REQUIRED, SESSION_REQUIRED, CSRF_REJECTED), or without a fresh proof (REAUTHENTICATION_REQUIRED)',
+  403: 'Valid credentials without the needed scope (AUTH_SCOPE_REQUIRED, SESSION_REQUIRED, CSRF_REJECTED), without a fresh proof (REAUTHENTICATION_REQUIRED), without the role in a shared vault (ROLE_REQUIRED), or an access key bound to a shared vault on a personal-vault route (KEY_BOUND_TO_VAULT)',
   404: 'Not found, or not owned by the caller',
   409: 'Conflict: the request clashes with what exists (CATEGORY_NOT_EMPTY, EMAIL_TAKEN, a duplicate name, ...)',
   413: 'Request body too large (PAYLOAD_TOO_LARGE)',

@@ -92,10 +92,11 @@ function entry(path: string, bytes: Buffer): BackupFile {
   return { path, data: bytes.toString('base64'), sha256: sha256(bytes) }
 }
 
-/** Ids of the users in an accounts document. */
+/** Ids of the users and of the shared vaults in an accounts document: the owners of vault files. */
 function ownersOf(accounts: Buffer): Set<string> {
-  const users = (JSON.parse(accounts.toString('utf8')) as { users?: { id?: unknown }[] }).users
-  return new Set((Array.isArray(users) ? users : []).map((user) => String(user?.id)))
+  const parsed = JSON.parse(accounts.toString('utf8')) as { users?: { id?: unknown }[]; sharedVaults?: { id?: unknown }[] }
+  const ids = (list: { id?: unknown }[] | undefined) => (Array.isArray(list) ? list : []).map((record) => String(record?.id))
+  return new Set([...ids(parsed.users), ...ids(parsed.sharedVaults)])
 }
 
 /**

@@ -87,10 +87,36 @@ export interface AccessKeyRecord {
   readonly expiresAt: string | null
   readonly lastUsedAt: string | null
   readonly createdAt: string
+  /** The shared vault this key is bound to (it works only under /api/vaults/{vaultId}); absent or null: the personal vault. */
+  readonly vaultId?: string | null
+}
+
+export type VaultRole = 'viewer' | 'editor' | 'admin'
+
+export interface VaultMemberRecord {
+  readonly userId: string
+  readonly role: VaultRole
+  readonly addedAt: string
+  /** The user id of who added them (the creator adds themself). */
+  readonly addedBy: string
+}
+
+/**
+ * A shared vault: its documents live under its own id (vaults/<id>.json, its own data key and
+ * audit log), exactly like a user's; this record holds its name and members. Replaced whole on
+ * every change (members included).
+ */
+export interface SharedVaultRecord {
+  /** A UUID, like a user id: vaults/<id> never collides with a user's vault. */
+  readonly id: string
+  readonly name: string
+  readonly createdAt: string
+  readonly createdBy: string
+  readonly members: readonly VaultMemberRecord[]
 }
 
 /** The accounts document's lists of records, whose changes are logged like a vault's (store/writer.ts). */
-export const ACCOUNTS_LISTS = ['users', 'sessions', 'accessKeys'] as const
+export const ACCOUNTS_LISTS = ['users', 'sessions', 'accessKeys', 'sharedVaults'] as const
 
 export interface AccountsDocument {
   readonly version: number
@@ -101,6 +127,8 @@ export interface AccountsDocument {
   readonly users: readonly UserRecord[]
   readonly sessions: readonly SessionRecord[]
   readonly accessKeys: readonly AccessKeyRecord[]
+  /** Absent in data folders written before shared vaults (store.ts adds it on open). */
+  readonly sharedVaults: readonly SharedVaultRecord[]
 }
 
 export type KeyType = 'simple' | 'group' | 'ssh' | 'json'

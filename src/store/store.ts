@@ -75,7 +75,10 @@ function checkVersion<T extends { version: number }>(path: string) {
  */
 function withSessionIds(data: AccountsDocument): AccountsDocument {
   // Read before the format check (Document.open's beforeLog): anything but a list is left to it.
-  if (!Array.isArray(data?.sessions)) return data
+  if (!Array.isArray(data?.sessions))
+    return data
+    // Written before shared vaults: none.
+  ;(data as { sharedVaults?: unknown }).sharedVaults ??= []
   for (const session of data.sessions) {
     if (typeof session.id !== 'string') session.id = createHash('sha256').update(`session-id:${session.tokenHash}`).digest('hex').slice(0, 32)
   }
@@ -155,7 +158,7 @@ export class Store implements DataStore {
       // Like a vault, a write appends what changed (a session, a key) to a log: its cost does not
       // grow with the number of accounts.
       const accounts = await Document.open<AccountsDocument>(path, {
-        create: () => ({ version: FORMAT_VERSION, keyCheck: options.createKeyCheck(), users: [], sessions: [], accessKeys: [] }),
+        create: () => ({ version: FORMAT_VERSION, keyCheck: options.createKeyCheck(), users: [], sessions: [], accessKeys: [], sharedVaults: [] }),
         beforeLog: withSessionIds,
         migrate: (data) => withSessionIds(checkAccounts(data)),
         persistMigration: options.lock !== false,

@@ -21,19 +21,23 @@ export function accessKeyRoutes(deps: GuardDeps & { accessKeys: AccessKeys }) {
         // A key outlives the session: a stolen cookie alone must not mint one.
         requireFreshProof(deps.accounts, auth)
         const created = await accessKeys.create(auth.userId, body)
-        await audit('access_key.create', [{ kind: 'access_key', id: created.id, name: created.name }], { scopes: created.scopes, expiresAt: created.expiresAt })
+        await audit('access_key.create', [{ kind: 'access_key', id: created.id, name: created.name }], {
+          scopes: created.scopes,
+          expiresAt: created.expiresAt,
+          ...(created.vaultId ? { vaultId: created.vaultId } : {}),
+        })
         set.status = 201
         return created
       },
       {
         auth: 'session',
         body: CreateAccessKeyBody,
-        response: { 201: CreatedAccessKeySchema, ...errorResponses(400, 413) },
+        response: { 201: CreatedAccessKeySchema, ...errorResponses(400, 404, 413) },
         detail: {
           operationId: 'createAccessKey',
           summary: 'Create an access key; the answer holds the key, shown this once',
           description:
-            'Needs a fresh proof: a sign-in or POST /api/auth/reauth of this session within the last 10 minutes, else 403 REAUTHENTICATION_REQUIRED.',
+            'Needs a fresh proof: a sign-in or POST /api/auth/reauth of this session within the last 10 minutes, else 403 REAUTHENTICATION_REQUIRED. `vaultId` binds the key to a shared vault you are a member of (404 NOT_FOUND otherwise).',
         },
       },
     )

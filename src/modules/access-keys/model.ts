@@ -12,6 +12,9 @@ export const AccessKeySchema = component(
     expiresAt: t.Union([Timestamp, t.Null()]),
     lastUsedAt: t.Union([Timestamp, t.Null()]),
     createdAt: Timestamp,
+    vaultId: t.Optional(
+      t.String({ description: 'The shared vault the key is bound to (it works only under /api/vaults/{vaultId}); absent: your personal vault' }),
+    ),
   }),
 )
 
@@ -29,5 +32,11 @@ export const CreateAccessKeyBody = component(
     // Duplicates are removed (docs/api.md), so a list may repeat scopes; 15 distinct is the most there are (audit:read is the 15th).
     scopes: t.Array(ScopeSchema, { minItems: 1, maxItems: 64 }),
     expiresAt: t.Optional(t.Union([t.String({ maxLength: 64 }), t.Null()], { description: 'ISO 8601 time in the future; omit for no expiry' })),
+    vaultId: t.Optional(
+      t.Union([t.String({ maxLength: 64 }), t.Null()], {
+        description:
+          'Binds the key to a shared vault you are a member of (404 NOT_FOUND otherwise): it then works only under /api/vaults/{vaultId}/… (its scopes apply as always, and your role there too); omit or null for your personal vault only',
+      }),
+    ),
   }),
 )

@@ -229,11 +229,11 @@ export function accountRoutes(deps: AppDeps) {
       {
         auth: 'session',
         body: PasswordBody,
-        response: { 204: NoContent, ...errorResponses(400, 429) },
+        response: { 204: NoContent, ...errorResponses(400, 409, 429) },
         detail: {
           operationId: 'deleteAccount',
           summary: 'Delete the account',
-          description: `Deletes the account, its vault file and change log, its access keys and its sessions (204, and the cookie is cleared); device sign-ins it approved and deliveries queued for it are cancelled. A backup taken before still restores it. ${REAUTH} With two-factor sign-in on, the session must also have signed in or re-authenticated (POST /api/auth/reauth) within the last 10 minutes, else 403 REAUTHENTICATION_REQUIRED.`,
+          description: `Deletes the account, its vault file and change log, its access keys and its sessions (204, and the cookie is cleared); device sign-ins it approved and deliveries queued for it are cancelled. A backup taken before still restores it. The account leaves every shared vault it is a member of; 409 LAST_ADMIN while it is the last admin of one (make another member admin, or delete the vault, first). ${REAUTH} With two-factor sign-in on, the session must also have signed in or re-authenticated (POST /api/auth/reauth) within the last 10 minutes, else 403 REAUTHENTICATION_REQUIRED.`,
         },
       },
     )

@@ -2,6 +2,7 @@
 // Reading the log is not itself recorded (a shipper polling it would fill the log with its reads).
 import { Elysia } from 'elysia'
 import { authGuard } from '../../auth/guard'
+import { routePrefix } from '../../auth/vault-mount'
 import type { AppDeps } from '../../deps'
 import { byMediaType, errorResponses } from '../../http/schemas'
 import { AuditExportAnswer, AuditExportQuery, AuditPage, AuditQuery } from './model'
@@ -11,13 +12,14 @@ const ExportLines = byMediaType({ 'application/x-ndjson': AuditExportAnswer }, '
 
 export function auditRoutes(deps: AppDeps) {
   const { audit } = deps
-  return new Elysia({ prefix: '/api/audit', tags: ['Audit log'] })
+  return new Elysia({ prefix: routePrefix(deps, '/api/audit'), tags: ['Audit log'] })
     .use(authGuard(deps))
     .get(
       '/',
       async ({ auth, query, set }) => {
         set.headers['cache-control'] = 'no-store'
-        const page = await audit.list(auth.userId, query)
+        // In a shared vault, a member who is not an admin lists only their own events.
+        const page = await audit.list(auth.userId, auth.vaultId && auth.vaultRole !== 'admin' ? { ...query, memberUserId: auth.memberId } : query)
         const { head, lines } = await audit.headOf(auth.userId)
         return { ...page, head, headLines: lines, chainBroken: audit.brokenOf(auth.userId) }
       },

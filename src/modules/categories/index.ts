@@ -1,6 +1,7 @@
 // /api/categories
 import { Elysia, t } from 'elysia'
 import { authGuard, type GuardDeps } from '../../auth/guard'
+import { routePrefix } from '../../auth/vault-mount'
 import { errorResponses, IdParams, NoContent } from '../../http/schemas'
 import type { Vaults } from '../vault-access'
 import { ref } from '../audit/service'
@@ -12,7 +13,7 @@ import { versionAuthor } from '../lifecycle/versions'
 
 export function categoryRoutes(deps: GuardDeps & { vaults: Vaults; now: () => number; config: Partial<Pick<Config, 'historyVersions' | 'trashMs'>> }) {
   const categories = new CategoryService(deps.vaults, deps.now, policyOf(deps.config))
-  return new Elysia({ prefix: '/api/categories', tags: ['Categories'] })
+  return new Elysia({ prefix: routePrefix(deps, '/api/categories'), tags: ['Categories'] })
     .use(authGuard(deps))
     .get('/', ({ auth }) => categories.list(auth.userId), {
       auth: 'categories:read',

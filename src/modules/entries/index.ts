@@ -1,6 +1,7 @@
 // /api/entries
 import { Elysia, t } from 'elysia'
 import { authGuard, type GuardDeps } from '../../auth/guard'
+import { routePrefix } from '../../auth/vault-mount'
 import { paginate, PAGE_HEADERS, setPageHeaders } from '../../http/pagination'
 import { errorResponses, IdParams, NoContent, withResponseHeaders } from '../../http/schemas'
 import type { Vaults } from '../vault-access'
@@ -13,7 +14,7 @@ import { EntryService } from './service'
 
 export function entryRoutes(deps: GuardDeps & { vaults: Vaults; now: () => number; config: Partial<Pick<Config, 'historyVersions' | 'trashMs'>> }) {
   const entries = new EntryService(deps.vaults, deps.now, policyOf(deps.config))
-  return new Elysia({ prefix: '/api/entries', tags: ['Entries'] })
+  return new Elysia({ prefix: routePrefix(deps, '/api/entries'), tags: ['Entries'] })
     .use(authGuard(deps))
     .get(
       '/',

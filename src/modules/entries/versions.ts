@@ -1,6 +1,7 @@
 // /api/entries/{id}…/versions…: an entry's previous values. The history itself is kept by lifecycle/.
 import { Elysia } from 'elysia'
 import { authGuard } from '../../auth/guard'
+import { routePrefix } from '../../auth/vault-mount'
 import type { AppDeps } from '../../deps'
 import { errorResponses, IdParams } from '../../http/schemas'
 import { ref } from '../audit/service'
@@ -12,7 +13,7 @@ import { EntrySchema } from './model'
 
 export function entryVersionRoutes(deps: AppDeps) {
   const history = new HistoryService(deps.vaults, deps.now, policyOf(deps.config))
-  return new Elysia({ prefix: '/api/entries', tags: ['History'] })
+  return new Elysia({ prefix: routePrefix(deps, '/api/entries'), tags: ['History'] })
     .use(authGuard(deps))
     .get('/:id/versions', ({ auth, params }) => history.entryVersions(auth.userId, params.id), {
       auth: 'entries:read',

@@ -1,6 +1,7 @@
 // /api/envs: env projects and their files. Every answer sits inside `{ data: … }` (docs/api.md).
 import { Elysia } from 'elysia'
 import { authGuard, type GuardDeps } from '../../auth/guard'
+import { routePrefix } from '../../auth/vault-mount'
 import { errorResponses, IdParams, NoContent } from '../../http/schemas'
 import type { Vaults } from '../vault-access'
 import { ref } from '../audit/service'
@@ -23,7 +24,7 @@ import { versionAuthor } from '../lifecycle/versions'
 
 export function envRoutes(deps: GuardDeps & { vaults: Vaults; now: () => number; config: Partial<Pick<Config, 'historyVersions' | 'trashMs'>> }) {
   const projects = new EnvProjectService(deps.vaults, deps.now, policyOf(deps.config))
-  return new Elysia({ prefix: '/api/envs', tags: ['Env projects'] })
+  return new Elysia({ prefix: routePrefix(deps, '/api/envs'), tags: ['Env projects'] })
     .use(authGuard(deps))
     .get('/', async ({ auth, query }) => ({ data: await projects.list(auth.userId, query.search) }), {
       auth: 'envs:read',

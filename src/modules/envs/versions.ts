@@ -1,6 +1,7 @@
 // /api/envs/{id}…/versions…: an env file's previous contents. The history itself is kept by lifecycle/.
 import { Elysia } from 'elysia'
 import { authGuard } from '../../auth/guard'
+import { routePrefix } from '../../auth/vault-mount'
 import type { AppDeps } from '../../deps'
 import { errorResponses } from '../../http/schemas'
 import { ref } from '../audit/service'
@@ -12,7 +13,7 @@ import { EnvFileAnswer, EnvFileParams } from './model'
 
 export function envFileVersionRoutes(deps: AppDeps) {
   const history = new HistoryService(deps.vaults, deps.now, policyOf(deps.config))
-  return new Elysia({ prefix: '/api/envs', tags: ['History'] })
+  return new Elysia({ prefix: routePrefix(deps, '/api/envs'), tags: ['History'] })
     .use(authGuard(deps))
     .get('/:id/files/:fileId/versions', async ({ auth, params }) => ({ data: await history.envFileVersions(auth.userId, params.id, params.fileId) }), {
       auth: 'envs:read',

@@ -1,6 +1,7 @@
 // /api/export: entries decrypted into the text one reader reads. One of the three ways plaintext leaves.
 import { Elysia, t } from 'elysia'
 import { authGuard, type GuardDeps } from '../../auth/guard'
+import { routePrefix } from '../../auth/vault-mount'
 import { contentTag, matchesIfNoneMatch } from '../../crypto/content-tag'
 import { byMediaType, component, errorResponses, withResponseHeaders } from '../../http/schemas'
 import { EnvironmentSchema } from '../entries/model'
@@ -75,7 +76,7 @@ const NotModified = withResponseHeaders(t.String({ description: 'Not modified: I
 
 export function exportRoutes(deps: GuardDeps & { vaults: Vaults }) {
   const exporter = new ExportService(deps.vaults)
-  return new Elysia({ prefix: '/api/export', tags: ['Export'] }).use(authGuard(deps)).get(
+  return new Elysia({ prefix: routePrefix(deps, '/api/export'), tags: ['Export'] }).use(authGuard(deps)).get(
     '/',
     async ({ auth, audit, query, set, headers }) => {
       const rendered = await exporter.render(auth.userId, query)

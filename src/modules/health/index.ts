@@ -58,6 +58,7 @@ export function healthRoutes(deps: AppDeps) {
         }
         const gauges = {
           openVaults: deps.store.openVaultCount,
+          sharedVaults: deps.sharedVaults.count,
           version: VERSION,
           auditFailures: deps.audit.failures,
           auditChainBroken: deps.audit.chainBroken,

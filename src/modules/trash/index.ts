@@ -2,6 +2,7 @@
 // The rules (what an item holds, when it expires) are lifecycle/'s.
 import { Elysia, t } from 'elysia'
 import { authGuard } from '../../auth/guard'
+import { routePrefix } from '../../auth/vault-mount'
 import type { AppDeps } from '../../deps'
 import { errorResponses, IdParams, NoContent } from '../../http/schemas'
 import { RestoredTrashItemSchema, TrashItemSchema } from '../lifecycle/model'
@@ -30,7 +31,7 @@ const TRASH_SCOPE_NOTE =
 
 export function trashRoutes(deps: AppDeps) {
   const trash = new TrashService(deps.vaults, deps.now)
-  return new Elysia({ prefix: '/api/trash', tags: ['Trash'] })
+  return new Elysia({ prefix: routePrefix(deps, '/api/trash'), tags: ['Trash'] })
     .use(authGuard(deps))
     .get('/', ({ auth }) => trash.list(auth.userId, auth.scopes), {
       auth: 'any',

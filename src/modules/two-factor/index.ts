@@ -1,6 +1,7 @@
 // /api/2fa: two-factor (TOTP) tokens. The secret goes in; only codes come out, by reveal.
 import { Elysia, t } from 'elysia'
 import { authGuard, type GuardDeps } from '../../auth/guard'
+import { routePrefix } from '../../auth/vault-mount'
 import { paginate, PAGE_HEADERS, PageQuery, setPageHeaders } from '../../http/pagination'
 import { errorResponses, IdParams, NoContent, withResponseHeaders } from '../../http/schemas'
 import type { AppDeps } from '../../deps'
@@ -40,7 +41,7 @@ export function twoFactorRoutes(
   const { freshProof } = deps.protection
   const tokens = new TwoFactorService(deps.vaults, deps.now, policyOf(deps.config))
   const transfer = new TwoFactorTransfer(deps.vaults, deps.now)
-  return new Elysia({ prefix: '/api/2fa', tags: ['Two-factor tokens'] })
+  return new Elysia({ prefix: routePrefix(deps, '/api/2fa'), tags: ['Two-factor tokens'] })
     .use(authGuard(deps))
     .post(
       '/import',

@@ -1,6 +1,7 @@
 // /api/2fa/{id}…/versions…: a two-factor token's previous secrets. The history itself is kept by lifecycle/.
 import { Elysia } from 'elysia'
 import { authGuard } from '../../auth/guard'
+import { routePrefix } from '../../auth/vault-mount'
 import type { AppDeps } from '../../deps'
 import { errorResponses, IdParams } from '../../http/schemas'
 import { ref } from '../audit/service'
@@ -12,7 +13,7 @@ import { TwoFactorSchema } from './model'
 
 export function tokenVersionRoutes(deps: AppDeps) {
   const history = new HistoryService(deps.vaults, deps.now, policyOf(deps.config))
-  return new Elysia({ prefix: '/api/2fa', tags: ['History'] })
+  return new Elysia({ prefix: routePrefix(deps, '/api/2fa'), tags: ['History'] })
     .use(authGuard(deps))
     .get('/:id/versions', ({ auth, params }) => history.tokenVersions(auth.userId, params.id), {
       auth: '2fa:read',

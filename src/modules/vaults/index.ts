@@ -1,0 +1,179 @@
+// /api/vaults: shared vaults and their members. A vault's resources (entries, categories, env
+// projects, 2FA tokens, history, trash, stats, export, audit) are the resource routes mounted a
+// second time under /api/vaults/{vaultId} (mount.ts); these routes manage the vault itself.
+import { Elysia, t } from 'elysia'
+import { authGuard, type AuthContext } from '../../auth/guard'
+import type { AppDeps } from '../../deps'
+import { errorResponses, NoContent } from '../../http/schemas'
+import type { AuditAction } from '../../audit/actions'
+import type { AuditRecordRef, AuditSource } from '../audit/service'
+import { sharedMount } from './mount'
+import { CreateVaultBody, MemberParams, SharedVaultSchema, UpdateMemberBody, UpdateVaultBody, VaultMemberSchema, VaultParams } from './model'
+
+const ROLE_NOTE =
+  'A vault the caller is not a member of, or an unknown one, is 404 NOT_FOUND; a member without the role 403 ROLE_REQUIRED. Session, or an access key bound to this vault (any scope).'
+
+export function vaultRoutes(deps: AppDeps) {
+  const { sharedVaults } = deps
+  // Recorded in the vault's own log, naming the member.
+  const recordInVault = (
+    auth: AuthContext,
+    source: AuditSource,
+    vaultId: string,
+    action: AuditAction,
+    records: AuditRecordRef[],
+    details: Record<string, unknown> = {},
+  ) =>
+    deps.audit.recordFor(
+      { ...auth, userId: vaultId, member: { userId: auth.memberId ?? auth.userId, email: auth.user.email } },
+      source,
+      action,
+      records,
+      details,
+    )
+  // Under /api/vaults/:vaultId the guard checked the role (before the body) and set auth.userId to the vault.
+  const caller = (auth: AuthContext) => ({ userId: auth.memberId!, accessKey: auth.accessKey })
+  const oneVault = { ...deps, vaultMount: sharedMount(sharedVaults) }
+  const vaultRef = (vault: { id: string; name: string }): AuditRecordRef => ({ kind: 'vault', id: vault.id, name: vault.name })
+  const memberRef = (userId: string): AuditRecordRef => ({ kind: 'user', id: userId, name: deps.accounts.userById(userId)?.email ?? null })
+  return new Elysia({ prefix: '/api/vaults', tags: ['Shared vaults'] })
+    .use(authGuard(deps))
+    .get(
+      '/',
+      // A key sees the vault it is bound to; a personal key, none.
+      ({ auth }) => (auth.accessKey ? sharedVaults.listFor(auth.userId).filter((v) => v.id === auth.accessKey?.vaultId) : sharedVaults.listFor(auth.userId)),
+      {
+        auth: 'any',
+        response: { 200: t.Array(SharedVaultSchema), ...errorResponses() },
+        detail: {
+          operationId: 'listVaults',
+          summary: 'The shared vaults you are a member of, with your role',
+          description:
+            'Your personal vault is not listed (its routes are the unprefixed ones). An access key bound to a shared vault sees that vault only; a personal access key sees none.',
+        },
+      },
+    )
+    .post(
+      '/',
+      async ({ auth, body, set, request, server }) => {
+        const vault = await sharedVaults.create(auth.userId, body.name)
+        await recordInVault(auth, { request, server }, vault.id, 'vault.create', [vaultRef(vault)])
+        set.status = 201
+        return vault
+      },
+      {
+        auth: 'session',
+        body: CreateVaultBody,
+        response: { 201: SharedVaultSchema, ...errorResponses(400, 413) },
+        detail: {
+          operationId: 'createVault',
+          summary: 'Create a shared vault; you are its first admin',
+          description: 'With its own data key, sealed by the master key like every vault.',
+        },
+      },
+    )
+    .use(
+      // The routes of one vault, guarded like its resource routes (vault-mount.ts).
+      new Elysia({ prefix: '/:vaultId' })
+        .use(authGuard(oneVault))
+        .get('/', ({ auth, params }) => sharedVaults.get(caller(auth), params.vaultId), {
+          auth: 'any',
+          params: VaultParams,
+          response: { 200: SharedVaultSchema, ...errorResponses(404) },
+          detail: { operationId: 'getVault', 'x-required-role': 'viewer', summary: 'A shared vault, with your role (viewer)', description: ROLE_NOTE },
+        })
+        .patch(
+          '/',
+          async ({ auth, params, body, request, server }) => {
+            const vault = await sharedVaults.rename(caller(auth), params.vaultId, body.name)
+            await recordInVault(auth, { request, server }, vault.id, 'vault.rename', [vaultRef(vault)])
+            return vault
+          },
+          {
+            auth: 'session',
+            params: VaultParams,
+            body: UpdateVaultBody,
+            response: { 200: SharedVaultSchema, ...errorResponses(400, 403, 404, 413) },
+            detail: { operationId: 'updateVault', 'x-required-role': 'admin', summary: 'Rename a shared vault (admin)', description: ROLE_NOTE },
+          },
+        )
+        .delete(
+          '/',
+          async ({ auth, params, set, request, server }) => {
+            const vault = await sharedVaults.delete(caller(auth), params.vaultId)
+            // Its own log goes with it: recorded in the deleting admin's log.
+            await deps.audit.recordFor({ ...auth, userId: auth.memberId!, member: null }, { request, server }, 'vault.delete', [vaultRef(vault)])
+            set.status = 204
+          },
+          {
+            auth: 'session',
+            params: VaultParams,
+            response: { 204: NoContent, ...errorResponses(403, 404) },
+            detail: {
+              operationId: 'deleteVault',
+              'x-required-role': 'admin',
+              summary: 'Delete a shared vault with everything in it, its audit log and the access keys bound to it (admin)',
+              description: ROLE_NOTE,
+            },
+          },
+        )
+        .get('/members', ({ auth, params }) => sharedVaults.members(caller(auth), params.vaultId), {
+          auth: 'any',
+          params: VaultParams,
+          response: { 200: t.Array(VaultMemberSchema), ...errorResponses(404) },
+          detail: {
+            operationId: 'listVaultMembers',
+            'x-required-role': 'viewer',
+            summary: "A shared vault's members and their roles (viewer)",
+            description: ROLE_NOTE,
+          },
+        })
+        .patch(
+          '/members/:userId',
+          async ({ auth, params, body, request, server }) => {
+            const before = sharedVaults.roleOf(params.userId, params.vaultId)
+            const member = await sharedVaults.setRole(caller(auth), params.vaultId, params.userId, body.role)
+            if (before !== member.role)
+              await recordInVault(auth, { request, server }, params.vaultId, 'member.role_change', [memberRef(member.userId)], {
+                from: before,
+                to: member.role,
+              })
+            return member
+          },
+          {
+            auth: 'session',
+            params: MemberParams,
+            body: UpdateMemberBody,
+            response: { 200: VaultMemberSchema, ...errorResponses(400, 403, 404, 409, 413) },
+            detail: {
+              operationId: 'updateVaultMember',
+              'x-required-role': 'admin',
+              summary: "Change a member's role (admin)",
+              description: `409 LAST_ADMIN when it would leave the vault without an admin. 404 MEMBER_NOT_FOUND for someone who is not a member. ${ROLE_NOTE}`,
+            },
+          },
+        )
+        .delete(
+          '/members/:userId',
+          async ({ auth, params, set, request, server }) => {
+            const leaving = params.userId === auth.memberId
+            const removed = await sharedVaults.removeMember(caller(auth), params.vaultId, params.userId)
+            await recordInVault(auth, { request, server }, params.vaultId, leaving ? 'member.leave' : 'member.remove', [memberRef(removed.userId)], {
+              role: removed.role,
+            })
+            set.status = 204
+          },
+          {
+            auth: 'session',
+            params: MemberParams,
+            response: { 204: NoContent, ...errorResponses(403, 404, 409) },
+            detail: {
+              operationId: 'removeVaultMember',
+              'x-required-role': 'admin',
+              summary: 'Remove a member (admin), or leave (your own user id, any role)',
+              description: `Takes effect at once: their sessions lose the vault on their next request, and their access keys bound to it are revoked in the same write. 409 LAST_ADMIN for the last admin. ${ROLE_NOTE}`,
+            },
+          },
+        ),
+    )
+}
