@@ -45,6 +45,8 @@ import { AuditService } from './modules/audit/service'
 import { AUDIT_ACTIONS } from './modules/audit/model'
 import { SharedVaults } from './modules/vaults/service'
 import { vaultRoutes } from './modules/vaults'
+import { VaultInvites } from './modules/vaults/invites'
+import { inviteRoutes } from './modules/vaults/invite-routes'
 import { documentSharedRoutes, sharedMount } from './modules/vaults/mount'
 
 export type { AppDeps }
@@ -138,7 +140,8 @@ export async function openVault(
     },
     now,
   })
-  return { config, store, keyring, accounts, accessKeys, vaults, log, now, metrics, logRequest, audit, protection, notifier, sharedVaults }
+  const invites = new VaultInvites({ accountsDoc: store.accounts, sharedVaults, userById: (id) => accounts.userById(id), baseUrl: config.baseUrl, now })
+  return { config, store, keyring, accounts, accessKeys, vaults, log, now, metrics, logRequest, audit, protection, notifier, sharedVaults, invites }
 }
 
 /** The routes of a vault's resources, on the personal vault or (vaultMount "shared") a shared one. */
@@ -188,6 +191,7 @@ export function createApp(deps: AppDeps) {
     .use(lifecycleJobs(deps))
     .use(notificationRoutes(deps))
     .use(vaultRoutes(deps))
+    .use(inviteRoutes(deps))
     // The same resource routes for a shared vault, under /api/vaults/{vaultId} (modules/vaults/mount.ts).
     .use(documentSharedRoutes(resourceRoutes({ ...deps, vaultMount: sharedMount(deps.sharedVaults) })))
     .use(webRoutes(deps))

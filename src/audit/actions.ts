@@ -68,6 +68,10 @@ export const AUDIT_ACTIONS = [
   'member.role_change',
   'member.remove',
   'member.leave',
+  'invite.create',
+  'invite.revoke',
+  'invite.accept',
+  'invite.decline',
   // The server found a log that no longer reaches its anchor: written by the server itself.
   'chain.broken',
 ] as const

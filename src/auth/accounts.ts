@@ -52,6 +52,13 @@ export interface SignedIn {
   expiresAt: Date
 }
 
+/** What lets an account be made while sign-up is closed (an invite): checked, then applied in the same write. */
+export interface Admission {
+  /** Throws when it no longer admits (used, expired, revoked). */
+  check(data: AccountsDocument): void
+  apply(write: Writer<AccountsDocument>, user: UserRecord): void
+}
+
 export class Accounts {
   private readonly userIndex = new UserIndex()
   private readonly sessionIndex: SessionIndex
@@ -120,13 +127,27 @@ export class Accounts {
     if (!this.signupOpen()) throw new AppError(403, 'SIGNUP_DISABLED', 'Sign-up is closed on this vault')
   }
 
-  async register(input: { email: string; password: string; name?: string }, client = 'unknown', userAgent: string | null = null): Promise<SignedIn> {
-    this.assertSignupOpen()
+  /**
+   * With `admission` (an invite), the account is made even when sign-up is closed: the admission
+   * is checked first and again inside the write that creates the user, and applied in that write.
+   */
+  async register(
+    input: { email: string; password: string; name?: string },
+    client = 'unknown',
+    userAgent: string | null = null,
+    admission?: Admission,
+  ): Promise<SignedIn> {
+    if (admission) admission.check(this.doc.data)
+    else this.assertSignupOpen()
     const email = normalizeEmail(input.email)
     if (this.userIndex.email(email)) throw emailTaken()
     return this.withRegistrationSlot(client, async () => {
       const passwordHash = await hashPassword(input.password)
-      return this.createUser({ email, name: input.name?.trim() || null, passwordHash, identities: [] }, { client, userAgent, method: 'register' })
+      return this.createUser(
+        { email, name: input.name?.trim() || null, passwordHash, identities: [] },
+        { client, userAgent, method: 'register' },
+        admission,
+      )
     })
   }
 
@@ -136,17 +157,19 @@ export class Accounts {
   }
 
   /** Creates a user and their first session in one write. */
-  async createUser(fields: Omit<UserRecord, 'id' | 'createdAt'>, meta: SessionMeta = {}): Promise<SignedIn> {
+  async createUser(fields: Omit<UserRecord, 'id' | 'createdAt'>, meta: SessionMeta = {}, admission?: Admission): Promise<SignedIn> {
     const user: UserRecord = { id: crypto.randomUUID(), ...fields, createdAt: new Date(this.now()).toISOString() }
     const { token, session } = newSession(user.id, meta, this.now(), this.config.sessionTtlMs)
-    await this.doc.update((_, write) => {
+    await this.doc.update((data, write) => {
       // Checked again inside the synchronous mutation: two racing sign-ups cannot both win, and
-      // with SVC_SIGNUP=first only one of two racing first accounts is made.
-      this.assertSignupOpen()
+      // with SVC_SIGNUP=first only one of two racing first accounts is made; an invite is used once.
+      if (admission) admission.check(data)
+      else this.assertSignupOpen()
       if (this.userIndex.email(user.email)) throw emailTaken()
       write.users.push(user)
       this.userIndex.put(user)
       this.sessionIndex.admit(write, session)
+      admission?.apply(write, user)
     })
     return { user, token, expiresAt: new Date(session.expiresAt) }
   }

@@ -22,6 +22,13 @@ export const RegisterBody = component(
     email: Email,
     password: t.String({ minLength: 8, maxLength: 1024, error: 'must be 8 to 1024 characters' }),
     name: t.Optional(t.String({ maxLength: 200 })),
+    invite: t.Optional(
+      t.String({
+        minLength: 1,
+        maxLength: 200,
+        description: 'An invite link’s token: the account is made even when sign-up is closed, and joins that shared vault',
+      }),
+    ),
   }),
 )
 

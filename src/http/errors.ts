@@ -74,6 +74,9 @@ export type ErrorCode =
   | 'LAST_ADMIN'
   | 'MEMBER_NOT_FOUND'
   | 'KEY_BOUND_TO_VAULT'
+  // Invites: an unknown, expired, used, revoked or declined one (one answer); joining a vault twice.
+  | 'INVITE_NOT_FOUND'
+  | 'ALREADY_MEMBER'
 
 export class AppError extends Error {
   constructor(
@@ -107,4 +110,5 @@ export const NotFound = {
   trashItem: () => notFound('TRASH_ITEM_NOT_FOUND', 'Trash item not found'),
   vault: () => notFound('NOT_FOUND', 'Vault not found'),
   member: () => notFound('MEMBER_NOT_FOUND', 'Member not found'),
+  invite: () => notFound('INVITE_NOT_FOUND', 'Invite not found: it is unknown, expired, already used, declined or revoked'),
 } as const

@@ -115,8 +115,27 @@ export interface SharedVaultRecord {
   readonly members: readonly VaultMemberRecord[]
 }
 
+/**
+ * A pending invite into a shared vault. A link invite stores only the SHA-256 of its token (the
+ * token is answered once, when it is made); an e-mail invite names the e-mail it is for. Removed
+ * when it is accepted, declined or revoked (single use); kept past its expiry until the next
+ * invite into any vault prunes it.
+ */
+export interface VaultInviteRecord {
+  readonly id: string
+  readonly vaultId: string
+  readonly role: VaultRole
+  /** E-mail invite: the (normalized) e-mail of the account it is for; null for a link invite. */
+  readonly email: string | null
+  /** Link invite: sha256 hex of its token; null for an e-mail invite. */
+  readonly tokenHash: string | null
+  readonly createdAt: string
+  readonly createdBy: string
+  readonly expiresAt: string
+}
+
 /** The accounts document's lists of records, whose changes are logged like a vault's (store/writer.ts). */
-export const ACCOUNTS_LISTS = ['users', 'sessions', 'accessKeys', 'sharedVaults'] as const
+export const ACCOUNTS_LISTS = ['users', 'sessions', 'accessKeys', 'sharedVaults', 'vaultInvites'] as const
 
 export interface AccountsDocument {
   readonly version: number
@@ -129,6 +148,8 @@ export interface AccountsDocument {
   readonly accessKeys: readonly AccessKeyRecord[]
   /** Absent in data folders written before shared vaults (store.ts adds it on open). */
   readonly sharedVaults: readonly SharedVaultRecord[]
+  /** Pending invites into shared vaults; absent in data folders written before them (store.ts adds it). */
+  readonly vaultInvites: readonly VaultInviteRecord[]
 }
 
 export type KeyType = 'simple' | 'group' | 'ssh' | 'json'

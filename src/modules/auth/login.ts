@@ -12,9 +12,10 @@ import type { AuditService } from '../../audit/recorder'
 import type { Scope } from '../../auth/scopes'
 import { LoginAnswer, LoginBody, MeAnswer, ProvidersAnswer, RegisterBody, UserAnswer } from '../../auth/model'
 import type { AppDeps } from '../../deps'
+import { recordAccepted } from '../vaults/invite-routes'
 import { clearSessionCookie, completeSignIn, recordFailedSignIn, setSessionCookie, setTwoFactorChallengeCookie } from '../../auth/sign-in'
 
-export interface AuthRouteDeps extends Pick<AppDeps, 'keyring' | 'vaults' | 'now' | 'protection'> {
+export interface AuthRouteDeps extends Pick<AppDeps, 'keyring' | 'vaults' | 'now' | 'protection' | 'invites'> {
   config: Config
   accounts: Accounts
   accessKeys: AccessKeys
@@ -46,26 +47,31 @@ export function loginRoutes(deps: AuthRouteDeps) {
       '/register',
       async ({ body, cookie, set, request, server }) => {
         assertSameSite(request, config.origin)
-        const signedIn = await accounts.register(body, clientAddress(request, server, config), request.headers.get('user-agent'))
-        const origin = deps.audit.origin({ request, server }, { accessKey: null, sessionTokenHash: sha256Hex(signedIn.token) })
+        // An invite link's token admits the account even when sign-up is closed, and joins its vault.
+        const admission = body.invite === undefined ? undefined : deps.invites.admission(body.invite)
+        const signedIn = await accounts.register(body, clientAddress(request, server, config), request.headers.get('user-agent'), admission)
+        const sessionTokenHash = sha256Hex(signedIn.token)
+        const origin = deps.audit.origin({ request, server }, { accessKey: null, sessionTokenHash })
         await deps.audit.recordQuietly(signedIn.user.id, {
           action: 'auth.register',
           ...origin,
           records: [{ kind: 'user', id: signedIn.user.id, name: null }],
-          details: { method: 'password' },
+          details: admission ? { method: 'password', invite: true } : { method: 'password' },
         })
+        const accepted = admission?.accepted()
+        if (accepted) await recordAccepted(deps, { request, server }, { user: signedIn.user, sessionTokenHash }, accepted, 'register')
         setSessionCookie(cookie, config, signedIn)
         set.status = 201
         return { user: publicUser(signedIn.user) }
       },
       {
         body: RegisterBody,
-        response: { 201: SignedInAnswer, ...publicErrorResponses(400, 403, 409, 413, 429) },
+        response: { 201: SignedInAnswer, ...publicErrorResponses(400, 403, 404, 409, 413, 429) },
         detail: {
           operationId: 'register',
           summary: 'Create an account and sign in',
           description:
-            'Sets the session cookie. 403 SIGNUP_DISABLED when sign-up is closed (SVC_SIGNUP=closed, or SVC_SIGNUP=first, the default, once the first account exists); 403 CSRF_REJECTED for a cross-site request; 409 EMAIL_TAKEN when the e-mail has an account; 429 TOO_MANY_ATTEMPTS with Retry-After past SVC_REGISTER_LIMIT (default 10) new accounts per client address per hour.',
+            'Sets the session cookie. 403 SIGNUP_DISABLED when sign-up is closed (SVC_SIGNUP=closed, or SVC_SIGNUP=first, the default, once the first account exists), unless `invite` holds a pending invite link’s token: the invite is the permission, the account joins that shared vault (with the invite’s role) in the same write, and the invite is used up; 404 INVITE_NOT_FOUND (nothing made) for an unknown, expired, used or revoked one. 403 CSRF_REJECTED for a cross-site request; 409 EMAIL_TAKEN when the e-mail has an account; 429 TOO_MANY_ATTEMPTS with Retry-After past SVC_REGISTER_LIMIT (default 10) new accounts per client address per hour.',
         },
       },
     )

@@ -1,4 +1,5 @@
 import { t } from 'elysia'
+import { EMAIL_PATTERN } from '../../auth/model'
 import { component, strictObject, Timestamp, nullable } from '../../http/schemas'
 
 export const VaultRoleSchema = component(
@@ -41,3 +42,67 @@ export const UpdateMemberBody = component('UpdateVaultMemberBody', strictObject(
 
 export const VaultParams = t.Object({ vaultId: t.String() })
 export const MemberParams = t.Object({ vaultId: t.String(), userId: t.String() })
+
+// Invites (invites.ts).
+export const CreateInviteBody = component(
+  'CreateVaultInviteBody',
+  strictObject({
+    role: VaultRoleSchema,
+    email: t.Optional(
+      t.String({
+        minLength: 3,
+        maxLength: 200,
+        pattern: EMAIL_PATTERN,
+        error: 'must be a valid e-mail address (at most 200 characters)',
+        description: 'Invite the account with this e-mail (it lists the invite in GET /api/invites); without it, a link invite',
+      }),
+    ),
+  }),
+)
+
+const InviteFields = {
+  id: t.String(),
+  vaultId: t.String(),
+  role: VaultRoleSchema,
+  email: nullable(t.String({ description: 'The e-mail it is for; null for a link invite' })),
+  kind: t.Union([t.Literal('email'), t.Literal('link')]),
+  createdAt: Timestamp,
+  createdBy: t.String({ description: 'The user id of the admin who made it' }),
+  expiresAt: Timestamp,
+}
+
+export const VaultInviteSchema = component('VaultInvite', t.Object(InviteFields, { description: 'A pending invite; its token is never listed' }))
+
+export const CreatedInviteSchema = component(
+  'CreatedVaultInvite',
+  t.Object({
+    ...InviteFields,
+    token: t.Optional(
+      t.String({ description: 'Link invite only, answered this once (only its hash is stored): accept with POST /api/invites/accept or POST /api/auth/register' }),
+    ),
+    url: t.Optional(t.String({ description: 'Link invite only: <SVC_BASE_URL>/invite/<token>' })),
+  }),
+)
+
+export const ReceivedInviteSchema = component(
+  'ReceivedVaultInvite',
+  t.Object({
+    id: t.String(),
+    vaultId: t.String(),
+    vaultName: t.String(),
+    role: VaultRoleSchema,
+    invitedBy: nullable(t.String({ description: 'The e-mail of the admin who invited you' })),
+    createdAt: Timestamp,
+    expiresAt: Timestamp,
+  }),
+)
+
+export const AcceptInviteBody = component('AcceptVaultInviteBody', strictObject({ token: t.String({ minLength: 1, maxLength: 200 }) }))
+
+export const AcceptedInviteSchema = component(
+  'AcceptedVaultInvite',
+  t.Object({ vault: SharedVaultSchema, role: VaultRoleSchema }, { description: 'The vault you joined, with your role' }),
+)
+
+export const InviteParams = t.Object({ vaultId: t.String(), inviteId: t.String() })
+export const OwnInviteParams = t.Object({ inviteId: t.String() })

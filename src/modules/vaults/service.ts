@@ -135,6 +135,7 @@ export class SharedVaults {
     await this.deps.accountsDoc.update((data, write) => {
       if (!indexById(data.sharedVaults)[vaultId]) throw NotFound.vault()
       write.sharedVaults.remove(vaultId)
+      write.vaultInvites.removeWhere((invite) => invite.vaultId === vaultId)
       this.deps.accessKeys.revokeWhere(write, (key) => key.vaultId === vaultId)
     })
     await this.deps.discardVault(vaultId)
