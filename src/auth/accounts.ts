@@ -143,11 +143,7 @@ export class Accounts {
     if (this.userIndex.email(email)) throw emailTaken()
     return this.withRegistrationSlot(client, async () => {
       const passwordHash = await hashPassword(input.password)
-      return this.createUser(
-        { email, name: input.name?.trim() || null, passwordHash, identities: [] },
-        { client, userAgent, method: 'register' },
-        admission,
-      )
+      return this.createUser({ email, name: input.name?.trim() || null, passwordHash, identities: [] }, { client, userAgent, method: 'register' }, admission)
     })
   }
 

@@ -159,7 +159,15 @@ export class Store implements DataStore {
       // Like a vault, a write appends what changed (a session, a key) to a log: its cost does not
       // grow with the number of accounts.
       const accounts = await Document.open<AccountsDocument>(path, {
-        create: () => ({ version: FORMAT_VERSION, keyCheck: options.createKeyCheck(), users: [], sessions: [], accessKeys: [], sharedVaults: [], vaultInvites: [] }),
+        create: () => ({
+          version: FORMAT_VERSION,
+          keyCheck: options.createKeyCheck(),
+          users: [],
+          sessions: [],
+          accessKeys: [],
+          sharedVaults: [],
+          vaultInvites: [],
+        }),
         beforeLog: withSessionIds,
         migrate: (data) => withSessionIds(checkAccounts(data)),
         persistMigration: options.lock !== false,

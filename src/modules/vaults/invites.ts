@@ -98,9 +98,7 @@ export class VaultInvites {
       const vault = indexById(data.sharedVaults)[vaultId]
       if (!vault) throw NotFound.vault()
       if (email !== null && vault.members.some((member) => this.deps.userById(member.userId)?.email === email)) throw alreadyInvitee()
-      write.vaultInvites.removeWhere(
-        (invite) => !this.pending(invite, now) || (email !== null && invite.vaultId === vaultId && invite.email === email),
-      )
+      write.vaultInvites.removeWhere((invite) => !this.pending(invite, now) || (email !== null && invite.vaultId === vaultId && invite.email === email))
       write.vaultInvites.push(record)
     })
     const invite = this.view(record)

@@ -78,7 +78,9 @@ export const CreatedInviteSchema = component(
   t.Object({
     ...InviteFields,
     token: t.Optional(
-      t.String({ description: 'Link invite only, answered this once (only its hash is stored): accept with POST /api/invites/accept or POST /api/auth/register' }),
+      t.String({
+        description: 'Link invite only, answered this once (only its hash is stored): accept with POST /api/invites/accept or POST /api/auth/register',
+      }),
     ),
     url: t.Optional(t.String({ description: 'Link invite only: <SVC_BASE_URL>/invite/<token>' })),
   }),
