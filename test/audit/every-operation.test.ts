@@ -91,6 +91,7 @@ test('every operation in the OpenAPI document leaves exactly its events', async 
     'audit:read',
   ])
   const ids: Record<string, string> = {}
+  let invitee: Awaited<ReturnType<typeof signUp>> | undefined
   const email = uniqueEmail('walk')
   let registered: (Client & { user: any }) | null = null
   let oidcUser = ''
@@ -646,6 +647,54 @@ test('every operation in the OpenAPI document leaves exactly its events', async 
       status: 204,
       run: () => session().delete(`/api/vaults/${ids.vault}/members/${ids.member}`),
     },
+    // Invites: made, revoked, accepted and declined in the vault's log.
+    createVaultInvite: {
+      user: () => ids.vault,
+      expected: ['invite.create'],
+      status: 201,
+      run: async () => {
+        const answer = await session().post(`/api/vaults/${ids.vault}/invites`, { role: 'viewer' })
+        ids.inviteToken = answer.body.token
+        return answer
+      },
+    },
+    listVaultInvites: { user: () => ids.vault, expected: [], status: 200, run: () => session().get(`/api/vaults/${ids.vault}/invites`) },
+    revokeVaultInvite: {
+      user: () => ids.vault,
+      expected: ['invite.revoke'],
+      status: 204,
+      setup: async () => {
+        ids.revokedInvite = (await session().post(`/api/vaults/${ids.vault}/invites`, { role: 'viewer' })).body.id
+      },
+      run: () => session().delete(`/api/vaults/${ids.vault}/invites/${ids.revokedInvite}`),
+    },
+    acceptInviteLink: {
+      user: () => ids.vault,
+      expected: ['invite.accept'],
+      status: 200,
+      run: async () => (await signUp(base)).post('/api/invites/accept', { token: ids.inviteToken }),
+    },
+    listInvites: { user: me, expected: [], status: 200, run: () => session().get('/api/invites') },
+    acceptInvite: {
+      user: () => ids.vault,
+      expected: ['invite.accept'],
+      status: 200,
+      setup: async () => {
+        invitee = await signUp(base)
+        ids.mailInvite = (await session().post(`/api/vaults/${ids.vault}/invites`, { role: 'editor', email: invitee.email })).body.id
+      },
+      run: () => invitee!.post(`/api/invites/${ids.mailInvite}/accept`),
+    },
+    declineInvite: {
+      user: () => ids.vault,
+      expected: ['invite.decline'],
+      status: 204,
+      setup: async () => {
+        invitee = await signUp(base)
+        ids.mailInvite = (await session().post(`/api/vaults/${ids.vault}/invites`, { role: 'editor', email: invitee.email })).body.id
+      },
+      run: () => invitee!.delete(`/api/invites/${ids.mailInvite}`),
+    },
     deleteVault: { user: me, expected: ['vault.delete'], status: 204, run: () => session().delete(`/api/vaults/${ids.vault}`) },
   }
 
@@ -654,7 +703,12 @@ test('every operation in the OpenAPI document leaves exactly its events', async 
     Object.values(methods)
       .filter(
         (operation) =>
-          !(path.startsWith('/api/vaults/{vaultId}/') && (operation as { 'x-required-role'?: string })['x-required-role'] && !path.includes('/members')),
+          !(
+            path.startsWith('/api/vaults/{vaultId}/') &&
+            (operation as { 'x-required-role'?: string })['x-required-role'] &&
+            !path.includes('/members') &&
+            !path.includes('/invites')
+          ),
       )
       .map((operation) => operation.operationId),
   )
