@@ -29,6 +29,7 @@ function expectedRole(op: { method: string; path: string; scope: string | string
   if (op.path === '/api/vaults/{vaultId}/audit/export') return 'admin'
   if (op.path === '/api/vaults/{vaultId}') return op.method === 'GET' ? 'viewer' : 'admin'
   if (op.path === '/api/vaults/{vaultId}/members') return 'viewer'
+  if (op.path.startsWith('/api/vaults/{vaultId}/invites')) return 'admin'
   const scopes = op.scope === undefined ? [] : Array.isArray(op.scope) ? op.scope : [op.scope]
   if (scopes.length > 0) return scopes.some((scope) => scope.endsWith(':write')) ? 'editor' : 'viewer'
   return op.method === 'GET' || op.path.endsWith('/export') ? 'viewer' : 'editor'
