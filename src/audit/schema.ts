@@ -18,7 +18,7 @@ export const AuditRecordRef = component(
   'AuditRecord',
   t.Object(
     {
-      kind: t.String({ description: 'category, entry, twofa, envproject, envfile, access_key, user, session, passkey, trash, device_login' }),
+      kind: t.String({ description: 'category, entry, twofa, envproject, envfile, access_key, user, session, passkey, trash, device_login, vault, invite' }),
       id: t.String(),
       name: nullable(t.String({ description: "The record's name when it has one (never a value)" })),
     },
