@@ -83,6 +83,19 @@ describe('invite links', () => {
     expect(JSON.stringify(events)).not.toContain(invite.token)
   })
 
+  test('single use through sign-up too: of two parallel registrations with one token, one account is made', async () => {
+    const admin = await signUp(server.url)
+    const vaultId = await createVault(admin)
+    const invite = await linkInvite(admin, vaultId)
+    const emails = [uniqueEmail('racer'), uniqueEmail('racer')]
+    const answers = await Promise.all(emails.map((email) => register(server.url, { email, invite: invite.token })))
+    expect(answers.map((x) => x.status).sort()).toEqual([201, 404])
+    expect(answers.find((x) => x.status === 404)!.code).toBe('INVITE_NOT_FOUND')
+    const made = emails.filter((email) => server.deps.accounts.userByEmail(email))
+    expect(made).toHaveLength(1)
+    expect((await admin.get(`/api/vaults/${vaultId}/members`)).body.map((m: any) => m.email).sort()).toEqual([admin.email, made[0]].sort())
+  })
+
   test('an admin already in the vault is refused (409 ALREADY_MEMBER) and the link stays usable', async () => {
     const admin = await signUp(server.url)
     const vaultId = await createVault(admin)
