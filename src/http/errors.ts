@@ -73,6 +73,7 @@ export type ErrorCode =
   | 'ROLE_REQUIRED'
   | 'LAST_ADMIN'
   | 'MEMBER_NOT_FOUND'
+  | 'VAULT_NAME_AMBIGUOUS'
   | 'KEY_BOUND_TO_VAULT'
 
 export class AppError extends Error {
