@@ -158,8 +158,7 @@ const SCENARIOS: Scenario[] = [
     label: 'POST /api/vaults/{id}/entries/{id}/reveal',
     kind: 'vault',
     needs: 'entries',
-    requests: (seed) =>
-      (seed.vault?.entryIds ?? []).slice(0, 64).map((id) => ({ method: 'POST', path: `/api/vaults/${seed.vault!.id}/entries/${id}/reveal` })),
+    requests: (seed) => (seed.vault?.entryIds ?? []).slice(0, 64).map((id) => ({ method: 'POST', path: `/api/vaults/${seed.vault!.id}/entries/${id}/reveal` })),
   },
   {
     id: '2fa.reveal',

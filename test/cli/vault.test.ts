@@ -66,7 +66,9 @@ describe('svc --vault', () => {
     const unknown = await svc(['run', '--vault', 'nope', '--', 'echo', 'ran'], { env: bound })
     expect(unknown.code).toBe(1)
     expect(unknown.stdout).toBe('')
-    expect(unknown.stderr).toBe('svc: no shared vault named "nope" for this key (it sees "team"; a key reaches one vault): sign in for that vault with svc login --vault "nope"\n')
+    expect(unknown.stderr).toBe(
+      'svc: no shared vault named "nope" for this key (it sees "team"; a key reaches one vault): sign in for that vault with svc login --vault "nope"\n',
+    )
     // A personal key sees no shared vault: the name is unknown to it.
     const personal = await envWith()
     const refused = await svc(['export', '--vault', 'team'], { env: personal })

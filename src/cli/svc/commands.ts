@@ -122,8 +122,7 @@ async function boundVault(client: VaultClient, vaultId: string | undefined): Pro
   return name === undefined ? { vaultId } : { vaultId, vaultName: name }
 }
 
-const inVault = (bound: Pick<StoredConfig, 'vaultName' | 'vaultId'>) =>
-  bound.vaultId ? ` for the shared vault "${bound.vaultName ?? bound.vaultId}"` : ''
+const inVault = (bound: Pick<StoredConfig, 'vaultName' | 'vaultId'>) => (bound.vaultId ? ` for the shared vault "${bound.vaultName ?? bound.vaultId}"` : '')
 
 export async function login(argv: string[]): Promise<void> {
   const { options, positionals } = parseArgs(argv, [{ name: 'key' }, { name: 'scopes', value: true }, { name: 'vault', value: true }])

@@ -121,7 +121,7 @@ export function deviceLoginRoutes(deps: AppDeps) {
           operationId: 'approveDeviceLogin',
           summary: 'Approve a device sign-in: the CLI receives a new access key of yours on its next poll',
           description:
-            'Needs a fresh proof (a sign-in or POST /api/auth/reauth within the last 10 minutes), else 403 REAUTHENTICATION_REQUIRED. Without a body, the key holds the default scopes among those asked for (400 VALIDATION_ERROR when none of them is a default one); `scopes` grants exactly the scopes the approver picked, wider or narrower. A sign-in that asked for a shared vault (`vault`) gets a key bound to the approver\'s vault of that name or id: 404 NOT_FOUND when the approver has none, 409 VAULT_NAME_AMBIGUOUS when several of theirs bear the name.',
+            "Needs a fresh proof (a sign-in or POST /api/auth/reauth within the last 10 minutes), else 403 REAUTHENTICATION_REQUIRED. Without a body, the key holds the default scopes among those asked for (400 VALIDATION_ERROR when none of them is a default one); `scopes` grants exactly the scopes the approver picked, wider or narrower. A sign-in that asked for a shared vault (`vault`) gets a key bound to the approver's vault of that name or id: 404 NOT_FOUND when the approver has none, 409 VAULT_NAME_AMBIGUOUS when several of theirs bear the name.",
         },
       },
     )
