@@ -89,6 +89,22 @@ describe('svc --vault', () => {
     expect(approved.body.code).toBe('NOT_FOUND')
     expect((await anonymous.post('/api/auth/device', { vault: ' ' })).status).toBe(400)
   })
+
+  test('approved for a vault, then removed from it before the CLI collects: no key is made', async () => {
+    const leaver = (await signUp(server.url)) as Member
+    await addMember(server, vaultId, leaver, 'viewer', admin)
+    const anonymous = new Client(server.url)
+    const started = await anonymous.post('/api/auth/device', { deviceName: 'box', vault: 'team' })
+    const shown = await leaver.get(`/api/auth/device/${started.body.userCode}`)
+    expect(shown.body.vault).toEqual({ name: 'team', id: vaultId, role: 'viewer' })
+    expect((await leaver.post(`/api/auth/device/${started.body.userCode}/approve`, null)).status).toBe(200)
+    expect((await admin.delete(`/api/vaults/${vaultId}/members/${leaver.user.id}`)).status).toBe(204)
+    const polled = await anonymous.post('/api/auth/device/token', { deviceCode: started.body.deviceCode })
+    expect(polled.status).toBe(404)
+    expect(polled.body.code).toBe('NOT_FOUND')
+    expect(polled.text).not.toContain('svc_')
+    expect(((await leaver.get('/api/access-keys')).body as unknown[]).length).toBe(0)
+  })
 })
 
 describe.skipIf(!hasChromium() && process.env.CI !== 'true')('svc login --vault in Chromium', () => {

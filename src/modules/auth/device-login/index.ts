@@ -77,11 +77,11 @@ export function deviceLoginRoutes(deps: AppDeps) {
       },
       {
         body: PollDeviceLoginBody,
-        response: { 200: CreatedAccessKeySchema, ...publicErrorResponses(400, 413) },
+        response: { 200: CreatedAccessKeySchema, ...publicErrorResponses(400, 404, 413) },
         detail: {
           operationId: 'pollDeviceLogin',
           summary: 'Poll a device sign-in; answers the new access key once approved',
-          description: `The answer holds the key, this once. ${TOKEN_ERRORS}`,
+          description: `The answer holds the key, this once. ${TOKEN_ERRORS} 404 NOT_FOUND: approved for a shared vault the approver has left or been removed from since (no key is made).`,
           security: [],
         },
       },
