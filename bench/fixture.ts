@@ -64,4 +64,9 @@ export interface SeededVault {
   notes: string[]
   baseline: BaselineFixture
   seedSeconds: number
+  /**
+   * A shared vault of the same user (issue 33) holding as many entries as the personal vault, made
+   * the same way; `key` is bound to it. Absent when shared vaults are not built.
+   */
+  vault?: { id: string; key: string; entryIds: string[] }
 }

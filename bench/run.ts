@@ -128,7 +128,8 @@ function memory(server: BenchProcess): { rssMb: number; peakMb: number; anonMb: 
 // Scenarios
 
 // 'audit': the same read with the audit log on (service) and off (baseline column).
-type Kind = 'read' | 'write' | 'mix' | 'audit'
+// 'vault': a shared vault's read (service) beside the personal vault's (baseline column), one server.
+type Kind = 'read' | 'write' | 'mix' | 'audit' | 'vault'
 
 interface Scenario {
   id: string
@@ -150,6 +151,14 @@ const SCENARIOS: Scenario[] = [
     kind: 'read',
     needs: 'entries',
     requests: (seed) => seed.entryIds.slice(0, 64).map((id) => ({ method: 'POST', path: `/api/entries/${id}/reveal` })),
+  },
+  {
+    // Beside entries.reveal: the same entries, made alike, in a shared vault, with a key bound to it.
+    id: 'vault.entries.reveal',
+    label: 'POST /api/vaults/{id}/entries/{id}/reveal',
+    kind: 'vault',
+    needs: 'entries',
+    requests: (seed) => (seed.vault?.entryIds ?? []).slice(0, 64).map((id) => ({ method: 'POST', path: `/api/vaults/${seed.vault!.id}/entries/${id}/reveal` })),
   },
   {
     id: '2fa.reveal',
@@ -226,6 +235,7 @@ function targetFor(scenario: Scenario, connections: number, smoke: boolean): { t
   if (smoke || connections !== 32) return null
   if (scenario.kind === 'read') return { text: 'ratio>=0.8, p99<10ms', check: (row) => row.ratio! >= 0.8 && row.service!.p99 < 10 }
   if (scenario.kind === 'write') return { text: 'ratio>=0.5', check: (row) => row.ratio! >= 0.5 }
+  if (scenario.kind === 'vault') return { text: 'shared/personal>=0.8', check: (row) => row.ratio! >= 0.8 }
   if (scenario.kind === 'audit' && scenario.id.includes('reveal')) return { text: 'audit on/off>=0.8', check: (row) => row.ratio! >= 0.8 }
   return null
 }
@@ -455,6 +465,34 @@ async function main() {
       for (const connections of options.connections) {
         const [serviceResult, baselineResult] = await alternate(service, baseline, requests, connections)
         record(scenario, connections, serviceResult, baselineResult)
+      }
+    }
+    // A shared vault's reads beside the personal vault's on the same server, in turns (issue 33):
+    // the service column is the shared vault (its bound key), the baseline column the personal one.
+    for (const scenario of scenarios.filter((s) => s.kind === 'vault')) {
+      const requests = scenario.requests(main)
+      const personal = SCENARIOS.find((s) => s.id === scenario.id.slice('vault.'.length))!.requests(main)
+      const vaultHeaders = { authorization: `Bearer ${main.vault?.key}` }
+      const skip = !main.vault ? 'not seeded: shared vaults not built yet' : await probe(service, main.vault.key, requests[0])
+      if (skip) {
+        for (const connections of options.connections) record(scenario, connections, null, null, skip)
+        continue
+      }
+      const slice = options.duration / options.rounds
+      const run = (list: LoadRequest[], connections: number, seconds: number, own: Record<string, string>) =>
+        runLoad({ url: service.url, connections, requests: list, headers: own, duration: seconds, amount: options.amount })
+      if (options.warmup > 0) {
+        await run(requests, 8, options.warmup, vaultHeaders)
+        await run(personal, 8, options.warmup, headers)
+      }
+      for (const connections of options.connections) {
+        const shared: LoadResult[] = []
+        const own: LoadResult[] = []
+        for (let round = 0; round < options.rounds; round++) {
+          shared.push(await run(requests, connections, slice, vaultHeaders))
+          own.push(await run(personal, connections, slice, headers))
+        }
+        record(scenario, connections, combineRuns(shared), combineRuns(own), "baseline column: the personal vault's reveal, same server")
       }
     }
     const afterReads = memory(service)

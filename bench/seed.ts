@@ -186,6 +186,48 @@ export async function seedMainVault(dataDir: string, masterKey: string, sizes: S
       )
     })
 
+    // A shared vault beside the personal one, seeded alike (same sizes, same kinds of values), for
+    // the side-by-side reveal (vault.entries.reveal).
+    let vault: SeededVault['vault']
+    if (available.entries) {
+      await optional(notes, 'shared vault', async () => {
+        const created = await session.expect(201, 'POST', '/api/vaults', { name: 'bench shared' })
+        const base = `/api/vaults/${created.id}`
+        const bound = await session.expect(201, 'POST', '/api/access-keys', { name: 'bench vault', scopes: [...SCOPES], vaultId: created.id })
+        const inVault = new InProcessClient(app, { key: bound.key as string })
+        const vaultCategories = await pool(
+          Array.from({ length: sizes.categories }, (_, i) => i),
+          16,
+          (i) =>
+            inVault.expect(
+              201,
+              'POST',
+              `${base}/categories`,
+              i % 2 === 0
+                ? { name: `Service ${String(i).padStart(3, '0')}`, keyType: 'simple', envVarName: `SERVICE_${i}_API_KEY`, icon: 'key' }
+                : { name: `Database ${String(i).padStart(3, '0')}`, keyType: 'group', fieldDefinitions: GROUP_FIELDS, description: 'a database' },
+            ),
+        )
+        const vaultEntryIds: string[] = []
+        await pool(
+          Array.from({ length: sizes.entries }, (_, i) => i),
+          32,
+          async (i) => {
+            const category = vaultCategories[i % vaultCategories.length]
+            const entry = await inVault.expect(201, 'POST', `${base}/entries`, {
+              categoryId: category.id,
+              name: `project-${String(i % 250).padStart(3, '0')}`,
+              value: category.keyType === 'simple' ? simpleValue(i) : groupValue(),
+              environment: ENVIRONMENTS[i % 3],
+              ...(i % 4 === 0 ? { notes: `rotated ${i}` } : {}),
+            })
+            vaultEntryIds.push(entry.id)
+          },
+        )
+        vault = { id: created.id, key: bound.key as string, entryIds: vaultEntryIds }
+      })
+    }
+
     // The same list the service answers, so the baseline serializes the very same records.
     const entries = available.entries ? ((await client.expect(200, 'GET', '/api/entries')) as Record<string, unknown>[]) : []
     const writeCategory = categories.find((c) => c.keyType === 'simple') ?? categories[0]
@@ -220,6 +262,7 @@ export async function seedMainVault(dataDir: string, masterKey: string, sizes: S
         twoFactor,
       },
       seedSeconds: (performance.now() - started) / 1000,
+      ...(vault ? { vault } : {}),
     }
   } finally {
     await deps.store.close()

@@ -22,6 +22,8 @@ test('bun run bench --smoke completes and prints the table', async () => {
     for (const label of [
       'GET /api/entries',
       'POST /api/entries/{id}/reveal',
+      // A shared vault's reveal beside the personal one (issue 33).
+      'POST /api/vaults/{id}/entries/{id}/reveal',
       'POST /api/2fa/{id}/reveal',
       'GET /api/stats',
       'GET /api/export',

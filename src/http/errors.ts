@@ -73,6 +73,7 @@ export type ErrorCode =
   | 'ROLE_REQUIRED'
   | 'LAST_ADMIN'
   | 'MEMBER_NOT_FOUND'
+  | 'VAULT_NAME_AMBIGUOUS'
   | 'KEY_BOUND_TO_VAULT'
   // Invites: an unknown, expired, used, revoked or declined one (one answer); joining a vault twice.
   | 'INVITE_NOT_FOUND'

@@ -22,6 +22,8 @@ interface DeviceRequest {
   createdAt: string
   keyExpiresInDays: number
   expiresAt: string
+  /** svc login --vault: the shared vault the key is for (id null: none of yours has that name). */
+  vault?: { name: string; id: string | null; role: string | null }
 }
 
 // A signed-out visit goes through /login and then /: a mark is kept for this tab (never the
@@ -167,6 +169,19 @@ export function CliPage() {
                 {formatDate(request.createdAt)} ({relativeTime(request.createdAt)})
               </dd>
             </dl>
+            {request.vault && (
+              <p class="cli-vault">
+                {request.vault.id ? (
+                  <>
+                    The key will work only in the shared vault <strong>{request.vault.name}</strong> (your role there: {request.vault.role}).
+                  </>
+                ) : (
+                  <>
+                    It asks for a shared vault named <strong>{request.vault.name}</strong>, and you have none by that name: approving fails.
+                  </>
+                )}
+              </p>
+            )}
             <p>Approve only if this is the computer in front of you and you ran svc login just now.</p>
             <p class="muted">
               The key will be named “{request.keyName}”, expire after {request.keyExpiresInDays} days, and hold the scopes ticked below:

@@ -18,19 +18,78 @@ export interface ApiAnswer {
 /** Names the CLI and its runtime (the device approval page shows it). */
 const USER_AGENT = `svc/${VERSION} (${process.versions.bun ? `Bun/${process.versions.bun}` : `Node/${process.versions.node}`})`
 
+/** The resource routes a shared vault has again under /api/vaults/{vaultId} (the rest are the account's). */
+const VAULT_RESOURCES = /^\/api\/(entries|categories|envs|2fa|stats|export|trash|audit)(?=[/?]|$)/
+
+interface VaultSummary {
+  id: string
+  name: string
+  role: string
+}
+
 export class VaultClient {
+  /** The shared vault the resource paths go to, once known (null: the personal vault). */
+  private vaultId: string | null
+  private resolving: Promise<void> | null = null
+
   constructor(
     readonly url: string,
     private readonly key: string | null,
     private readonly keySource: Credentials['keySource'] | null = null,
-  ) {}
+    /** `--vault NAME` (or its id): looked up with GET /api/vaults before the first resource request. */
+    private readonly vaultName: string | null = null,
+    /** The vault the stored key was bound to at sign-in (saves a round trip). */
+    knownVaultId: string | null = null,
+  ) {
+    this.vaultId = vaultName === null ? knownVaultId : null
+  }
 
-  static signedIn(creds: Credentials): VaultClient {
-    return new VaultClient(creds.url, creds.key, creds.keySource)
+  static signedIn(creds: Credentials, vaultName?: string): VaultClient {
+    const known = creds.keySource === 'config' ? (creds.stored?.vaultId ?? null) : null
+    return new VaultClient(creds.url, creds.key, creds.keySource, vaultName ?? null, known)
   }
 
   /** Any answer, errors included (the caller decides); only an unreachable vault throws. */
   async raw(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<ApiAnswer> {
+    if (!VAULT_RESOURCES.test(path)) return this.send0(method, path, body, headers)
+    if (this.vaultName !== null) await (this.resolving ??= this.resolveVault(this.vaultName))
+    const answer = await this.send0(method, this.inVault(path), body, headers)
+    // A key bound to a shared vault, used without --vault: ask the vault which one, then go there.
+    if (answer.status === 403 && this.vaultId === null && errorBody(answer.text).code === 'KEY_BOUND_TO_VAULT') {
+      const own = await this.send0('GET', '/api/auth/key')
+      const vaultId = own.status === 200 ? (JSON.parse(own.text) as { vaultId?: string }).vaultId : undefined
+      if (!vaultId) return answer
+      this.vaultId = vaultId
+      return this.send0(method, this.inVault(path), body, headers)
+    }
+    return answer
+  }
+
+  private inVault(path: string): string {
+    return this.vaultId === null ? path : `/api/vaults/${encodeURIComponent(this.vaultId)}${path.slice('/api'.length)}`
+  }
+
+  /** `--vault`: the one vault of this name (or id) among those the key sees; else a clear error. */
+  private async resolveVault(wanted: string): Promise<void> {
+    const answer = await this.send0('GET', '/api/vaults')
+    if (answer.status !== 200) throw this.failure(answer)
+    const vaults = JSON.parse(answer.text) as VaultSummary[]
+    const byId = vaults.find((vault) => vault.id === wanted)
+    const matches = byId ? [byId] : vaults.filter((vault) => vault.name === wanted)
+    if (matches.length === 1) {
+      this.vaultId = matches[0].id
+      return
+    }
+    if (matches.length > 1) {
+      throw new CliError(`several shared vaults are named "${wanted}" (${matches.map((vault) => vault.id).join(', ')}): pass the id with --vault`)
+    }
+    const seen = vaults.length ? `it sees ${vaults.map((vault) => `"${vault.name}"`).join(', ')}` : 'it sees none'
+    throw new CliError(
+      `no shared vault named "${wanted}" for this key (${seen}; a key reaches one vault): sign in for that vault with svc login --vault "${wanted}"`,
+    )
+  }
+
+  private async send0(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<ApiAnswer> {
     const all: Record<string, string> = { accept: 'application/json', 'user-agent': USER_AGENT, ...headers }
     if (this.key) all.authorization = `Bearer ${this.key}`
     if (body !== undefined) all['content-type'] = 'application/json'

@@ -23,6 +23,8 @@ interface AccessKeyAnswer {
   scopes: string[]
   expiresAt: string | null
   key?: string
+  /** The shared vault the key is bound to. */
+  vaultId?: string
 }
 interface MeAnswer {
   user: { email: string; name: string | null }
@@ -112,8 +114,20 @@ function warnOtherAccount(previous: StoredConfig | null, url: string, account: s
   )
 }
 
+/** The stored fields of a key bound to a shared vault: its id, and its name as the key sees it. */
+async function boundVault(client: VaultClient, vaultId: string | undefined): Promise<Pick<StoredConfig, 'vaultId' | 'vaultName'>> {
+  if (!vaultId) return {}
+  const vaults = await client.json<{ id: string; name: string }[]>('GET', '/api/vaults')
+  const name = vaults.find((vault) => vault.id === vaultId)?.name
+  return name === undefined ? { vaultId } : { vaultId, vaultName: name }
+}
+
+const inVault = (bound: Pick<StoredConfig, 'vaultName' | 'vaultId'>) => (bound.vaultId ? ` for the shared vault "${bound.vaultName ?? bound.vaultId}"` : '')
+
 export async function login(argv: string[]): Promise<void> {
-  const { options, positionals } = parseArgs(argv, [{ name: 'key' }, { name: 'scopes', value: true }])
+  const { options, positionals } = parseArgs(argv, [{ name: 'key' }, { name: 'scopes', value: true }, { name: 'vault', value: true }])
+  const vault = str(options.vault)?.trim()
+  if (options.vault !== undefined && !vault) throw usageError('--vault needs the name (or id) of a shared vault')
   if (positionals.length > 1) throw usageError('svc login takes one URL')
   if (positionals[0]?.startsWith('svc_')) {
     throw usageError('never pass a key as an argument (it would stay in your shell history): pipe it to svc login --key')
@@ -123,6 +137,7 @@ export async function login(argv: string[]): Promise<void> {
   const previous = await withAccount(readConfig(), url)
   if (options.key) {
     if (options.scopes !== undefined) throw usageError('--scopes applies to a new key, not to --key')
+    if (vault !== undefined) throw usageError('--vault applies to a new key: a key made on the Access keys page is bound to its vault there')
     const key = (await readStdin()).trim()
     if (!key) throw new CliError('no key on standard input: echo "$KEY" | svc login --key URL')
     if (!/^svc_[A-Za-z0-9_-]+$/.test(key)) throw new CliError('that is not an svc access key (it starts with svc_)')
@@ -132,6 +147,7 @@ export async function login(argv: string[]): Promise<void> {
     if (answer.status !== 200) throw client.failure(answer)
     const record = JSON.parse(answer.text) as AccessKeyAnswer
     const me = await client.json<MeAnswer>('GET', '/api/auth/me')
+    const bound = await boundVault(client, record.vaultId)
     const path = writeConfig({
       url,
       key,
@@ -140,9 +156,10 @@ export async function login(argv: string[]): Promise<void> {
       expiresAt: record.expiresAt,
       createdByLogin: false,
       ...accountFields(previous, url, me.user.email),
+      ...bound,
     })
     await revokeReplaced(previous, url, key)
-    note(printable(`Signed in to ${url} as ${me.user.email} with the key "${record.name}" (${record.scopes.join(' ')}); saved in ${path}\n`))
+    note(printable(`Signed in to ${url} as ${me.user.email}${inVault(bound)} with the key "${record.name}" (${record.scopes.join(' ')}); saved in ${path}\n`))
     warnOtherAccount(previous, url, me.user.email)
     return
   }
@@ -154,11 +171,11 @@ export async function login(argv: string[]): Promise<void> {
   const started = await anonymous.json<{ deviceCode: string; userCode: string; verificationUri: string; expiresIn: number; interval: number }>(
     'POST',
     '/api/auth/device',
-    { deviceName: hostname() || 'this computer', ...(scopes ? { scopes } : {}) },
+    { deviceName: hostname() || 'this computer', ...(scopes ? { scopes } : {}), ...(vault !== undefined ? { vault } : {}) },
   )
   note(
     `To sign in, open this link in a browser where you are signed in to the vault:\n\n  ${started.verificationUri}\n\n` +
-      `and type this code there: ${started.userCode}\n\nWaiting for approval (the code expires in ${Math.round(started.expiresIn / 60)} minutes)…\n`,
+      `and type this code there: ${started.userCode}\n\n${vault !== undefined ? printable(`The key will be bound to your shared vault "${vault}".\n\n`) : ''}Waiting for approval (the code expires in ${Math.round(started.expiresIn / 60)} minutes)…\n`,
   )
   let intervalMs = started.interval * 1000
   const giveUpAt = Date.now() + started.expiresIn * 1000 + 30_000
@@ -168,7 +185,9 @@ export async function login(argv: string[]): Promise<void> {
     if (answer.status === 200) {
       const created = JSON.parse(answer.text) as AccessKeyAnswer & { key: string }
       // Whoever approved the code owns the key: ask the vault whose it is before storing it.
-      const me = await new VaultClient(url, created.key).json<MeAnswer>('GET', '/api/auth/me')
+      const client = new VaultClient(url, created.key)
+      const me = await client.json<MeAnswer>('GET', '/api/auth/me')
+      const bound = await boundVault(client, created.vaultId)
       const path = writeConfig({
         url,
         key: created.key,
@@ -177,11 +196,12 @@ export async function login(argv: string[]): Promise<void> {
         expiresAt: created.expiresAt,
         createdByLogin: true,
         ...accountFields(previous, url, me.user.email),
+        ...bound,
       })
       await revokeReplaced(previous, url, created.key)
       note(
         printable(
-          `Signed in to ${url} as ${me.user.email}: key "${created.name}" (${created.scopes.join(' ')}), expires ${created.expiresAt ?? 'never'}; saved in ${path}\n`,
+          `Signed in to ${url} as ${me.user.email}${inVault(bound)}: key "${created.name}" (${created.scopes.join(' ')}), expires ${created.expiresAt ?? 'never'}; saved in ${path}\n`,
         ),
       )
       warnOtherAccount(previous, url, me.user.email)
@@ -242,11 +262,13 @@ export async function whoami(argv: string[]): Promise<void> {
     ['Scopes', key.scopes.join(' ')],
     ['Expires', key.expiresAt ?? 'never'],
   ]
+  if (key.vaultId) lines.push(['Vault', (await boundVault(client, key.vaultId)).vaultName ?? key.vaultId])
   out(printable(lines.map(([label, value]) => `${(label + ':').padEnd(9)}${value}\n`).join('')))
   await noteIfOlder(creds.url)
 }
 
-export const signedInClient = () => VaultClient.signedIn(credentials())
+/** `vault`: a shared vault's name or id (--vault); else the personal vault, or the one the key is bound to. */
+export const signedInClient = (vault?: string) => VaultClient.signedIn(credentials(), vault)
 
 /** Semantic version order: 1 when a is newer, -1 when older, 0 when the same. */
 function compareVersions(a: string, b: string): number {
@@ -295,10 +317,8 @@ export async function version(argv: string[]): Promise<void> {
 
 // ---------------------------------------------------------------- export, get
 
-const SELECT = [
-  { name: 'env', short: 'e', value: true },
-  { name: 'name', short: 'n', value: true },
-]
+const VAULT = { name: 'vault', value: true }
+const SELECT = [{ name: 'env', short: 'e', value: true }, { name: 'name', short: 'n', value: true }, VAULT]
 
 /** The export's formats, one per reader (docs/export.md). */
 export const EXPORT_FORMATS = ['dotenv', 'bun', 'node', 'python', 'docker', 'systemd', 'shell', 'json', 'yaml'] as const
@@ -309,7 +329,7 @@ export async function exportCommand(argv: string[]): Promise<void> {
   const format = str(options.format) ?? 'dotenv'
   if (!(EXPORT_FORMATS as readonly string[]).includes(format)) throw usageError(`--format must be one of ${EXPORT_FORMATS.join(', ')}, got ${format}`)
   const selection = selectionFrom(options)
-  const client = VaultClient.signedIn(credentials())
+  const client = VaultClient.signedIn(credentials(), str(options.vault))
   let text: string
   if (format === 'json') {
     // fetchExport converts the .env text of a vault without the JSON format.
@@ -341,7 +361,7 @@ export async function get(argv: string[]): Promise<void> {
   if (positionals.length !== 1) throw usageError('svc get takes one variable name: svc get DATABASE_URL')
   const name = positionals[0]
   const selection: Selection = selectionFrom(options)
-  const client = VaultClient.signedIn(credentials())
+  const client = VaultClient.signedIn(credentials(), str(options.vault))
   const several = () => new CliError(`${name} has several values in ${describeSelection(selection)}: choose one with -e ENV or -n NAME`)
   let exported: Record<string, string>
   try {
@@ -432,10 +452,10 @@ interface TwoFactorItem {
 }
 
 export async function totp(argv: string[]): Promise<void> {
-  const { positionals } = parseArgs(argv, [])
+  const { options, positionals } = parseArgs(argv, [VAULT])
   if (positionals.length > 1) throw usageError('svc totp takes at most one search word')
   const query = positionals[0]?.toLowerCase()
-  const client = VaultClient.signedIn(credentials())
+  const client = VaultClient.signedIn(credentials(), str(options.vault))
   const tokens = await client.json<TwoFactorItem[]>('GET', '/api/2fa')
   const matches = query ? tokens.filter((t) => t.service.toLowerCase().includes(query) || t.accountName.toLowerCase().includes(query)) : tokens
   if (matches.length === 0)
@@ -462,8 +482,8 @@ interface EntryItem {
 }
 
 export async function ls(argv: string[]): Promise<void> {
-  parseArgs(argv, [])
-  const client = VaultClient.signedIn(credentials())
+  const { options } = parseArgs(argv, [VAULT])
+  const client = VaultClient.signedIn(credentials(), str(options.vault))
   const [categories, entries] = await Promise.all([client.json<CategoryItem[]>('GET', '/api/categories'), client.json<EntryItem[]>('GET', '/api/entries')])
   if (categories.length === 0) return void note('The vault holds no category yet\n')
   const byText = (a: string, b: string) => a.localeCompare(b)

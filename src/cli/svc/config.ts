@@ -18,6 +18,9 @@ export interface StoredConfig {
   account?: string
   /** Set when a sign-in was approved by another account than the one before it. */
   previousAccount?: string
+  /** The shared vault the key is bound to (`svc login --vault`): svc goes there without --vault. */
+  vaultId?: string
+  vaultName?: string
 }
 
 export interface Credentials {

@@ -11,7 +11,9 @@ import { signedInClient } from './commands'
 const HELP = `svc: the svc-vault command line
 
 Usage:
-  svc login [URL] [--scopes "S1 S2"]   sign in through the web interface (device approval)
+  svc login [URL] [--scopes "S1 S2"] [--vault NAME]
+                                       sign in through the web interface (device approval); --vault:
+                                       a key bound to that shared vault, used without --vault after
   svc login --key [URL]                sign in with an existing access key read from standard input
   svc logout [--keep-key]              revoke the stored key on the server, and forget it
   svc whoami                           URL, account, key name, scopes, expiry
@@ -31,6 +33,8 @@ Usage:
   svc ls                               categories and entries (never values)
   svc --version                        the CLI's version (and the vault's, when signed in)
 
+run, export, get, inject, check, totp and ls take --vault NAME (or id): a shared vault instead of your personal
+one (GET /api/vaults finds it; the key must be bound to it). A key bound to a shared vault goes there by itself.
 ENV is development, staging or production (dev, stage, prod). SVC_URL and SVC_TOKEN override the stored sign-in
 (for CI). The sign-in is kept in $XDG_CONFIG_HOME/svc-vault/config.json (else ~/.config/svc-vault/).
 `

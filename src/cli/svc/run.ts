@@ -43,6 +43,7 @@ export const RUN_OPTIONS = [
   { name: 'fallback-max-age', value: true },
   { name: 'allow-env', value: true, repeat: true },
   { name: 'pass-token' },
+  { name: 'vault', value: true },
 ]
 
 export function selectionFrom(options: Record<string, string | boolean | undefined>): Selection {
@@ -175,7 +176,7 @@ export async function run(argv: string[]): Promise<never> {
   const maxAgeMs = parseMaxAge(str(options['fallback-max-age']))
 
   const creds = credentials()
-  const client = VaultClient.signedIn(creds)
+  const client = VaultClient.signedIn(creds, str(options.vault))
   const cacheKey = { url: creds.url, key: creds.key }
   const cacheSelection = selectionKey(selection)
   /** A key the vault refused must not keep working from a cache. */

@@ -80,10 +80,11 @@ function readInput(path: string): string {
   }
 }
 
-export async function inject(argv: string[], client: () => VaultClient): Promise<void> {
+export async function inject(argv: string[], client: (vault?: string) => VaultClient): Promise<void> {
   const { options, positionals } = parseArgs(argv, [
     { name: 'in', short: 'i', value: true },
     { name: 'out', short: 'o', value: true },
+    { name: 'vault', value: true },
   ])
   if (positionals.length) throw usageError(`svc inject takes no argument (${positionals[0]}): svc inject -i TEMPLATE -o FILE`)
   const input = str(options.in)
@@ -94,7 +95,7 @@ export async function inject(argv: string[], client: () => VaultClient): Promise
     const reference = parseReference(match[1])
     if (reference) references.push(reference)
   }
-  const values = references.length ? await resolveReferences(client(), references) : new Map<string, string>()
+  const values = references.length ? await resolveReferences(client(str(options.vault)), references) : new Map<string, string>()
   const text = template.replace(REFERENCE, (whole, inner: string) => values.get(inner) ?? whole)
   const output = str(options.out)
   if (output === undefined) return void process.stdout.write(text)
@@ -119,11 +120,12 @@ export async function resolveEnvironment(client: VaultClient, env: Record<string
   return resolved
 }
 
-export async function check(argv: string[], client: () => VaultClient): Promise<void> {
+export async function check(argv: string[], client: (vault?: string) => VaultClient): Promise<void> {
   const { options, positionals } = parseArgs(argv, [
     { name: 'env', short: 'e', value: true },
     { name: 'name', short: 'n', value: true },
     { name: 'against', value: true },
+    { name: 'vault', value: true },
   ])
   if (positionals.length) throw usageError(`svc check takes no argument (${positionals[0]}): svc check -n NAME -e development,production`)
   const name = str(options.name)
@@ -140,7 +142,7 @@ export async function check(argv: string[], client: () => VaultClient): Promise<
   const against = str(options.against)
   if (!against && (listed?.length ?? 0) < 2)
     throw usageError('svc check compares two or more environments (-e development,production), or checks against a template (--against .env.example)')
-  const vault = client()
+  const vault = client(str(options.vault))
   const names = new Map<string, Set<string>>()
   for (const environment of environments) names.set(environment, new Set(Object.keys(await selectionVariables(vault, { name, environment }))))
   // --against without -e: the environments that hold something are checked.

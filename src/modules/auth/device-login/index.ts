@@ -36,7 +36,7 @@ function ownKey(auth: AuthContext) {
 }
 
 export function deviceLoginRoutes(deps: AppDeps) {
-  const logins = new DeviceLogins(deps.accessKeys, deps.config.baseUrl, deps.now)
+  const logins = new DeviceLogins(deps.accessKeys, deps.config.baseUrl, deps.now, (userId) => deps.sharedVaults.listFor(userId))
   // A deleted account's approved sign-ins pay out nothing.
   deps.accounts.onUserRemoved((userId) => logins.cancelFor(userId))
   return new Elysia({ name: 'deviceLoginRoutes', prefix: '/api/auth', tags: ['Authentication'] })
@@ -48,7 +48,7 @@ export function deviceLoginRoutes(deps: AppDeps) {
         operationId: 'startDeviceLogin',
         summary: 'Start a device sign-in (svc login)',
         description:
-          'RFC 8628-like. Answers a secret `deviceCode` for the CLI and a `userCode` with the link `<SVC_BASE_URL>/cli?code=ABCD-EFGH`, where a signed-in person approves or denies. Codes last 10 minutes and are single-use. The key, once approved, is named `svc on <deviceName>`, expires after 90 days and holds the default scopes among `scopes` (default: entries:read entries:reveal export:read envs:read envs:reveal 2fa:read 2fa:reveal categories:read); any other scope asked for is granted only when the approver picks it on the page. 429 TOO_MANY_ATTEMPTS when too many sign-ins are waiting from one address (10), one IPv6 /64 (20) or in all (1,000).',
+          'RFC 8628-like. Answers a secret `deviceCode` for the CLI and a `userCode` with the link `<SVC_BASE_URL>/cli?code=ABCD-EFGH`, where a signed-in person approves or denies. Codes last 10 minutes and are single-use. The key, once approved, is named `svc on <deviceName>`, expires after 90 days and holds the default scopes among `scopes` (default: entries:read entries:reveal export:read envs:read envs:reveal 2fa:read 2fa:reveal categories:read); any other scope asked for is granted only when the approver picks it on the page. `vault` (svc login --vault) asks for a key bound to that shared vault of the approver. 429 TOO_MANY_ATTEMPTS when too many sign-ins are waiting from one address (10), one IPv6 /64 (20) or in all (1,000).',
         security: [],
       },
     })
@@ -65,18 +65,23 @@ export function deviceLoginRoutes(deps: AppDeps) {
             ...origin,
             actor: { type: 'device-login', id: null, name: issued.deviceName },
             records: [{ kind: 'access_key', id: issued.key.id, name: issued.key.name }],
-            details: { scopes: issued.key.scopes, expiresAt: issued.key.expiresAt, via: 'device_login' },
+            details: {
+              scopes: issued.key.scopes,
+              expiresAt: issued.key.expiresAt,
+              via: 'device_login',
+              ...(issued.key.vaultId ? { vaultId: issued.key.vaultId } : {}),
+            },
           })
         }
         return issued.key
       },
       {
         body: PollDeviceLoginBody,
-        response: { 200: CreatedAccessKeySchema, ...publicErrorResponses(400, 413) },
+        response: { 200: CreatedAccessKeySchema, ...publicErrorResponses(400, 404, 413) },
         detail: {
           operationId: 'pollDeviceLogin',
           summary: 'Poll a device sign-in; answers the new access key once approved',
-          description: `The answer holds the key, this once. ${TOKEN_ERRORS}`,
+          description: `The answer holds the key, this once. ${TOKEN_ERRORS} 404 NOT_FOUND: approved for a shared vault the approver has left or been removed from since (no key is made).`,
           security: [],
         },
       },
@@ -103,6 +108,7 @@ export function deviceLoginRoutes(deps: AppDeps) {
           keyName: keyNameFor(decided.deviceName),
           scopes: decided.scopes,
           requestedScopes: decided.requestedScopes,
+          ...(decided.vault ? { vaultId: decided.vault.id, vaultName: decided.vault.name } : {}),
         })
         return { status: decided.status }
       },
@@ -110,12 +116,12 @@ export function deviceLoginRoutes(deps: AppDeps) {
         auth: 'session',
         params: UserCodeParams,
         body: ApproveDeviceLoginBody,
-        response: { 200: DeviceDecisionSchema, ...errorResponses(400, 404, 413, 429) },
+        response: { 200: DeviceDecisionSchema, ...errorResponses(400, 404, 409, 413, 429) },
         detail: {
           operationId: 'approveDeviceLogin',
           summary: 'Approve a device sign-in: the CLI receives a new access key of yours on its next poll',
           description:
-            'Needs a fresh proof (a sign-in or POST /api/auth/reauth within the last 10 minutes), else 403 REAUTHENTICATION_REQUIRED. Without a body, the key holds the default scopes among those asked for (400 VALIDATION_ERROR when none of them is a default one); `scopes` grants exactly the scopes the approver picked, wider or narrower.',
+            "Needs a fresh proof (a sign-in or POST /api/auth/reauth within the last 10 minutes), else 403 REAUTHENTICATION_REQUIRED. Without a body, the key holds the default scopes among those asked for (400 VALIDATION_ERROR when none of them is a default one); `scopes` grants exactly the scopes the approver picked, wider or narrower. A sign-in that asked for a shared vault (`vault`) gets a key bound to the approver's vault of that name or id: 404 NOT_FOUND when the approver has none, 409 VAULT_NAME_AMBIGUOUS when several of theirs bear the name.",
         },
       },
     )

@@ -20,6 +20,15 @@ const StartFields = strictObject({
       description: `The scopes the key will hold; default ${DEFAULT_CLI_SCOPES.join(' ')}`,
     }),
   ),
+  vault: t.Optional(
+    t.String({
+      minLength: 1,
+      maxLength: 200,
+      pattern: '^[^\\u0000-\\u001f\\u007f]+$',
+      description:
+        'svc login --vault: a shared vault, by name or id, of the person who approves; the key is then bound to it (works only under /api/vaults/{vaultId}). Absent: the personal vault',
+    }),
+  ),
 })
 
 /** Both fields are optional, so the body may be left out. */
@@ -63,6 +72,16 @@ export const DeviceRequestSchema = component(
     createdAt: Timestamp,
     keyExpiresInDays: t.Integer({ description: 'The new key expires this many days after approval' }),
     expiresAt: Timestamp,
+    vault: t.Optional(
+      t.Object(
+        {
+          name: t.String(),
+          id: t.Union([t.String(), t.Null()], { description: 'null: you have no shared vault of this name (approving answers 404 NOT_FOUND)' }),
+          role: t.Union([t.Literal('viewer'), t.Literal('editor'), t.Literal('admin'), t.Null()], { description: 'Your role there' }),
+        },
+        { description: 'Present when the device asked for a key bound to a shared vault (svc login --vault)' },
+      ),
+    ),
   }),
 )
 

@@ -9,7 +9,8 @@
 import type { AccessKeys, PublicAccessKey } from '../../../auth/access-keys'
 import { isScope, type Scope } from '../../../auth/scopes'
 import { constantTimeEqual, randomToken, sha256Hex } from '../../../crypto/tokens'
-import { AppError, validationError } from '../../../http/errors'
+import { AppError, NotFound, validationError } from '../../../http/errors'
+import type { VaultRole } from '../../../store/records'
 
 export const DEVICE_CODE_TTL_MS = 10 * 60_000
 export const POLL_INTERVAL_MS = 5_000
@@ -63,6 +64,17 @@ interface DeviceRequest {
   approvedBy: string | null
   /** What the approver granted. */
   granted: Scope[]
+  /** `svc login --vault`: the shared vault asked for, by name or id (null: the personal vault). */
+  vault: string | null
+  /** The approver's vault of that name, bound to the key on approval. */
+  vaultId: string | null
+}
+
+/** A shared vault as the approver sees it (their own vaults only). */
+export interface ApproverVault {
+  id: string
+  name: string
+  role: VaultRole
 }
 
 export interface DeviceAuthorization {
@@ -87,6 +99,8 @@ export interface DeviceRequestView {
   createdAt: string
   keyExpiresInDays: number
   expiresAt: string
+  /** Asked for with `svc login --vault`: the approver's vault of that name (id and role null when they have none). */
+  vault?: { name: string; id: string | null; role: VaultRole | null }
 }
 
 const DEFAULTS = new Set<Scope>(DEFAULT_CLI_SCOPES)
@@ -159,9 +173,18 @@ export class DeviceLogins {
     private readonly accessKeys: AccessKeys,
     private readonly baseUrl: string,
     private readonly now: () => number = Date.now,
+    /** The shared vaults a user is a member of, with their role. */
+    private readonly vaultsOf: (userId: string) => ApproverVault[] = () => [],
   ) {}
 
-  start(input: { deviceName?: string; scopes?: string[] } | null, client: string, userAgent: string | null = null): DeviceAuthorization {
+  /** The approver's vaults matching the name (or id) the device asked for. */
+  private matchVaults(userId: string, wanted: string): ApproverVault[] {
+    const vaults = this.vaultsOf(userId)
+    const byId = vaults.find((vault) => vault.id === wanted)
+    return byId ? [byId] : vaults.filter((vault) => vault.name === wanted)
+  }
+
+  start(input: { deviceName?: string; scopes?: string[]; vault?: string } | null, client: string, userAgent: string | null = null): DeviceAuthorization {
     this.sweep()
     const deviceName = input?.deviceName === undefined ? 'unknown device' : input.deviceName.trim()
     if (deviceName === '') throw validationError('deviceName', 'must not be blank')
@@ -169,6 +192,8 @@ export class DeviceLogins {
     if (scopes.length === 0) throw validationError('scopes', 'at least one scope is required')
     const unknown = scopes.find((scope) => !isScope(scope))
     if (unknown !== undefined) throw validationError('scopes', `unknown scope "${unknown}"`)
+    const vault = input?.vault === undefined ? null : input.vault.trim()
+    if (vault === '') throw validationError('vault', 'must not be blank')
     const network = networkOf(client)
     let fromClient = 0
     let fromNetwork = 0
@@ -198,6 +223,8 @@ export class DeviceLogins {
       status: 'pending',
       approvedBy: null,
       granted: [],
+      vault,
+      vaultId: null,
     }
     this.byDeviceCode.set(request.deviceCodeHash, request)
     this.byUserCode.set(userCode, request)
@@ -248,6 +275,8 @@ export class DeviceLogins {
       name: keyNameFor(request.deviceName),
       scopes: request.granted,
       expiresAt: new Date(now + KEY_TTL_MS).toISOString(),
+      // Checked again here: an approver removed from the vault since gets no key for it (404).
+      ...(request.vaultId ? { vaultId: request.vaultId } : {}),
     })
     return { key, userId: request.approvedBy!, deviceName: request.deviceName }
   }
@@ -255,6 +284,11 @@ export class DeviceLogins {
   /** What the approval page shows: only a pending, unexpired request. */
   describe(userId: string, userCode: string): DeviceRequestView {
     const request = this.pending(userId, userCode)
+    let vault: DeviceRequestView['vault']
+    if (request.vault !== null) {
+      const matches = this.matchVaults(userId, request.vault)
+      vault = matches.length === 1 ? { name: matches[0].name, id: matches[0].id, role: matches[0].role } : { name: request.vault, id: null, role: null }
+    }
     return {
       userCode: formatUserCode(request.userCode),
       deviceName: request.deviceName,
@@ -266,6 +300,7 @@ export class DeviceLogins {
       createdAt: new Date(request.createdAt).toISOString(),
       keyExpiresInDays: KEY_TTL_MS / 86_400_000,
       expiresAt: new Date(request.expiresAt).toISOString(),
+      ...(vault ? { vault } : {}),
     }
   }
 
@@ -280,7 +315,7 @@ export class DeviceLogins {
     userCode: string,
     approve: boolean,
     chosen?: readonly string[],
-  ): { status: 'approved' | 'denied'; deviceName: string; scopes: Scope[]; requestedScopes: Scope[] } {
+  ): { status: 'approved' | 'denied'; deviceName: string; scopes: Scope[]; requestedScopes: Scope[]; vault: { id: string; name: string } | null } {
     let granted: Scope[] = []
     if (approve) {
       if (chosen !== undefined) {
@@ -297,11 +332,28 @@ export class DeviceLogins {
         throw validationError('scopes', `the device asked only for ${request.scopes.join(' ')}, beyond the default scopes: choose the scopes to grant`)
       }
     }
+    // A key for a shared vault: only one the approver is a member of, named without doubt.
+    let vault: ApproverVault | null = null
+    if (approve && request.vault !== null) {
+      const matches = this.matchVaults(userId, request.vault)
+      if (matches.length === 0) throw NotFound.vault()
+      if (matches.length > 1) {
+        throw new AppError(409, 'VAULT_NAME_AMBIGUOUS', 'Several of your shared vaults have this name: run svc login --vault with the vault id instead')
+      }
+      vault = matches[0]
+    }
     const status = approve ? 'approved' : 'denied'
     request.status = status
+    request.vaultId = vault?.id ?? null
     request.approvedBy = approve ? userId : null
     request.granted = granted
-    return { status, deviceName: request.deviceName, scopes: granted, requestedScopes: [...request.scopes] }
+    return {
+      status,
+      deviceName: request.deviceName,
+      scopes: granted,
+      requestedScopes: [...request.scopes],
+      vault: vault ? { id: vault.id, name: vault.name } : null,
+    }
   }
 
   /** Drops the sign-ins this user approved that the CLI has not collected yet (account deletion). */
