@@ -102,6 +102,7 @@ export async function seedAccounts(dataDir: string, masterKey: string, users: nu
     sessions: [] as SessionRecord[],
     accessKeys: [] as AccessKeyRecord[],
     sharedVaults: [],
+    moves: [],
   } satisfies AccountsDocument
   const seeded: SeededAccounts = { cookies: [], keys: [], emails: [], userIds: [] }
   for (let i = 0; i < users; i++) {

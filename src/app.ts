@@ -44,6 +44,7 @@ import { auditRoutes } from './modules/audit'
 import { AuditService } from './modules/audit/service'
 import { AUDIT_ACTIONS } from './modules/audit/model'
 import { SharedVaults } from './modules/vaults/service'
+import { Moves, type MoveCrashPoint } from './modules/vaults/move'
 import { vaultRoutes } from './modules/vaults'
 import { documentSharedRoutes, sharedMount } from './modules/vaults/mount'
 
@@ -138,7 +139,22 @@ export async function openVault(
     },
     now,
   })
-  return { config, store, keyring, accounts, accessKeys, vaults, log, now, metrics, logRequest, audit, protection, notifier, sharedVaults }
+  const moves = new Moves({
+    accountsDoc: store.accounts,
+    vaults,
+    now,
+    log,
+    // Fault injection for the crash test (test/vaults/move.test.ts): never outside NODE_ENV=test.
+    crashAt: process.env.NODE_ENV === 'test' ? (process.env.SVC_TEST_MOVE_CRASH_AT as MoveCrashPoint | undefined) : undefined,
+  })
+  // A move a crash interrupted is finished or undone before any request (move.ts).
+  try {
+    await moves.recover()
+  } catch (error) {
+    await store.close()
+    throw error
+  }
+  return { config, store, keyring, accounts, accessKeys, vaults, log, now, metrics, logRequest, audit, protection, notifier, sharedVaults, moves }
 }
 
 /** The routes of a vault's resources, on the personal vault or (vaultMount "shared") a shared one. */

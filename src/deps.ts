@@ -12,6 +12,7 @@ import type { AuditService } from './modules/audit/service'
 import type { Notifier } from './modules/account/notifications'
 import type { Store } from './store/store'
 import type { SharedVaults } from './modules/vaults/service'
+import type { Moves } from './modules/vaults/move'
 import type { VaultMount } from './auth/vault-mount'
 
 export interface AppDeps {
@@ -34,6 +35,8 @@ export interface AppDeps {
   notifier: Notifier
   /** Shared vaults: their members and the resolver of /api/vaults/{vaultId} routes. */
   sharedVaults: SharedVaults
+  /** Moving and copying projects between a personal vault and a shared one (journalled in the accounts document). */
+  moves: Moves
   /** Set on the copies of deps that build the resource routes: which vault they work on (auth/vault-mount.ts). */
   vaultMount?: VaultMount
 }

@@ -68,6 +68,9 @@ export const AUDIT_ACTIONS = [
   'member.role_change',
   'member.remove',
   'member.leave',
+  // A project moved or copied between a personal vault and a shared one: in both vaults' logs.
+  'project.move',
+  'project.copy',
   // The server found a log that no longer reaches its anchor: written by the server itself.
   'chain.broken',
 ] as const

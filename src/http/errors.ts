@@ -74,6 +74,9 @@ export type ErrorCode =
   | 'LAST_ADMIN'
   | 'MEMBER_NOT_FOUND'
   | 'KEY_BOUND_TO_VAULT'
+  // Moving a project between vaults.
+  | 'PROJECT_NOT_FOUND'
+  | 'MOVE_CONFLICT'
 
 export class AppError extends Error {
   constructor(

@@ -115,8 +115,37 @@ export interface SharedVaultRecord {
   readonly members: readonly VaultMemberRecord[]
 }
 
+/** The record ids of one side of a project move, by vault list. */
+export interface MoveRecordIds {
+  readonly categories: readonly string[]
+  readonly entries: readonly string[]
+  readonly twoFactor: readonly string[]
+  readonly envProjects: readonly string[]
+  readonly envFiles: readonly string[]
+  readonly versions: readonly string[]
+}
+
+/**
+ * A project move between two vault documents under way (modules/vaults/move.ts): written before
+ * the target is, removed once the source no longer holds the project. Start-up finishes or undoes
+ * each one left by a crash, so the project ends whole on exactly one side.
+ */
+export interface MoveRecord {
+  readonly id: string
+  /** Owner ids (a user id, or a shared vault's id) of the vault moved from and to. */
+  readonly from: string
+  readonly to: string
+  readonly startedAt: string
+  /** `forward`: finish it once the target holds the copy; `back`: being undone (the source changed meanwhile). */
+  readonly phase: 'forward' | 'back'
+  /** What to remove from the source once the target holds it (categories stay). */
+  readonly source: MoveRecordIds
+  /** What the target write adds (categories: only those it creates). */
+  readonly target: MoveRecordIds
+}
+
 /** The accounts document's lists of records, whose changes are logged like a vault's (store/writer.ts). */
-export const ACCOUNTS_LISTS = ['users', 'sessions', 'accessKeys', 'sharedVaults'] as const
+export const ACCOUNTS_LISTS = ['users', 'sessions', 'accessKeys', 'sharedVaults', 'moves'] as const
 
 export interface AccountsDocument {
   readonly version: number
@@ -129,6 +158,8 @@ export interface AccountsDocument {
   readonly accessKeys: readonly AccessKeyRecord[]
   /** Absent in data folders written before shared vaults (store.ts adds it on open). */
   readonly sharedVaults: readonly SharedVaultRecord[]
+  /** Project moves under way (absent in data folders written before: store.ts adds it on open). */
+  readonly moves: readonly MoveRecord[]
 }
 
 export type KeyType = 'simple' | 'group' | 'ssh' | 'json'

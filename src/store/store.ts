@@ -79,6 +79,7 @@ function withSessionIds(data: AccountsDocument): AccountsDocument {
     return data
     // Written before shared vaults: none.
   ;(data as { sharedVaults?: unknown }).sharedVaults ??= []
+  ;(data as { moves?: unknown }).moves ??= []
   for (const session of data.sessions) {
     if (typeof session.id !== 'string') session.id = createHash('sha256').update(`session-id:${session.tokenHash}`).digest('hex').slice(0, 32)
   }
@@ -158,7 +159,7 @@ export class Store implements DataStore {
       // Like a vault, a write appends what changed (a session, a key) to a log: its cost does not
       // grow with the number of accounts.
       const accounts = await Document.open<AccountsDocument>(path, {
-        create: () => ({ version: FORMAT_VERSION, keyCheck: options.createKeyCheck(), users: [], sessions: [], accessKeys: [], sharedVaults: [] }),
+        create: () => ({ version: FORMAT_VERSION, keyCheck: options.createKeyCheck(), users: [], sessions: [], accessKeys: [], sharedVaults: [], moves: [] }),
         beforeLog: withSessionIds,
         migrate: (data) => withSessionIds(checkAccounts(data)),
         persistMigration: options.lock !== false,
