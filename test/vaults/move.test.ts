@@ -41,7 +41,16 @@ async function seedProject(client: Client, base: string, canary: string) {
   const file = ok(await client.post(api(`/api/envs/${projectId}/files`), { fileType: 'env', content: `A=${canary}-env1\n` }), 200, 201).body
   ok(await client.post(api(`/api/envs/${projectId}/files`), { fileType: 'env', content: `A=${canary}-env2\n` }), 200, 201)
   const token = ok(await client.post(api('/api/2fa'), { service: 'Blog host', accountName: 'me', secret: TOTP })).body
-  return { categoryId: category.id, mainId: main.id, prodId: prod.id, otherId: other.id, doomedId: doomed.id, projectId, fileId: file.data?.id ?? file.id, tokenId: token.id }
+  return {
+    categoryId: category.id,
+    mainId: main.id,
+    prodId: prod.id,
+    otherId: other.id,
+    doomedId: doomed.id,
+    projectId,
+    fileId: file.data?.id ?? file.id,
+    tokenId: token.id,
+  }
 }
 
 /** The project's records in one vault document, with their values opened under that vault's key. */
@@ -68,7 +77,9 @@ async function projectIn(ownerId: string, deps = server.deps) {
 }
 
 const actions = (dataDir: string, ownerId: string) =>
-  auditFileLines(join(dataDir, 'vaults', `${ownerId}.audit.log`)).map((line) => JSON.parse(line)).filter((e) => e.action.startsWith('project.'))
+  auditFileLines(join(dataDir, 'vaults', `${ownerId}.audit.log`))
+    .map((line) => JSON.parse(line))
+    .filter((e) => e.action.startsWith('project.'))
 
 describe('moving a project', () => {
   test('in: entries, env project, 2FA token with their history go to the shared vault, sealed under its key; the trash stays; audited on both sides', async () => {

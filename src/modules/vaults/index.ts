@@ -8,7 +8,17 @@ import { errorResponses, NoContent } from '../../http/schemas'
 import type { AuditAction } from '../../audit/actions'
 import type { AuditRecordRef, AuditSource } from '../audit/service'
 import { sharedMount } from './mount'
-import { CreateVaultBody, MemberParams, MoveProjectBody, MoveProjectResult, SharedVaultSchema, UpdateMemberBody, UpdateVaultBody, VaultMemberSchema, VaultParams } from './model'
+import {
+  CreateVaultBody,
+  MemberParams,
+  MoveProjectBody,
+  MoveProjectResult,
+  SharedVaultSchema,
+  UpdateMemberBody,
+  UpdateVaultBody,
+  VaultMemberSchema,
+  VaultParams,
+} from './model'
 
 const ROLE_NOTE =
   'A vault the caller is not a member of, or an unknown one, is 404 NOT_FOUND; a member without the role 403 ROLE_REQUIRED. Session, or an access key bound to this vault (any scope).'

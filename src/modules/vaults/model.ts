@@ -52,7 +52,9 @@ export const MoveProjectBody = component(
     envProjectId: t.Optional(
       t.String({ minLength: 1, maxLength: 100, description: 'The env project to take along; default: the env project named as the project, if any' }),
     ),
-    twoFactorIds: t.Optional(t.Array(t.String({ minLength: 1, maxLength: 100 }), { maxItems: 1000, description: 'The 2FA tokens to take along (default none)' })),
+    twoFactorIds: t.Optional(
+      t.Array(t.String({ minLength: 1, maxLength: 100 }), { maxItems: 1000, description: 'The 2FA tokens to take along (default none)' }),
+    ),
     copy: t.Optional(t.Boolean({ description: 'true: copy (new ids, the source keeps everything); default false: move' })),
   }),
 )

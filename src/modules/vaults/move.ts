@@ -82,8 +82,7 @@ const noIds = (): { -readonly [K in keyof MoveRecordIds]: string[] } => ({
   versions: [],
 })
 
-export const moveConflict = () =>
-  conflict('MOVE_CONFLICT', 'The project changed while it was being moved: nothing was moved; try again')
+export const moveConflict = () => conflict('MOVE_CONFLICT', 'The project changed while it was being moved: nothing was moved; try again')
 
 interface Plan {
   intent: MoveRecord
@@ -250,9 +249,7 @@ export class Moves {
     }
 
     // The env project: the one given, or the one named as the project.
-    const project = request.envProjectId
-      ? indexById(src.envProjects)[request.envProjectId]
-      : src.envProjects.find((p) => sameName(p.name, request.project))
+    const project = request.envProjectId ? indexById(src.envProjects)[request.envProjectId] : src.envProjects.find((p) => sameName(p.name, request.project))
     if (request.envProjectId && !project) throw NotFound.envProject()
     let envProjectId: string | null = null
     if (project) {
