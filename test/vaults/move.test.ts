@@ -8,6 +8,9 @@ import { loadConfig } from '../../src/config'
 import { auditFileLines } from '../support/audit-file'
 import { signUp, type Client } from '../support/client'
 import { removeDir, spawnServer, startTestServer, tempDir, TEST_MASTER_KEY, type TestServer } from '../support/server'
+import { Moves } from '../../src/modules/vaults/move'
+import type { AccountsDocument } from '../../src/store/records'
+import type { StoredDocument } from '../../src/store/data-store'
 import { createVault, team } from './support'
 
 let server: TestServer
@@ -196,6 +199,65 @@ describe('moving a project', () => {
     expect(bad.status).toBe(400)
     expect((await projectIn(editor.user.id)).entries).toHaveLength(2)
     expect((await projectIn(vaultId)).entries).toHaveLength(0)
+  })
+})
+
+/** The accounts document, with `after(n)` run once the n-th update through it is durable. */
+function watchedAccounts(after: (n: number) => Promise<void>): StoredDocument<AccountsDocument> {
+  const real = server.deps.store.accounts
+  let n = 0
+  return new Proxy(real, {
+    get(target, key) {
+      if (key === 'update')
+        return async (mutate: Parameters<typeof real.update>[0]) => {
+          const result = await target.update(mutate)
+          await after(++n)
+          return result
+        }
+      const value = Reflect.get(target, key)
+      return typeof value === 'function' ? value.bind(target) : value
+    },
+  })
+}
+
+describe('a project changed while it moves', () => {
+  test('409 MOVE_CONFLICT: the target loses what it got, the change is kept; an undo cut short is finished at start-up', async () => {
+    const admin = await signUp(server.url)
+    const vaultId = await createVault(admin)
+    const ids = await seedProject(admin, '', 'sk-conflict')
+    const request = { from: admin.user.id, to: vaultId, project: 'blog', copy: false }
+    // Right after the intent is written, the owner sets a new value.
+    const moves = new Moves({
+      accountsDoc: watchedAccounts(async (n) => {
+        if (n === 1) expect((await admin.put(`/api/entries/${ids.mainId}`, { value: 'sk-conflict-v3' })).status).toBe(200)
+      }),
+      vaults: server.deps.vaults,
+      now: Date.now,
+      log: () => {},
+    })
+    const refused = await moves.move(request).catch((error) => error)
+    expect([refused.status, refused.code]).toEqual([409, 'MOVE_CONFLICT'])
+    expect((await projectIn(admin.user.id)).entries).toEqual(['sk-conflict-prod', 'sk-conflict-v3'])
+    expect((await projectIn(vaultId)).entries).toEqual([])
+    expect(server.deps.store.accounts.data.moves).toEqual([])
+
+    // Again, but the undo stops once it is journalled (a crash): start-up takes the target's copy away.
+    const cut = new Moves({
+      accountsDoc: watchedAccounts(async (n) => {
+        if (n === 1) expect((await admin.put(`/api/entries/${ids.mainId}`, { value: 'sk-conflict-v4' })).status).toBe(200)
+        if (n === 2) throw new Error('stopped')
+      }),
+      vaults: server.deps.vaults,
+      now: Date.now,
+      log: () => {},
+    })
+    expect(((await cut.move(request).catch((error) => error)) as Error).message).toBe('stopped')
+    expect(server.deps.store.accounts.data.moves.map((m) => m.phase)).toEqual(['back'])
+    expect((await projectIn(vaultId)).entries).toHaveLength(2)
+    expect(await new Moves({ accountsDoc: server.deps.store.accounts, vaults: server.deps.vaults, now: Date.now, log: () => {} }).recover()).toBe(1)
+    expect((await projectIn(vaultId)).entries).toEqual([])
+    expect((await projectIn(admin.user.id)).entries).toEqual(['sk-conflict-prod', 'sk-conflict-v4'])
+    expect(server.deps.store.accounts.data.moves).toEqual([])
   })
 })
 

@@ -140,7 +140,8 @@ export class Moves {
 
   /** Finishes or undoes every move a crash left (start-up, before any request). */
   async recover(): Promise<number> {
-    const left = this.deps.accountsDoc.data.moves ?? []
+    // A copy: forgetting one removes it from the stored list in place.
+    const left = [...(this.deps.accountsDoc.data.moves ?? [])]
     for (const intent of left) {
       const target = await this.deps.vaults.open(intent.to)
       const landed = intent.phase === 'forward' && holdsAny(target.data, intent.target)
