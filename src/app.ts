@@ -139,13 +139,14 @@ export async function openVault(
     },
     now,
   })
+  const crashAt = process.env.NODE_ENV === 'test' ? (process.env.SVC_TEST_MOVE_CRASH_AT as MoveCrashPoint | undefined) : undefined
   const moves = new Moves({
     accountsDoc: store.accounts,
     vaults,
     now,
     log,
     // Fault injection for the crash test (test/vaults/move.test.ts): never outside NODE_ENV=test.
-    crashAt: process.env.NODE_ENV === 'test' ? (process.env.SVC_TEST_MOVE_CRASH_AT as MoveCrashPoint | undefined) : undefined,
+    faultAt: crashAt ? (point) => point === crashAt && process.kill(process.pid, 'SIGKILL') : undefined,
   })
   // A move a crash interrupted is finished or undone before any request (move.ts).
   try {

@@ -140,6 +140,8 @@ export interface MoveRecord {
   readonly phase: 'forward' | 'back'
   /** What to remove from the source once the target holds it (categories stay). */
   readonly source: MoveRecordIds
+  /** A digest of those source records as moved: changed since (an acknowledged write), the move is undone instead. */
+  readonly sourceDigest: string
   /** What the target write adds (categories: only those it creates). */
   readonly target: MoveRecordIds
 }

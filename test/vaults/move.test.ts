@@ -261,6 +261,44 @@ describe('a project changed while it moves', () => {
   })
 })
 
+describe('start-up after a move stopped once the target held it', () => {
+  const stopAfterTarget = () =>
+    new Moves({
+      accountsDoc: server.deps.store.accounts,
+      vaults: server.deps.vaults,
+      now: Date.now,
+      log: () => {},
+      faultAt: (point) => {
+        if (point === 'after-target') throw new Error('stopped')
+      },
+    })
+  const recover = () => new Moves({ accountsDoc: server.deps.store.accounts, vaults: server.deps.vaults, now: Date.now, log: () => {} }).recover()
+
+  test('the source unchanged: the move is finished', async () => {
+    const admin = await signUp(server.url)
+    const vaultId = await createVault(admin)
+    await seedProject(admin, '', 'sk-stop')
+    await expect(stopAfterTarget().move({ from: admin.user.id, to: vaultId, project: 'blog', copy: false })).rejects.toThrow('stopped')
+    expect((await projectIn(vaultId)).entries).toHaveLength(2)
+    expect((await projectIn(admin.user.id)).entries).toHaveLength(2)
+    expect(await recover()).toBe(1)
+    expect((await projectIn(vaultId)).entries).toEqual(['sk-stop-prod', 'sk-stop-v2'])
+    expect((await projectIn(admin.user.id)).entries).toEqual([])
+  })
+
+  test('a write acknowledged on the source meanwhile: the move is undone, the write kept', async () => {
+    const admin = await signUp(server.url)
+    const vaultId = await createVault(admin)
+    const ids = await seedProject(admin, '', 'sk-stop')
+    await expect(stopAfterTarget().move({ from: admin.user.id, to: vaultId, project: 'blog', copy: false })).rejects.toThrow('stopped')
+    expect((await admin.put(`/api/entries/${ids.prodId}`, { value: 'sk-stop-prod-2' })).status).toBe(200)
+    expect(await recover()).toBe(1)
+    expect((await projectIn(vaultId)).entries).toEqual([])
+    expect((await projectIn(admin.user.id)).entries).toEqual(['sk-stop-prod-2', 'sk-stop-v2'])
+    expect(server.deps.store.accounts.data.moves).toEqual([])
+  })
+})
+
 describe('a move killed midway', () => {
   for (const [point, side] of [
     ['after-intent', 'source'],

@@ -16,7 +16,7 @@
 // any of its records -> step 3 and 4 again; otherwise (or `back`) -> the target's records go and
 // the intent with them. So the project is whole on exactly one side. A copy is one write to the
 // target (new ids): it needs no journal.
-import { randomUUID } from 'node:crypto'
+import { createHash, randomUUID } from 'node:crypto'
 import { sameName } from '../../domain/rules'
 import { AppError, conflict, NotFound, notFound } from '../../http/errors'
 import type { StoredDocument } from '../../store/data-store'
@@ -67,7 +67,8 @@ export interface MovesDeps {
   vaults: Vaults
   now: () => number
   log: (line: string) => void
-  crashAt?: MoveCrashPoint
+  /** Called at each step (fault injection: the crash test kills the process there). */
+  faultAt?: (point: MoveCrashPoint) => void
 }
 
 const LISTS = ['categories', 'entries', 'twoFactor', 'envProjects', 'envFiles', 'versions'] as const
@@ -144,9 +145,12 @@ export class Moves {
     const left = [...(this.deps.accountsDoc.data.moves ?? [])]
     for (const intent of left) {
       const target = await this.deps.vaults.open(intent.to)
+      const source = await this.deps.vaults.open(intent.from)
+      // Forward only when the target holds the copy and the source is as it was copied: a write
+      // acknowledged on the source since (before the crash) is kept by undoing the move instead.
       const landed = intent.phase === 'forward' && holdsAny(target.data, intent.target)
-      if (landed) {
-        const source = await this.deps.vaults.open(intent.from)
+      const sourceGone = !holdsAny(source.data, intent.source)
+      if (landed && (sourceGone || digestOf(source.data, intent.source) === intent.sourceDigest)) {
         await source.doc.update((_, write) => removeIds(write, intent.source))
         this.deps.log(`info: finished the project move ${intent.id} a stop interrupted (${intent.from} -> ${intent.to})`)
       } else {
@@ -175,7 +179,7 @@ export class Moves {
   }
 
   private crashPoint(point: MoveCrashPoint): void {
-    if (this.deps.crashAt === point) process.kill(process.pid, 'SIGKILL')
+    this.deps.faultAt?.(point)
   }
 
   /** Reads the project in the source and builds its copy for the target (values sealed again). */
@@ -285,7 +289,16 @@ export class Moves {
     if (targetIds.entries.length + targetIds.envProjects.length + targetIds.twoFactor.length === 0)
       throw notFound('PROJECT_NOT_FOUND', `Nothing to move: no entry, env project or 2FA token of the project "${request.project}"`)
     return {
-      intent: { id: randomUUID(), from: request.from, to: request.to, startedAt: at, phase: 'forward', source: sourceIds, target: targetIds },
+      intent: {
+        id: randomUUID(),
+        from: request.from,
+        to: request.to,
+        startedAt: at,
+        phase: 'forward',
+        source: sourceIds,
+        sourceDigest: digestOf(src, sourceIds),
+        target: targetIds,
+      },
       read,
       added,
       result: {
@@ -318,6 +331,16 @@ export class Moves {
     write.envFiles.push(...plan.added.envFiles)
     write.versions.push(...plan.added.versions)
   }
+}
+
+/** SHA-256 of the source records named (sealed values included: never shown, only compared). */
+function digestOf(data: VaultDocument, ids: MoveRecordIds): string {
+  const hash = createHash('sha256')
+  for (const list of LISTS) {
+    const byId = indexById(data[list] as readonly { id: string }[])
+    for (const id of ids[list]) hash.update(`${list}:${JSON.stringify(byId[id] ?? null)}\n`)
+  }
+  return hash.digest('hex')
 }
 
 function holdsAny(data: VaultDocument, ids: MoveRecordIds): boolean {
