@@ -143,7 +143,17 @@ export class Moves {
   async recover(): Promise<number> {
     // A copy: forgetting one removes it from the stored list in place.
     const left = [...(this.deps.accountsDoc.data.moves ?? [])]
+    const exists = (owner: string) => {
+      const data = this.deps.accountsDoc.data
+      return Boolean(indexById(data.users)[owner] ?? indexById(data.sharedVaults)[owner])
+    }
     for (const intent of left) {
+      // A vault deleted since (an account, a shared vault) is not opened (that would create it
+      // again): whatever the other side holds stays there.
+      if (!exists(intent.to) || !exists(intent.from)) {
+        await this.forget(intent.id)
+        continue
+      }
       const target = await this.deps.vaults.open(intent.to)
       const source = await this.deps.vaults.open(intent.from)
       // Forward only when the target holds the copy and the source is as it was copied: a write
