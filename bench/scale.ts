@@ -103,6 +103,7 @@ export async function seedAccounts(dataDir: string, masterKey: string, users: nu
     accessKeys: [] as AccessKeyRecord[],
     sharedVaults: [],
     vaultInvites: [],
+    moves: [],
   } satisfies AccountsDocument
   const seeded: SeededAccounts = { cookies: [], keys: [], emails: [], userIds: [] }
   for (let i = 0; i < users; i++) {

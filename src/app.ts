@@ -44,6 +44,7 @@ import { auditRoutes } from './modules/audit'
 import { AuditService } from './modules/audit/service'
 import { AUDIT_ACTIONS } from './modules/audit/model'
 import { SharedVaults } from './modules/vaults/service'
+import { Moves, type MoveCrashPoint } from './modules/vaults/move'
 import { vaultRoutes } from './modules/vaults'
 import { VaultInvites } from './modules/vaults/invites'
 import { inviteRoutes } from './modules/vaults/invite-routes'
@@ -141,7 +142,23 @@ export async function openVault(
     now,
   })
   const invites = new VaultInvites({ accountsDoc: store.accounts, sharedVaults, userById: (id) => accounts.userById(id), baseUrl: config.baseUrl, now })
-  return { config, store, keyring, accounts, accessKeys, vaults, log, now, metrics, logRequest, audit, protection, notifier, sharedVaults, invites }
+  const crashAt = process.env.NODE_ENV === 'test' ? (process.env.SVC_TEST_MOVE_CRASH_AT as MoveCrashPoint | undefined) : undefined
+  const moves = new Moves({
+    accountsDoc: store.accounts,
+    vaults,
+    now,
+    log,
+    // Fault injection for the crash test (test/vaults/move.test.ts): never outside NODE_ENV=test.
+    faultAt: crashAt ? (point) => point === crashAt && process.kill(process.pid, 'SIGKILL') : undefined,
+  })
+  // A move a crash interrupted is finished or undone before any request (move.ts).
+  try {
+    await moves.recover()
+  } catch (error) {
+    await store.close()
+    throw error
+  }
+  return { config, store, keyring, accounts, accessKeys, vaults, log, now, metrics, logRequest, audit, protection, notifier, sharedVaults, invites, moves }
 }
 
 /** The routes of a vault's resources, on the personal vault or (vaultMount "shared") a shared one. */

@@ -13,6 +13,7 @@ import type { Notifier } from './modules/account/notifications'
 import type { Store } from './store/store'
 import type { SharedVaults } from './modules/vaults/service'
 import type { VaultInvites } from './modules/vaults/invites'
+import type { Moves } from './modules/vaults/move'
 import type { VaultMount } from './auth/vault-mount'
 
 export interface AppDeps {
@@ -37,6 +38,8 @@ export interface AppDeps {
   sharedVaults: SharedVaults
   /** Invites into shared vaults (by e-mail or link). */
   invites: VaultInvites
+  /** Moving and copying projects between a personal vault and a shared one (journalled in the accounts document). */
+  moves: Moves
   /** Set on the copies of deps that build the resource routes: which vault they work on (auth/vault-mount.ts). */
   vaultMount?: VaultMount
 }

@@ -72,6 +72,9 @@ export const AUDIT_ACTIONS = [
   'invite.revoke',
   'invite.accept',
   'invite.decline',
+  // A project moved or copied between a personal vault and a shared one: in both vaults' logs.
+  'project.move',
+  'project.copy',
   // The server found a log that no longer reaches its anchor: written by the server itself.
   'chain.broken',
 ] as const

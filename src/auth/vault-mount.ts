@@ -36,6 +36,8 @@ export function vaultRoleFor(need: string | readonly string[], method: string, r
   if (path === `${SHARED_PREFIX}/members`) return method === 'GET' ? 'viewer' : 'admin'
   // Invites (listing them too) are an admin's.
   if (path === `${SHARED_PREFIX}/invites` || path.startsWith(`${SHARED_PREFIX}/invites/`)) return 'admin'
+  // Moving or copying a project in or out of the vault (modules/vaults/move.ts).
+  if (path === `${SHARED_PREFIX}/move`) return 'admin'
   if (need !== 'any' && need !== 'session') {
     const scopes: readonly string[] = typeof need === 'string' ? [need] : need
     return scopes.some(isWriteScope) ? 'editor' : 'viewer'

@@ -78,6 +78,9 @@ export type ErrorCode =
   // Invites: an unknown, expired, used, revoked or declined one (one answer); joining a vault twice.
   | 'INVITE_NOT_FOUND'
   | 'ALREADY_MEMBER'
+  // Moving a project between vaults.
+  | 'PROJECT_NOT_FOUND'
+  | 'MOVE_CONFLICT'
 
 export class AppError extends Error {
   constructor(

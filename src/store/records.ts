@@ -135,7 +135,37 @@ export interface VaultInviteRecord {
 }
 
 /** The accounts document's lists of records, whose changes are logged like a vault's (store/writer.ts). */
-export const ACCOUNTS_LISTS = ['users', 'sessions', 'accessKeys', 'sharedVaults', 'vaultInvites'] as const
+export const ACCOUNTS_LISTS = ['users', 'sessions', 'accessKeys', 'sharedVaults', 'vaultInvites', 'moves'] as const
+/** The record ids of one side of a project move, by vault list. */
+export interface MoveRecordIds {
+  readonly categories: readonly string[]
+  readonly entries: readonly string[]
+  readonly twoFactor: readonly string[]
+  readonly envProjects: readonly string[]
+  readonly envFiles: readonly string[]
+  readonly versions: readonly string[]
+}
+
+/**
+ * A project move between two vault documents under way (modules/vaults/move.ts): written before
+ * the target is, removed once the source no longer holds the project. Start-up finishes or undoes
+ * each one left by a crash, so the project ends whole on exactly one side.
+ */
+export interface MoveRecord {
+  readonly id: string
+  /** Owner ids (a user id, or a shared vault's id) of the vault moved from and to. */
+  readonly from: string
+  readonly to: string
+  readonly startedAt: string
+  /** `forward`: finish it once the target holds the copy; `back`: being undone (the source changed meanwhile). */
+  readonly phase: 'forward' | 'back'
+  /** What to remove from the source once the target holds it (categories stay). */
+  readonly source: MoveRecordIds
+  /** A digest of those source records as moved: changed since (an acknowledged write), the move is undone instead. */
+  readonly sourceDigest: string
+  /** What the target write adds (categories: only those it creates). */
+  readonly target: MoveRecordIds
+}
 
 export interface AccountsDocument {
   readonly version: number
@@ -150,6 +180,8 @@ export interface AccountsDocument {
   readonly sharedVaults: readonly SharedVaultRecord[]
   /** Pending invites into shared vaults; absent in data folders written before them (store.ts adds it). */
   readonly vaultInvites: readonly VaultInviteRecord[]
+  /** Project moves under way (absent in data folders written before: store.ts adds it on open). */
+  readonly moves: readonly MoveRecord[]
 }
 
 export type KeyType = 'simple' | 'group' | 'ssh' | 'json'

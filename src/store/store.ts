@@ -80,6 +80,7 @@ function withSessionIds(data: AccountsDocument): AccountsDocument {
     // Written before shared vaults: none.
   ;(data as { sharedVaults?: unknown }).sharedVaults ??= []
   ;(data as { vaultInvites?: unknown }).vaultInvites ??= []
+  ;(data as { moves?: unknown }).moves ??= []
   for (const session of data.sessions) {
     if (typeof session.id !== 'string') session.id = createHash('sha256').update(`session-id:${session.tokenHash}`).digest('hex').slice(0, 32)
   }
@@ -167,6 +168,7 @@ export class Store implements DataStore {
           accessKeys: [],
           sharedVaults: [],
           vaultInvites: [],
+          moves: [],
         }),
         beforeLog: withSessionIds,
         migrate: (data) => withSessionIds(checkAccounts(data)),

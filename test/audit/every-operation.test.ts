@@ -695,6 +695,22 @@ test('every operation in the OpenAPI document leaves exactly its events', async 
       },
       run: () => invitee!.delete(`/api/invites/${ids.mailInvite}`),
     },
+    moveVaultProject: {
+      // In the vault's log and in the member's own (checked in run).
+      user: () => ids.vault,
+      expected: ['project.move'],
+      status: 200,
+      setup: async () => {
+        const category = await session().post('/api/categories', { name: 'Walk move', keyType: 'simple', envVarName: 'WALK_MOVE' })
+        expect((await session().post('/api/entries', { categoryId: category.body.id, name: 'walk-project', value: 'sk-walk-move' })).status).toBe(201)
+      },
+      run: async () => {
+        const before = actionsIn(me()).length
+        const answer = await session().post(`/api/vaults/${ids.vault}/move`, { direction: 'in', project: 'walk-project' })
+        expect(actionsIn(me()).slice(before)).toEqual(['project.move'])
+        return answer
+      },
+    },
     deleteVault: { user: me, expected: ['vault.delete'], status: 204, run: () => session().delete(`/api/vaults/${ids.vault}`) },
   }
 
@@ -707,7 +723,8 @@ test('every operation in the OpenAPI document leaves exactly its events', async 
             path.startsWith('/api/vaults/{vaultId}/') &&
             (operation as { 'x-required-role'?: string })['x-required-role'] &&
             !path.includes('/members') &&
-            !path.includes('/invites')
+            !path.includes('/invites') &&
+            !path.endsWith('/move')
           ),
       )
       .map((operation) => operation.operationId),

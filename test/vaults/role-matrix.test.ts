@@ -30,6 +30,8 @@ function expectedRole(op: { method: string; path: string; scope: string | string
   if (op.path === '/api/vaults/{vaultId}') return op.method === 'GET' ? 'viewer' : 'admin'
   if (op.path === '/api/vaults/{vaultId}/members') return 'viewer'
   if (op.path.startsWith('/api/vaults/{vaultId}/invites')) return 'admin'
+  // Moving or copying a project in or out of the vault: admins.
+  if (op.path === '/api/vaults/{vaultId}/move') return 'admin'
   const scopes = op.scope === undefined ? [] : Array.isArray(op.scope) ? op.scope : [op.scope]
   if (scopes.length > 0) return scopes.some((scope) => scope.endsWith(':write')) ? 'editor' : 'viewer'
   return op.method === 'GET' || op.path.endsWith('/export') ? 'viewer' : 'editor'
@@ -101,6 +103,7 @@ describe('the role matrix of shared vaults', () => {
     expect(byId.get('createVaultEntry')).toBe('editor')
     expect(byId.get('exportVaultAuditLog')).toBe('admin')
     expect(byId.get('updateVault')).toBe('admin')
+    expect(byId.get('moveVaultProject')).toBe('admin')
   })
 
   test('each operation as non-member, key of another vault, viewer, viewer key, editor, admin', async () => {

@@ -8,7 +8,17 @@ import { errorResponses, NoContent } from '../../http/schemas'
 import type { AuditAction } from '../../audit/actions'
 import type { AuditRecordRef, AuditSource } from '../audit/service'
 import { sharedMount } from './mount'
-import { CreateVaultBody, MemberParams, SharedVaultSchema, UpdateMemberBody, UpdateVaultBody, VaultMemberSchema, VaultParams } from './model'
+import {
+  CreateVaultBody,
+  MemberParams,
+  MoveProjectBody,
+  MoveProjectResult,
+  SharedVaultSchema,
+  UpdateMemberBody,
+  UpdateVaultBody,
+  VaultMemberSchema,
+  VaultParams,
+} from './model'
 
 const ROLE_NOTE =
   'A vault the caller is not a member of, or an unknown one, is 404 NOT_FOUND; a member without the role 403 ROLE_REQUIRED. Session, or an access key bound to this vault (any scope).'
@@ -114,6 +124,54 @@ export function vaultRoutes(deps: AppDeps) {
               'x-required-role': 'admin',
               summary: 'Delete a shared vault with everything in it, its audit log and the access keys bound to it (admin)',
               description: ROLE_NOTE,
+            },
+          },
+        )
+        .post(
+          '/move',
+          async ({ auth, params, body, request, server }) => {
+            const personal = auth.memberId!
+            const vaultId = params.vaultId
+            const copy = body.copy === true
+            const result = await deps.moves.move({
+              from: body.direction === 'in' ? personal : vaultId,
+              to: body.direction === 'in' ? vaultId : personal,
+              project: body.project,
+              envProjectId: body.envProjectId,
+              twoFactorIds: body.twoFactorIds,
+              copy,
+            })
+            // Audited on both sides: the vault's log (naming the member) and the member's own.
+            const vault = sharedVaults.record(vaultId)
+            const refs: AuditRecordRef[] = [
+              vaultRef({ id: vaultId, name: vault?.name ?? '' }),
+              ...result.entryIds.map((id) => ({ kind: 'entry', id, name: result.project })),
+              ...(result.envProjectId ? [{ kind: 'envproject', id: result.envProjectId, name: result.project }] : []),
+              ...result.twoFactorIds.map((id) => ({ kind: 'twofa', id, name: null })),
+            ]
+            const details = {
+              direction: body.direction,
+              project: result.project,
+              entries: result.entryIds.length,
+              envFiles: result.envFileIds.length,
+              twoFactor: result.twoFactorIds.length,
+              versions: result.versions,
+            }
+            const action = copy ? 'project.copy' : 'project.move'
+            await recordInVault(auth, { request, server }, vaultId, action, refs, details)
+            await deps.audit.recordFor({ ...auth, userId: personal, member: null }, { request, server }, action, refs, details)
+            return { ...result, direction: body.direction }
+          },
+          {
+            auth: 'session',
+            params: VaultParams,
+            body: MoveProjectBody,
+            response: { 200: MoveProjectResult, ...errorResponses(400, 403, 404, 409, 413) },
+            detail: {
+              operationId: 'moveVaultProject',
+              'x-required-role': 'admin',
+              summary: 'Move or copy a project between your personal vault and this shared vault (admin)',
+              description: `The project's entries (those named as the project), its env project with its env files, and the 2FA tokens named, each with its history; the trash stays. Values are sealed again under the target vault's key; categories are matched by name and key type or created. A move is one durable change: never half moved, even across a crash (docs/sharing.md). Audited in both vaults' logs (project.move, project.copy). 404 PROJECT_NOT_FOUND when there is nothing to move; 409 ENTRY_EXISTS / ENV_PROJECT_EXISTS when the target has a twin, 409 MOVE_CONFLICT when the project changed meanwhile (nothing moved). ${ROLE_NOTE}`,
             },
           },
         )

@@ -108,3 +108,34 @@ export const AcceptedInviteSchema = component(
 
 export const InviteParams = t.Object({ vaultId: t.String(), inviteId: t.String() })
 export const OwnInviteParams = t.Object({ inviteId: t.String() })
+export const MoveProjectBody = component(
+  'MoveProjectBody',
+  strictObject({
+    direction: t.Union([t.Literal('in'), t.Literal('out')], {
+      description: 'in: from your personal vault into this shared vault; out: from this shared vault into your personal vault',
+    }),
+    project: t.String({ minLength: 1, maxLength: 200, description: "The project: every entry whose name is this (an entry's project)" }),
+    envProjectId: t.Optional(
+      t.String({ minLength: 1, maxLength: 100, description: 'The env project to take along; default: the env project named as the project, if any' }),
+    ),
+    twoFactorIds: t.Optional(
+      t.Array(t.String({ minLength: 1, maxLength: 100 }), { maxItems: 1000, description: 'The 2FA tokens to take along (default none)' }),
+    ),
+    copy: t.Optional(t.Boolean({ description: 'true: copy (new ids, the source keeps everything); default false: move' })),
+  }),
+)
+
+export const MoveProjectResult = component(
+  'MoveProjectResult',
+  t.Object({
+    copy: t.Boolean(),
+    direction: t.Union([t.Literal('in'), t.Literal('out')]),
+    project: t.String(),
+    entryIds: t.Array(t.String(), { description: 'The entries in the target vault' }),
+    envProjectId: nullable(t.String()),
+    envFileIds: t.Array(t.String()),
+    twoFactorIds: t.Array(t.String()),
+    versions: t.Integer({ description: 'Previous values taken along' }),
+    categoriesCreated: t.Array(t.String(), { description: 'Categories created in the target (others matched by name and key type)' }),
+  }),
+)
