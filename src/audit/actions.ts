@@ -68,6 +68,8 @@ export const AUDIT_ACTIONS = [
   'member.role_change',
   'member.remove',
   'member.leave',
+  // A secret of the rotation list (what a removed member read) marked rotated after its value changed.
+  'rotation.mark',
   // The server found a log that no longer reaches its anchor: written by the server itself.
   'chain.broken',
 ] as const

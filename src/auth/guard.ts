@@ -235,7 +235,8 @@ export function authGuard(deps: GuardDeps) {
         return { auth, audit, denyScope }
       },
       // Only answers that carry secrets wait on this check (a hook costs every request it runs on).
-      ...(carriesSecrets(need) ? { afterHandle: recheckKey } : {}),
+      // In a shared vault also the session-only ones: the 2FA export answers every token's secret.
+      ...(carriesSecrets(need) || (need === 'session' && deps.vaultMount?.kind === 'shared') ? { afterHandle: recheckKey } : {}),
     }),
   })
 }

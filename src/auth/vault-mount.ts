@@ -34,6 +34,8 @@ export function vaultRoleFor(need: string | readonly string[], method: string, r
   if (path === SHARED_PREFIX) return method === 'GET' ? 'viewer' : 'admin'
   if (path === `${SHARED_PREFIX}/members/:userId`) return method === 'DELETE' ? 'viewer' : 'admin'
   if (path === `${SHARED_PREFIX}/members`) return method === 'GET' ? 'viewer' : 'admin'
+  // The rotation list names who read what: the members who change values (editors) see it and mark it.
+  if (path === `${SHARED_PREFIX}/rotation` || path === `${SHARED_PREFIX}/rotation/:kind/:id/rotated`) return 'editor'
   if (need !== 'any' && need !== 'session') {
     const scopes: readonly string[] = typeof need === 'string' ? [need] : need
     return scopes.some(isWriteScope) ? 'editor' : 'viewer'

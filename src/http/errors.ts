@@ -72,6 +72,7 @@ export type ErrorCode =
   // Shared vaults: a member without the role an operation needs; the last admin staying.
   | 'ROLE_REQUIRED'
   | 'LAST_ADMIN'
+  | 'NOT_ROTATED'
   | 'MEMBER_NOT_FOUND'
   | 'KEY_BOUND_TO_VAULT'
 
