@@ -91,6 +91,7 @@ test('every operation in the OpenAPI document leaves exactly its events', async 
     'audit:read',
   ])
   const ids: Record<string, string> = {}
+  let walkMember: Awaited<ReturnType<typeof signUp>> | undefined
   const email = uniqueEmail('walk')
   let registered: (Client & { user: any }) | null = null
   let oidcUser = ''
@@ -635,7 +636,8 @@ test('every operation in the OpenAPI document leaves exactly its events', async 
       expected: ['member.role_change'],
       status: 200,
       setup: async () => {
-        ids.member = (await signUp(base)).user.id
+        walkMember = await signUp(base)
+        ids.member = walkMember.user.id
         await server.deps.sharedVaults.addMember(ids.vault, ids.member, 'viewer', me())
       },
       run: () => session().request('PATCH', `/api/vaults/${ids.vault}/members/${ids.member}`, { role: 'editor' }),
@@ -644,7 +646,24 @@ test('every operation in the OpenAPI document leaves exactly its events', async 
       user: () => ids.vault,
       expected: ['member.remove'],
       status: 204,
+      setup: async () => {
+        // A secret the member reads: on the rotation list once they are removed.
+        const vault = `/api/vaults/${ids.vault}`
+        const category = await session().post(`${vault}/categories`, { name: 'Walk', keyType: 'simple', envVarName: 'WALK_KEY' })
+        ids.vaultEntry = (await session().post(`${vault}/entries`, { categoryId: category.body.id, name: 'walk', value: 'sk-walk' })).body.id
+        expect((await walkMember!.post(`${vault}/entries/${ids.vaultEntry}/reveal`)).status).toBe(200)
+      },
       run: () => session().delete(`/api/vaults/${ids.vault}/members/${ids.member}`),
+    },
+    listVaultRotation: { user: () => ids.vault, expected: [], status: 200, run: () => session().get(`/api/vaults/${ids.vault}/rotation`) },
+    markVaultRotated: {
+      user: () => ids.vault,
+      expected: ['rotation.mark'],
+      status: 200,
+      setup: async () => {
+        expect((await session().put(`/api/vaults/${ids.vault}/entries/${ids.vaultEntry}`, { value: 'sk-walk-2' })).status).toBe(200)
+      },
+      run: () => session().post(`/api/vaults/${ids.vault}/rotation/entry/${ids.vaultEntry}/rotated`),
     },
     deleteVault: { user: me, expected: ['vault.delete'], status: 204, run: () => session().delete(`/api/vaults/${ids.vault}`) },
   }
@@ -654,7 +673,7 @@ test('every operation in the OpenAPI document leaves exactly its events', async 
     Object.values(methods)
       .filter(
         (operation) =>
-          !(path.startsWith('/api/vaults/{vaultId}/') && (operation as { 'x-required-role'?: string })['x-required-role'] && !path.includes('/members')),
+          !(path.startsWith('/api/vaults/{vaultId}/') && (operation as { 'x-required-role'?: string })['x-required-role'] && !path.includes('/members') && !path.includes('/rotation')),
       )
       .map((operation) => operation.operationId),
   )

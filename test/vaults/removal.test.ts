@@ -62,7 +62,7 @@ describe('removal takes effect at once', () => {
     const audit = server.deps.audit
     const recordFor = audit.recordFor.bind(audit)
     audit.recordFor = ((auth, source, action, ...rest) => {
-      if (action === 'entry.reveal' && auth.memberId === viewer.user.id && (source.request.headers.get('x-hold') ?? '') === '1') {
+      if (action === 'entry.reveal' && (auth as { memberId?: string }).memberId === viewer.user.id && (source.request.headers.get('x-hold') ?? '') === '1') {
         held()
         return gate.then(() => recordFor(auth, source, action, ...rest))
       }
@@ -73,6 +73,7 @@ describe('removal takes effect at once', () => {
     const sharedVaults = server.deps.sharedVaults
     const removeMember = sharedVaults.removeMember.bind(sharedVaults)
     let committedAt = Infinity
+    let stop = false
     sharedVaults.removeMember = async (...args) => {
       const removed = await removeMember(...args)
       committedAt = performance.now()
@@ -81,7 +82,6 @@ describe('removal takes effect at once', () => {
     try {
       const inFlight = viewer.post(`${base}/entries/${entries[1]}/reveal`, undefined, { 'x-hold': '1' })
       await reached
-      let stop = false
       const answers: { startedAt: number; status: number; text: string }[] = []
       const loop = async (client: Client, id: string) => {
         while (!stop) {
@@ -115,6 +115,7 @@ describe('removal takes effect at once', () => {
         expect(answer.text).not.toContain('canary')
       }
     } finally {
+      stop = true
       audit.recordFor = recordFor
       sharedVaults.removeMember = removeMember
       release()
@@ -135,7 +136,7 @@ describe('removal takes effect at once', () => {
     const audit = server.deps.audit
     const recordFor = audit.recordFor.bind(audit)
     audit.recordFor = ((auth, source, action, ...rest) => {
-      if (action === 'twofa.export' && auth.memberId === viewer.user.id) {
+      if (action === 'twofa.export' && (auth as { memberId?: string }).memberId === viewer.user.id) {
         held()
         return gate.then(() => recordFor(auth, source, action, ...rest))
       }
