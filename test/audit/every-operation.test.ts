@@ -673,7 +673,12 @@ test('every operation in the OpenAPI document leaves exactly its events', async 
     Object.values(methods)
       .filter(
         (operation) =>
-          !(path.startsWith('/api/vaults/{vaultId}/') && (operation as { 'x-required-role'?: string })['x-required-role'] && !path.includes('/members') && !path.includes('/rotation')),
+          !(
+            path.startsWith('/api/vaults/{vaultId}/') &&
+            (operation as { 'x-required-role'?: string })['x-required-role'] &&
+            !path.includes('/members') &&
+            !path.includes('/rotation')
+          ),
       )
       .map((operation) => operation.operationId),
   )

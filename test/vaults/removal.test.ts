@@ -45,7 +45,15 @@ async function fixture() {
 const rotationOf = async (client: Client, base: string) => {
   const answer = await client.get(`${base}/rotation`)
   expect(answer.status).toBe(200)
-  return answer.body.items as { kind: string; id: string; name: string; revealedBy: { userId: string; email: string }[]; since: string; rotatedAt: string | null; status: string }[]
+  return answer.body.items as {
+    kind: string
+    id: string
+    name: string
+    revealedBy: { userId: string; email: string }[]
+    since: string
+    rotatedAt: string | null
+    status: string
+  }[]
 }
 
 describe('removal takes effect at once', () => {
@@ -127,7 +135,7 @@ describe('removal takes effect at once', () => {
     expect((await viewer.get('/api/vaults')).body).toEqual([])
   })
 
-  test("a 2FA export (session only) in flight when the removal commits sends no secret", async () => {
+  test('a 2FA export (session only) in flight when the removal commits sends no secret', async () => {
     const { admin, viewer, base } = await fixture()
     let release!: () => void
     const gate = new Promise<void>((resolve) => (release = resolve))

@@ -189,7 +189,9 @@ export function vaultRoutes(deps: AppDeps) {
               role: removed.role,
             })
             // Their reads become the rotation list now; if this fails, the next list of it does it (the note is written).
-            await rotation.scanDepartures(params.vaultId).catch((error) => deps.log(`warn: rotation scan of vault ${params.vaultId}: ${error?.message ?? error}`))
+            await rotation
+              .scanDepartures(params.vaultId)
+              .catch((error) => deps.log(`warn: rotation scan of vault ${params.vaultId}: ${error?.message ?? error}`))
             set.status = 204
           },
           {
