@@ -73,6 +73,7 @@ export type ErrorCode =
   | 'ROLE_REQUIRED'
   | 'LAST_ADMIN'
   | 'NOT_ROTATED'
+  | 'ROTATION_ITEM_NOT_FOUND'
   | 'MEMBER_NOT_FOUND'
   | 'KEY_BOUND_TO_VAULT'
 
@@ -108,4 +109,5 @@ export const NotFound = {
   trashItem: () => notFound('TRASH_ITEM_NOT_FOUND', 'Trash item not found'),
   vault: () => notFound('NOT_FOUND', 'Vault not found'),
   member: () => notFound('MEMBER_NOT_FOUND', 'Member not found'),
+  rotationItem: () => notFound('ROTATION_ITEM_NOT_FOUND', 'That secret is not on the rotation list'),
 } as const

@@ -203,7 +203,7 @@ describe('the rotation list', () => {
     expect((await editor.put(`${base}/entries/${entries[1]}`, { notes: 'renamed, same value' })).status).toBe(200)
     expect((await mark(editor, 'entry', entries[1])).status).toBe(409)
     expect((await otherViewer.post(`${base}/rotation/entry/${entries[1]}/rotated`)).body.code).toBe('ROLE_REQUIRED')
-    expect((await mark(editor, 'entry', entries[0])).status).toBe(404)
+    expect((await mark(editor, 'entry', entries[0])).body.code).toBe('ROTATION_ITEM_NOT_FOUND')
     expect((await mark(editor, 'password', entries[1])).status).toBe(400)
     expect((await editor.put(`${base}/entries/${entries[1]}`, { value: 'canary-new' })).status).toBe(200)
     const marked = await mark(editor, 'entry', entries[1])

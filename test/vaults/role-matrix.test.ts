@@ -29,6 +29,7 @@ function expectedRole(op: { method: string; path: string; scope: string | string
   if (op.path === '/api/vaults/{vaultId}/audit/export') return 'admin'
   if (op.path === '/api/vaults/{vaultId}') return op.method === 'GET' ? 'viewer' : 'admin'
   if (op.path === '/api/vaults/{vaultId}/members') return 'viewer'
+  if (op.path.startsWith('/api/vaults/{vaultId}/rotation')) return 'editor'
   const scopes = op.scope === undefined ? [] : Array.isArray(op.scope) ? op.scope : [op.scope]
   if (scopes.length > 0) return scopes.some((scope) => scope.endsWith(':write')) ? 'editor' : 'viewer'
   return op.method === 'GET' || op.path.endsWith('/export') ? 'viewer' : 'editor'
@@ -84,6 +85,7 @@ function concretePath(path: string): string {
     .replace('{fileId}', ids.fileId)
     .replace('{version}', '1')
     .replace('{userId}', memberIds.viewer)
+    .replace('/rotation/{kind}/{id}', `/rotation/entry/${ids.entryId}`)
     .replace(/\/(entries|categories|2fa|envs|trash)\/\{id\}/, (_, kind: string) => {
       const id = { entries: ids.entryId, categories: ids.categoryId, '2fa': ids.tokenId, envs: ids.projectId, trash: ids.trashId }[kind]!
       return `/${kind}/${id}`

@@ -235,7 +235,7 @@ export function vaultRoutes(deps: AppDeps) {
               operationId: 'markVaultRotated',
               'x-required-role': 'editor',
               summary: 'Mark a secret of the rotation list rotated, once its value changed (editor)',
-              description: `Allowed once the record's value was changed after the item became due (PUT the entry's value, the env file's content or the token's secret); before that 409 NOT_ROTATED. A record deleted since may be marked as it is. Marking an item already rotated answers it unchanged. 404 NOT_FOUND for a secret not on the list. Audited as rotation.mark. ${ROLE_NOTE}`,
+              description: `Allowed once the record's value was changed after the item became due (PUT the entry's value, the env file's content or the token's secret); before that 409 NOT_ROTATED. A record deleted since may be marked as it is. Marking an item already rotated answers it unchanged. 404 ROTATION_ITEM_NOT_FOUND for a secret not on the list. Audited as rotation.mark. ${ROLE_NOTE}`,
             },
           },
         ),

@@ -87,7 +87,7 @@ export class VaultRotation {
       const vault = indexById(data.sharedVaults)[vaultId]
       if (!vault) throw NotFound.vault()
       const item = (vault.rotation ?? []).find((each) => each.kind === kind && each.id === id)
-      if (!item) throw new AppError(404, 'NOT_FOUND', 'That secret is not on the rotation list')
+      if (!item) throw NotFound.rotationItem()
       if (item.rotatedAt !== null) return item
       if (record && (record.valueVersion ?? 1) <= item.valueVersion)
         throw new AppError(409, 'NOT_ROTATED', 'Its value has not changed since it became due: change the value first, then mark it rotated')
