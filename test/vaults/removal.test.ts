@@ -2,8 +2,8 @@
 // bound keys answer 401), then the rotation list names exactly what their audit events show them
 // reading, and "mark rotated" waits for the value to change.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { signUp, type Client } from '../support/client'
-import { startTestServer, type TestServer } from '../support/server'
+import { Client, signUp } from '../support/client'
+import { removeDir, startTestServer, tempDir, type TestServer } from '../support/server'
 import { addMember, createVault, type Member } from './support'
 
 let server: TestServer
@@ -242,5 +242,40 @@ describe('the rotation list', () => {
     expect((await viewer.request('DELETE', '/api/account', { password: 'correct horse battery' })).status).toBe(204)
     const items = await rotationOf(admin, base)
     expect(items.map((item) => [item.id, item.revealedBy])).toEqual([[entries[0], [{ userId: viewer.user.id, email: viewer.email }]]])
+  })
+
+  test("the departure is noted in the removal's own write: stopped before the scan, the next list still names what they read", async () => {
+    const dataDir = tempDir()
+    let first: TestServer | null = await startTestServer({ dataDir })
+    try {
+      const admin = (await signUp(first.url)) as Member
+      const viewer = (await signUp(first.url)) as Member
+      const vaultId = await createVault(admin)
+      await addMember(first, vaultId, viewer, 'viewer', admin)
+      const base = `/api/vaults/${vaultId}`
+      const category = await admin.post(`${base}/categories`, { name: 'api', keyType: 'simple', envVarName: 'API_KEY' })
+      const entry = (await admin.post(`${base}/entries`, { categoryId: category.body.id, name: 'blog', value: 'canary-blog' })).body.id
+      expect((await viewer.post(`${base}/entries/${entry}/reveal`)).status).toBe(200)
+      // The service's removal alone: the route's scan never runs.
+      await first.deps.sharedVaults.removeMember({ userId: admin.user.id }, vaultId, viewer.user.id)
+      await first.stop()
+      first = null
+      const second = await startTestServer({ dataDir })
+      try {
+        const again = new Client(second.url, admin.credentials)
+        const items = await rotationOf(again, base)
+        expect(items.map((item) => [item.kind, item.id, item.name, item.revealedBy])).toEqual([
+          ['entry', entry, 'blog', [{ userId: viewer.user.id, email: viewer.email }]],
+        ])
+        // Scanned once: the note is gone, the list stays.
+        expect(second.deps.sharedVaults.record(vaultId)?.departed).toEqual([])
+        expect((await rotationOf(again, base)).length).toBe(1)
+      } finally {
+        await second.stop()
+      }
+    } finally {
+      await first?.stop()
+      removeDir(dataDir)
+    }
   })
 })
