@@ -152,8 +152,9 @@ export class VaultRotation {
           }
         }
       }
-      const scanned = new Set(departed)
-      write.sharedVaults.replace({ ...vault, rotation: items, departed: (vault.departed ?? []).filter((each) => !scanned.has(each)) })
+      // By who and when, not by object: a departure noted meanwhile waits for the next scan.
+      const scanned = new Set(departed.map((each) => `${each.userId}|${each.at}`))
+      write.sharedVaults.replace({ ...vault, rotation: items, departed: (vault.departed ?? []).filter((each) => !scanned.has(`${each.userId}|${each.at}`)) })
     })
   }
 
