@@ -238,6 +238,22 @@ export const MUTANTS: Mutant[] = [
     replace: 'void next',
     test: 'test/store/document.test.ts',
   },
+  {
+    name: 'vault-removal-no-recheck',
+    guarantee: 'a shared vault member removed while a reveal is in flight gets no value from it',
+    file: 'src/auth/guard.ts',
+    search: 'if (auth?.vaultId && auth.memberId) deps.vaultMount',
+    replace: 'if (false && auth?.vaultId && auth.memberId) deps.vaultMount',
+    test: 'test/vaults/removal.test.ts',
+  },
+  {
+    name: 'vault-rotation-marked-unchanged',
+    guarantee: "a rotation item is marked rotated only once its record's value changed",
+    file: 'src/modules/vaults/rotation.ts',
+    search: 'if (record && (record.valueVersion ?? 1) <= item.valueVersion)',
+    replace: 'if (record && (record.valueVersion ?? 1) < item.valueVersion)',
+    test: 'test/vaults/removal.test.ts',
+  },
 ]
 
 const ROOT = join(import.meta.dir, '..')

@@ -75,6 +75,8 @@ export const AUDIT_ACTIONS = [
   // A project moved or copied between a personal vault and a shared one: in both vaults' logs.
   'project.move',
   'project.copy',
+  // A secret of the rotation list (what a removed member read) marked rotated after its value changed.
+  'rotation.mark',
   // The server found a log that no longer reaches its anchor: written by the server itself.
   'chain.broken',
 ] as const

@@ -353,7 +353,12 @@ export class Accounts {
         throw new AppError(409, 'LAST_ADMIN', `You are the last admin of the shared vault "${led.name}": make another member admin, or delete the vault, first`)
       for (const vault of data.sharedVaults)
         if (vault.members.some((m) => m.userId === current.id))
-          write.sharedVaults.replace({ ...vault, members: vault.members.filter((m) => m.userId !== current.id) })
+          // With a departure note, as for a removal: what they read becomes the vault's rotation list.
+          write.sharedVaults.replace({
+            ...vault,
+            members: vault.members.filter((m) => m.userId !== current.id),
+            departed: [...(vault.departed ?? []), { userId: current.id, email: current.email, at: new Date(this.now()).toISOString() }],
+          })
       write.users.remove(current.id)
       write.accessKeys.removeWhere((key) => key.userId === current.id)
       this.sessionIndex.removeAllOf(write, current.id, null)

@@ -232,7 +232,10 @@ export function authGuard(deps: GuardDeps) {
           if (auth.accessKey) await recordDenied(deps, request, server, scope)
           return new AppError(403, 'AUTH_SCOPE_REQUIRED', `This access key lacks the scope ${scope}`)
         }
-        return { auth, audit, denyScope }
+        // For a handler whose answer holds secrets under a need that does not say so (the 2FA
+        // export: session only): call it last, after every await, as the hook above does.
+        const recheck = () => recheckKey({ request })
+        return { auth, audit, denyScope, recheck }
       },
       // Only answers that carry secrets wait on this check (a hook costs every request it runs on).
       ...(carriesSecrets(need) ? { afterHandle: recheckKey } : {}),

@@ -38,6 +38,8 @@ export function vaultRoleFor(need: string | readonly string[], method: string, r
   if (path === `${SHARED_PREFIX}/invites` || path.startsWith(`${SHARED_PREFIX}/invites/`)) return 'admin'
   // Moving or copying a project in or out of the vault (modules/vaults/move.ts).
   if (path === `${SHARED_PREFIX}/move`) return 'admin'
+  // The rotation list names who read what: the members who change values (editors) see it and mark it.
+  if (path === `${SHARED_PREFIX}/rotation` || path === `${SHARED_PREFIX}/rotation/:kind/:id/rotated`) return 'editor'
   if (need !== 'any' && need !== 'session') {
     const scopes: readonly string[] = typeof need === 'string' ? [need] : need
     return scopes.some(isWriteScope) ? 'editor' : 'viewer'

@@ -72,6 +72,8 @@ export type ErrorCode =
   // Shared vaults: a member without the role an operation needs; the last admin staying.
   | 'ROLE_REQUIRED'
   | 'LAST_ADMIN'
+  | 'NOT_ROTATED'
+  | 'ROTATION_ITEM_NOT_FOUND'
   | 'MEMBER_NOT_FOUND'
   | 'VAULT_NAME_AMBIGUOUS'
   | 'KEY_BOUND_TO_VAULT'
@@ -115,4 +117,5 @@ export const NotFound = {
   vault: () => notFound('NOT_FOUND', 'Vault not found'),
   member: () => notFound('MEMBER_NOT_FOUND', 'Member not found'),
   invite: () => notFound('INVITE_NOT_FOUND', 'Invite not found: it is unknown, expired, already used, declined or revoked'),
+  rotationItem: () => notFound('ROTATION_ITEM_NOT_FOUND', 'That secret is not on the rotation list'),
 } as const

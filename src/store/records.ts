@@ -113,6 +113,38 @@ export interface SharedVaultRecord {
   readonly createdAt: string
   readonly createdBy: string
   readonly members: readonly VaultMemberRecord[]
+  /**
+   * Members removed (or deleted with their account) whose audit events are not yet turned into
+   * rotation items: written in the removal's own write, so a crash before the scan loses nothing.
+   */
+  readonly departed?: readonly DepartedMemberRecord[]
+  /** What removed members could have taken (modules/vaults/rotation.ts). */
+  readonly rotation?: readonly RotationItemRecord[]
+}
+
+export interface DepartedMemberRecord {
+  readonly userId: string
+  /** Kept: the account may be deleted before the scan. */
+  readonly email: string
+  /** When the removal was written. */
+  readonly at: string
+}
+
+/** The kinds of secret a rotation item names (the audit records' kinds). */
+export type RotationKind = 'entry' | 'envfile' | 'twofa'
+
+/** A secret a removed member revealed or exported: to change, then mark rotated. */
+export interface RotationItemRecord {
+  readonly kind: RotationKind
+  readonly id: string
+  readonly name: string | null
+  readonly revealedBy: readonly { readonly userId: string; readonly email: string }[]
+  /** When it became due: the (first) removal of a member who had read its current value. */
+  readonly since: string
+  /** The record's valueVersion then: marking rotated needs a newer one. */
+  readonly valueVersion: number
+  readonly rotatedAt: string | null
+  readonly rotatedBy: string | null
 }
 
 /**

@@ -92,6 +92,7 @@ test('every operation in the OpenAPI document leaves exactly its events', async 
   ])
   const ids: Record<string, string> = {}
   let invitee: Awaited<ReturnType<typeof signUp>> | undefined
+  let walkMember: Awaited<ReturnType<typeof signUp>> | undefined
   const email = uniqueEmail('walk')
   let registered: (Client & { user: any }) | null = null
   let oidcUser = ''
@@ -636,7 +637,8 @@ test('every operation in the OpenAPI document leaves exactly its events', async 
       expected: ['member.role_change'],
       status: 200,
       setup: async () => {
-        ids.member = (await signUp(base)).user.id
+        walkMember = await signUp(base)
+        ids.member = walkMember.user.id
         await server.deps.sharedVaults.addMember(ids.vault, ids.member, 'viewer', me())
       },
       run: () => session().request('PATCH', `/api/vaults/${ids.vault}/members/${ids.member}`, { role: 'editor' }),
@@ -645,6 +647,13 @@ test('every operation in the OpenAPI document leaves exactly its events', async 
       user: () => ids.vault,
       expected: ['member.remove'],
       status: 204,
+      setup: async () => {
+        // A secret the member reads: on the rotation list once they are removed.
+        const vault = `/api/vaults/${ids.vault}`
+        const category = await session().post(`${vault}/categories`, { name: 'Walk', keyType: 'simple', envVarName: 'WALK_KEY' })
+        ids.vaultEntry = (await session().post(`${vault}/entries`, { categoryId: category.body.id, name: 'walk', value: 'sk-walk' })).body.id
+        expect((await walkMember!.post(`${vault}/entries/${ids.vaultEntry}/reveal`)).status).toBe(200)
+      },
       run: () => session().delete(`/api/vaults/${ids.vault}/members/${ids.member}`),
     },
     // Invites: made, revoked, accepted and declined in the vault's log.
@@ -711,6 +720,16 @@ test('every operation in the OpenAPI document leaves exactly its events', async 
         return answer
       },
     },
+    listVaultRotation: { user: () => ids.vault, expected: [], status: 200, run: () => session().get(`/api/vaults/${ids.vault}/rotation`) },
+    markVaultRotated: {
+      user: () => ids.vault,
+      expected: ['rotation.mark'],
+      status: 200,
+      setup: async () => {
+        expect((await session().put(`/api/vaults/${ids.vault}/entries/${ids.vaultEntry}`, { value: 'sk-walk-2' })).status).toBe(200)
+      },
+      run: () => session().post(`/api/vaults/${ids.vault}/rotation/entry/${ids.vaultEntry}/rotated`),
+    },
     deleteVault: { user: me, expected: ['vault.delete'], status: 204, run: () => session().delete(`/api/vaults/${ids.vault}`) },
   }
 
@@ -724,7 +743,8 @@ test('every operation in the OpenAPI document leaves exactly its events', async 
             (operation as { 'x-required-role'?: string })['x-required-role'] &&
             !path.includes('/members') &&
             !path.includes('/invites') &&
-            !path.endsWith('/move')
+            !path.endsWith('/move') &&
+            !path.includes('/rotation')
           ),
       )
       .map((operation) => operation.operationId),

@@ -32,6 +32,7 @@ function expectedRole(op: { method: string; path: string; scope: string | string
   if (op.path.startsWith('/api/vaults/{vaultId}/invites')) return 'admin'
   // Moving or copying a project in or out of the vault: admins.
   if (op.path === '/api/vaults/{vaultId}/move') return 'admin'
+  if (op.path.startsWith('/api/vaults/{vaultId}/rotation')) return 'editor'
   const scopes = op.scope === undefined ? [] : Array.isArray(op.scope) ? op.scope : [op.scope]
   if (scopes.length > 0) return scopes.some((scope) => scope.endsWith(':write')) ? 'editor' : 'viewer'
   return op.method === 'GET' || op.path.endsWith('/export') ? 'viewer' : 'editor'
@@ -87,6 +88,7 @@ function concretePath(path: string): string {
     .replace('{fileId}', ids.fileId)
     .replace('{version}', '1')
     .replace('{userId}', memberIds.viewer)
+    .replace('/rotation/{kind}/{id}', `/rotation/entry/${ids.entryId}`)
     .replace(/\/(entries|categories|2fa|envs|trash)\/\{id\}/, (_, kind: string) => {
       const id = { entries: ids.entryId, categories: ids.categoryId, '2fa': ids.tokenId, envs: ids.projectId, trash: ids.trashId }[kind]!
       return `/${kind}/${id}`

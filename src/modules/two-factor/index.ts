@@ -70,7 +70,7 @@ export function twoFactorRoutes(
     )
     .post(
       '/export',
-      async ({ auth, audit, body, request, server, set }) => {
+      async ({ auth, audit, body, request, server, set, recheck }) => {
         // The password again: whoever finds a session open must not walk off with every secret.
         // Also a fresh proof: in a session older than 10 minutes the second factor too.
         if (auth.user.passwordHash !== null && body.password === undefined) throw new AppError(401, 'INVALID_CREDENTIALS', 'The password is required')
@@ -84,6 +84,9 @@ export function twoFactorRoutes(
         set.headers['cache-control'] = 'no-store'
         // On disk before the secrets leave.
         await audit('twofa.export', [], { format: answer.format, count: answer.count })
+        // Session only, so the guard's own re-check does not run: a key revoked or a member
+        // removed meanwhile gets no secret.
+        recheck()
         return answer
       },
       {

@@ -13,12 +13,17 @@ import {
   MemberParams,
   MoveProjectBody,
   MoveProjectResult,
+  RotationItemSchema,
+  RotationList,
+  RotationParams,
   SharedVaultSchema,
   UpdateMemberBody,
   UpdateVaultBody,
   VaultMemberSchema,
   VaultParams,
 } from './model'
+import { VaultRotation } from './rotation'
+import type { AuditEvent } from '../../audit/events'
 
 const ROLE_NOTE =
   'A vault the caller is not a member of, or an unknown one, is 404 NOT_FOUND; a member without the role 403 ROLE_REQUIRED. Session, or an access key bound to this vault (any scope).'
@@ -45,6 +50,20 @@ export function vaultRoutes(deps: AppDeps) {
   const caller = (auth: AuthContext) => ({ userId: auth.memberId!, accessKey: auth.accessKey })
   const oneVault = { ...deps, vaultMount: sharedMount(sharedVaults) }
   const vaultRef = (vault: { id: string; name: string }): AuditRecordRef => ({ kind: 'vault', id: vault.id, name: vault.name })
+  const rotation = new VaultRotation({
+    accountsDoc: deps.store.accounts,
+    vaults: deps.vaults,
+    // The member's events in the vault's log, page by page (newest first).
+    events: async function* (vaultId, memberUserId): AsyncGenerator<AuditEvent> {
+      let cursor: string | undefined
+      do {
+        const page = await deps.audit.list(vaultId, { memberUserId, limit: 1000, cursor })
+        yield* page.items
+        cursor = page.nextCursor ?? undefined
+      } while (cursor)
+    },
+    now: deps.now,
+  })
   const memberRef = (userId: string): AuditRecordRef => ({ kind: 'user', id: userId, name: deps.accounts.userById(userId)?.email ?? null })
   return new Elysia({ prefix: '/api/vaults', tags: ['Shared vaults'] })
     .use(authGuard(deps))
@@ -219,6 +238,10 @@ export function vaultRoutes(deps: AppDeps) {
             await recordInVault(auth, { request, server }, params.vaultId, leaving ? 'member.leave' : 'member.remove', [memberRef(removed.userId)], {
               role: removed.role,
             })
+            // Their reads become the rotation list now; if this fails, the next list of it does it (the note is written).
+            await rotation
+              .scanDepartures(params.vaultId)
+              .catch((error) => deps.log(`warn: rotation scan of vault ${params.vaultId}: ${error?.message ?? error}`))
             set.status = 204
           },
           {
@@ -229,7 +252,40 @@ export function vaultRoutes(deps: AppDeps) {
               operationId: 'removeVaultMember',
               'x-required-role': 'admin',
               summary: 'Remove a member (admin), or leave (your own user id, any role)',
-              description: `Takes effect at once: their sessions lose the vault on their next request, and their access keys bound to it are revoked in the same write. 409 LAST_ADMIN for the last admin. ${ROLE_NOTE}`,
+              description: `Takes effect at once: their sessions lose the vault on their next request (one in flight that has not answered a secret yet is refused), and their access keys bound to it are revoked in the same write. Every secret their audit events show them revealing or exporting is then on the rotation list (GET /api/vaults/{vaultId}/rotation). 409 LAST_ADMIN for the last admin. ${ROLE_NOTE}`,
+            },
+          },
+        )
+        .get('/rotation', async ({ params }) => ({ items: await rotation.list(params.vaultId) }), {
+          auth: 'any',
+          params: VaultParams,
+          response: { 200: RotationList, ...errorResponses(403, 404) },
+          detail: {
+            operationId: 'listVaultRotation',
+            'x-required-role': 'editor',
+            summary: 'What removed members could have taken: the secrets to rotate (editor)',
+            description: `Every secret (entry, env file, 2FA token) whose current value a removed member revealed or exported, as their audit events in this vault show, with who (revealedBy) and since when (the removal). \`status\` rotation_due until its value is changed and it is marked rotated (POST …/rotation/{kind}/{id}/rotated), then rotated (rotatedAt). Never a value. ${ROLE_NOTE}`,
+          },
+        })
+        .post(
+          '/rotation/:kind/:id/rotated',
+          async ({ auth, params, request, server }) => {
+            const { item, changed } = await rotation.markRotated(params.vaultId, params.kind, params.id, auth.memberId!)
+            if (changed)
+              await recordInVault(auth, { request, server }, params.vaultId, 'rotation.mark', [{ kind: item.kind, id: item.id, name: item.name }], {
+                since: item.since,
+              })
+            return item
+          },
+          {
+            auth: 'session',
+            params: RotationParams,
+            response: { 200: RotationItemSchema, ...errorResponses(400, 403, 404, 409) },
+            detail: {
+              operationId: 'markVaultRotated',
+              'x-required-role': 'editor',
+              summary: 'Mark a secret of the rotation list rotated, once its value changed (editor)',
+              description: `Allowed once the record's value was changed after the item became due (PUT the entry's value, the env file's content or the token's secret); before that 409 NOT_ROTATED. A record deleted since may be marked as it is. Marking an item already rotated answers it unchanged. 404 ROTATION_ITEM_NOT_FOUND for a secret not on the list. Audited as rotation.mark. ${ROLE_NOTE}`,
             },
           },
         ),

@@ -139,3 +139,28 @@ export const MoveProjectResult = component(
     categoriesCreated: t.Array(t.String(), { description: 'Categories created in the target (others matched by name and key type)' }),
   }),
 )
+export const RotationKindSchema = t.Union([t.Literal('entry'), t.Literal('envfile'), t.Literal('twofa')], {
+  description: 'entry (a key entry), envfile (an env file), twofa (a two-factor token)',
+})
+
+export const RotationItemSchema = component(
+  'RotationItem',
+  t.Object(
+    {
+      kind: RotationKindSchema,
+      id: t.String({ description: "The record's id in this vault" }),
+      name: nullable(t.String({ description: "The record's name (never a value)" })),
+      revealedBy: t.Array(t.Object({ userId: t.String(), email: t.String() }), {
+        description: 'The removed members whose audit events show them reading (revealing or exporting) its current value',
+      }),
+      since: Timestamp,
+      rotatedAt: nullable(Timestamp),
+      status: t.Union([t.Literal('rotation_due'), t.Literal('rotated')]),
+    },
+    { description: 'A secret a removed member could have taken: rotation_due until its value is changed and it is marked rotated' },
+  ),
+)
+
+export const RotationList = component('RotationList', t.Object({ items: t.Array(RotationItemSchema) }))
+
+export const RotationParams = t.Object({ vaultId: t.String(), kind: RotationKindSchema, id: t.String() })

@@ -7,6 +7,7 @@ import type { Accounts } from '../../auth/accounts'
 import { AppError, NotFound } from '../../http/errors'
 import { indexById } from '../../store/by-id'
 import type { StoredDocument } from '../../store/data-store'
+import { departure } from './rotation'
 import type { AccountsDocument, SharedVaultRecord, VaultMemberRecord, VaultRole } from '../../store/records'
 
 export const VAULT_ROLES = ['viewer', 'editor', 'admin'] as const satisfies readonly VaultRole[]
@@ -173,7 +174,8 @@ export class SharedVaults {
         removed = vault.members.find((each) => each.userId === memberId)
         if (!removed) throw NotFound.member()
         if (removed.role === 'admin' && adminCount(vault) === 1) throw lastAdmin()
-        return { ...vault, members: vault.members.filter((each) => each.userId !== memberId) }
+        // The departure note, in the same write: their reads become rotation items (rotation.ts).
+        return departure(vault, memberId, this.deps.accounts.userById(memberId)?.email ?? '', new Date(this.deps.now()).toISOString())
       },
       (write) => this.deps.accessKeys.revokeWhere(write, (key) => key.userId === memberId && key.vaultId === vaultId),
     )
