@@ -61,3 +61,6 @@ export function vaultPath(path: string): string {
   const id = currentVaultId.value
   return id && RESOURCE.test(path) ? `/api/vaults/${encodeURIComponent(id)}${path.slice('/api'.length)}` : path
 }
+
+/** Spread on a button that writes: disabled for a viewer, saying why. */
+export const writeProps = (): { disabled?: boolean; title?: string } => (canWrite.value ? {} : { disabled: true, title: 'Needs the editor role in this vault' })

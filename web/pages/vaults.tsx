@@ -395,7 +395,6 @@ function Invites(props: { base: string }) {
         <Loading error={pending.error} />
       ) : pending.data && pending.data.length > 0 ? (
         <table class="table" aria-label="Members">
-          <caption class="visually-hidden">Pending invites</caption>
           <thead>
             <tr>
               <th scope="col">Invite</th>
