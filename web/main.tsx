@@ -1,5 +1,5 @@
 // The app shell: who is signed in, the navigation, and which page the path shows.
-import { render, type ComponentChildren } from 'preact'
+import { render } from 'preact'
 import { useEffect, useState } from 'preact/hooks'
 import { api, currentUser, sessionLost, type User } from './api'
 import { AccessKeysPage } from './pages/access-keys'
@@ -20,22 +20,7 @@ import { ConfirmHost, forgetUnsavedWork, Link, Loading, okToLeave, toastError, T
 import { ReauthHost } from './components/reauth'
 import { canWrite, currentVault, currentVaultId, restoreVault, setSharedVaults, sharedVaults, type SharedVault } from './vault'
 import { VaultSwitcher } from './components/vault-switcher'
-
-// The vault pages (list, create, settings, invite) are loaded when first shown: not in the first load.
-type VaultPagesModule = typeof import('./pages/vaults')
-let vaultPagesModule: VaultPagesModule | null = null
-function VaultPages(props: { show: (module: VaultPagesModule) => ComponentChildren }) {
-  const [loaded, setLoaded] = useState(vaultPagesModule)
-  const [error, setError] = useState<string | null>(null)
-  useEffect(() => {
-    if (!loaded)
-      import('./pages/vaults').then(
-        (module) => setLoaded((vaultPagesModule = module)),
-        () => setError('This page could not be loaded: reload to try again.'),
-      )
-  }, [])
-  return loaded ? <>{props.show(loaded)}</> : <Loading error={error} />
-}
+import { InvitePage, VaultSettingsPage, VaultsPage } from './pages/vaults'
 
 const NAV = [
   { href: '/', label: 'Dashboard' },
@@ -68,15 +53,9 @@ function Page(props: { path: string }) {
   if (match('/trash', path)) return <TrashPage />
   if (match('/cli', path)) return <CliPage />
   if (match('/activity', path.split('?')[0])) return <ActivityPage />
-  if (match('/vaults', path)) return <VaultPages show={(m) => <m.VaultsPage />} />
-  if ((params = match('/vaults/:id', path))) {
-    const id = params.id
-    return <VaultPages show={(m) => <m.VaultSettingsPage id={id} />} />
-  }
-  if ((params = match('/invite/:token', path))) {
-    const token = params.token
-    return <VaultPages show={(m) => <m.InvitePage token={token} />} />
-  }
+  if (match('/vaults', path)) return <VaultsPage />
+  if ((params = match('/vaults/:id', path))) return <VaultSettingsPage id={params.id} />
+  if ((params = match('/invite/:token', path))) return <InvitePage token={params.token} />
   return (
     <section>
       <h1>Not found</h1>
