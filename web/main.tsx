@@ -1,26 +1,47 @@
 // The app shell: who is signed in, the navigation, and which page the path shows.
 import { render } from 'preact'
+import type { ComponentType } from 'preact'
 import { useEffect, useState } from 'preact/hooks'
 import { api, currentUser, sessionLost, type User } from './api'
-import { AccessKeysPage } from './pages/access-keys'
-import { CliPage } from './pages/cli'
-import { ActivityPage } from './pages/activity'
 import { DashboardPage } from './pages/dashboard'
 import { EnvProjectPage, EnvProjectsPage } from './pages/envs'
 import { ExportPage } from './pages/export'
-import { ImportPage } from './pages/import'
 import { KeysPage } from './pages/keys'
 import { LoginPage } from './pages/login'
 import { ProjectPage, ProjectsPage } from './pages/projects'
 import { TwoFactorPage } from './pages/two-factor'
-import { SettingsPage } from './pages/settings'
 import { TrashPage } from './pages/trash'
 import { currentPath, match, navigate } from './router'
 import { ConfirmHost, forgetUnsavedWork, Link, Loading, okToLeave, toastError, Toasts } from './ui'
 import { ReauthHost } from './components/reauth'
 import { canWrite, currentVault, currentVaultId, restoreVault, setSharedVaults, sharedVaults, type SharedVault } from './vault'
 import { VaultSwitcher } from './components/vault-switcher'
-import { InvitePage, VaultSettingsPage, VaultsPage } from './pages/vaults'
+
+// Pages one visits now and then are fetched when first shown: the first load stays small.
+function lazyPage<P extends object>(load: () => Promise<ComponentType<P>>): ComponentType<P> {
+  let loaded: ComponentType<P> | null = null
+  return function LazyPage(props: P) {
+    const [page, setPage] = useState(() => loaded)
+    const [error, setError] = useState<string | null>(null)
+    useEffect(() => {
+      if (!page)
+        load().then(
+          (component) => setPage(() => (loaded = component)),
+          () => setError('This page could not be loaded: reload to try again.'),
+        )
+    }, [])
+    const Loaded = page
+    return Loaded ? <Loaded {...props} /> : <Loading error={error} />
+  }
+}
+const AccessKeysPage = lazyPage(() => import('./pages/access-keys').then((m) => m.AccessKeysPage))
+const CliPage = lazyPage(() => import('./pages/cli').then((m) => m.CliPage))
+const ActivityPage = lazyPage(() => import('./pages/activity').then((m) => m.ActivityPage))
+const ImportPage = lazyPage(() => import('./pages/import').then((m) => m.ImportPage))
+const SettingsPage = lazyPage(() => import('./pages/settings').then((m) => m.SettingsPage))
+const VaultsPage = lazyPage(() => import('./pages/vaults').then((m) => m.VaultsPage))
+const VaultSettingsPage = lazyPage(() => import('./pages/vaults').then((m) => m.VaultSettingsPage))
+const InvitePage = lazyPage(() => import('./pages/vaults').then((m) => m.InvitePage))
 
 const NAV = [
   { href: '/', label: 'Dashboard' },

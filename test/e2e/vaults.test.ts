@@ -125,7 +125,7 @@ describe.skipIf(!hasChromium())('web page: shared vaults (issue 33)', () => {
       expect(await viewerPage.getByRole('button', { name: 'New category' }).first().isDisabled()).toBe(true)
       expect(await viewerPage.getByRole('link', { name: 'Import', exact: true }).count()).toBe(0)
       const viewerSettings = await openTab(viewerBrowser, base, `/vaults/${vaultId}`)
-      await viewerSettings.getByRole('cell', { name: bob.email }).waitFor()
+      await viewerSettings.getByRole('cell', { name: bob.email, exact: true }).waitFor()
       expect(await viewerSettings.getByRole('button', { name: `Remove ${bob.email}` }).count()).toBe(0)
       expect(await viewerSettings.getByRole('button', { name: 'Create invite link' }).count()).toBe(0)
       violations.push(...(await seriousViolations(viewerSettings, '/vaults/<id> as viewer')))
@@ -135,7 +135,7 @@ describe.skipIf(!hasChromium())('web page: shared vaults (issue 33)', () => {
       await heading(page, 'Side project')
       await page.getByRole('button', { name: `Remove ${bob.email}` }).click()
       await page.getByRole('dialog').getByRole('button', { name: 'Remove' }).click()
-      await page.getByRole('cell', { name: bob.email }).waitFor({ state: 'detached' })
+      await page.getByRole('cell', { name: bob.email, exact: true }).waitFor({ state: 'detached' })
       const members = (await admin.get(`${prefix}/members`)).body as { email: string }[]
       expect(members.map((member) => member.email).sort()).toEqual([admin.email, carol.email].sort())
       expect((await bob.get(`${prefix}/categories`)).status).toBe(404)
