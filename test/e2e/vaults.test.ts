@@ -157,7 +157,7 @@ describe.skipIf(!hasChromium())('web page: shared vaults (issue 33)', () => {
       const browser = await browserFor(admin.email)
       const page = await openTab(browser, base, `/vaults/${vault.id}`)
       const createLink = async (role: string) => {
-        await page.getByLabel('Role', { exact: true }).selectOption(role)
+        await page.locator('select[name="invite-role"]').selectOption(role)
         await page.getByRole('button', { name: 'Create invite link' }).click()
         const shown = page.getByTestId('invite-url')
         await shown.waitFor()
@@ -168,7 +168,7 @@ describe.skipIf(!hasChromium())('web page: shared vaults (issue 33)', () => {
       const url = await createLink('editor')
       await page.getByRole('button', { name: 'Copy the invite link' }).click()
       expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(url)
-      await page.getByRole('table', { name: 'Pending invites' }).getByRole('cell', { name: 'editor' }).waitFor()
+      await page.getByRole('table', { name: 'Pending invites' }).getByRole('cell', { name: 'editor', exact: true }).waitFor()
       const violations = await seriousViolations(page, '/vaults/<id> with an invite link')
 
       // A second browser, signed out: the link's page offers to create an account with it.

@@ -394,7 +394,7 @@ function Invites(props: { base: string }) {
       {pending.error ? (
         <Loading error={pending.error} />
       ) : pending.data && pending.data.length > 0 ? (
-        <table class="table" aria-label="Members">
+        <table class="table" aria-label="Pending invites">
           <thead>
             <tr>
               <th scope="col">Invite</th>
