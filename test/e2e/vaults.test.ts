@@ -1,6 +1,7 @@
 // Shared vaults in real headless Chromium (issue 33): create a vault, switch vaults (the page keeps
 // its place, and the choice survives a reload), every resource call going to /api/vaults/{id}/…;
-// a viewer's write buttons disabled; remove a member; invite by link, accepted in a second browser
+// a viewer's write buttons disabled; a member demoted while the page is open sees the API's
+// ROLE_REQUIRED message; remove a member; invite by link, accepted in a second browser
 // (a new account) and by a signed-in one; axe-core on the new pages: no serious or critical violation.
 import { afterAll, describe, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
@@ -129,6 +130,20 @@ describe.skipIf(!hasChromium())('web page: shared vaults (issue 33)', () => {
       expect(await viewerSettings.getByRole('button', { name: `Remove ${bob.email}` }).count()).toBe(0)
       expect(await viewerSettings.getByRole('button', { name: 'Create invite link' }).count()).toBe(0)
       violations.push(...(await seriousViolations(viewerSettings, '/vaults/<id> as viewer')))
+
+      // Demoted while the page is open: the write is refused and the API's message is shown.
+      const bobBrowser = await browserFor(bob.email)
+      const bobPage = await openTab(bobBrowser, base, '/keys')
+      await switcher(bobPage).selectOption(vaultId)
+      await bobPage.getByText('Shared only').waitFor()
+      await bobPage.getByRole('button', { name: 'New category' }).first().click()
+      await server!.deps.sharedVaults.setRole({ userId: admin.user.id, accessKey: null }, vaultId, bob.user.id, 'viewer')
+      const dialog = bobPage.getByRole('dialog')
+      await dialog.getByLabel('Name', { exact: true }).fill('Not allowed')
+      await dialog.getByLabel('Environment variable').fill('NOT_ALLOWED')
+      await dialog.getByRole('button', { name: 'Create category' }).click()
+      await dialog.getByText('needs the editor role in this vault').waitFor()
+      await server!.deps.sharedVaults.setRole({ userId: admin.user.id, accessKey: null }, vaultId, bob.user.id, 'editor')
 
       // Remove bob from the settings page: the row goes, and the server agrees.
       await page.getByRole('link', { name: 'Vault settings' }).click()
