@@ -1,6 +1,7 @@
 // The public API, as the page uses it. Same-origin fetch with the session cookie; a 401 anywhere
 // means the session is gone: the page asks to sign in again and keeps what was typed (in memory).
 import { signal } from '@preact/signals'
+import { vaultPath } from './vault'
 
 // Shapes of the answers, from the server's own definitions (type-only: nothing of the server is bundled).
 import type { PublicAccessKey } from '../src/auth/access-keys'
@@ -72,6 +73,8 @@ export const sessionLost = signal(false)
 export const reauthPrompt: { ask: ((reason: string) => Promise<boolean>) | null } = { ask: null }
 
 async function send(method: string, path: string, body?: unknown, retried = false): Promise<Response> {
+  // A resource path goes to the chosen shared vault (vault.ts); every page calls through here.
+  path = vaultPath(path)
   const init: RequestInit = { method, headers: { accept: 'application/json' }, credentials: 'same-origin', cache: 'no-store' }
   if (body !== undefined) {
     init.body = JSON.stringify(body)

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { signUp } from '../support/client'
-import { checkCompressedAssets } from '../support/compressed-assets'
+import { checkCompressedAssets, firstLoadPaths } from '../support/compressed-assets'
 import { ROOT, startTestServer, type TestServer } from '../support/server'
 
 let server: TestServer
@@ -105,8 +105,12 @@ describe('web interface serving', () => {
     const { buildWeb } = await import('../../src/web/build')
     const built = await buildWeb('best')
     const sizes = { raw: 0, br: 0, gzip: 0 }
-    // The first load: what index.html names (lazily loaded chunks come only when a page asks).
-    for (const file of built.files.filter((file) => built.html.includes(`"${file.path}"`))) {
+    // The first load: what index.html names and the chunks it imports statically (lazily loaded
+    // chunks come only when a page asks).
+    const byPath = new Map(built.files.map((file) => [file.path, file]))
+    const firstLoad = await firstLoadPaths(built.html, async (path) => new TextDecoder().decode(byPath.get(path)!.bytes))
+    expect(firstLoad.length).toBeGreaterThan(2)
+    for (const file of firstLoad.map((path) => byPath.get(path)!)) {
       sizes.raw += file.bytes.length
       sizes.br += file.br.length
       sizes.gzip += file.gzip.length

@@ -10,10 +10,31 @@ export interface AssetSizes {
   gzip: number
 }
 
-/** Checks every asset of the page in each encoding; answers the first load's total sizes. */
+/** The chunks a script imports statically (`import … from "./chunk-….js"`): loaded with it, before it runs. */
+export function staticImports(script: string): string[] {
+  return [...script.matchAll(/(?:^|[;}\s])(?:import|export)\s*(?:[\w*{}\s,$]*?from\s*)?"\.\/(chunk-[\w-]+\.js)"/g)].map((match) => `/assets/${match[1]}`)
+}
+
+/**
+ * The first load: what index.html names and, transitively, the chunks those scripts import
+ * statically (code shared with a lazily loaded page goes to such a chunk). Lazily imported chunks
+ * (`import("./chunk-….js")`) come only when a page asks for them.
+ */
+export async function firstLoadPaths(html: string, read: (path: string) => Promise<string>): Promise<string[]> {
+  const paths: string[] = []
+  const visit = async (path: string) => {
+    if (paths.includes(path)) return
+    paths.push(path)
+    if (path.endsWith('.js')) for (const imported of staticImports(await read(path))) await visit(imported)
+  }
+  for (const match of html.matchAll(/(?:src|href)="(\/assets\/[^"]+)"/g)) await visit(match[1])
+  return paths
+}
+
+/** Checks every asset of the first load in each encoding; answers their total sizes. */
 export async function checkCompressedAssets(base: string): Promise<AssetSizes> {
   const html = await (await fetch(`${base}/`)).text()
-  const paths = [...html.matchAll(/(?:src|href)="(\/assets\/[^"]+)"/g)].map((match) => match[1])
+  const paths = await firstLoadPaths(html, async (path) => (await fetch(base + path)).text())
   expect(paths.length).toBeGreaterThanOrEqual(2)
   const sizes: AssetSizes = { raw: 0, br: 0, gzip: 0 }
   const get = async (path: string, acceptEncoding: string | null) => {

@@ -5,6 +5,7 @@ import { api, type Category, type Entry, type RevealedEntry } from '../api'
 import { confirmAction, CopyButton, EnvBadge, toast, toastError, useRevealTimer } from '../ui'
 import { DueBadge, HistoryPanel } from './history'
 import { entryLabel } from './key-names'
+import { writeProps } from '../vault'
 
 export function EntryRow(props: { entry: Entry; category: Category; onEdit(): void; onChanged(): void }) {
   const { entry } = props
@@ -49,13 +50,13 @@ export function EntryRow(props: { entry: Entry; category: Category; onEdit(): vo
           <button type="button" class="btn btn-small" onClick={reveal} aria-pressed={revealed !== null} aria-label={`${revealed ? 'Hide' : 'Reveal'} ${label}`}>
             {revealed ? 'Hide' : 'Reveal'}
           </button>
-          <button type="button" class="btn btn-small" onClick={props.onEdit} aria-label={`Edit ${label}`}>
+          <button type="button" class="btn btn-small" {...writeProps()} onClick={props.onEdit} aria-label={`Edit ${label}`}>
             Edit
           </button>
           <button type="button" class="btn btn-small" onClick={() => setShowHistory(true)} aria-label={`History of ${label}`}>
             History
           </button>
-          <button type="button" class="btn btn-small btn-danger-quiet" onClick={remove} aria-label={`Delete ${label}`}>
+          <button type="button" class="btn btn-small btn-danger-quiet" {...writeProps()} onClick={remove} aria-label={`Delete ${label}`}>
             Delete
           </button>
         </div>

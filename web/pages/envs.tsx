@@ -23,6 +23,7 @@ import {
   verbatim,
 } from '../ui'
 import { HistoryPanel } from '../components/history'
+import { writeProps } from '../vault'
 
 export function EnvProjectsPage() {
   const [search, setSearch] = useState('')
@@ -38,7 +39,7 @@ export function EnvProjectsPage() {
     <section>
       <div class="page-head">
         <h1>Env projects</h1>
-        <button type="button" class="btn btn-primary" onClick={() => setCreating(true)}>
+        <button type="button" class="btn btn-primary" {...writeProps()} onClick={() => setCreating(true)}>
           New project
         </button>
       </div>

@@ -9,6 +9,7 @@ import { confirmAction, Icon, inputValue, Link, Loading, toast, toastError, useL
 import { CategoryForm } from '../components/category-form'
 import { EntryForm } from '../components/entry-form'
 import { EntryRow } from '../components/entry-row'
+import { writeProps } from '../vault'
 
 const ENV_ORDER: Record<string, number> = { development: 0, staging: 1, production: 2 }
 const byNameThenEnv = (a: Entry, b: Entry) => a.name.localeCompare(b.name) || (ENV_ORDER[a.environment ?? ''] ?? -1) - (ENV_ORDER[b.environment ?? ''] ?? -1)
@@ -145,7 +146,7 @@ export function KeysPage() {
     <section>
       <div class="page-head">
         <h1>Keys</h1>
-        <button type="button" class="btn btn-primary" onClick={() => setEditingCategory('new')}>
+        <button type="button" class="btn btn-primary" {...writeProps()} onClick={() => setEditingCategory('new')}>
           New category
         </button>
       </div>
@@ -177,7 +178,7 @@ export function KeysPage() {
             <Link href="/import" class="btn btn-primary">
               Import a config
             </Link>
-            <button type="button" class="btn" onClick={() => setEditingCategory('new')}>
+            <button type="button" class="btn" {...writeProps()} onClick={() => setEditingCategory('new')}>
               New category
             </button>
           </div>
@@ -284,13 +285,19 @@ function CategoryCard(props: {
           </p>
         </div>
         <div class="row-actions">
-          <button type="button" class="btn btn-small" onClick={props.onAddEntry}>
+          <button type="button" class="btn btn-small" {...writeProps()} onClick={props.onAddEntry}>
             Add entry
           </button>
-          <button type="button" class="btn btn-small" onClick={props.onEdit} aria-label={`Edit category ${category.name}`}>
+          <button type="button" class="btn btn-small" {...writeProps()} onClick={props.onEdit} aria-label={`Edit category ${category.name}`}>
             Edit
           </button>
-          <button type="button" class="btn btn-small btn-danger-quiet" onClick={props.onDelete} aria-label={`Delete category ${category.name}`}>
+          <button
+            type="button"
+            class="btn btn-small btn-danger-quiet"
+            {...writeProps()}
+            onClick={props.onDelete}
+            aria-label={`Delete category ${category.name}`}
+          >
             Delete
           </button>
         </div>

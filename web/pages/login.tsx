@@ -6,8 +6,11 @@ import { navigate } from '../router'
 import { Field, FormError, inputValue, useLoad, useSubmission } from '../ui'
 import { PasskeySignInButton, SecondFactorCard } from './login-second-factor'
 
-/** Sign-in; with `again`, the session of that user ended and the page under this form is kept. */
-export function LoginPage(props: { again?: User }) {
+/**
+ * Sign-in; with `again`, the session of that user ended and the page under this form is kept;
+ * `next`: where to go once signed in (an invite link's page), the dashboard otherwise.
+ */
+export function LoginPage(props: { again?: User; next?: string }) {
   const again = props.again
   const providers = useLoad(() => api<Providers>('GET', '/api/auth/providers'))
   const [mode, setMode] = useState<'login' | 'register'>('login')
@@ -23,7 +26,7 @@ export function LoginPage(props: { again?: User }) {
     currentUser.value = user
     // Signed in again as the same person: back to the same page, with whatever was typed there.
     if (again && user.id === again.id) return
-    navigate('/', true)
+    navigate(props.next ?? '/', true)
   }
   const signupOpen = providers.data?.signup === 'open'
   const oidc = providers.data?.oidc

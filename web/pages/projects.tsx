@@ -29,6 +29,7 @@ import {
 } from '../ui'
 import { EntryForm } from '../components/entry-form'
 import { AddVariableForm } from '../components/add-variable'
+import { writeProps } from '../vault'
 
 /** An environment of a project, or '' for the keys shared by every environment (no environment). */
 type Slot = Environment | ''
@@ -74,7 +75,7 @@ export function ProjectsPage() {
       <div class="page-head">
         <h1>Projects</h1>
         <div class="row-actions">
-          <button type="button" class="btn btn-primary" onClick={() => setCreating(true)}>
+          <button type="button" class="btn btn-primary" {...writeProps()} onClick={() => setCreating(true)}>
             New project
           </button>
           <Link href="/import" class="btn">
@@ -95,7 +96,7 @@ export function ProjectsPage() {
           <h2 class="empty-title">No projects yet</h2>
           <p>Start one with its first variable, import a project's .env file, or add keys in Keys: the name you give them becomes the project.</p>
           <div class="actions actions-center">
-            <button type="button" class="btn btn-primary" onClick={() => setCreating(true)}>
+            <button type="button" class="btn btn-primary" {...writeProps()} onClick={() => setCreating(true)}>
               New project
             </button>
             <Link href="/import" class="btn">
@@ -167,7 +168,7 @@ export function ProjectPage(props: { name: string }) {
       <div class="page-head">
         <h1>{name}</h1>
         <div class="row-actions">
-          <button type="button" class="btn btn-primary" onClick={() => setAddingVariable(true)}>
+          <button type="button" class="btn btn-primary" {...writeProps()} onClick={() => setAddingVariable(true)}>
             Add a variable
           </button>
           <button type="button" class="btn" disabled={categoryList.length === 0} onClick={() => setAdding(slots.find(Boolean) ?? '')}>

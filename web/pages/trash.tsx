@@ -2,6 +2,7 @@
 // purge one item or everything now.
 import { api } from '../api'
 import { confirmAction, formatDate, Loading, toast, toastError, useLoad } from '../ui'
+import { writeProps } from '../vault'
 
 export interface TrashItem {
   id: string
@@ -95,10 +96,16 @@ export function TrashPage() {
                 </span>
               </span>
               <span class="row-actions">
-                <button type="button" class="btn btn-small" onClick={() => restore(item)} aria-label={`Restore ${item.label}`}>
+                <button type="button" class="btn btn-small" {...writeProps()} onClick={() => restore(item)} aria-label={`Restore ${item.label}`}>
                   Restore
                 </button>
-                <button type="button" class="btn btn-small btn-danger-quiet" onClick={() => purge(item)} aria-label={`Delete ${item.label} for good`}>
+                <button
+                  type="button"
+                  class="btn btn-small btn-danger-quiet"
+                  {...writeProps()}
+                  onClick={() => purge(item)}
+                  aria-label={`Delete ${item.label} for good`}
+                >
                   Delete for good
                 </button>
               </span>

@@ -22,6 +22,7 @@ import {
   SlashSearch,
 } from '../ui'
 import { ExportTokens, ImportTokens } from './two-factor-transfer'
+import { writeProps } from '../vault'
 
 /** A plain base32 secret's settings; a token from an otpauth:// link may carry others. */
 const DEFAULT_PERIOD = 30
@@ -62,7 +63,7 @@ export function TwoFactorPage() {
               Export
             </button>
           )}
-          <button type="button" class="btn btn-primary" onClick={() => setAdding(true)}>
+          <button type="button" class="btn btn-primary" {...writeProps()} onClick={() => setAdding(true)}>
             Add token
           </button>
         </div>
@@ -85,7 +86,7 @@ export function TwoFactorPage() {
           </ul>
           <p class="muted small">The secret stays encrypted on your vault; the page only ever receives the current code.</p>
           <div class="actions actions-center">
-            <button type="button" class="btn btn-primary" onClick={() => setAdding(true)}>
+            <button type="button" class="btn btn-primary" {...writeProps()} onClick={() => setAdding(true)}>
               Add your first token
             </button>
           </div>
