@@ -91,7 +91,10 @@ test.skipIf(!hasChromium() && process.env.CI !== 'true')(
       await browser.page.getByText('Sign in with e-mail and password').first().waitFor({ timeout: 20_000 })
       const text = await browser.page.locator('body').innerText()
       for (const hosted of ['Ask AI', 'Generate MCP', 'Connect MCP', 'Deploy', 'Configure', 'Share']) {
-        expect({ hosted, visible: await browser.page.getByRole('button', { name: hosted, exact: true }).filter({ visible: true }).count() }).toEqual({ hosted, visible: 0 })
+        expect({ hosted, visible: await browser.page.getByRole('button', { name: hosted, exact: true }).filter({ visible: true }).count() }).toEqual({
+          hosted,
+          visible: 0,
+        })
         // As a word: the API's own "Shared vaults" is not the hosted service's "Share".
         expect({ hosted, inText: new RegExp(`\\b${hosted}\\b`).test(text) }).toEqual({ hosted, inText: false })
       }
