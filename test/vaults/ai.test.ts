@@ -75,3 +75,18 @@ test("extract in a shared vault answers only that vault's values, to a viewer to
   const foreign = await stranger.post(`${base}/ai/extract`, { prompt: 'openai' })
   expect([foreign.status, foreign.body.code]).toEqual([404, 'NOT_FOUND'])
 })
+
+test('a member removed after an AI extract leaves the extracted entries rotation_due', async () => {
+  const { admin, editor, viewer, vaultId } = await team(server)
+  const base = `/api/vaults/${vaultId}`
+  const applied = await editor.post(`${base}/ai/import`, { text: 'OPENAI_API_KEY=sk-rotate-me\nRESEND_API_KEY=re_untouched\n', apply: true, name: 'blog' })
+  expect(applied.status).toBe(200)
+  expect((await viewer.post(`${base}/ai/extract`, { prompt: 'openai' })).status).toBe(200)
+  const extracted = eventsOf(vaultId)
+    .find((e) => e.action === 'ai.extract')
+    .records.map((r: any) => r.id)
+  expect(extracted).toHaveLength(1)
+  expect((await admin.delete(`${base}/members/${viewer.user.id}`)).status).toBe(204)
+  const items = (await admin.get(`${base}/rotation`)).body.items as any[]
+  expect(items.map((item) => [item.kind, item.id, item.status])).toEqual([['entry', extracted[0], 'rotation_due']])
+})
