@@ -175,6 +175,7 @@ function resourceRoutes(deps: AppDeps) {
     .use(tokenVersionRoutes(deps))
     .use(trashRoutes(deps))
     .use(auditRoutes(deps))
+    .use(aiRoutes(deps))
 }
 
 export function createApp(deps: AppDeps) {
@@ -202,7 +203,6 @@ export function createApp(deps: AppDeps) {
     .use(authRoutes(deps))
     .use(accessKeyRoutes(deps))
     .use(resourceRoutes(personal))
-    .use(aiRoutes(personal))
     .use(healthRoutes(deps))
     .use(accountRoutes(deps))
     .use(lifecycleJobs(deps))

@@ -106,6 +106,23 @@ describe('the role matrix of shared vaults', () => {
     expect(byId.get('exportVaultAuditLog')).toBe('admin')
     expect(byId.get('updateVault')).toBe('admin')
     expect(byId.get('moveVaultProject')).toBe('admin')
+    // AI: extract answers values (a read, like export); import previews (viewer), its `apply: true`
+    // writes and needs the editor role, checked in the handler (the body says which): see below.
+    expect(byId.get('extractVaultEnv')).toBe('viewer')
+    expect(byId.get('importVaultConfig')).toBe('viewer')
+  })
+
+  test('AI import with apply: true needs the editor role, beyond the viewer role the document states', async () => {
+    const paste = { text: 'MATRIX_APPLY_KEY=matrix-apply-value\n', apply: true, name: 'matrix' }
+    for (const caller of callers) {
+      const answer = await caller.client.request('POST', `/api/vaults/${vaultId}/ai/import`, paste)
+      const seen = `${caller.name}: ${answer.status} ${answer.body?.code ?? ''}`
+      if (caller.role === null) expect(seen).toBe(`${caller.name}: 404 NOT_FOUND`)
+      else if (RANK[caller.role] < RANK.editor) {
+        expect(seen).toBe(`${caller.name}: 403 ROLE_REQUIRED`)
+        expect(answer.body.error).toContain('editor')
+      } else expect(seen).toBe(`${caller.name}: 200 `)
+    }
   })
 
   test('each operation as non-member, key of another vault, viewer, viewer key, editor, admin', async () => {

@@ -12,6 +12,8 @@ import { createExtractionModel } from './model-client'
 import { AiService } from './service'
 import { iconSlugs } from '../../domain/icons'
 import { policyOf } from '../lifecycle/trash'
+import { routePrefix } from '../../auth/vault-mount'
+import { roleAllows, roleRequired } from '../vaults/service'
 import { versionAuthor } from '../lifecycle/versions'
 
 /** Extract answers values: a key needs the export scope too (docs/api.md). */
@@ -29,11 +31,12 @@ import { ref } from '../audit/service'
 
 export function aiRoutes(deps: AppDeps) {
   const ai = new AiService(deps.vaults, createExtractionModel(deps.config.ai, deps.log), iconSlugs, deps.now, policyOf(deps.config))
-  return new Elysia({ name: 'aiRoutes', prefix: '/api/ai', tags: ['AI'] })
+  // Mounted twice (app.ts resourceRoutes): the personal vault, and /api/vaults/{vaultId}/ai for a shared one.
+  return new Elysia({ prefix: routePrefix(deps, '/api/ai'), tags: ['AI'] })
     .use(authGuard(deps))
     .post(
       '/extract',
-      async ({ auth, audit, body }) => {
+      async ({ auth, audit, body, recheck }) => {
         const { source, text, variables, entries } = await ai.extract(auth.userId, body.prompt)
         // Recorded on disk before the values leave: the variable names returned, never the prompt or a value.
         await audit(
@@ -41,6 +44,8 @@ export function aiRoutes(deps: AppDeps) {
           entries.map((entry) => ref('entry', entry)),
           { source, names: variables, count: variables.length },
         )
+        // Values leave now: a key revoked or a member removed meanwhile gets none (after every await).
+        recheck()
         // Headers on the Response itself: should the key be revoked meanwhile, the 401 that
         // replaces this answer keeps its own JSON content type.
         return new Response(text, {
@@ -71,6 +76,8 @@ export function aiRoutes(deps: AppDeps) {
           const missing = APPLY_SCOPES.find((scope) => !auth.scopes!.includes(scope))
           if (missing) throw await denyScope(missing)
         }
+        // In a shared vault the guard checked the viewer role (a preview only reads); storing needs an editor.
+        if (body.apply && auth.vaultRole !== undefined && !roleAllows(auth.vaultRole, 'editor')) throw roleRequired('editor')
         const result = await ai.import(auth.userId, body, versionAuthor(auth))
         await audit(
           'ai.import',

@@ -18,6 +18,8 @@ const REVEALS: Readonly<Record<string, RotationKind>> = {
   'twofa.version_reveal': 'twofa',
   'envfile.read': 'envfile',
   'envfile.version_reveal': 'envfile',
+  // AI extract answers the values of every entry it names.
+  'ai.extract': 'entry',
 }
 
 export interface RotationItem {
