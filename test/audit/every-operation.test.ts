@@ -10,6 +10,7 @@ import { Browser, freePort, startTestProvider, type TestProvider } from '../supp
 import { startTestServer, removeDir, type TestServer } from '../support/server'
 import { enableTwoFactor, oathtool, post } from '../account/support'
 import { SoftPasskey } from './soft-passkey'
+import { SCOPES } from '../../src/auth/scopes'
 
 const CALLBACK = '/api/auth/oidc/callback'
 const METRICS_TOKEN = 'walk-metrics-token-0123456789'
@@ -73,23 +74,7 @@ interface Case {
 test('every operation in the OpenAPI document leaves exactly its events', async () => {
   const doc = (await (await fetch(`${base}/api/openapi`)).json()) as { paths: Record<string, Record<string, { operationId: string }>> }
   const alice = await signUp(base)
-  const key = await alice.keyClient([
-    'categories:read',
-    'categories:write',
-    'entries:read',
-    'entries:write',
-    'entries:reveal',
-    '2fa:read',
-    '2fa:write',
-    '2fa:reveal',
-    'stats:read',
-    'export:read',
-    'ai:extract',
-    'envs:read',
-    'envs:write',
-    'envs:reveal',
-    'audit:read',
-  ])
+  const key = await alice.keyClient([...SCOPES])
   const ids: Record<string, string> = {}
   let invitee: Awaited<ReturnType<typeof signUp>> | undefined
   let walkMember: Awaited<ReturnType<typeof signUp>> | undefined

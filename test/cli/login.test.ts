@@ -9,26 +9,11 @@ import { hasChromium, openBrowser, type BrowserSession } from '../support/browse
 import { Client, PASSWORD, signUp } from '../support/client'
 import { startTestServer, type TestServer } from '../support/server'
 import { buildCli, freePort, startSvc, svc, svcHome } from './support'
+import { SCOPES } from '../../src/auth/scopes'
 
 const DEFAULT_SCOPES = ['entries:read', 'entries:reveal', 'export:read', 'envs:read', 'envs:reveal', '2fa:read', '2fa:reveal', 'categories:read']
 const DAY = 86_400_000
-const ALL_SCOPES = [
-  'categories:read',
-  'categories:write',
-  'entries:read',
-  'entries:write',
-  'entries:reveal',
-  '2fa:read',
-  '2fa:write',
-  '2fa:reveal',
-  'stats:read',
-  'export:read',
-  'ai:extract',
-  'envs:read',
-  'envs:write',
-  'envs:reveal',
-  'audit:read',
-]
+const ALL_SCOPES = [...SCOPES]
 
 let server: TestServer
 let owner: Client & { email: string }
