@@ -16,6 +16,8 @@ import { ConfirmHost, forgetUnsavedWork, Link, Loading, okToLeave, toastError, T
 import { ReauthHost } from './components/reauth'
 import { canWrite, currentVault, currentVaultId, restoreVault, setSharedVaults, sharedVaults, type SharedVault } from './vault'
 import { VaultSwitcher } from './components/vault-switcher'
+// Brings a signed-out visit of a `svc login` link back to /cli after sign-in.
+import './cli-return'
 
 // Pages one visits now and then are fetched when first shown: the first load stays small.
 function lazyPage<P extends object>(load: () => Promise<ComponentType<P>>): ComponentType<P> {

@@ -3,10 +3,9 @@
 // someone else sent (with their own sign-in's code) approves nothing by a click. Then
 // the page shows where and when the sign-in started, and the scopes in words with write scopes
 // called out; only the default scopes among those asked for are ticked, the rest only if ticked here.
-import { effect } from '@preact/signals'
 import { useEffect, useState } from 'preact/hooks'
-import { api, ApiError, currentUser } from '../api'
-import { currentPath, navigate } from '../router'
+import { api, ApiError } from '../api'
+import { CLI_RETURN_MARK as STASH, cameFromCliLink as fromLink } from '../cli-return'
 import { Field, FormError, formatDate, inputValue, Loading, relativeTime, useSubmission } from '../ui'
 
 interface DeviceRequest {
@@ -25,15 +24,6 @@ interface DeviceRequest {
   /** svc login --vault: the shared vault the key is for (id null: none of yours has that name). */
   vault?: { name: string; id: string | null; role: string | null }
 }
-
-// A signed-out visit goes through /login and then /: a mark is kept for this tab (never the
-// code), and the page comes back here once signed in.
-const STASH = 'svc-cli-code'
-const fromLink = location.pathname === '/cli' && new URLSearchParams(location.search).has('code')
-if (fromLink) sessionStorage.setItem(STASH, '1')
-effect(() => {
-  if (currentUser.value && currentPath.value !== '/cli' && sessionStorage.getItem(STASH)) navigate('/cli', true)
-})
 
 const SCOPE_TEXT: Record<string, string> = {
   'categories:read': 'see categories',
