@@ -3,7 +3,6 @@
 // no request carries the image, only the link in it; the imported tokens' codes are oathtool's.
 // Then the page's own export as Google Authenticator QR codes is read back the same way.
 import { afterAll, beforeAll, expect } from 'bun:test'
-import { readFileSync } from 'node:fs'
 import type { Page } from 'playwright-core'
 import { renderSVG } from 'uqr'
 import { CHROMIUM, hasChromium, openBrowser, type BrowserSession } from '../support/browser'
@@ -12,6 +11,7 @@ import { openTab, signInBrowser } from '../support/page-session'
 import { missingCommand, testNeeding } from '../support/requirements'
 import { removeDir, startTestServer, type TestServer } from '../support/server'
 import { googleLink, HOTP, oathtool, TOTP_A, TOTP_B, type Known } from '../support/two-factor-formats'
+import { seriousViolations } from '../support/axe'
 
 const NOW_SECONDS = 1_767_225_610
 const TOKENS: Known[] = [TOTP_A, TOTP_B, HOTP]
@@ -30,21 +30,6 @@ afterAll(async () => {
   await server?.stop()
   if (server) removeDir(server.dataDir)
 })
-
-const AXE_SOURCE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8')
-
-/** axe-core's serious and critical violations on the page as it is now (a dialog open). */
-async function seriousViolations(page: Page): Promise<string[]> {
-  // Evaluated through the DevTools protocol: the page's CSP (script-src 'self') does not apply.
-  if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(AXE_SOURCE)
-  const violations = (await page.evaluate(async () => {
-    const axe = (window as unknown as { axe: { run(context: Document, options: object): Promise<{ violations: unknown[] }> } }).axe
-    return (await axe.run(document, { resultTypes: ['violations'] })).violations
-  })) as { id: string; impact: string | null; nodes: { target: string[] }[] }[]
-  return violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${v.impact} ${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)
-}
 
 /** A PNG of the QR code of `text`, drawn by Chromium from uqr's SVG. */
 async function qrPng(text: string): Promise<Buffer> {

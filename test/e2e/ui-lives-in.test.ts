@@ -14,50 +14,13 @@ import { firstLoadPaths } from '../support/compressed-assets'
 import { Client, PASSWORD, signUp, uniqueEmail } from '../support/client'
 import { created, DESKTOP, openTab, seedOtherPages, signInBrowser as signIn, useSession } from '../support/page-session'
 import { ROOT, startTestServer, type TestServer } from '../support/server'
+import { axeEveryWay, PHONE, seriousViolations } from '../support/axe'
 
 const STEP = 60_000
-const PHONE = { width: 390, height: 844 }
 // The README's screenshots are made by this test run (issue 32), so they cannot drift from the
 // page: every run rewrites docs/screenshots. SVC_SCREENSHOTS=0 sends them to a temporary folder.
 const SCREENSHOTS = process.env.SVC_SCREENSHOTS === '0' ? mkdtempSync(join(tmpdir(), 'svc-vault-screenshots-')) : join(ROOT, 'docs', 'screenshots')
 const SHOT = { width: 1100, height: 720 }
-const AXE_SOURCE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8')
-
-interface AxeViolation {
-  id: string
-  impact: string | null
-  help: string
-  nodes: { target: string[]; failureSummary?: string }[]
-}
-
-/** axe-core on the page as it is now: the serious and critical violations, described. */
-async function seriousViolations(page: Page): Promise<string[]> {
-  // Evaluated through the DevTools protocol: the page's CSP (script-src 'self') does not apply.
-  if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(AXE_SOURCE)
-  const violations = (await page.evaluate(async () => {
-    const axe = (window as unknown as { axe: { run(context: Document, options: object): Promise<{ violations: unknown[] }> } }).axe
-    return (await axe.run(document, { resultTypes: ['violations'] })).violations
-  })) as AxeViolation[]
-  return violations
-    .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
-    .map((violation) => `${violation.impact} ${violation.id} (${violation.help}): ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`)
-}
-
-/** The same page in the four ways the issue names: light and dark, desktop and phone width. */
-async function axeEveryWay(page: Page, where: string, ready: () => Promise<unknown>): Promise<string[]> {
-  const found: string[] = []
-  for (const colorScheme of ['light', 'dark'] as const) {
-    for (const viewport of [DESKTOP, PHONE]) {
-      await page.emulateMedia({ colorScheme })
-      await page.setViewportSize(viewport)
-      await ready()
-      for (const violation of await seriousViolations(page)) found.push(`${where} [${colorScheme}, ${viewport.width}px] ${violation}`)
-    }
-  }
-  await page.emulateMedia({ colorScheme: 'light' })
-  await page.setViewportSize(DESKTOP)
-  return found
-}
 
 describe.skipIf(!hasChromium())('web page: first run (issue 22)', () => {
   let server: TestServer

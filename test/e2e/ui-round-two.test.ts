@@ -10,12 +10,11 @@ import { hasChromium, openBrowser, type BrowserSession } from '../support/browse
 import { PASSWORD, signUp, type Client } from '../support/client'
 import { created, DESKTOP, openTab, seedOtherPages, signInBrowser } from '../support/page-session'
 import { startTestServer, type TestServer } from '../support/server'
+import { axeEveryWay, PHONE, seriousViolations } from '../support/axe'
 import { enableTwoFactor, testClock } from '../account/support'
 
 const STEP = 60_000
-const PHONE = { width: 390, height: 844 }
 const PEM = ['-----BEGIN PRIVATE KEY-----', 'MIIEvQIBADANBgkqhkiG9w0BAQEFAASC', 'MzEfYyjiWA4R4/M2bS1GB4t7NXp98C3S', '-----END PRIVATE KEY-----'].join('\n')
-const AXE_SOURCE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8')
 
 let server: TestServer
 let browser: BrowserSession
@@ -24,33 +23,6 @@ const ids: Record<string, string> = {}
 const clock = testClock(Date.now())
 
 const open = (path: string, viewport = DESKTOP): Promise<Page> => openTab(browser, server.url, path, viewport)
-
-async function seriousViolations(page: Page): Promise<string[]> {
-  if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(AXE_SOURCE)
-  const violations = (await page.evaluate(async () => {
-    const axe = (window as unknown as { axe: { run(context: Document, options: object): Promise<{ violations: any[] }> } }).axe
-    return (await axe.run(document, { resultTypes: ['violations'] })).violations
-  })) as { id: string; impact: string; nodes: { target: string[] }[] }[]
-  return violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${v.impact} ${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)
-}
-
-/** axe in light and dark, at 1280 and 390 px, on what `ready` waits for. */
-async function axeBothWays(page: Page, where: string, ready: () => Promise<unknown>): Promise<string[]> {
-  const found: string[] = []
-  for (const colorScheme of ['light', 'dark'] as const) {
-    for (const viewport of [DESKTOP, PHONE]) {
-      await page.emulateMedia({ colorScheme })
-      await page.setViewportSize(viewport)
-      await ready()
-      for (const violation of await seriousViolations(page)) found.push(`${where} [${colorScheme}, ${viewport.width}px] ${violation}`)
-    }
-  }
-  await page.emulateMedia({ colorScheme: 'light' })
-  await page.setViewportSize(DESKTOP)
-  return found
-}
 
 /** The attributes a keep-as-typed field must carry, as the DOM has them (not as properties). */
 const verbatimAttributes = (page: Page, selector: string) =>
@@ -275,11 +247,11 @@ describe.skipIf(!hasChromium())('web page: everyday use, round two (issue 32)', 
       const page = await open('/projects')
       const found: string[] = []
       await page.getByRole('button', { name: 'New project' }).click()
-      found.push(...(await axeBothWays(page, 'New project dialog', () => page.getByRole('dialog').waitFor())))
+      found.push(...(await axeEveryWay(page, 'New project dialog', () => page.getByRole('dialog').waitFor())))
       await page.keyboard.press('Escape')
       await page.goto(server.url + '/projects/blog')
       await page.getByRole('button', { name: 'Add a variable' }).click()
-      found.push(...(await axeBothWays(page, 'Add a variable dialog', () => page.getByRole('dialog').waitFor())))
+      found.push(...(await axeEveryWay(page, 'Add a variable dialog', () => page.getByRole('dialog').waitFor())))
       await page.keyboard.press('Escape')
       for (const [path, title] of [
         ['/projects', 'Projects'],
@@ -291,13 +263,13 @@ describe.skipIf(!hasChromium())('web page: everyday use, round two (issue 32)', 
         ['/keys', 'Keys'],
       ] as const) {
         await page.goto(server.url + path)
-        found.push(...(await axeBothWays(page, path, () => page.getByRole('heading', { level: 1, name: title }).waitFor())))
+        found.push(...(await axeEveryWay(page, path, () => page.getByRole('heading', { level: 1, name: title }).waitFor())))
       }
       await page
         .locator('[data-category="TLS"] [data-entry="blog"]')
         .getByRole('button', { name: /^Reveal/ })
         .click()
-      found.push(...(await axeBothWays(page, '/keys revealed PEM', () => page.locator('.secret').first().waitFor())))
+      found.push(...(await axeEveryWay(page, '/keys revealed PEM', () => page.locator('.secret').first().waitFor())))
       expect(found).toEqual([])
       await page.close()
     },

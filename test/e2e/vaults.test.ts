@@ -4,35 +4,15 @@
 // ROLE_REQUIRED message; remove a member; invite by link, accepted in a second browser
 // (a new account) and by a signed-in one; axe-core on the new pages: no serious or critical violation.
 import { afterAll, describe, expect, test } from 'bun:test'
-import { readFileSync } from 'node:fs'
 import type { Page } from 'playwright-core'
 import { hasChromium, openBrowser, type BrowserSession } from '../support/browser'
 import { PASSWORD, signUp, uniqueEmail } from '../support/client'
 import { created, openTab, signInBrowser } from '../support/page-session'
 import { testNeeding } from '../support/requirements'
 import { startTestServer, type TestServer } from '../support/server'
+import { seriousViolations } from '../support/axe'
 
 const STEP = 60_000
-const AXE_SOURCE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8')
-
-interface AxeViolation {
-  id: string
-  impact: string | null
-  help: string
-  nodes: { target: string[] }[]
-}
-
-/** axe-core's serious and critical violations on the page as it is now. */
-async function seriousViolations(page: Page, where: string): Promise<string[]> {
-  if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(AXE_SOURCE)
-  const violations = (await page.evaluate(async () => {
-    const axe = (window as unknown as { axe: { run(context: Document, options: object): Promise<{ violations: unknown[] }> } }).axe
-    return (await axe.run(document, { resultTypes: ['violations'] })).violations
-  })) as AxeViolation[]
-  return violations
-    .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
-    .map((violation) => `${where}: ${violation.impact} ${violation.id} (${violation.help}): ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`)
-}
 
 const switcher = (page: Page) => page.getByLabel('Vault', { exact: true })
 const heading = (page: Page, name: string) => page.getByRole('heading', { level: 1, name }).waitFor()
