@@ -24,8 +24,8 @@ const isWriteScope = (scope: string) => scope.endsWith(':write')
 /**
  * The role a shared vault's operation needs: reads (lists, gets, reveals, exports, stats, the
  * member's own audit events) viewer; writes editor; the raw audit log (every member's lines) admin.
+ * `need` is the route's AuthNeed (guard.ts): a scope, several, 'session' or 'any'.
  */
-/** `need`: a route's AuthNeed (guard.ts): a scope, several, 'session' or 'any'. */
 export function vaultRoleFor(need: string | readonly string[], method: string, route: string): VaultRole {
   const path = route.length > 1 && route.endsWith('/') ? route.slice(0, -1) : route
   if (path.endsWith('/audit/export')) return 'admin'
