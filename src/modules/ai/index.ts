@@ -36,7 +36,7 @@ export function aiRoutes(deps: AppDeps) {
     .use(authGuard(deps))
     .post(
       '/extract',
-      async ({ auth, audit, body, recheck }) => {
+      async ({ auth, audit, body }) => {
         const { source, text, variables, entries } = await ai.extract(auth.userId, body.prompt)
         // Recorded on disk before the values leave: the variable names returned, never the prompt or a value.
         await audit(
@@ -44,10 +44,9 @@ export function aiRoutes(deps: AppDeps) {
           entries.map((entry) => ref('entry', entry)),
           { source, names: variables, count: variables.length },
         )
-        // Values leave now: a key revoked or a member removed meanwhile gets none (after every await).
-        recheck()
-        // Headers on the Response itself: should the key be revoked meanwhile, the 401 that
-        // replaces this answer keeps its own JSON content type.
+        // The guard checks the key and the membership once more after this handler (the answer
+        // carries secrets), so a key revoked or a member removed meanwhile gets none. Headers on the
+        // Response itself: the 401 or 404 that replaces this answer keeps its own JSON content type.
         return new Response(text, {
           headers: { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store', 'x-extraction-source': source },
         })
