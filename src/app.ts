@@ -18,7 +18,9 @@ import { hostCheck } from './http/host-check'
 import { accessKeyRoutes } from './modules/access-keys'
 import { authRoutes } from './modules/auth'
 import { Vaults } from './modules/vault-access'
-import { holdsVaults, Store } from './store/store'
+import { holdsVaults, Store, type StoreOptions } from './store/store'
+import { PgStore, type PgStoreOptions } from './store/postgres/store'
+import type { DataStore } from './store/data-store'
 import type { AppDeps } from './deps'
 import { categoryRoutes } from './modules/categories'
 import { entryRoutes } from './modules/entries'
@@ -79,19 +81,22 @@ export async function openVault(
   logRequest?: (record: RequestRecord) => void,
 ): Promise<AppDeps> {
   const metrics = new Metrics()
-  const { chmodSync, mkdirSync } = await import('node:fs')
-  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 })
-  // An existing folder keeps its mode through mkdir (a git checkout's data/ is 0755): owner only.
-  try {
-    chmodSync(config.dataDir, 0o700)
-  } catch (error) {
-    log(`warning: could not make ${config.dataDir} private (chmod 700): ${(error as Error).message}`)
+  // The data folder holds the audit logs on either store for now (the key, with a database, comes from the environment).
+  {
+    const { chmodSync, mkdirSync } = await import('node:fs')
+    mkdirSync(`${config.dataDir}/vaults`, { recursive: true, mode: 0o700 })
+    // An existing folder keeps its mode through mkdir (a git checkout's data/ is 0755): owner only.
+    try {
+      chmodSync(config.dataDir, 0o700)
+    } catch (error) {
+      log(`warning: could not make ${config.dataDir} private (chmod 700): ${(error as Error).message}`)
+    }
   }
-  const keyring = new Keyring(loadMasterKey(config.dataDir, config.masterKey, log, () => holdsVaults(config.dataDir)))
+  const keyring = new Keyring(config.databaseUrl ? config.masterKey! : loadMasterKey(config.dataDir, config.masterKey, log, () => holdsVaults(config.dataDir)))
   let accounts: Accounts | undefined
   let accessKeys: AccessKeys | undefined
   let audit: AuditService | undefined
-  const store = await Store.open(config.dataDir, {
+  const storeOptions: StoreOptions & PgStoreOptions = {
     createKeyCheck: () => keyring.createKeyCheck(),
     onWriteError: (path, error) => {
       metrics.writeFailures++
@@ -110,7 +115,8 @@ export async function openVault(
       collectSoon()
     },
     now,
-  })
+  }
+  const store: DataStore = config.databaseUrl ? await PgStore.open(config.databaseUrl, storeOptions) : await Store.open(config.dataDir, storeOptions)
   try {
     await keyring.assertKeyCheck(store.accounts.data.keyCheck)
     if (!keyCheckIsCurrent(store.accounts.data.keyCheck)) {
@@ -161,6 +167,19 @@ export async function openVault(
   return { config, store, keyring, accounts, accessKeys, vaults, log, now, metrics, logRequest, audit, protection, notifier, sharedVaults, invites, moves }
 }
 
+/**
+ * With a store other instances write too (PostgreSQL), each API request first takes in their
+ * writes to the accounts (one query, usually answering nothing new): a session signed out or a
+ * key revoked elsewhere is refused here too. The guard does the same before it authenticates
+ * (which may come first, before a body is read); vaults are brought up to date when opened.
+ */
+function freshAccounts(deps: AppDeps) {
+  if (!deps.store.accounts.refresh) return new Elysia()
+  return new Elysia({ name: 'fresh-accounts' }).onTransform({ as: 'global' }, async ({ request }) => {
+    await deps.accounts.fresh(request)
+  })
+}
+
 /** The routes of a vault's resources, on the personal vault or (vaultMount "shared") a shared one. */
 function resourceRoutes(deps: AppDeps) {
   return new Elysia()
@@ -196,6 +215,7 @@ export function createApp(deps: AppDeps) {
     // Per-request work (ids, counters, log lines) only when something reads it: /metrics or request logs.
     .use(deps.config.metricsToken || deps.logRequest ? observeRequests(deps.config.metricsToken ? deps.metrics : undefined, deps.logRequest) : new Elysia())
     .use(errorHandler(deps.log))
+    .use(freshAccounts(deps))
     // Credentials are checked before a body is waited for; a body has SVC_BODY_TIMEOUT to arrive.
     .use(authBeforeBody(deps, () => root().routes))
     .use(jsonBody(deps.config.bodyTimeoutMs))

@@ -2,7 +2,7 @@
 // (each variable's parser, default and description). A bad value throws ConfigError naming the
 // variable; index.ts prints that one line and exits 1.
 import type { BlockList } from 'node:net'
-import { type Env, parseMasterKey, readMasterKeySetting, readSettings, type SettingValues } from './settings'
+import { type Env, parseMasterKey, readDatabaseUrlSetting, readMasterKeySetting, readSettings, type SettingValues } from './settings'
 
 export {
   ConfigError,
@@ -16,7 +16,7 @@ export {
   parseTrustProxyHeader,
   parseWebhookAllow,
 } from './settings'
-import { ConfigError, isLoopbackHost } from './settings'
+import { ConfigError, isLoopbackHost, parseDatabaseUrl } from './settings'
 
 export interface OidcConfig {
   issuer: string
@@ -38,6 +38,8 @@ export interface Config {
   dataDir: string
   /** Raw 32-byte master key from SVC_MASTER_KEY or SVC_MASTER_KEY_FILE; undefined means "use or create <data>/master.key". */
   masterKey: Uint8Array | undefined
+  /** PostgreSQL instead of the data folder (SVC_DATABASE_URL or SVC_DATABASE_URL_FILE); undefined: the file store. */
+  databaseUrl: string | undefined
   baseUrl: string
   /** Origin of baseUrl, for the CSRF check. */
   origin: string
@@ -102,11 +104,18 @@ export function loadConfig(env: Env = process.env): Config {
   const baseUrlSet = values.SVC_BASE_URL !== undefined
   const base = values.SVC_BASE_URL ?? new URL(`http://localhost:${values.PORT}`)
   const https = base.protocol === 'https:'
+  const key = masterKey(values.SVC_MASTER_KEY, values.SVC_MASTER_KEY_FILE)
+  const databaseUrl = databaseUrlOf(values.SVC_DATABASE_URL, values.SVC_DATABASE_URL_FILE)
+  // Instances share no folder: a key generated into one would seal what the others cannot open.
+  if (databaseUrl !== undefined && key === undefined) {
+    throw new ConfigError('SVC_DATABASE_URL needs the master key from SVC_MASTER_KEY or SVC_MASTER_KEY_FILE (none is generated with a database)')
+  }
   return {
     port: values.PORT,
     host: values.HOST,
     dataDir: values.SVC_DATA_DIR,
-    masterKey: masterKey(values.SVC_MASTER_KEY, values.SVC_MASTER_KEY_FILE),
+    masterKey: key,
+    databaseUrl,
     baseUrl: base.origin + base.pathname.replace(/\/$/, ''),
     origin: base.origin,
     secureCookies: https,
@@ -165,4 +174,16 @@ function oidc(values: SettingValues): OidcConfig | undefined {
   if (issuer === undefined) throw new ConfigError('SVC_OIDC_ISSUER must be set when SVC_OIDC_CLIENT_ID is set')
   if (clientId === undefined) throw new ConfigError('SVC_OIDC_CLIENT_ID must be set when SVC_OIDC_ISSUER is set')
   return { issuer, clientId, clientSecret: values.SVC_OIDC_CLIENT_SECRET, name: values.SVC_OIDC_NAME }
+}
+
+/** The database URL the environment gives (SVC_DATABASE_URL or SVC_DATABASE_URL_FILE), for operator commands too. */
+export function databaseUrlFromEnv(env: Env): string | undefined {
+  const values = { url: env.SVC_DATABASE_URL?.trim() || undefined, file: env.SVC_DATABASE_URL_FILE?.trim() || undefined }
+  return databaseUrlOf(values.url === undefined ? undefined : parseDatabaseUrl(values.url), values.file)
+}
+
+function databaseUrlOf(url: string | undefined, file: string | undefined): string | undefined {
+  if (file === undefined) return url
+  if (url !== undefined) throw new ConfigError('SVC_DATABASE_URL and SVC_DATABASE_URL_FILE are both set: set only one')
+  return readDatabaseUrlSetting(file)
 }

@@ -10,7 +10,7 @@ import type { RequestRecord } from './log'
 import type { Vaults } from './modules/vault-access'
 import type { AuditService } from './modules/audit/service'
 import type { Notifier } from './modules/account/notifications'
-import type { Store } from './store/store'
+import type { DataStore } from './store/data-store'
 import type { SharedVaults } from './modules/vaults/service'
 import type { VaultInvites } from './modules/vaults/invites'
 import type { Moves } from './modules/vaults/move'
@@ -18,7 +18,7 @@ import type { VaultMount } from './auth/vault-mount'
 
 export interface AppDeps {
   config: Config
-  store: Store
+  store: DataStore
   keyring: Keyring
   accounts: Accounts
   accessKeys: AccessKeys

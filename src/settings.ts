@@ -237,6 +237,34 @@ function parseAddressList(items: string[], name: string, expected: string): Bloc
   return list
 }
 
+/** A PostgreSQL connection URL; an error never repeats it (it may carry a password). */
+export function parseDatabaseUrl(raw: string, name = 'SVC_DATABASE_URL'): string {
+  let url: URL
+  try {
+    url = new URL(raw)
+  } catch {
+    throw new ConfigError(`${name} must be a postgres:// URL`)
+  }
+  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') throw new ConfigError(`${name} must be a postgres:// URL, got a ${url.protocol}// one`)
+  const mode = url.searchParams.get('sslmode')
+  if (mode !== null && !['disable', 'prefer', 'require', 'verify-ca', 'verify-full'].includes(mode)) {
+    throw new ConfigError(`${name}: sslmode must be disable, prefer, require, verify-ca or verify-full, got "${mode}"`)
+  }
+  return raw
+}
+
+/** SVC_DATABASE_URL_FILE: the URL in that file. An error names the file, never its content. */
+export function readDatabaseUrlSetting(file: string): string {
+  let text: string
+  try {
+    text = readFileSync(file, 'utf8')
+  } catch (error) {
+    throw new ConfigError(`SVC_DATABASE_URL_FILE: cannot read ${file} (${(error as NodeJS.ErrnoException).code ?? 'error'})`)
+  }
+  if (text.trim() === '') throw new ConfigError(`SVC_DATABASE_URL_FILE: ${file} is empty`)
+  return parseDatabaseUrl(text.trim(), `SVC_DATABASE_URL_FILE (${file})`)
+}
+
 /** A value taken as given (trimmed). */
 const asIs = (raw: string) => raw
 
@@ -261,6 +289,11 @@ export const SETTINGS = {
     doc: 'base64 of 32 random bytes (`openssl rand -base64 32`). Unset: a key is generated on first start into `<data>/master.key` (mode 0600)',
   }),
   SVC_MASTER_KEY_FILE: optional({ parse: asIs, doc: 'a file holding that key instead (a systemd credential, a Docker secret); not with `SVC_MASTER_KEY`' }),
+  SVC_DATABASE_URL: optional({
+    parse: parseDatabaseUrl,
+    doc: 'PostgreSQL 15+ (`postgres://user:password@host/db?sslmode=verify-full`) instead of the data folder, for two or more instances; needs `SVC_MASTER_KEY` or `SVC_MASTER_KEY_FILE`: [docs/postgres.md](docs/postgres.md)',
+  }),
+  SVC_DATABASE_URL_FILE: optional({ parse: asIs, doc: 'a file holding that URL instead (it carries the password); not with `SVC_DATABASE_URL`' }),
   SVC_BASE_URL: optional({
     parse: (raw) => parseUrl(raw, 'SVC_BASE_URL'),
     shown: '`http://localhost:<PORT>`',

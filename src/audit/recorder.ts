@@ -21,7 +21,8 @@ import {
   writeJsonFile,
   type DataSync,
 } from '../store/audit-log'
-import { VAULTS_DIR, type Store } from '../store/store'
+import { VAULTS_DIR } from '../store/store'
+import type { DataStore } from '../store/data-store'
 import { freeDiskBytes } from '../store/disk-space'
 import type { Vaults } from '../vault-access'
 import { lineEvent, parseLine, sealLine, type ChainAnchor } from './chain'
@@ -104,7 +105,7 @@ export class AuditService {
   constructor(
     private readonly deps: {
       config: Pick<Config, 'trustProxy' | 'audit' | 'dataDir'> & Partial<Pick<Config, 'diskFloorBytes'>>
-      store: Store
+      store: DataStore
       vaults: Vaults
       now: () => number
       log: Logger

@@ -85,6 +85,18 @@ export class Accounts {
     return this.passwords.checks
   }
 
+  /**
+   * Takes in what other instances wrote to the accounts (PostgreSQL store), once per request:
+   * each request reads them fresh. Nothing to do on the file store (one writer).
+   */
+  fresh(request: Request): Promise<void> | undefined {
+    if (!this.doc.refresh) return undefined
+    let done = this.freshFor.get(request)
+    if (!done) this.freshFor.set(request, (done = this.doc.refresh()))
+    return done
+  }
+  private readonly freshFor = new WeakMap<Request, Promise<void>>()
+
   /** Rebuilds the indexes from the document (at start, and after a failed write reloaded it). */
   reindex(data: AccountsDocument): void {
     this.userIndex.reset(data.users)

@@ -146,6 +146,7 @@ async function recordDenied(deps: GuardDeps, request: Request, server: AuditSour
  * valid key without the scope is recorded (scope.denied), then refused.
  */
 async function authenticateOrRecord(deps: GuardDeps, request: Request, server: AuditSource['server'], need: AuthNeed): Promise<AuthContext> {
+  await deps.accounts.fresh(request)
   try {
     return authenticate(deps, request, sessionToken(request.headers.get('cookie'), deps.config.sessionCookie), need)
   } catch (error) {

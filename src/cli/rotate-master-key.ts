@@ -145,7 +145,7 @@ export async function rotateMasterKey(env: Record<string, string | undefined> = 
     }
     const vaults: { doc: Document<VaultDocument>; userId: string; rewrapped: string | null }[] = []
     const unopened: string[] = []
-    for (const userId of store.vaultIds()) {
+    for (const userId of await store.vaultIds()) {
       const doc = await store.vault(userId, () => {
         throw new RotationError(`vault ${userId} vanished`)
       })

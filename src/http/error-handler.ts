@@ -3,7 +3,7 @@
 import { Elysia, ValidationError } from 'elysia'
 import { INVALID_JSON_BODY } from './body'
 import { AppError } from './errors'
-import { DeletedVaultError } from '../store/errors'
+import { DeletedVaultError, StoreUnavailableError } from '../store/errors'
 
 export type Logger = (line: string) => void
 
@@ -84,6 +84,12 @@ export function errorHandler(log: Logger) {
     if (error instanceof DeletedVaultError) {
       set.status = 401
       return errorBody('This account no longer exists', 'AUTH_REQUIRED')
+    }
+    // The database is away (PostgreSQL store): a plain 503 at once, the instance reconnects by itself.
+    if (error instanceof StoreUnavailableError) {
+      set.status = 503
+      set.headers['retry-after'] = '1'
+      return errorBody('The store is unavailable; try again shortly', 'STORE_UNAVAILABLE')
     }
     if (error instanceof ValidationError && error.type !== 'response') {
       set.status = 400

@@ -28,6 +28,8 @@ export type ErrorCode =
   | 'AI_EXTRACTION_FAILED'
   | 'AI_UNAVAILABLE'
   | 'INTERNAL_ERROR'
+  // The PostgreSQL store's database is away (503).
+  | 'STORE_UNAVAILABLE'
   | 'LAST_SIGN_IN_METHOD'
   | 'MISDIRECTED_REQUEST'
   | 'INVALID_HOST'

@@ -82,3 +82,48 @@ export function applyChanges(data: DocumentData, lists: readonly string[], batch
 function isRecord(value: unknown): value is StoredRecord {
   return typeof value === 'object' && value !== null && typeof (value as StoredRecord).id === 'string'
 }
+
+/**
+ * The changes made since the last write began, for the next write. A record put again (pushed,
+ * then replaced) or a field set again before it is written takes the earlier one's place: the
+ * write holds its last state once, at the place where the record first went (the order a replay
+ * puts records in).
+ */
+export class PendingChanges {
+  private changes: Change[] = []
+  /** Where in `changes` the latest put of each record (and set of each field) is. */
+  private at = new Map<string, number>()
+
+  get size(): number {
+    return this.changes.length
+  }
+
+  record(change: Change): void {
+    const key = change[0] === 'set' ? `\0${change[1]}` : `${change[1]}\0${change[0] === 'put' ? change[2].id : change[2]}`
+    if (change[0] === 'del') {
+      this.at.delete(key)
+      this.changes.push(change)
+      return
+    }
+    const at = this.at.get(key)
+    if (at !== undefined) this.changes[at] = change
+    else {
+      this.at.set(key, this.changes.length)
+      this.changes.push(change)
+    }
+  }
+
+  /** The changes so far; from now on the list starts empty. */
+  take(): Change[] {
+    const changes = this.changes
+    this.changes = []
+    this.at = new Map()
+    return changes
+  }
+
+  /** Puts changes that could not be written back in front of the ones made since. */
+  restore(changes: readonly Change[]): void {
+    const later = this.take()
+    for (const change of [...changes, ...later]) this.record(change)
+  }
+}

@@ -25,6 +25,11 @@ export interface StoredDocument<T> {
   beforeWrite(apply: (data: T, write: Writer<T>) => void): void
   /** Waits for every write under way or queued. */
   settle(): Promise<void>
+  /**
+   * Brings the data up to date with writes made elsewhere (another instance on the same
+   * database) before a request reads it; absent where nothing else writes (the file store).
+   */
+  refresh?(): Promise<void>
 }
 
 export interface DataStore {
@@ -38,7 +43,13 @@ export interface DataStore {
   /** Closes the vaults unused for the idle time; returns how many. */
   closeIdleVaults(): number
   /** Ids of every vault stored. */
-  vaultIds(): string[]
+  vaultIds(): Promise<string[]>
+  /** Whether the vault was deleted since start (a pass over vaultIds() skips it). */
+  wasDeleted(userId: string): boolean
+  /** Deletes a vault for good (account or shared vault deletion); it is never created again. */
+  deleteVault(userId: string): Promise<void>
+  /** Throws unless the store is open and takes a durable write (GET /readyz). */
+  checkWritable(): Promise<void>
   /** Waits for every write, then releases what the store holds (the data folder's lock). */
   close(): Promise<void>
 }

@@ -12,7 +12,7 @@ import { writeFileAtomic } from './atomic-file'
 import { ChangeLog, readLogSync } from './change-log'
 import type { StoredDocument } from './data-store'
 import { CorruptDocumentError } from './errors'
-import { applyChanges, freezeLists, type Change } from './changes'
+import { applyChanges, freezeLists, PendingChanges, type Change } from './changes'
 import { createWriter, type Writer } from './writer'
 
 /** The log is folded into the file once it is this long at least (and as long as the file). */
@@ -127,9 +127,7 @@ export class Document<T> implements StoredDocument<T> {
   private lazyTimer: ReturnType<typeof setTimeout> | null = null
   private log: ChangeLog | null = null
   /** What the writer changed since the last write began (the next write's log line). */
-  private pending: Change[] = []
-  /** Where in `pending` the latest put of each record (and set of each field) is, to fold a later one into it. */
-  private pendingAt = new Map<string, number>()
+  private readonly pending = new PendingChanges()
   /** The changes of the write under way (put back when it fails and the file cannot be read again). */
   private writing: Change[] = []
   private readonly writer: Writer<T>
@@ -146,35 +144,12 @@ export class Document<T> implements StoredDocument<T> {
     this.writer = createWriter<T>(
       () => this.current,
       options.loggedLists ?? [],
-      (change) => this.record(change),
+      (change) => this.pending.record(change),
     )
   }
 
-  /**
-   * Notes a change for the next write. A record put again (pushed, then replaced) or a field set
-   * again before it is written takes the earlier one's place: the log holds its last state
-   * once, at the place where the record first went (the order a replay puts records in).
-   */
-  private record(change: Change): void {
-    const key = change[0] === 'set' ? `\0${change[1]}` : `${change[1]}\0${change[0] === 'put' ? change[2].id : change[2]}`
-    if (change[0] === 'del') {
-      this.pendingAt.delete(key)
-      this.pending.push(change)
-      return
-    }
-    const at = this.pendingAt.get(key)
-    if (at !== undefined) this.pending[at] = change
-    else {
-      this.pendingAt.set(key, this.pending.length)
-      this.pending.push(change)
-    }
-  }
-
   private takePending(): Change[] {
-    const changes = this.pending
-    this.pending = []
-    this.pendingAt = new Map()
-    return changes
+    return this.pending.take()
   }
 
   static async open<T>(path: string, options: DocumentOptions<T>): Promise<Document<T>> {
@@ -355,7 +330,7 @@ export class Document<T> implements StoredDocument<T> {
     } catch {
       // The file cannot be read either; keep serving what we have and let the next write retry
       // the failed changes too.
-      this.pending = [...this.writing, ...this.takePending()]
+      this.pending.restore(this.writing)
     }
     this.options.onWriteError?.(this.path, error)
     batch.reject(error)

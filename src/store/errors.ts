@@ -7,3 +7,17 @@ export class DeletedVaultError extends Error {
     this.name = 'DeletedVaultError'
   }
 }
+/** The database is away or too slow (restart, failover, a cut network): the request answers 503 STORE_UNAVAILABLE. */
+export class StoreUnavailableError extends Error {
+  constructor(message: string) {
+    super(message)
+    this.name = 'StoreUnavailableError'
+  }
+}
+/** Another instance wrote the document first: reload it and run the change again. */
+export class VersionConflictError extends Error {
+  constructor(readonly documentId: string) {
+    super(`${documentId} was written by another instance first`)
+    this.name = 'VersionConflictError'
+  }
+}

@@ -48,7 +48,7 @@ export function holdsVaults(dataDir: string): boolean {
  */
 const MIGRATIONS: Record<number, (data: Record<string, unknown>) => void> = {}
 
-function checkVersion<T extends { version: number }>(path: string) {
+export function checkVersion<T extends { version: number }>(path: string) {
   return (data: T): T => {
     const version = data?.version
     if (typeof version !== 'number' || !Number.isInteger(version) || version < 1) {
@@ -73,7 +73,7 @@ function checkVersion<T extends { version: number }>(path: string) {
  * Sessions stored before sessions had an id get one derived from their token hash: the same at
  * every load, so the change log (keyed by id) replays over the file that still lacks it.
  */
-function withSessionIds(data: AccountsDocument): AccountsDocument {
+export function withSessionIds(data: AccountsDocument): AccountsDocument {
   // Read before the format check (Document.open's beforeLog): anything but a list is left to it.
   if (!Array.isArray(data?.sessions))
     return data
@@ -326,7 +326,11 @@ export class Store implements DataStore {
   }
 
   /** Ids of every vault on disk. */
-  vaultIds(): string[] {
+  async vaultIds(): Promise<string[]> {
+    return this.vaultIdsSync()
+  }
+
+  vaultIdsSync(): string[] {
     return readdirSync(join(this.dataDir, VAULTS_DIR))
       .filter((name) => name.endsWith('.json') && !isTempFile(name))
       .map((name) => name.slice(0, -'.json'.length))
@@ -350,7 +354,7 @@ export class Store implements DataStore {
 }
 
 /** Lists added to the vault format later (versions, trash) start empty in older vaults. */
-function withAllLists(data: VaultDocument): VaultDocument {
+export function withAllLists(data: VaultDocument): VaultDocument {
   for (const name of VAULT_LISTS) (data as unknown as Record<string, unknown>)[name] ??= []
   return data
 }

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { signUp, type Client } from '../support/client'
-import { removeDir, startTestServer, type TestServer } from '../support/server'
+import { fileStore, removeDir, startTestServer, type TestServer } from '../support/server'
 
 let server: TestServer
 let alice: Client & { user: any }
@@ -118,7 +118,7 @@ describe('entry versions', () => {
     // Bound to its version and record: not the current value's AAD, not another version's.
     expect(cipher.open('entry', e.id, v1.encryptedValue)).toBeNull()
     expect(cipher.openVersion('entry', e.id, 2, v1.encryptedValue)).toBeNull()
-    await server.deps.store.openedVault(alice.user.id)!.fold()
+    await fileStore(server).openedVault(alice.user.id)!.fold()
     const text = readFileSync(join(server.dataDir, 'vaults', `${alice.user.id}.json`), 'utf8')
     expect(text).not.toContain('disk-canary')
     expect(text).toContain(v1.encryptedValue)

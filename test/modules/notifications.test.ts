@@ -6,7 +6,7 @@ import { createHmac } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { signUp, type Client } from '../support/client'
-import { removeDir, startTestServer, type TestServer } from '../support/server'
+import { fileStore, removeDir, startTestServer, type TestServer } from '../support/server'
 
 const DAY = 86_400_000
 let clock = Date.parse('2026-06-01T08:00:00.000Z')
@@ -92,7 +92,7 @@ test('one signed POST a day lists due items by name, category and date, never a 
   const settings = await alice.get('/api/account/notifications')
   expect(settings.body.lastDelivery).toEqual({ at: new Date(clock).toISOString(), status: 'delivered', attempts: 1 })
   expect(settings.text).not.toContain('hook-secret')
-  await server.deps.store.openedVault(alice.user.id)!.fold()
+  await fileStore(server).openedVault(alice.user.id)!.fold()
   expect(readFileSync(join(server.dataDir, 'vaults', `${alice.user.id}.json`), 'utf8')).not.toContain('hook-secret-canary')
 
   // Once a day.

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { signUp, type Client } from '../support/client'
-import { removeDir, startTestServer, type TestServer } from '../support/server'
+import { fileStore, removeDir, startTestServer, type TestServer } from '../support/server'
 
 const DAY = 86_400_000
 let clock = Date.parse('2026-03-01T12:00:00.000Z')
@@ -227,7 +227,7 @@ describe('trash', () => {
     const purged = await new TrashService(server.deps.vaults, () => clock).sweepAll(server.deps.store)
     expect(purged).toBeGreaterThanOrEqual(1)
     const vaultPath = join(server.dataDir, 'vaults', `${fresh.user.id}.json`)
-    await server.deps.store.openedVault(fresh.user.id)!.fold()
+    await fileStore(server).openedVault(fresh.user.id)!.fold()
     const onDisk = JSON.parse(readFileSync(vaultPath, 'utf8'))
     expect(onDisk.trash.map((t: any) => t.id)).not.toContain(item.id)
     expect(JSON.stringify(onDisk)).not.toContain(e.id)

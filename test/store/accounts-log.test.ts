@@ -9,7 +9,7 @@ import { ACCOUNTS_LISTS } from '../../src/store/records'
 import { MAX_SESSIONS_PER_ACCOUNT } from '../../src/store/sessions'
 import { SESSION_SWEEP_MS } from '../../src/auth/accounts'
 import { signUp } from '../support/client'
-import { removeDir, startTestServer, type TestServer } from '../support/server'
+import { fileStore, removeDir, startTestServer, type TestServer } from '../support/server'
 
 let server: TestServer
 let clock = Date.parse('2030-01-01T00:00:00Z')
@@ -33,7 +33,7 @@ describe('accounts document', () => {
   test('creating an access key appends that key to the log; the file is not rewritten', async () => {
     for (let i = 0; i < 5; i++) await signUp(server.url)
     const alice = await signUp(server.url)
-    await server.deps.store.accounts.fold()
+    await fileStore(server).accounts.fold()
     const file = readFileSync(accountsPath(), 'utf8')
     const created = await alice.post('/api/access-keys', { name: 'ci', scopes: ['stats:read'] })
     expect(created.status).toBe(201)
@@ -67,7 +67,7 @@ describe('accounts document', () => {
   test('expired sessions leave as logged deletions, without rewriting the file', async () => {
     const dave = await signUp(server.url)
     const erin = await signUp(server.url)
-    await server.deps.store.accounts.fold()
+    await fileStore(server).accounts.fold()
     const file = readFileSync(accountsPath(), 'utf8')
     const before = stored().sessions.length
     clock += server.deps.config.sessionTtlMs + SESSION_SWEEP_MS
@@ -117,7 +117,7 @@ test('sessions stored before sessions had ids get the same id at every load, so 
 test('a backup taken beside the running server holds the accounts changes still in the log', async () => {
   const { createBackup } = await import('../../src/store/backup')
   const frank = await signUp(server.url)
-  await server.deps.store.accounts.fold()
+  await fileStore(server).accounts.fold()
   const created = await frank.post('/api/access-keys', { name: 'late', scopes: ['stats:read'] })
   expect(created.status).toBe(201)
   expect(logLines().length).toBeGreaterThan(0)

@@ -6,6 +6,8 @@ import { join } from 'node:path'
 import { createApp, openVault, type AppDeps } from '../../src/app'
 import { loadConfig } from '../../src/config'
 import { forgetVault, watchVault } from './answer-check'
+import { Store } from '../../src/store/store'
+import { storeEnv } from './postgres'
 
 export const TEST_MASTER_KEY = Buffer.alloc(32, 7).toString('base64')
 
@@ -34,7 +36,15 @@ export async function startTestServer(
 ): Promise<TestServer> {
   const dataDir = options.dataDir ?? tempDir()
   const logs: string[] = []
-  const config = loadConfig({ SVC_MASTER_KEY: TEST_MASTER_KEY, NODE_ENV: 'test', ...TEST_SIGNUP_ENV, ...options.env, SVC_DATA_DIR: dataDir, PORT: '0' })
+  const config = loadConfig({
+    SVC_MASTER_KEY: TEST_MASTER_KEY,
+    NODE_ENV: 'test',
+    ...TEST_SIGNUP_ENV,
+    ...(await storeEnv(dataDir, options.env)),
+    ...options.env,
+    SVC_DATA_DIR: dataDir,
+    PORT: '0',
+  })
   const deps = await openVault(config, (line) => logs.push(line), options.now)
   const app = createApp(deps).listen({ port: options.port ?? 0, hostname: '127.0.0.1' })
   const url = `http://127.0.0.1:${app.server!.port}`
@@ -80,6 +90,7 @@ export async function spawnServer(
     SVC_MASTER_KEY: TEST_MASTER_KEY,
     PORT: '0',
     ...TEST_SIGNUP_ENV,
+    ...(await storeEnv(dataDir, options.env)),
     ...options.env,
     SVC_DATA_DIR: dataDir,
   }
@@ -141,4 +152,10 @@ export async function runServerToExit(env: Record<string, string>, timeoutMs = 1
 
 export function removeDir(dir: string): void {
   rmSync(dir, { recursive: true, force: true })
+}
+
+/** The file store of a server started on one (tests that read the data folder's files). */
+export function fileStore(server: { deps: AppDeps }): Store {
+  if (!(server.deps.store instanceof Store)) throw new Error('this test reads the data folder: it needs the file store')
+  return server.deps.store
 }

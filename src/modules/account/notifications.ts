@@ -15,7 +15,7 @@ import { AppError } from '../../http/errors'
 import { errorResponses } from '../../http/schemas'
 import { indexById } from '../../store/by-id'
 import type { NotificationSettingsRecord, VaultDocument } from '../../store/records'
-import type { Store } from '../../store/store'
+import type { DataStore } from '../../store/data-store'
 import type { Vaults } from '../../vault-access'
 import { dueStatus, nextDue, type DueStatus } from '../lifecycle/due'
 import { NotificationSettingsSchema, UpdateNotificationsBody } from '../lifecycle/model'
@@ -110,7 +110,7 @@ const PARALLEL_DELIVERIES = 8
 
 export interface NotifierDeps {
   vaults: Vaults
-  store: Store
+  store: DataStore
   config: Config
   now: () => number
   log: Logger
@@ -203,7 +203,7 @@ export class Notifier {
 
   /** Finds every user with a webhook (each vault on disk; the background pass). */
   async scan(): Promise<void> {
-    for (const userId of this.deps.store.vaultIds()) {
+    for (const userId of await this.deps.store.vaultIds()) {
       if (this.deps.store.wasDeleted(userId)) continue
       const { data } = await this.deps.vaults.open(userId)
       if (data.notifications?.webhookUrl) this.watched.add(userId)

@@ -6,7 +6,7 @@ import type { AuthContext } from '../../auth/guard'
 import { deviceName } from '../../auth/device'
 import { AppError, NotFound } from '../../http/errors'
 import type { UserRecord } from '../../store/records'
-import type { Store } from '../../store/store'
+import type { DataStore } from '../../store/data-store'
 
 /** How far back "recently added" reaches (sign out everywhere, password change). */
 export const RECENT_ADDITIONS_MS = 30 * 86_400_000
@@ -37,7 +37,7 @@ export class AccountSettings {
   constructor(
     private readonly accounts: Accounts,
     private readonly accessKeys: AccessKeys,
-    private readonly store: Store,
+    private readonly store: DataStore,
     private readonly now: () => number = Date.now,
   ) {}
 

@@ -5,7 +5,7 @@ import type { Scope } from '../../auth/scopes'
 import { AppError, conflict } from '../../http/errors'
 import { byId } from '../../store/by-id'
 import type { TrashRecord, VaultDocument } from '../../store/records'
-import type { Store } from '../../store/store'
+import type { DataStore } from '../../store/data-store'
 import type { Writer } from '../../store/writer'
 import { categoryExists, findCategory, findCategoryTwin } from '../categories/service'
 import { EntryService, entryExists, entryLabel, findEntry, findEntryTwin, type PublicEntry } from '../entries/service'
@@ -294,9 +294,9 @@ export class TrashService {
   }
 
   /** Purges the expired items of every vault on disk (the background pass); the number purged. */
-  async sweepAll(store: Store): Promise<number> {
+  async sweepAll(store: DataStore): Promise<number> {
     let purged = 0
-    for (const userId of store.vaultIds()) {
+    for (const userId of await store.vaultIds()) {
       // Deleted since the listing: not opened (that would fail; nothing re-creates it).
       if (store.wasDeleted(userId)) continue
       const { data, doc } = await this.vaults.open(userId)

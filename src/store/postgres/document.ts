@@ -1,0 +1,332 @@
+// One document (the accounts, or one vault) in PostgreSQL, held in memory like the file store's
+// (document.ts), so that reads stay synchronous. The same writer records each change; a commit
+// is one row of `svc_changes` at the document's next version. The primary key (document,
+// version) is the version check: when another instance wrote that version first, the insert
+// fails, the document is brought up to date and the change is made again on the new data
+// (update() runs its mutation again). Concurrent commits of one instance share one row (group commit).
+//
+// Reads after another instance's write: refresh() asks for the versions after the one held
+// (one indexed query, usually answering nothing new) and applies them; each request calls it
+// before it reads. A NOTIFY from the writer starts the same refresh at once in the background.
+//
+// The document is also kept whole (`snapshot`) as of some version; once the changes after it
+// outweigh it, a commit writes a new one and drops the changes from before the previous one, so
+// that an instance a little behind still finds every version after its own.
+import { applyChanges, freezeLists, PendingChanges, type Change } from '../changes'
+import type { StoredDocument } from '../data-store'
+import { CorruptDocumentError, DeletedVaultError, StoreUnavailableError, VersionConflictError } from '../errors'
+import { createWriter, type Writer } from '../writer'
+import { CHANNEL, sqlState, type Database } from './database'
+
+/** A new snapshot once the changes since the last one are this long at least (and as long as it). */
+const MIN_CHANGES_TO_SNAPSHOT = 64 * 1024
+/** Attempts of one update against writes of other instances before it gives up (503). */
+const MAX_ATTEMPTS = 20
+
+interface Waiter {
+  promise: Promise<void>
+  resolve: () => void
+  reject: (error: unknown) => void
+}
+
+function waiter(): Waiter {
+  let resolve!: () => void
+  let reject!: (error: unknown) => void
+  const promise = new Promise<void>((res, rej) => {
+    resolve = res
+    reject = rej
+  })
+  return { promise, resolve, reject }
+}
+
+export interface PgDocumentOptions<T> {
+  lists: readonly string[]
+  /** Brings data of an older format up to the current one (after a load). */
+  migrate?: (data: T) => T
+  /** Told after the data was replaced or changed by another instance's writes (indexes rebuild). */
+  onReload?: (data: T) => void
+  onWriteError?: (id: string, error: unknown) => void
+}
+
+interface Loaded {
+  data: unknown
+  version: number
+  snapshotVersion: number
+  /** Length of the changes after the snapshot (when to write a new one). */
+  changeBytes: number
+  snapshotBytes: number
+  deleted: boolean
+}
+
+/** Reads a document: its snapshot and the changes after it, in one statement (one point in time). */
+export async function loadDocument(db: Database, id: string, lists: readonly string[]): Promise<Loaded | null> {
+  const rows = await db.run(
+    (sql) => sql`
+      SELECT 0 AS part, snapshot_version AS version, snapshot AS text, deleted FROM svc_documents WHERE id = ${id}
+      UNION ALL
+      SELECT 1, c.version, c.changes, false FROM svc_changes c JOIN svc_documents d ON d.id = c.document_id
+        WHERE c.document_id = ${id} AND c.version > d.snapshot_version
+      ORDER BY part, version`,
+  )
+  if (rows.length === 0) return null
+  const head = rows[0]
+  const snapshotVersion = Number(head.version)
+  if (head.deleted) return { data: null, version: snapshotVersion, snapshotVersion, changeBytes: 0, snapshotBytes: 0, deleted: true }
+  const data = parse(id, head.text as string)
+  let version = snapshotVersion
+  let changeBytes = 0
+  const batches: Change[][] = []
+  for (const row of rows.slice(1)) {
+    batches.push(parse(id, row.text as string) as Change[])
+    changeBytes += (row.text as string).length
+    version = Number(row.version)
+  }
+  apply(id, data, lists, batches)
+  return { data, version, snapshotVersion, changeBytes, snapshotBytes: (head.text as string).length, deleted: false }
+}
+
+function parse(id: string, text: string): unknown {
+  try {
+    return JSON.parse(text)
+  } catch {
+    throw new CorruptDocumentError(`document ${id} in the database is not valid JSON; restore it from a backup`)
+  }
+}
+
+function apply(id: string, data: unknown, lists: readonly string[], batches: readonly (readonly Change[])[]): void {
+  try {
+    applyChanges(data as Record<string, unknown>, lists, batches)
+  } catch (error) {
+    throw new CorruptDocumentError(`the changes of document ${id} in the database do not fit it (${(error as Error).message}); restore from a backup`)
+  }
+}
+
+export class PgDocument<T> implements StoredDocument<T> {
+  private current: T
+  /** The version `current` is at (the last change row applied or written). */
+  private version: number
+  private snapshotVersion: number
+  private changeBytes: number
+  private snapshotBytes: number
+  private readonly pending = new PendingChanges()
+  private readonly writer: Writer<T>
+  private flushing: Promise<void> | null = null
+  private next: Waiter | null = null
+  private lazyTimer: ReturnType<typeof setTimeout> | null = null
+  private readonly beforeWriteHooks: ((data: T, write: Writer<T>) => void)[] = []
+  private refreshing: Promise<void> | null = null
+  private retired: (() => Error) | null = null
+
+  constructor(
+    private readonly db: Database,
+    readonly id: string,
+    loaded: Loaded,
+    private readonly options: PgDocumentOptions<T>,
+  ) {
+    this.current = this.prepare(loaded.data as T)
+    this.version = loaded.version
+    this.snapshotVersion = loaded.snapshotVersion
+    this.changeBytes = loaded.changeBytes
+    this.snapshotBytes = loaded.snapshotBytes
+    this.writer = createWriter<T>(
+      () => this.current,
+      options.lists,
+      (change) => this.pending.record(change),
+    )
+  }
+
+  private prepare(data: T): T {
+    const migrated = this.options.migrate ? this.options.migrate(data) : data
+    freezeLists(migrated as Record<string, unknown>, this.options.lists)
+    return migrated
+  }
+
+  /** The version held (tests and the migration's check). */
+  get heldVersion(): number {
+    return this.version
+  }
+
+  get data(): T {
+    return this.current
+  }
+
+  async update<R>(mutate: (data: T, write: Writer<T>) => R): Promise<R> {
+    for (let attempt = 1; ; attempt++) {
+      const result = mutate(this.current, this.writer)
+      try {
+        await this.commit()
+        return result
+      } catch (error) {
+        if (!(error instanceof VersionConflictError)) throw error
+        this.db.stats.conflicts++
+        if (attempt >= MAX_ATTEMPTS) throw new StoreUnavailableError(`${this.id} kept changing under ${MAX_ATTEMPTS} attempts`)
+        // fail() brought the data up to date: the mutation runs again on it.
+      }
+    }
+  }
+
+  stage<R>(mutate: (data: T, write: Writer<T>) => R): R {
+    return mutate(this.current, this.writer)
+  }
+
+  commit(): Promise<void> {
+    if (this.retired) return Promise.reject(this.retired())
+    const batch = (this.next ??= waiter())
+    if (!this.flushing) this.flush()
+    return batch.promise
+  }
+
+  commitSoon(delayMs: number): void {
+    if (this.lazyTimer) return
+    this.lazyTimer = setTimeout(() => {
+      this.lazyTimer = null
+      this.commit().catch(() => {})
+    }, delayMs)
+    this.lazyTimer.unref?.()
+  }
+
+  beforeWrite(apply: (data: T, write: Writer<T>) => void): void {
+    this.beforeWriteHooks.push(apply)
+  }
+
+  async settle(): Promise<void> {
+    if (this.lazyTimer) {
+      clearTimeout(this.lazyTimer)
+      this.lazyTimer = null
+      await this.commit().catch(() => {})
+    }
+    while (this.flushing) await this.flushing.catch(() => {})
+  }
+
+  /** After the document was deleted: nothing writes it again. */
+  retire(error: () => Error): void {
+    this.retired = error
+    if (this.lazyTimer) clearTimeout(this.lazyTimer)
+    this.lazyTimer = null
+  }
+
+  /**
+   * Brings the data up to what the database holds: the versions after the one held, applied.
+   * Concurrent callers share one query; a write under way is waited for first (its own version
+   * must not be applied over changes made since it began).
+   */
+  refresh(): Promise<void> {
+    if (this.retired) return Promise.reject(this.retired())
+    if (this.refreshing) return this.refreshing
+    this.refreshing = this.fetchNewer().finally(() => {
+      this.refreshing = null
+    })
+    return this.refreshing
+  }
+
+  private async fetchNewer(): Promise<void> {
+    while (this.flushing) await this.flushing.catch(() => {})
+    const held = this.version
+    const rows = await this.db.run(
+      (sql) => sql`
+        SELECT version, CASE WHEN version = ${held} THEN '' ELSE changes END AS changes FROM svc_changes
+        WHERE document_id = ${this.id} AND version >= ${held} ORDER BY version`,
+    )
+    // A write of ours began meanwhile: it holds what it needs; the next refresh looks again.
+    if (this.version !== held || this.flushing) return
+    if (rows.length === 1) return
+    if (rows.length === 0 || Number(rows[0].version) !== held) return this.reload()
+    const batches = rows.slice(1).map((row: { changes: string }) => parse(this.id, row.changes) as Change[])
+    apply(this.id, this.current, this.options.lists, batches)
+    freezeLists(this.current as Record<string, unknown>, this.options.lists)
+    for (const row of rows.slice(1)) this.changeBytes += (row.changes as string).length
+    this.version = Number(rows[rows.length - 1].version)
+    this.options.onReload?.(this.current)
+  }
+
+  /** Reads the whole document again (far behind, or after a failed write). */
+  private async reload(): Promise<void> {
+    const loaded = await loadDocument(this.db, this.id, this.options.lists)
+    if (!loaded || loaded.deleted) {
+      this.retire(() => new DeletedVaultError())
+      throw new DeletedVaultError()
+    }
+    this.current = this.prepare(loaded.data as T)
+    this.version = loaded.version
+    this.snapshotVersion = loaded.snapshotVersion
+    this.changeBytes = loaded.changeBytes
+    this.snapshotBytes = loaded.snapshotBytes
+    // Whatever was staged is dropped with the data it was made on.
+    this.pending.take()
+    this.options.onReload?.(this.current)
+  }
+
+  private flush(): void {
+    const batch = this.next!
+    this.next = null
+    this.flushing = this.write().then(
+      () => batch.resolve(),
+      (error) => this.fail(batch, error),
+    )
+    this.flushing.finally(() => {
+      this.flushing = null
+      if (this.next) this.flush()
+    })
+  }
+
+  /** Writes everything changed so far as the next version (synchronously taken: one instant). */
+  private async write(): Promise<void> {
+    for (const apply of this.beforeWriteHooks) apply(this.current, this.writer)
+    const changes = this.pending.take()
+    if (changes.length === 0) return
+    const version = this.version + 1
+    const json = JSON.stringify(changes)
+    const snapshot = this.changeBytes + json.length >= Math.max(this.snapshotBytes, MIN_CHANGES_TO_SNAPSHOT) ? JSON.stringify(this.current) : null
+    const id = this.id
+    const previousSnapshot = this.snapshotVersion
+    const notice = `${id}:${version}`
+    try {
+      if (snapshot === null) {
+        await this.db.run(
+          (sql) => sql`
+            WITH written AS (INSERT INTO svc_changes (document_id, version, changes) VALUES (${id}, ${version}, ${json}) RETURNING version)
+            SELECT pg_notify(${CHANNEL}, ${notice}) FROM written`,
+        )
+      } else {
+        await this.db.run((sql) =>
+          sql.begin(async (tx) => {
+            await tx`INSERT INTO svc_changes (document_id, version, changes) VALUES (${id}, ${version}, ${json})`
+            await tx`UPDATE svc_documents SET snapshot = ${snapshot}, snapshot_version = ${version} WHERE id = ${id}`
+            // Kept from the previous snapshot on: an instance a little behind still finds its version.
+            await tx`DELETE FROM svc_changes WHERE document_id = ${id} AND version < ${previousSnapshot}`
+            await tx`SELECT pg_notify(${CHANNEL}, ${notice})`
+          }),
+        )
+      }
+    } catch (error) {
+      // The version was taken: another instance wrote first.
+      if (sqlState(error) === '23505') throw new VersionConflictError(id)
+      throw error
+    }
+    this.version = version
+    if (snapshot === null) this.changeBytes += json.length
+    else {
+      this.snapshotVersion = version
+      this.snapshotBytes = snapshot.length
+      this.changeBytes = 0
+    }
+  }
+
+  private fail(batch: Waiter, error: unknown): Promise<void> {
+    // Everything not yet written is dropped: the batch that failed and any queued behind it.
+    const queued = this.next
+    this.next = null
+    this.pending.take()
+    if (!(error instanceof VersionConflictError)) this.options.onWriteError?.(this.id, error)
+    // The data goes back to what the database holds before anyone is told (update() runs its
+    // mutation again on it). Unreachable: the reload fails too, and the next refresh tries again.
+    return this.reload()
+      .catch(() => {
+        this.version = -1
+      })
+      .then(() => {
+        batch.reject(error)
+        queued?.reject(error)
+      })
+  }
+}
