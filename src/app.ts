@@ -103,6 +103,7 @@ export async function openVault(
       log(`error: could not write ${path}: ${(error as Error)?.message ?? error}`)
     },
     onFsync: (seconds) => metrics.fsync.observe(seconds),
+    onQuery: (seconds) => metrics.dbQuery.observe(seconds),
     onAccountsReload: (data) => {
       accounts?.reindex(data)
       accessKeys?.reindex(data)
@@ -173,9 +174,14 @@ export async function openVault(
  * key revoked elsewhere is refused here too. The guard does the same before it authenticates
  * (which may come first, before a body is read); vaults are brought up to date when opened.
  */
+const OPERATIONS_PATHS = new Set(['/healthz', '/readyz', '/metrics'])
+
 function freshAccounts(deps: AppDeps) {
   if (!deps.store.accounts.refresh) return new Elysia()
-  return new Elysia({ name: 'fresh-accounts' }).onTransform({ as: 'global' }, async ({ request }) => {
+  return new Elysia({ name: 'fresh-accounts' }).onTransform({ as: 'global' }, async ({ request, path }) => {
+    // The operations endpoints read no account, and must answer while the database is away:
+    // /healthz stays 200 (the process lives), /readyz says 503 NOT_READY itself, /metrics shows it.
+    if (OPERATIONS_PATHS.has(path)) return
     await deps.accounts.fresh(request)
   })
 }

@@ -24,10 +24,12 @@ export class HealthService {
   }
 
   private async check(): Promise<Readiness> {
+    // With PostgreSQL, the store is the database (its own figures are in /metrics).
+    const where = this.deps.store.databaseMetrics ? 'the database' : 'the data folder'
     const store = await this.deps.store.checkWritable().then(
       () => 'ok' as const,
       (error) => {
-        this.deps.log(`error: readiness: the data folder takes no writes: ${(error as Error)?.message ?? error}`)
+        this.deps.log(`error: readiness: ${where} takes no writes: ${(error as Error)?.message ?? error}`)
         return 'failed' as const
       },
     )
@@ -42,7 +44,7 @@ export class HealthService {
       store === 'ok' && masterKey === 'ok'
         ? { status: 'ready', version: VERSION, checks }
         : {
-            error: store !== 'ok' ? 'Not ready: the data folder takes no writes' : 'Not ready: the master key does not match the data',
+            error: store !== 'ok' ? `Not ready: ${where} takes no writes` : 'Not ready: the master key does not match the data',
             code: 'NOT_READY',
             status: 'not-ready',
             version: VERSION,
