@@ -2,8 +2,12 @@
 // Labels hold only bounded, non-personal values: methods, route templates, statuses, reasons;
 // never a user id, a name, a path asked for or a token.
 
+import type { DatabaseMetrics } from '../store/data-store'
+
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
 const FSYNC_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]
+// A query on a healthy database takes well under a millisecond; QUERY_TIMEOUT_MS (1 s) bounds it.
+const QUERY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1]
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'])
 
 export class Histogram {
@@ -35,6 +39,8 @@ export class Metrics {
   private readonly requests = new Map<string, { method: string; route: string; status: number; count: number }>()
   private readonly latency = new Map<string, { method: string; route: string; histogram: Histogram }>()
   readonly fsync = new Histogram(FSYNC_BUCKETS)
+  /** Each query (or transaction) of the PostgreSQL store, answered or failed. */
+  readonly dbQuery = new Histogram(QUERY_BUCKETS)
   private readonly loginFailures = new Map<LoginFailure, number>()
   writeFailures = 0
 
@@ -66,6 +72,8 @@ export class Metrics {
     disk?: { freeBytes: number | null; floorBytes: number; low: boolean }
     /** Failed sign-ins counted instead of written one by one, by why; and summaries not yet written. */
     unauthenticated?: { counted: Record<'throttled' | 'budget' | 'disk_low', number>; pending: number }
+    /** The PostgreSQL store's figures (absent on the file store). */
+    database?: DatabaseMetrics
   }): string {
     const out: string[] = []
     const family = (name: string, type: string, help: string) => out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`)
@@ -118,6 +126,27 @@ export class Metrics {
       }
       family('svc_vault_audit_unauthenticated_pending', 'gauge', 'Summary events of failed sign-ins counted but not yet written.')
       out.push(`svc_vault_audit_unauthenticated_pending ${gauges.unauthenticated.pending}`)
+    }
+    const db = gauges.database
+    if (db) {
+      family('svc_vault_db_up', 'gauge', '1 while the last query reached the database; 0 while it is away (requests answer 503 STORE_UNAVAILABLE).')
+      out.push(`svc_vault_db_up ${db.up ? 1 : 0}`)
+      family('svc_vault_db_pool_connections', 'gauge', 'Connections the pool may open (its size).')
+      out.push(`svc_vault_db_pool_connections ${db.poolSize}`)
+      family('svc_vault_db_pool_in_use', 'gauge', 'Queries and transactions under way; above the pool size, the rest wait for a connection.')
+      out.push(`svc_vault_db_pool_in_use ${db.inFlight}`)
+      family('svc_vault_db_query_duration_seconds', 'histogram', 'Time each query or transaction took, answered or failed (bounded at 1 s).')
+      histogram('svc_vault_db_query_duration_seconds', {}, this.dbQuery)
+      family('svc_vault_db_queries_total', 'counter', 'Queries and transactions run.')
+      out.push(`svc_vault_db_queries_total ${db.queries}`)
+      family('svc_vault_db_query_failures_total', 'counter', 'Queries that failed because the database was away or slower than the bound (each a 503).')
+      out.push(`svc_vault_db_query_failures_total ${db.failures}`)
+      family('svc_vault_db_conflicts_total', 'counter', 'Writes that found their version taken by another instance, reloaded and made again.')
+      out.push(`svc_vault_db_conflicts_total ${db.conflicts}`)
+      family('svc_vault_db_reconnects_total', 'counter', 'Times the database answered again after a failure.')
+      out.push(`svc_vault_db_reconnects_total ${db.reconnects}`)
+      family('svc_vault_db_notifications_total', 'counter', "Notifications of other instances' writes received.")
+      out.push(`svc_vault_db_notifications_total ${db.notifications}`)
     }
     const memory = process.memoryUsage()
     family('svc_vault_process_resident_memory_bytes', 'gauge', 'Resident memory of the server process.')

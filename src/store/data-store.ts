@@ -32,6 +32,25 @@ export interface StoredDocument<T> {
   refresh?(): Promise<void>
 }
 
+/** A database store's figures for /metrics (the file store has none). */
+export interface DatabaseMetrics {
+  /** Connections the pool may open. */
+  poolSize: number
+  /** Queries and transactions under way (each holds a connection, or waits for one). */
+  inFlight: number
+  /** Whether the last query reached the database. */
+  up: boolean
+  queries: number
+  /** Queries that failed for the database's sake (away, or slower than the bound): each a 503. */
+  failures: number
+  /** Writes that found their version taken by another instance (reloaded and made again). */
+  conflicts: number
+  /** Times the database was reached again after a failure. */
+  reconnects: number
+  /** Notifications of other instances' writes received. */
+  notifications: number
+}
+
 export interface DataStore {
   readonly accounts: StoredDocument<AccountsDocument>
   /** The user's vault, opened (or created with `create`) on first use and kept while used. */
@@ -50,6 +69,8 @@ export interface DataStore {
   deleteVault(userId: string): Promise<void>
   /** Throws unless the store is open and takes a durable write (GET /readyz). */
   checkWritable(): Promise<void>
+  /** The database's figures for /metrics; absent on the file store. */
+  databaseMetrics?(): DatabaseMetrics
   /** Waits for every write, then releases what the store holds (the data folder's lock). */
   close(): Promise<void>
 }

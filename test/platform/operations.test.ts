@@ -6,6 +6,7 @@ import { join } from 'node:path'
 import { loadConfig } from '../../src/config'
 import { VERSION } from '../../src/version'
 import { Client, PASSWORD, signUp, uniqueEmail } from '../support/client'
+import { ON_POSTGRES } from '../support/postgres'
 import { removeDir, ROOT, runServerToExit, spawnServer, startTestServer, tempDir, TEST_MASTER_KEY, type TestServer } from '../support/server'
 
 const METRICS_TOKEN = 'metrics-token-0123456789abcdef'
@@ -55,7 +56,7 @@ describe('health', () => {
       const response = await fetch(`${other.url}/readyz`)
       expect(response.status).toBe(503)
       expect(await response.json()).toEqual({
-        error: expect.stringContaining('data folder'),
+        error: ON_POSTGRES ? 'Not ready: the database takes no writes' : 'Not ready: the data folder takes no writes',
         code: 'NOT_READY',
         status: 'not-ready',
         version: VERSION,
@@ -102,7 +103,8 @@ describe('metrics', () => {
     const reveals = `svc_vault_http_requests_total{method="POST",route="/api/entries/:id/reveal",status="200"}`
     const missing = `svc_vault_http_requests_total{method="POST",route="/api/entries/:id/reveal",status="404"}`
     const failures = `svc_vault_login_failures_total{reason="invalid_credentials"}`
-    const fsyncs = 'svc_vault_fsync_duration_seconds_count'
+    // A durable write is a file sync on the file store, a query (the commit) on PostgreSQL.
+    const fsyncs = ON_POSTGRES ? 'svc_vault_db_query_duration_seconds_count' : 'svc_vault_fsync_duration_seconds_count'
 
     await user.post(`/api/entries/${entry.body.id}/reveal`)
     await user.post(`/api/entries/${entry.body.id}/reveal`)

@@ -64,6 +64,7 @@ export function healthRoutes(deps: AppDeps) {
           auditChainBroken: deps.audit.chainBroken,
           disk: deps.audit.disk(),
           unauthenticated: { counted: deps.audit.unauthenticated.counted, pending: deps.audit.unauthenticated.pending },
+          database: deps.store.databaseMetrics?.(),
         }
         return new Response(deps.metrics.render(gauges), {
           headers: { 'content-type': 'text/plain; version=0.0.4; charset=utf-8', 'cache-control': NO_STORE },

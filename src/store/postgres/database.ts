@@ -25,6 +25,8 @@ export interface DatabaseOptions {
   max?: number
   /** A slow query's bound; default QUERY_TIMEOUT_MS. */
   timeoutMs?: number
+  /** Told each query's (or transaction's) time, answered or failed: the latency histogram of /metrics. */
+  onQuery?: (seconds: number) => void
 }
 
 /** PostgreSQL's error code of a thrown query error (SQLSTATE), if it is one. */
@@ -44,6 +46,11 @@ export class Database {
   private unlisten: (() => Promise<void>) | null = null
   private listenTimer: ReturnType<typeof setTimeout> | null = null
   private closed = false
+  private readonly onQuery: ((seconds: number) => void) | undefined
+  /** The pool's size (connections at most). */
+  readonly poolSize: number
+  /** Queries and transactions under way: each holds a connection of the pool, or waits for one. */
+  inFlight = 0
   /** Whether the last query reached the database (a failure turns it false until one does again). */
   reachable = true
 
@@ -52,8 +59,10 @@ export class Database {
     options: DatabaseOptions = {},
   ) {
     this.timeoutMs = options.timeoutMs ?? QUERY_TIMEOUT_MS
+    this.onQuery = options.onQuery
+    this.poolSize = options.max ?? 10
     this.sql = new SQL(url, {
-      max: options.max ?? 10,
+      max: this.poolSize,
       // Seconds: a connection attempt to a stopped or unreachable server gives up within the bound.
       connectionTimeout: Math.max(1, Math.ceil(this.timeoutMs / 1000)),
       idleTimeout: 60,
@@ -70,6 +79,7 @@ export class Database {
   async run<R>(query: (sql: Sql) => Promise<R>): Promise<R> {
     if (this.closed) throw new StoreUnavailableError('the store is closed')
     const started = performance.now()
+    this.inFlight++
     let timer: ReturnType<typeof setTimeout> | undefined
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new StoreUnavailableError(`the database did not answer within ${this.timeoutMs} ms`)), this.timeoutMs)
@@ -90,9 +100,11 @@ export class Database {
       throw new StoreUnavailableError(`the database is unavailable (${describe(error)})`)
     } finally {
       clearTimeout(timer)
+      this.inFlight--
       this.stats.queries++
       const seconds = (performance.now() - started) / 1000
       if (this.stats.querySeconds.length < 10_000) this.stats.querySeconds.push(seconds)
+      this.onQuery?.(seconds)
     }
   }
 

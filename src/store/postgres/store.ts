@@ -3,7 +3,7 @@
 // written to the data folder. Open vaults are cached like the file store's; every use of one
 // first asks the database for newer versions (refresh), so an answer never comes from data
 // another instance has changed since.
-import type { DataStore } from '../data-store'
+import type { DatabaseMetrics, DataStore } from '../data-store'
 import { DeletedVaultError } from '../errors'
 import { ACCOUNTS_LISTS, FORMAT_VERSION, VAULT_LISTS, type AccountsDocument, type VaultDocument } from '../records'
 import { checkVersion, DEFAULT_MAX_OPEN_VAULTS, DEFAULT_VAULT_IDLE_MS, withAllLists, withSessionIds } from '../store'
@@ -225,6 +225,11 @@ export class PgStore implements DataStore {
     if (this.stopped) throw new Error('the store is closed')
     const [row] = await this.db.run((sql) => sql`SELECT pg_is_in_recovery() AS standby`)
     if (row.standby) throw new Error('the database is a standby (read-only)')
+  }
+
+  databaseMetrics(): DatabaseMetrics {
+    const { queries, failures, conflicts, reconnects, notifications } = this.db.stats
+    return { poolSize: this.db.poolSize, inFlight: this.db.inFlight, up: this.db.reachable, queries, failures, conflicts, reconnects, notifications }
   }
 
   /** Waits for every write under way, then closes the connections. */
