@@ -15,6 +15,7 @@
 //   bun run bench --only=audit     just the audit log's A/B: reveal and export with the log on
 //                                  (as shipped) and off (SVC_AUDIT=off, a switch for this only)
 //   bun run bench --scale          the scale curves (users, vault size) and wrk ratios: bench/scale.ts
+//   bun run bench --store postgres the PostgreSQL store beside the file store: bench/postgres.ts
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
@@ -706,8 +707,16 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   })
 }
 
-// --scale: the scale curves with wrk (bench/scale.ts).
-const run = process.argv.includes('--scale') ? import('./scale').then((scale) => scale.runScale(process.argv.slice(2))) : main()
+// --scale: the scale curves with wrk (bench/scale.ts); --store postgres: PostgreSQL beside the file store (bench/postgres.ts).
+const argv = process.argv.slice(2)
+const storeAt = argv.findIndex((arg) => arg === '--store' || arg.startsWith('--store='))
+const store = storeAt < 0 ? undefined : argv[storeAt].includes('=') ? argv[storeAt].split('=')[1] : argv[storeAt + 1]
+if (store !== undefined && store !== 'postgres') throw new Error('--store: only `postgres` (PostgreSQL beside the file store)')
+const run = store
+  ? import('./postgres').then((pg) => pg.runPostgresBench(argv))
+  : process.argv.includes('--scale')
+    ? import('./scale').then((scale) => scale.runScale(argv))
+    : main()
 run.then(
   () => process.exit(0),
   (error) => {

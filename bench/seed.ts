@@ -76,8 +76,17 @@ function groupValue(): string {
   return JSON.stringify({ HOST: `db-${randomText(4)}.internal`, USER: 'app', PASSWORD: randomText(24) })
 }
 
-async function openSeedingApp(dataDir: string, masterKey: string) {
-  const config = loadConfig({ SVC_MASTER_KEY: masterKey, SVC_DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', SVC_SIGNUP: 'open', SVC_REGISTER_LIMIT: '0' })
+/** `env`: more settings, such as SVC_DATABASE_URL to seed a PostgreSQL database (`--store postgres`). */
+async function openSeedingApp(dataDir: string, masterKey: string, env: Record<string, string> = {}) {
+  const config = loadConfig({
+    SVC_MASTER_KEY: masterKey,
+    SVC_DATA_DIR: dataDir,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    SVC_SIGNUP: 'open',
+    SVC_REGISTER_LIMIT: '0',
+    ...env,
+  })
   const logs: string[] = []
   const deps = await openVault(config, (line) => logs.push(line))
   return { deps, app: createApp(deps), logs }
@@ -96,9 +105,9 @@ async function optional(notes: string[], what: string, work: () => Promise<void>
 }
 
 /** The main data set: one user with categories, entries, two-factor tokens and env projects. */
-export async function seedMainVault(dataDir: string, masterKey: string, sizes: SeedSizes): Promise<SeededVault> {
+export async function seedMainVault(dataDir: string, masterKey: string, sizes: SeedSizes, env: Record<string, string> = {}): Promise<SeededVault> {
   const started = performance.now()
-  const { deps, app } = await openSeedingApp(dataDir, masterKey)
+  const { deps, app } = await openSeedingApp(dataDir, masterKey, env)
   const notes: string[] = []
   try {
     const email = 'bench@example.test'
@@ -320,6 +329,36 @@ export async function seedManyUsers(dataDir: string, masterKey: string, users: n
       },
     )
     return { dataDir, users, key, categoryId, available, seedSeconds: (performance.now() - started) / 1000 }
+  } finally {
+    await deps.store.close()
+  }
+}
+
+/**
+ * Accounts only (start-up at many users: the accounts document is what a start reads; vaults
+ * open on first use): `users` accounts with a session each, one of them with a category and an
+ * access key the start-up probe uses.
+ */
+export async function seedAccounts(dataDir: string, masterKey: string, users: number, env: Record<string, string> = {}): Promise<SeededUsers> {
+  const started = performance.now()
+  const { deps, app } = await openSeedingApp(dataDir, masterKey, env)
+  try {
+    const passwordHash = await Bun.password.hash('bench password 1234', 'argon2id')
+    const measured = Math.floor(users / 2)
+    let key = ''
+    let categoryId = ''
+    await pool(
+      Array.from({ length: users }, (_, i) => i),
+      64,
+      async (i) => {
+        const signedIn = await deps.accounts.createUser({ email: `user-${i}@example.test`, name: null, passwordHash, identities: [] })
+        if (i !== measured) return
+        const client = new InProcessClient(app, { cookie: signedIn.token })
+        categoryId = (await client.expect(201, 'POST', '/api/categories', { name: 'API', keyType: 'simple', envVarName: 'API_KEY' })).id
+        key = (await client.expect(201, 'POST', '/api/access-keys', { name: 'bench', scopes: [...SCOPES] })).key
+      },
+    )
+    return { dataDir, users, key, categoryId, available: true, seedSeconds: (performance.now() - started) / 1000 }
   } finally {
     await deps.store.close()
   }

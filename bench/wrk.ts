@@ -21,6 +21,9 @@ export function ensureWrk(): void {
 
 const luaString = (text: string) => JSON.stringify(text)
 
+/** Replaced in a body by an id of its own per request (entries are unique by category, name and environment). */
+export const WRK_UNIQUE_ID = '[<id>]'
+
 /** wrk on one thread, `connections` connections, cycling through `paths`; latencies in ms. */
 export function wrk(
   url: string,
@@ -35,10 +38,14 @@ export function wrk(
     `local paths = { ${options.paths.map(luaString).join(', ')} }
 local headers = { ${headers} }
 local body = ${options.body === undefined ? 'nil' : luaString(options.body)}
+local parts = ${options.body?.includes(WRK_UNIQUE_ID) ? `{ ${options.body.split(WRK_UNIQUE_ID).map(luaString).join(', ')} }` : 'nil'}
+local run = ${luaString(crypto.randomUUID().slice(0, 8))}
 local n = 0
 request = function()
   n = n + 1
-  return wrk.format(${luaString(options.method)}, paths[(n % #paths) + 1], headers, body)
+  local b = body
+  if parts then b = table.concat(parts, run .. "-" .. n) end
+  return wrk.format(${luaString(options.method)}, paths[(n % #paths) + 1], headers, b)
 end
 done = function(summary, latency, requests)
   local e = summary.errors
