@@ -3,10 +3,13 @@
 // settings; the Caddy and nginx snippets with `caddy adapt` and `nginx -t`, and Caddy run in front
 // of the executable; the Dockerfile and compose.yaml by what they say (no container runtime here).
 // Under CI=true a missing tool fails (scripts/test.sh installs them); elsewhere its test is skipped.
+// compose.postgres.yaml and deploy/Caddyfile.postgres: two instances on PostgreSQL behind Caddy
+// (run for real when SVC_TEST_POSTGRES names a cluster).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Client, signUp } from '../support/client'
+import { freshDatabase, TEST_POSTGRES } from '../support/postgres'
 import { removeDir, ROOT, spawnServer, tempDir, TEST_MASTER_KEY } from '../support/server'
 
 const CI = process.env.CI === 'true'
@@ -263,4 +266,141 @@ describe('Dockerfile and compose.yaml (no container runtime here: checked by wha
     expect(caddy.environment.VAULT_UPSTREAM).toBe('vault:3000')
     expect(caddy.depends_on.vault.condition).toBe('service_healthy')
   })
+})
+
+describe('PostgreSQL with two instances behind Caddy (compose.postgres.yaml, deploy/Caddyfile.postgres)', () => {
+  const adapt = (caddy: string, env: Record<string, string>) => {
+    const adapted = Bun.spawnSync([caddy, 'adapt', '--config', join(ROOT, 'deploy', 'Caddyfile.postgres'), '--adapter', 'caddyfile'], {
+      env: { ...process.env, ...env },
+      stdout: 'pipe',
+      stderr: 'pipe',
+    })
+    expect({ code: adapted.exitCode, error: adapted.exitCode === 0 ? '' : adapted.stderr.toString() }).toEqual({ code: 0, error: '' })
+    return JSON.parse(adapted.stdout.toString())
+  }
+  /** The reverse_proxy handler in Caddy's JSON config. */
+  const proxyOf = (config: any): any => {
+    const found: any[] = []
+    const walk = (node: any) => {
+      if (Array.isArray(node)) node.forEach(walk)
+      else if (node && typeof node === 'object') {
+        if (node.handler === 'reverse_proxy') found.push(node)
+        Object.values(node).forEach(walk)
+      }
+    }
+    walk(config)
+    expect(found.length).toBe(1)
+    return found[0]
+  }
+
+  test('compose.postgres.yaml: PostgreSQL, two alike instances with the same master key and the database URL as secrets, Caddy in front', () => {
+    const compose = Bun.YAML.parse(readFileSync(join(ROOT, 'compose.postgres.yaml'), 'utf8')) as any
+    const { postgres, caddy } = compose.services
+    const instances = ['vault-1', 'vault-2'].map((name) => compose.services[name])
+    expect(Object.keys(compose.services).sort()).toEqual(['caddy', 'postgres', 'vault-1', 'vault-2'])
+    expect(postgres.image).toMatch(/^postgres:(1[5-9]|[2-9]\d)/)
+    expect(postgres.environment.POSTGRES_PASSWORD_FILE).toBe('/run/secrets/postgres-password')
+    expect(postgres.healthcheck.test).toContain('pg_isready')
+    expect(postgres.volumes).toContain('./deploy/postgres-init.sh:/docker-entrypoint-initdb.d/svc-vault.sh:ro')
+    expect(postgres.volumes).toContain('./deploy/postgres-roles.sql:/etc/svc-vault/postgres-roles.sql:ro')
+    expect(postgres.ports).toBeUndefined() // on the compose network only
+    for (const vault of instances) {
+      expect(vault.build).toBe('.')
+      expect(vault.ports).toBeUndefined() // reached through Caddy only
+      expect(vault.volumes).toBeUndefined() // nothing of a user on an instance's disk: no shared folder
+      expect(vault.environment.SVC_MASTER_KEY_FILE).toBe('/run/secrets/master-key')
+      expect(vault.environment.SVC_DATABASE_URL_FILE).toBe('/run/secrets/database-url')
+      expect(vault.environment.SVC_DATABASE_URL).toBeUndefined() // a credential: from a secret, not the environment
+      expect(vault.secrets).toEqual(['master-key', 'database-url'])
+      expect(vault.environment.SVC_TRUST_PROXY).toBe(caddy.networks.proxy.ipv4_address)
+      expect(vault.environment.SVC_BASE_URL).toStartWith('https://')
+      expect(vault.depends_on.postgres.condition).toBe('service_healthy')
+    }
+    // Alike but for their address.
+    expect({ ...instances[0], networks: null }).toEqual({ ...instances[1], networks: null })
+    expect(instances[0].networks.proxy.ipv4_address).not.toBe(instances[1].networks.proxy.ipv4_address)
+    expect(caddy.volumes).toContain('./deploy/Caddyfile.postgres:/etc/caddy/Caddyfile:ro')
+    expect(caddy.environment.VAULT_UPSTREAMS.split(' ')).toEqual(['vault-1:3000', 'vault-2:3000'])
+    expect(caddy.depends_on['vault-1'].condition).toBe('service_healthy')
+    expect(caddy.depends_on['vault-2'].condition).toBe('service_healthy')
+    for (const secret of ['master-key', 'postgres-password', 'vault-db-password', 'database-url'])
+      expect(compose.secrets[secret].file).toBe(`./secrets/${secret}`)
+    // The setup lines in its header make the database URL with the same password as the role's.
+    const text = readFileSync(join(ROOT, 'compose.postgres.yaml'), 'utf8')
+    expect(text).toContain('echo "$p" > secrets/vault-db-password')
+    expect(text).toContain('echo "postgres://svc_vault:$p@postgres:5432/svc_vault')
+    expect(readFileSync(join(ROOT, 'deploy', 'postgres-init.sh'), 'utf8')).toContain('-v role=svc_vault')
+  })
+
+  withTool('caddy')('deploy/Caddyfile.postgres adapts: round robin over VAULT_UPSTREAMS, health checks on /readyz', () => {
+    const handler = proxyOf(adapt(needTool('caddy'), { VAULT_DOMAIN: 'vault.example.com', VAULT_UPSTREAMS: 'vault-1:3000 vault-2:3000' }))
+    expect(handler.upstreams).toEqual([{ dial: 'vault-1:3000' }, { dial: 'vault-2:3000' }])
+    expect(handler.load_balancing.selection_policy.policy).toBe('round_robin')
+    expect(handler.health_checks.active).toMatchObject({ uri: '/readyz', expect_status: 200 })
+  })
+
+  withTool('caddy')(
+    `Caddy run from it in front of two instances on one database spreads requests over both, and keeps answering when one stops${TEST_POSTGRES ? '' : ' (skipped: SVC_TEST_POSTGRES is not set)'}`,
+    async () => {
+      if (!TEST_POSTGRES) {
+        if (CI) throw new Error('SVC_TEST_POSTGRES is not set: under CI the PostgreSQL tests must run')
+        return
+      }
+      const caddy = needTool('caddy')
+      const dir = scratch()
+      const port = 20000 + Math.floor(Math.random() * 20000)
+      const origin = `http://127.0.0.1:${port}`
+      const database = await freshDatabase()
+      const env = { SVC_SIGNUP: 'open', SVC_TRUST_PROXY: 'loopback', SVC_BASE_URL: origin, SVC_DATABASE_URL: database, SVC_LOG_FORMAT: 'json' }
+      const instances = [
+        await spawnServer({ command: [executable], cwd: dir, dataDir: join(dir, 'one'), env }),
+        await spawnServer({ command: [executable], cwd: dir, dataDir: join(dir, 'two'), env }),
+      ]
+      const config = adapt(caddy, { VAULT_DOMAIN: origin, VAULT_UPSTREAMS: instances.map((i) => new URL(i.url).host).join(' ') })
+      config.admin = { disabled: true }
+      // Checked every 200 ms here, so that the test need not wait 5 s for a stopped instance to be seen.
+      proxyOf(config).health_checks.active.interval = 200_000_000
+      writeFileSync(join(dir, 'caddy.json'), JSON.stringify(config))
+      const proxy = Bun.spawn([caddy, 'run', '--config', join(dir, 'caddy.json')], {
+        env: { ...process.env, HOME: dir, XDG_DATA_HOME: dir, XDG_CONFIG_HOME: dir },
+        stdout: 'ignore',
+        stderr: 'pipe',
+      })
+      try {
+        let up = false
+        for (let i = 0; i < 100 && !up; i++) {
+          up = await fetch(`${origin}/readyz`).then(
+            (r) => r.status === 200,
+            () => false,
+          )
+          if (!up) await Bun.sleep(50)
+        }
+        expect(up).toBe(true)
+        const user = await signUp(origin)
+        const category = await user.post('/api/categories', { name: 'Stripe', keyType: 'simple', envVarName: 'STRIPE_KEY' }, { origin })
+        expect(category.status).toBe(201)
+        const names: string[] = []
+        for (let i = 0; i < 8; i++) {
+          const entry = await user.post('/api/entries', { categoryId: category.body.id, name: `shop-${i}`, value: `sk_${i}` }, { origin })
+          expect(entry.status).toBe(201)
+          names.push(entry.body.name)
+          // Written through one instance, read through the next: the same answer.
+          expect((await user.post(`/api/entries/${entry.body.id}/reveal`, undefined, { origin })).body.value).toBe(`sk_${i}`)
+        }
+        // Both instances answered some of them (their request lines, JSON logs): round robin.
+        for (const instance of instances) expect(instance.output()).toContain('"route":"/api/entries')
+        await instances[0].stop()
+        for (let i = 0; i < 6; i++) {
+          const list = await user.get('/api/entries', { origin })
+          expect(list.status).toBe(200)
+          expect(list.body.map((e: { name: string }) => e.name).sort()).toEqual(names.sort())
+        }
+      } finally {
+        proxy.kill('SIGTERM')
+        await proxy.exited
+        for (const instance of instances) await instance.stop()
+      }
+    },
+    60_000,
+  )
 })
