@@ -73,16 +73,18 @@ export class Database {
   }
 
   /**
-   * Runs a query (or a transaction) within the time bound. A database that is away, or slower
-   * than the bound, is a StoreUnavailableError (503); errors of the data itself pass unchanged.
+   * Runs a query (or a transaction) within the time bound (`timeoutMs`: a longer one for work no
+   * request waits on, such as a large snapshot). A database that is away, or slower than the
+   * bound, is a StoreUnavailableError (503); errors of the data itself pass unchanged.
    */
-  async run<R>(query: (sql: Sql) => Promise<R>): Promise<R> {
+  async run<R>(query: (sql: Sql) => Promise<R>, options: { timeoutMs?: number } = {}): Promise<R> {
     if (this.closed) throw new StoreUnavailableError('the store is closed')
     const started = performance.now()
     this.inFlight++
+    const bound = options.timeoutMs ?? this.timeoutMs
     let timer: ReturnType<typeof setTimeout> | undefined
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new StoreUnavailableError(`the database did not answer within ${this.timeoutMs} ms`)), this.timeoutMs)
+      timer = setTimeout(() => reject(new StoreUnavailableError(`the database did not answer within ${bound} ms`)), bound)
     })
     try {
       const result = await Promise.race([query(this.sql), timeout])

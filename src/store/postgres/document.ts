@@ -20,6 +20,9 @@ import { CHANNEL, sqlState, type Database } from './database'
 
 /** A new snapshot once the changes since the last one are this long at least (and as long as it). */
 const MIN_CHANGES_TO_SNAPSHOT = 64 * 1024
+/** How long storing a snapshot may take (no request waits for it), and the pause after one failed. */
+const SNAPSHOT_TIMEOUT_MS = 60_000
+const SNAPSHOT_RETRY_MS = 60_000
 /** Attempts of one update against writes of other instances before it gives up (503). */
 const MAX_ATTEMPTS = 20
 
@@ -58,8 +61,11 @@ interface Loaded {
   deleted: boolean
 }
 
-/** Reads a document: its snapshot and the changes after it, in one statement (one point in time). */
-export async function loadDocument(db: Database, id: string, lists: readonly string[]): Promise<Loaded | null> {
+/**
+ * Reads a document: its snapshot and the changes after it, in one statement (one point in time).
+ * `timeoutMs`: a longer bound than a request's, for the accounts at start (tens of MB with 50,000 users).
+ */
+export async function loadDocument(db: Database, id: string, lists: readonly string[], timeoutMs?: number): Promise<Loaded | null> {
   const rows = await db.run(
     (sql) => sql`
       SELECT 0 AS part, snapshot_version AS version, snapshot AS text, deleted FROM svc_documents WHERE id = ${id}
@@ -67,6 +73,7 @@ export async function loadDocument(db: Database, id: string, lists: readonly str
       SELECT 1, c.version, c.changes, false FROM svc_changes c JOIN svc_documents d ON d.id = c.document_id
         WHERE c.document_id = ${id} AND c.version > d.snapshot_version
       ORDER BY part, version`,
+    { timeoutMs },
   )
   if (rows.length === 0) return null
   const head = rows[0]
@@ -115,6 +122,8 @@ export class PgDocument<T> implements StoredDocument<T> {
   private lazyTimer: ReturnType<typeof setTimeout> | null = null
   private readonly beforeWriteHooks: ((data: T, write: Writer<T>) => void)[] = []
   private refreshing: Promise<void> | null = null
+  private snapshotting = false
+  private snapshotRetryAt = 0
   private retired: (() => Error) | null = null
 
   constructor(
@@ -276,40 +285,70 @@ export class PgDocument<T> implements StoredDocument<T> {
     if (changes.length === 0) return
     const version = this.version + 1
     const json = JSON.stringify(changes)
-    const snapshot = this.changeBytes + json.length >= Math.max(this.snapshotBytes, MIN_CHANGES_TO_SNAPSHOT) ? JSON.stringify(this.current) : null
+    // The whole document as of this version, taken now (before anything else changes it).
+    const snapshot = this.wantsSnapshot(json.length) ? JSON.stringify(this.current) : null
     const id = this.id
-    const previousSnapshot = this.snapshotVersion
     const notice = `${id}:${version}`
     try {
-      if (snapshot === null) {
-        await this.db.run(
-          (sql) => sql`
-            WITH written AS (INSERT INTO svc_changes (document_id, version, changes) VALUES (${id}, ${version}, ${json}) RETURNING version)
-            SELECT pg_notify(${CHANNEL}, ${notice}) FROM written`,
-        )
-      } else {
-        await this.db.run((sql) =>
-          sql.begin(async (tx) => {
-            await tx`INSERT INTO svc_changes (document_id, version, changes) VALUES (${id}, ${version}, ${json})`
-            await tx`UPDATE svc_documents SET snapshot = ${snapshot}, snapshot_version = ${version} WHERE id = ${id}`
-            // Kept from the previous snapshot on: an instance a little behind still finds its version.
-            await tx`DELETE FROM svc_changes WHERE document_id = ${id} AND version < ${previousSnapshot}`
-            await tx`SELECT pg_notify(${CHANNEL}, ${notice})`
-          }),
-        )
-      }
+      await this.db.run(
+        (sql) => sql`
+          WITH written AS (INSERT INTO svc_changes (document_id, version, changes) VALUES (${id}, ${version}, ${json}) RETURNING version)
+          SELECT pg_notify(${CHANNEL}, ${notice}) FROM written`,
+      )
     } catch (error) {
       // The version was taken: another instance wrote first.
       if (sqlState(error) === '23505') throw new VersionConflictError(id)
       throw error
     }
     this.version = version
-    if (snapshot === null) this.changeBytes += json.length
-    else {
-      this.snapshotVersion = version
-      this.snapshotBytes = snapshot.length
-      this.changeBytes = 0
-    }
+    this.changeBytes += json.length
+    if (snapshot !== null) this.writeSnapshot(version, snapshot)
+  }
+
+  private wantsSnapshot(adding: number): boolean {
+    if (this.snapshotting || Date.now() < this.snapshotRetryAt) return false
+    return this.changeBytes + adding >= Math.max(this.snapshotBytes, MIN_CHANGES_TO_SNAPSHOT)
+  }
+
+  /**
+   * Stores the whole document as of `version`, once that version is committed, apart from the
+   * write that answers a request: a large document (the accounts of 50,000 users are some 32 MB
+   * of JSON) takes seconds to store, past the bound a request's query has, and a write waiting on
+   * it would answer 503 again and again. Its changes are all in the database already, so a
+   * snapshot that fails loses nothing (it is tried again later). Two instances may both write
+   * one: the newer version wins. The changes from before the previous snapshot go with it; an
+   * instance a little behind still finds its version.
+   */
+  private writeSnapshot(version: number, text: string): void {
+    this.snapshotting = true
+    const id = this.id
+    const bytesUpTo = this.changeBytes
+    this.db
+      .run(
+        (sql) =>
+          sql.begin(async (tx) => {
+            const [row] = await tx`SELECT snapshot_version FROM svc_documents WHERE id = ${id} FOR UPDATE`
+            if (!row || Number(row.snapshot_version) >= version) return false
+            await tx`UPDATE svc_documents SET snapshot = ${text}, snapshot_version = ${version} WHERE id = ${id}`
+            await tx`DELETE FROM svc_changes WHERE document_id = ${id} AND version < ${Number(row.snapshot_version)}`
+            return true
+          }),
+        { timeoutMs: SNAPSHOT_TIMEOUT_MS },
+      )
+      .then(
+        (written) => {
+          if (!written) return
+          this.snapshotVersion = Math.max(this.snapshotVersion, version)
+          this.snapshotBytes = text.length
+          this.changeBytes = Math.max(0, this.changeBytes - bytesUpTo)
+        },
+        () => {
+          this.snapshotRetryAt = Date.now() + SNAPSHOT_RETRY_MS
+        },
+      )
+      .finally(() => {
+        this.snapshotting = false
+      })
   }
 
   private fail(batch: Waiter, error: unknown): Promise<void> {

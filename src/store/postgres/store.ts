@@ -12,6 +12,8 @@ import { loadDocument, PgDocument } from './document'
 import { migrate } from './migrations'
 
 export const ACCOUNTS_ID = 'accounts'
+/** How long reading the accounts at start may take. */
+const START_LOAD_TIMEOUT_MS = 30_000
 const VAULT_ID = /^[0-9a-f-]{36}$/
 
 export interface PgStoreOptions extends DatabaseOptions {
@@ -66,7 +68,8 @@ export class PgStore implements DataStore {
         vaultInvites: [],
         moves: [],
       }))
-      const loaded = await loadDocument(db, ACCOUNTS_ID, ACCOUNTS_LISTS)
+      // Nothing is served yet: the accounts may take longer than a request's bound to read.
+      const loaded = await loadDocument(db, ACCOUNTS_ID, ACCOUNTS_LISTS, START_LOAD_TIMEOUT_MS)
       if (!loaded) throw new Error('the accounts document is missing from the database')
       const check = checkVersion<AccountsDocument>('the accounts document')
       const accounts = new PgDocument<AccountsDocument>(db, ACCOUNTS_ID, loaded, {

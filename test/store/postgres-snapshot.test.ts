@@ -1,0 +1,98 @@
+// The PostgreSQL store's snapshots (src/store/postgres/document.ts): once a document's changes
+// outweigh its stored whole, the whole is stored again, apart from the write that answers a
+// request; a snapshot held up (a large document, a busy database) holds up no write, and a
+// document read afresh equals the one in memory. Needs SVC_TEST_POSTGRES (skipped without, except under CI).
+import { afterAll, describe, expect, test } from 'bun:test'
+import { SQL } from 'bun'
+import { PgStore } from '../../src/store/postgres/store'
+import { FORMAT_VERSION, type VaultDocument } from '../../src/store/records'
+import { freshDatabase, TEST_POSTGRES } from '../support/postgres'
+
+const CI = process.env.CI === 'true'
+if (CI && !TEST_POSTGRES) throw new Error('SVC_TEST_POSTGRES is not set: under CI the PostgreSQL tests must run')
+const suite = TEST_POSTGRES ? describe : describe.skip
+
+const opened: { close(): Promise<void> }[] = []
+afterAll(async () => {
+  for (const thing of opened.reverse()) await thing.close()
+})
+
+const emptyVault = () => ({ version: FORMAT_VERSION }) as unknown as VaultDocument
+/** A category record of about 2 KB (the store does not look inside records). */
+const category = (n: number) => ({ id: crypto.randomUUID(), name: `c${n}`, description: 'x'.repeat(2000) }) as any
+
+async function open(url: string): Promise<PgStore> {
+  const store = await PgStore.open(url, { createKeyCheck: () => 'key-check' })
+  opened.push(store)
+  return store
+}
+
+suite(`PostgreSQL snapshots${TEST_POSTGRES ? '' : ' (skipped: SVC_TEST_POSTGRES is not set)'}`, () => {
+  test('a snapshot is stored once the changes outweigh it; a fresh read equals memory; older changes go', async () => {
+    const url = await freshDatabase()
+    const store = await open(url)
+    const admin = new SQL(url, { max: 1 })
+    opened.push(admin)
+    const id = crypto.randomUUID()
+    const vault = await store.vault(id, emptyVault)
+    const snapshotVersion = async () => Number((await admin`SELECT snapshot_version FROM svc_documents WHERE id = ${id}`)[0].snapshot_version)
+    // 64 KB of changes: the first snapshot.
+    for (let n = 0; n < 40; n++) await vault.update((_, write) => write.categories.push(category(n)))
+    let at = await snapshotVersion()
+    for (let i = 0; i < 200 && at === 0; i++) {
+      await Bun.sleep(10)
+      at = await snapshotVersion()
+    }
+    expect(at).toBeGreaterThan(0)
+    // Enough again for a second one, which takes the changes from before the first away.
+    for (let n = 40; n < 140; n++) await vault.update((_, write) => write.categories.push(category(n)))
+    let second = at
+    for (let i = 0; i < 200 && second === at; i++) {
+      await Bun.sleep(10)
+      second = await snapshotVersion()
+    }
+    expect(second).toBeGreaterThan(at)
+    const [{ oldest }] = await admin`SELECT min(version)::int AS oldest FROM svc_changes WHERE document_id = ${id}`
+    // Kept from the previous snapshot on (an instance a little behind still finds its version).
+    expect(oldest).toBeGreaterThanOrEqual(at)
+    expect(oldest).toBeLessThan(second)
+    const other = await open(url)
+    const copy = await other.vault(id, emptyVault)
+    expect(copy.data.categories).toEqual(vault.data.categories)
+    expect(copy.data.categories.length).toBe(140)
+  })
+
+  test('a snapshot held up by the database holds up no write; it is stored once the database lets it', async () => {
+    const url = await freshDatabase()
+    const store = await open(url)
+    const admin = new SQL(url, { max: 2 })
+    opened.push(admin)
+    const id = crypto.randomUUID()
+    const vault = await store.vault(id, emptyVault)
+    await vault.update((_, write) => write.categories.push(category(0)))
+    // Another session holds the document's row (as a long snapshot of another instance would):
+    // a snapshot waits for it; a change row (which only needs the row to exist) does not.
+    const holder = await admin.reserve()
+    try {
+      await holder`BEGIN`
+      await holder`SELECT 1 FROM svc_documents WHERE id = ${id} FOR NO KEY UPDATE`
+      const started = performance.now()
+      for (let n = 1; n < 80; n++) await vault.update((_, write) => write.categories.push(category(n)))
+      // Every write answered, the snapshot among them waiting, each well within the 1 s bound.
+      expect(performance.now() - started).toBeLessThan(5000)
+      const [waiting] = await admin`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`
+      expect(waiting.n).toBe(1)
+      await holder`COMMIT`
+    } finally {
+      holder.release()
+    }
+    let at = 0
+    for (let i = 0; i < 200 && at === 0; i++) {
+      await Bun.sleep(10)
+      at = Number((await admin`SELECT snapshot_version FROM svc_documents WHERE id = ${id}`)[0].snapshot_version)
+    }
+    expect(at).toBeGreaterThan(0)
+    const copy = await (await open(url)).vault(id, emptyVault)
+    expect(copy.data.categories).toEqual(vault.data.categories)
+  })
+})
