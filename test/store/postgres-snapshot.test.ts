@@ -95,4 +95,36 @@ suite(`PostgreSQL snapshots${TEST_POSTGRES ? '' : ' (skipped: SVC_TEST_POSTGRES 
     const copy = await (await open(url)).vault(id, emptyVault)
     expect(copy.data.categories).toEqual(vault.data.categories)
   })
+
+  test('a snapshot under way (holding its document row) holds up no write either', async () => {
+    const url = await freshDatabase()
+    const store = await open(url)
+    const admin = new SQL(url, { max: 2 })
+    opened.push(admin)
+    const id = crypto.randomUUID()
+    const vault = await store.vault(id, emptyVault)
+    const snapshotVersion = async () => Number((await admin`SELECT snapshot_version FROM svc_documents WHERE id = ${id}`)[0].snapshot_version)
+    let n = 0
+    while ((await snapshotVersion()) === 0 && n < 400) await vault.update((_, write) => write.categories.push(category(n++)))
+    const first = await snapshotVersion()
+    expect(first).toBeGreaterThan(0)
+    // The next snapshot deletes the changes before the first one; version 0's row is held, so it
+    // stops there, after it has taken its document row.
+    const holder = await admin.reserve()
+    try {
+      await holder`BEGIN`
+      await holder`SELECT 1 FROM svc_changes WHERE document_id = ${id} AND version = 0 FOR UPDATE`
+      const started = performance.now()
+      const until = n + 200
+      while (n < until) await vault.update((_, write) => write.categories.push(category(n++)))
+      expect(performance.now() - started).toBeLessThan(10_000)
+      const [waiting] = await admin`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`
+      expect(waiting.n).toBe(1)
+      await holder`COMMIT`
+    } finally {
+      holder.release()
+    }
+    const copy = await (await open(url)).vault(id, emptyVault)
+    expect(copy.data.categories).toEqual(vault.data.categories)
+  })
 })

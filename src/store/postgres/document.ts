@@ -327,7 +327,8 @@ export class PgDocument<T> implements StoredDocument<T> {
       .run(
         (sql) =>
           sql.begin(async (tx) => {
-            const [row] = await tx`SELECT snapshot_version FROM svc_documents WHERE id = ${id} FOR UPDATE`
+            // NO KEY UPDATE: change rows (whose foreign key takes KEY SHARE on this row) go on meanwhile.
+            const [row] = await tx`SELECT snapshot_version FROM svc_documents WHERE id = ${id} FOR NO KEY UPDATE`
             if (!row || Number(row.snapshot_version) >= version) return false
             await tx`UPDATE svc_documents SET snapshot = ${text}, snapshot_version = ${version} WHERE id = ${id}`
             await tx`DELETE FROM svc_changes WHERE document_id = ${id} AND version < ${Number(row.snapshot_version)}`
