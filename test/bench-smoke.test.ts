@@ -45,3 +45,32 @@ test('bun run bench --smoke completes and prints the table', async () => {
     rmSync(out, { force: true })
   }
 }, 120_000)
+
+// PostgreSQL beside the file store (bench/postgres.ts), on the cluster the tests use.
+const pgTest = process.env.SVC_TEST_POSTGRES || process.env.CI === 'true' ? test : test.skip
+pgTest(
+  `bun run bench --store postgres --smoke completes, every answer 2xx${process.env.SVC_TEST_POSTGRES ? '' : ' (skipped: SVC_TEST_POSTGRES is not set)'}`,
+  async () => {
+    if (!process.env.SVC_TEST_POSTGRES) throw new Error('SVC_TEST_POSTGRES is not set: under CI the PostgreSQL tests must run')
+    const out = join(tmpdir(), `svc-vault-bench-pg-smoke-test-${process.pid}-${Date.now()}.json`)
+    const proc = Bun.spawn(['bun', 'bench/run.ts', '--store', 'postgres', '--smoke', `--out=${out}`], {
+      cwd: ROOT,
+      env: process.env,
+      stdout: 'pipe',
+      stderr: 'pipe',
+    })
+    const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
+    try {
+      if (code !== 0) console.error(stdout, stderr)
+      expect(code).toBe(0)
+      for (const label of ['reveal p50', 'write p50', 'start-up, 200 accounts', 'idle RSS after start']) expect(stdout).toContain(label)
+      expect(stdout).not.toContain('non-2xx')
+      const report = JSON.parse(readFileSync(out, 'utf8'))
+      expect(report).toMatchObject({ kind: 'svc-vault-bench-postgres', mode: 'smoke', postgres: { source: 'SVC_TEST_POSTGRES' } })
+      expect(report.targets.map((t: { met: unknown }) => t.met)).toEqual([null, null, null, null]) // a smoke run judges nothing
+    } finally {
+      rmSync(out, { force: true })
+    }
+  },
+  180_000,
+)
