@@ -16,7 +16,7 @@ import { applyChanges, freezeLists, PendingChanges, type Change } from '../chang
 import type { StoredDocument } from '../data-store'
 import { CorruptDocumentError, DeletedVaultError, StoreUnavailableError, VersionConflictError } from '../errors'
 import { createWriter, type Writer } from '../writer'
-import { CHANNEL, sqlState, type Database } from './database'
+import { CHANNEL, sqlState, type Database, type Sql } from './database'
 
 /** A new snapshot once the changes since the last one are this long at least (and as long as it). */
 const MIN_CHANGES_TO_SNAPSHOT = 64 * 1024
@@ -60,14 +60,17 @@ interface Loaded {
 
 /** Reads a document: its snapshot and the changes after it, in one statement (one point in time). */
 export async function loadDocument(db: Database, id: string, lists: readonly string[]): Promise<Loaded | null> {
-  const rows = await db.run(
-    (sql) => sql`
+  return db.run((sql) => loadDocumentIn(sql, id, lists))
+}
+
+/** loadDocument on a connection or in a transaction given (a backup reads all documents in one). */
+export async function loadDocumentIn(sql: Sql, id: string, lists: readonly string[]): Promise<Loaded | null> {
+  const rows = await sql`
       SELECT 0 AS part, snapshot_version AS version, snapshot AS text, deleted FROM svc_documents WHERE id = ${id}
       UNION ALL
       SELECT 1, c.version, c.changes, false FROM svc_changes c JOIN svc_documents d ON d.id = c.document_id
         WHERE c.document_id = ${id} AND c.version > d.snapshot_version
-      ORDER BY part, version`,
-  )
+      ORDER BY part, version`
   if (rows.length === 0) return null
   const head = rows[0]
   const snapshotVersion = Number(head.version)
