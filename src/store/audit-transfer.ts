@@ -43,6 +43,16 @@ export function readAuditLogsOf(home: AuditHome): BackupFile[] {
 
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex')
 
+/** Throws when writing these files would overwrite an audit log (checked before anything is written). */
+export function assertAuditLogsFit(home: AuditHome, files: readonly BackupFile[]): void {
+  for (const file of files) {
+    const path = join(home.dataDir, file.path)
+    if (existsSync(path) && sha256(readFileSync(path)) !== file.sha256) {
+      throw new BackupError(`${path} exists already and differs: an audit log is never overwritten (move it away first)`)
+    }
+  }
+}
+
 /**
  * Writes audit files into a home. A file already there with the same bytes is left (a migration
  * from a folder into a database whose SVC_DATA_DIR is that folder); one with other bytes is an

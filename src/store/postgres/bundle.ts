@@ -9,7 +9,7 @@
 //
 // The audit logs go through audit-transfer.ts (the one place that knows where a store keeps them).
 import { KEY_CHECK_REKEYING, KEY_CHECK_ROTATING } from '../../crypto/keyring'
-import { readAuditLogsOf, writeAuditLogsTo, type AuditHome } from '../audit-transfer'
+import { assertAuditLogsFit, readAuditLogsOf, writeAuditLogsTo, type AuditHome } from '../audit-transfer'
 import { BACKUP_FORMAT, BACKUP_VERSION, backupEntry, BackupError, ownerOf, ownersOf, type BackupBundle, type BackupFile, type ProgressSink } from '../backup'
 import { ACCOUNTS_LISTS, VAULT_LISTS } from '../records'
 import { ACCOUNTS_FILE, VAULTS_DIR } from '../store'
@@ -164,6 +164,7 @@ export async function restoreDatabaseBackup(
     await migrate(db)
     const documents = bundle.files.filter((file) => file.path === ACCOUNTS_FILE || (file.path.startsWith(`${VAULTS_DIR}/`) && file.path.endsWith('.json')))
     const logs = bundle.files.filter((file) => file.path !== 'master.key' && !documents.includes(file))
+    assertAuditLogsFit(options.audit, logs)
     options.progress?.setTotal(documents.length + logs.length)
     // Accounts last, as the file store restores them.
     documents.sort((a, b) => Number(a.path === ACCOUNTS_FILE) - Number(b.path === ACCOUNTS_FILE))

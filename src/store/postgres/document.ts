@@ -201,6 +201,27 @@ export class PgDocument<T> implements StoredDocument<T> {
     while (this.flushing) await this.flushing.catch(() => {})
   }
 
+  /**
+   * Writes the whole document as its snapshot at the version held and drops every change before
+   * it (a re-key: no ciphertext under the old data key stays in a row the document still has).
+   */
+  async compact(): Promise<void> {
+    await this.settle()
+    const { id, version } = this
+    const text = JSON.stringify(this.current)
+    await this.db.run((sql) =>
+      sql.begin(async (tx) => {
+        await tx`UPDATE svc_documents SET snapshot = ${text}, snapshot_version = ${version} WHERE id = ${id}`
+        await tx`DELETE FROM svc_changes WHERE document_id = ${id} AND version < ${version}`
+        // The row stays as the version's marker (a refresh finds where it stands), emptied: the snapshot holds it.
+        await tx`UPDATE svc_changes SET changes = '[]' WHERE document_id = ${id} AND version = ${version}`
+      }),
+    )
+    this.snapshotVersion = version
+    this.snapshotBytes = text.length
+    this.changeBytes = 0
+  }
+
   /** After the document was deleted: nothing writes it again. */
   retire(error: () => Error): void {
     this.retired = error
