@@ -43,7 +43,7 @@ import { PgStore } from '../store/postgres/store'
 import { SchemaTooNewError } from '../store/postgres/migrations'
 import { Progress } from './progress'
 import { DataDirLockedError } from '../store/lock'
-import type { VaultDocument } from '../store/records'
+import type { AccountsDocument, VaultDocument } from '../store/records'
 import { ACCOUNTS_FILE, Store, UnsupportedFormatError } from '../store/store'
 import { BackupError } from '../store/backup'
 import { CorruptDocumentError } from '../store/document'
@@ -72,15 +72,16 @@ async function keyCheckOpens(ring: Keyring, check: string): Promise<boolean> {
   }
 }
 
-/**
- * Every sealed field of a vault moved to its new data key, in one atomic write with that key. A
- * field that did not open under the old data key (it answered 404 already) is left as it was.
- * Returns how many were left.
- */
 /** A vault document of either store, with its way to keep only the current ciphertexts. */
 type VaultDoc = StoredDocument<VaultDocument> & ({ fold(): Promise<void> } | { compact(): Promise<void> })
 
-async function rekeyVault(doc: VaultDoc, rekey: VaultRekey): Promise<number> {
+/**
+ * Every sealed field of a vault moved to its new data key, in one atomic write with that key: the
+ * records, their earlier values (history), what is in the trash and the webhook secret. A field
+ * that did not open under the old data key (it answered 404 already) is left as it was. Returns
+ * how many were left.
+ */
+async function rekeyVault(doc: VaultDoc, userId: string, rekey: VaultRekey): Promise<number> {
   let unopened = 0
   const moved =
     <R extends { id: string }, F extends keyof R>(kind: SecretKind, field: F) =>
@@ -97,11 +98,60 @@ async function rekeyVault(doc: VaultDoc, rekey: VaultRekey): Promise<number> {
     write.entries.replaceMany(resealed(data.entries, moved('entry', 'encryptedValue')))
     write.twoFactor.replaceMany(resealed(data.twoFactor, moved('totp', 'encryptedSecret')))
     write.envFiles.replaceMany(resealed(data.envFiles, moved('envfile', 'encryptedContent')))
+    write.versions.replaceMany(
+      resealed(data.versions ?? [], (record) => {
+        const sealed = rekey.resealVersion(record.kind, record.recordId, record.version, record.encryptedValue)
+        if (sealed === null) unopened++
+        return sealed === null ? record : { ...record, encryptedValue: sealed }
+      }),
+    )
+    // A trashed record keeps its sealed value as it was (restore puts it back): sealed again too.
+    write.trash.replaceMany(
+      resealed(data.trash ?? [], (item) => {
+        const entries = item.entries.map(moved('entry', 'encryptedValue'))
+        const twoFactor = item.twoFactor.map(moved('totp', 'encryptedSecret'))
+        const envFiles = item.envFiles.map(moved('envfile', 'encryptedContent'))
+        const changed = [entries, twoFactor, envFiles].some((list, i) =>
+          list.some((record, j) => record !== [item.entries, item.twoFactor, item.envFiles][i][j]),
+        )
+        return changed ? { ...item, entries, twoFactor, envFiles } : item
+      }),
+    )
+    const webhook = data.notifications?.encryptedSecret
+    if (webhook) {
+      const sealed = rekey.reseal('webhook', userId, webhook)
+      if (sealed === null) unopened++
+      else write.set('notifications', { ...data.notifications!, encryptedSecret: sealed })
+    }
   })
   // The file itself then holds only the new ciphertexts (not the old ones plus a change log); in
   // the database, the snapshot without the earlier change rows.
   if ('fold' in doc) await doc.fold()
   else await doc.compact()
+  return unopened
+}
+
+/** A user's sign-in 2FA secret (enabled or pending) moved to the vault's new data key. */
+async function rekeyAccountSecret(accounts: StoredDocument<AccountsDocument>, userId: string, rekey: VaultRekey): Promise<number> {
+  const user = accounts.data.users.find((u) => u.id === userId)
+  if (!user || (!user.twoFactor && !user.twoFactorPending)) return 0
+  let unopened = 0
+  const move = (sealed: string) => {
+    const next = rekey.reseal('account-totp', userId, sealed)
+    if (next === null) unopened++
+    return next ?? sealed
+  }
+  await accounts.update((data, write) => {
+    const current = data.users.find((u) => u.id === userId)
+    if (!current) return
+    write.users.replace({
+      ...current,
+      ...(current.twoFactor ? { twoFactor: { ...current.twoFactor, encryptedSecret: move(current.twoFactor.encryptedSecret) } } : {}),
+      ...(current.twoFactorPending
+        ? { twoFactorPending: { ...current.twoFactorPending, encryptedSecret: move(current.twoFactorPending.encryptedSecret) } }
+        : {}),
+    })
+  })
   return unopened
 }
 
@@ -221,8 +271,13 @@ export async function rotateMasterKey(env: Record<string, string | undefined> = 
       for (const vault of vaults) {
         if (vault.rewrapped === null) continue
         const count = sealed(vault.doc.data)
-        if (rekey) unreadable += await rekeyVault(vault.doc, oldRing.rekeyVault(vault.userId, vault.doc.data.dataKey, newRing))
-        else await vault.doc.update((_, write) => write.set('dataKey', vault.rewrapped!))
+        if (rekey) {
+          const moved = oldRing.rekeyVault(vault.userId, vault.doc.data.dataKey, newRing)
+          unreadable += await rekeyVault(vault.doc, vault.userId, moved)
+          // The user's sign-in 2FA secret is sealed by the vault's data key too, and kept in the
+          // accounts: sealed again right after (a crash in between leaves it to set up again).
+          unreadable += await rekeyAccountSecret(store.accounts, vault.userId, moved)
+        } else await vault.doc.update((_, write) => write.set('dataKey', vault.rewrapped!))
         progress.advance(count)
       }
     } catch (error) {
