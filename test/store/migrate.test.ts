@@ -11,7 +11,8 @@ import { Database } from '../../src/store/postgres/database'
 import { loadDocument } from '../../src/store/postgres/document'
 import { readLoggedDocumentSync } from '../../src/store/document'
 import { ACCOUNTS_LISTS, VAULT_LISTS } from '../../src/store/records'
-import { Client, signUp } from '../support/client'
+import { Client, PASSWORD, signUp } from '../support/client'
+import { enableTwoFactor, oathtool, post } from '../account/support'
 import { freshDatabase, TEST_POSTGRES } from '../support/postgres'
 import { removeDir, ROOT, spawnServer, tempDir, TEST_MASTER_KEY } from '../support/server'
 import { createVault, seed } from '../vaults/support'
@@ -46,6 +47,8 @@ interface Fixture {
   personal: Awaited<ReturnType<typeof seed>>
   vaultId: string
   shared: Awaited<ReturnType<typeof seed>>
+  /** A user with two-factor sign-in on: its secret is sealed by the vault's data key. */
+  bob: { email: string; secret: string }
 }
 
 let fixture: Fixture
@@ -122,6 +125,16 @@ async function expectReadable(env: Record<string, string | undefined>, dataDir: 
       expect(code.status).toBe(200)
       expect(code.body.code).toMatch(/^\d{6}$/)
     }
+    // Two-factor sign-in still opens: the next step's code (the step of enabling it is used).
+    const login = await post(server.url, '/api/auth/login', { email: fixture.bob.email, password: PASSWORD })
+    expect(login.body).toEqual({ twoFactorRequired: true })
+    const second = await post(
+      server.url,
+      '/api/auth/login/2fa',
+      { code: oathtool(fixture.bob.secret, Date.now() + 30_000) },
+      { svc_2fa: login.cookies.svc_2fa },
+    )
+    expect(second.status).toBe(200)
   } finally {
     expect(await server.stop()).toBe(0)
   }
@@ -149,8 +162,10 @@ describe.skipIf(!TEST_POSTGRES)('moving between the file store and PostgreSQL', 
       const personal = await seed(alice, '', 'mig-personal')
       const vaultId = await createVault(alice)
       const shared = await seed(alice, `/api/vaults/${vaultId}`, 'mig-shared')
+      const bob = await signUp(server.url)
+      const { secret } = await enableTwoFactor(bob, Date.now())
       expect(await server.stop()).toBe(0)
-      fixture = { folder: server.dataDir, alice, personal, vaultId, shared }
+      fixture = { folder: server.dataDir, alice, personal, vaultId, shared, bob: { email: bob.email, secret } }
     } finally {
       await server.kill()
     }
@@ -159,7 +174,7 @@ describe.skipIf(!TEST_POSTGRES)('moving between the file store and PostgreSQL', 
   test('migrate --to copies a folder into an empty database: every record equal, a server on it reads every secret', async () => {
     const { url, folder } = await migratedDatabase()
     const source = folderDocuments(fixture.folder)
-    expect(Object.keys(source)).toHaveLength(3)
+    expect(Object.keys(source)).toHaveLength(4)
     expectSameRecords(await databaseDocuments(url), source)
     // The audit logs stay where the database store reads them for now (its SVC_DATA_DIR), untouched.
     expect(auditFiles(folder)).toEqual(auditFiles(fixture.folder))
@@ -171,7 +186,7 @@ describe.skipIf(!TEST_POSTGRES)('moving between the file store and PostgreSQL', 
     const target = join(dir(), 'copy')
     const migrated = await svcVault(['migrate', '--to-dir', target], { SVC_DATABASE_URL: url, SVC_DATA_DIR: folder, SVC_MASTER_KEY: TEST_MASTER_KEY })
     expect(migrated.output).toMatch(
-      /^migrate: \d+ records in .*; verified 3 document\(s\) with \d+ record\(s\) and 2 audit log\(s\) equal from the database into /m,
+      /^migrate: \d+ records in .*; verified 4 document\(s\) with \d+ record\(s\) and 3 audit log\(s\) equal from the database into /m,
     )
     expect(migrated.code).toBe(0)
     expectSameRecords(folderDocuments(target), folderDocuments(fixture.folder))
@@ -179,7 +194,7 @@ describe.skipIf(!TEST_POSTGRES)('moving between the file store and PostgreSQL', 
     // The master key stays where it was given: nothing of it in the new folder.
     expect(existsSync(join(target, 'master.key'))).toBe(false)
     const verified = await svcVault(['audit-verify', '--data-dir', target], { SVC_MASTER_KEY: TEST_MASTER_KEY })
-    expect(verified.output).toContain('3 audit log(s) verified')
+    expect(verified.output).toContain('4 audit log(s) verified')
     expect(verified.output).not.toContain('FAIL')
     expect(verified.code).toBe(0)
     await expectReadable({}, target)
@@ -221,7 +236,7 @@ describe.skipIf(!TEST_POSTGRES)('moving between the file store and PostgreSQL', 
     const bundles = dir()
     const fromDatabase = await svcVault(['backup', join(bundles, 'pg.json')], { SVC_DATABASE_URL: url, SVC_DATA_DIR: folder, SVC_MASTER_KEY: TEST_MASTER_KEY })
     expect(fromDatabase.output).toMatch(/^backup: \d+ records in .* records\/s\)$/m)
-    expect(fromDatabase.output).toContain('accounts, 2 vaults and 2 audit logs from the database')
+    expect(fromDatabase.output).toContain('accounts, 3 vaults and 3 audit logs from the database')
     expect(fromDatabase.code).toBe(0)
     const fromFolder = await svcVault(['backup', join(bundles, 'dir.json'), '--data-dir', fixture.folder], {})
     expect(fromFolder.code).toBe(0)
@@ -275,7 +290,7 @@ describe.skipIf(!TEST_POSTGRES)('moving between the file store and PostgreSQL', 
     }
 
     const rotated = await svcVault(['rotate-master-key', '--rekey'], { SVC_DATABASE_URL: url, SVC_MASTER_KEY: TEST_MASTER_KEY, SVC_NEW_MASTER_KEY: NEW_KEY })
-    expect(rotated.output).toMatch(/^rekey: \d+ records in .*; 2 vault\(s\) re-keyed$/m)
+    expect(rotated.output).toMatch(/^rekey: \d+ records in .*; 3 vault\(s\) re-keyed$/m)
     expect(rotated.code).toBe(0)
     const db = new Database(url, { max: 1 })
     try {
