@@ -76,46 +76,54 @@ export async function migrate(target: Target, options: MigrateOptions = {}): Pro
   }
   const ring = new Keyring(key)
   const dataDir = resolve(env.SVC_DATA_DIR?.trim() || './data')
-  const progress = () => new Progress({ label: 'migrate', total: 0, stream: options.stream, log })
-
-  if (target.to === 'postgres') {
-    // The folder stays as it is for the whole run: no server writes to it meanwhile.
-    const release = acquireLock(dataDir)
-    try {
-      const db = toolDatabase(target.url)
-      try {
-        await assertEmptyDatabase(db, 'the target database')
-      } finally {
-        await db.close()
-      }
-      const source = createBackup(dataDir)
-      await ring.assertKeyCheck(accountsOf(source).keyCheck ?? '').catch(() => {
-        throw new MasterKeyMismatchError(`the master key given does not match the data in ${dataDir}; nothing was copied`)
-      })
-      const shown = progress()
-      try {
-        // The database store's audit logs are in its SVC_DATA_DIR for now, which is this folder (audit-transfer.ts).
-        await restoreDatabaseBackup(source, target.url, { audit: { dataDir }, progress: shown, described: 'the target database' })
-      } catch (error) {
-        shown.abandon()
-        throw error
-      }
-      const copy = await createDatabaseBackup(target.url, { audit: { dataDir } })
-      const detail = verified(source, copy)
-      shown.finish(`${detail} from ${dataDir} into the database`)
+  // Started before the source is read: the summary's time and rate are the whole run's.
+  const shown = new Progress({ label: 'migrate', total: 0, stream: options.stream, log })
+  try {
+    if (target.to === 'postgres') {
+      shown.finish(await toDatabase(target.url, dataDir, ring, shown))
       log('start the server with SVC_DATABASE_URL set to that database and the same master key (SVC_MASTER_KEY or SVC_MASTER_KEY_FILE)')
       log(`the audit logs stay in ${dataDir}: keep SVC_DATA_DIR set to it (the database store reads them there for now)`)
-    } finally {
-      release()
+    } else {
+      const url = databaseUrlFromEnv(env)
+      if (!url) throw new ConfigError('--to-dir copies the database SVC_DATABASE_URL (or SVC_DATABASE_URL_FILE) names: set one')
+      shown.finish(await toFolder(url, target.dir, dataDir, ring, shown))
+      log(`start the server with SVC_DATA_DIR=${target.dir}, SVC_DATABASE_URL unset and the same master key (SVC_MASTER_KEY or SVC_MASTER_KEY_FILE)`)
     }
-    return
+  } catch (error) {
+    shown.abandon()
+    throw error
   }
+}
 
-  const url = databaseUrlFromEnv(env)
-  if (!url) throw new ConfigError('--to-dir copies the database SVC_DATABASE_URL (or SVC_DATABASE_URL_FILE) names: set one')
-  const present = occupants(target.dir)
+/** The data folder into an empty database; the summary's detail. */
+async function toDatabase(url: string, dataDir: string, ring: Keyring, progress: Progress): Promise<string> {
+  // The folder stays as it is for the whole run: no server writes to it meanwhile.
+  const release = acquireLock(dataDir)
+  try {
+    const db = toolDatabase(url)
+    try {
+      await assertEmptyDatabase(db, 'the target database')
+    } finally {
+      await db.close()
+    }
+    const source = createBackup(dataDir)
+    await ring.assertKeyCheck(accountsOf(source).keyCheck ?? '').catch(() => {
+      throw new MasterKeyMismatchError(`the master key given does not match the data in ${dataDir}; nothing was copied`)
+    })
+    // The database store's audit logs are in its SVC_DATA_DIR for now, which is this folder (audit-transfer.ts).
+    await restoreDatabaseBackup(source, url, { audit: { dataDir }, progress, described: 'the target database' })
+    const copy = await createDatabaseBackup(url, { audit: { dataDir } })
+    return `${verified(source, copy)} from ${dataDir} into the database`
+  } finally {
+    release()
+  }
+}
+
+/** The database into a new, empty folder (its audit logs from `auditDir`); the summary's detail. */
+async function toFolder(url: string, dir: string, auditDir: string, ring: Keyring, progress: Progress): Promise<string> {
+  const present = occupants(dir)
   if (present.length > 0) {
-    throw new BackupError(`${target.dir} is not empty (${present.slice(0, 3).join(', ')}${present.length > 3 ? ', …' : ''}); migrate only into an empty folder`)
+    throw new BackupError(`${dir} is not empty (${present.slice(0, 3).join(', ')}${present.length > 3 ? ', …' : ''}); migrate only into an empty folder`)
   }
   const db = toolDatabase(url)
   try {
@@ -123,21 +131,12 @@ export async function migrate(target: Target, options: MigrateOptions = {}): Pro
   } finally {
     await db.close()
   }
-  const source = await createDatabaseBackup(url, { audit: { dataDir } })
+  const source = await createDatabaseBackup(url, { audit: { dataDir: auditDir } })
   await ring.assertKeyCheck(accountsOf(source).keyCheck ?? '').catch(() => {
     throw new MasterKeyMismatchError('the master key given does not match the data in the database; nothing was copied')
   })
-  const shown = progress()
-  try {
-    await restoreBackup(source, target.dir, shown)
-  } catch (error) {
-    shown.abandon()
-    throw error
-  }
-  const copy = createBackup(target.dir)
-  const detail = verified(source, copy)
-  shown.finish(`${detail} from the database into ${target.dir}`)
-  log(`start the server with SVC_DATA_DIR=${target.dir}, SVC_DATABASE_URL unset and the same master key (SVC_MASTER_KEY or SVC_MASTER_KEY_FILE)`)
+  await restoreBackup(source, dir, progress)
+  return `${verified(source, createBackup(dir))} from the database into ${dir}`
 }
 
 /** The copy against the source; throws naming what differs. */

@@ -236,6 +236,9 @@ export function readBackup(path: string): BackupBundle {
   return bundle
 }
 
+/** How many files a restore writes at once. */
+const RESTORE_WRITERS = 16
+
 /** Names in a folder that make it "not empty" for a restore (a `.gitkeep` does not count). */
 export function occupants(dir: string): string[] {
   if (!existsSync(dir)) return []
@@ -256,10 +259,20 @@ export async function restoreBackup(bundle: BackupBundle, dataDir: string, progr
   // plainly incomplete (empty the folder and restore again).
   const ordered = [...bundle.files].sort((a, b) => Number(a.path === ACCOUNTS_FILE) - Number(b.path === ACCOUNTS_FILE))
   progress?.setTotal(ordered.length)
-  for (const file of ordered) {
+  const write = async (file: BackupFile) => {
     await writeFileAtomic(join(dataDir, file.path), Buffer.from(file.data, 'base64'), 0o600)
     progress?.advance()
   }
+  // Several at a time (each waits for its fsync: one by one, a large folder takes minutes), the
+  // accounts alone once every other file is durable.
+  const rest = ordered.slice(0, -1)
+  let next = 0
+  await Promise.all(
+    Array.from({ length: Math.min(RESTORE_WRITERS, rest.length) }, async () => {
+      while (next < rest.length) await write(rest[next++])
+    }),
+  )
+  if (ordered.length > 0) await write(ordered[ordered.length - 1])
   return { files: ordered.length, vaults: bundleContents(bundle).vaults }
 }
 

@@ -14,7 +14,7 @@ import { BACKUP_FORMAT, BACKUP_VERSION, backupEntry, BackupError, ownerOf, owner
 import { ACCOUNTS_LISTS, VAULT_LISTS } from '../records'
 import { ACCOUNTS_FILE, VAULTS_DIR } from '../store'
 import { Database, type Sql } from './database'
-import { loadDocumentIn } from './document'
+import { loadAllDocumentsIn, loadDocumentIn } from './document'
 import { migrate, SCHEMA_VERSION } from './migrations'
 import { ACCOUNTS_ID } from './store'
 
@@ -113,14 +113,13 @@ async function readDocuments(db: Database, progress?: ProgressSink): Promise<{ a
         const version = await schemaVersion(tx)
         if (version === 0) throw new BackupError('the database holds no svc-vault data (no schema)')
         if (version > SCHEMA_VERSION) throw new BackupError(`the database's schema is version ${version}, newer than this svc-vault knows (${SCHEMA_VERSION})`)
-        const ids = (await tx`SELECT id FROM svc_documents WHERE kind = 'vault' AND NOT deleted ORDER BY id`).map((row: { id: string }) => row.id)
-        progress?.setTotal(ids.length + 2)
         const accounts = await loadDocumentIn(tx, ACCOUNTS_ID, ACCOUNTS_LISTS)
         if (!accounts || accounts.deleted) throw new BackupError('the database holds no svc-vault data (no accounts document)')
+        const loaded = await loadAllDocumentsIn(tx, 'vault', VAULT_LISTS)
+        progress?.setTotal(loaded.size + 2)
         const vaults: { id: string; text: Buffer }[] = []
-        for (const id of ids) {
-          const loaded = await loadDocumentIn(tx, id, VAULT_LISTS)
-          if (loaded && !loaded.deleted) vaults.push({ id, text: Buffer.from(JSON.stringify(loaded.data)) })
+        for (const [id, document] of loaded) {
+          vaults.push({ id, text: Buffer.from(JSON.stringify(document.data)) })
           progress?.advance()
         }
         return { accounts: Buffer.from(JSON.stringify(accounts.data)), vaults, keyCheck: (accounts.data as { keyCheck?: string }).keyCheck }
