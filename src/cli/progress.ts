@@ -45,6 +45,11 @@ export class Progress {
   private total: number
   private done = 0
   private readonly started: number
+  /**
+   * When the total became known, and what was done by then: the live rate and time left count
+   * from there (reading a source before its size is known would make the first estimates absurd).
+   */
+  private measuredFrom: { at: number; done: number } | null = null
   private lastDraw = -Infinity
   private drawn = false
   private finished = false
@@ -62,6 +67,7 @@ export class Progress {
     this.now = options.now ?? (() => performance.now())
     this.redrawMs = options.redrawMs ?? 100
     this.started = this.now()
+    if (this.total > 0) this.measuredFrom = { at: this.started, done: 0 }
   }
 
   /** Whether lines are redrawn (stderr is a terminal). */
@@ -76,6 +82,7 @@ export class Progress {
   /** The total may grow as a run finds more to do (audit logs after the documents). */
   setTotal(total: number): void {
     this.total = Math.max(total, this.done)
+    if (this.measuredFrom === null && total > 0) this.measuredFrom = { at: this.now(), done: this.done }
   }
 
   /** `count` more records done. */
@@ -92,8 +99,9 @@ export class Progress {
 
   /** The line drawn: "migrate: 120 of 5000 records (2%), 310 records/s, about 16 s left". */
   line(now = this.now()): string {
-    const elapsed = now - this.started
-    const rate = elapsed > 0 ? (this.done * 1000) / elapsed : Number.POSITIVE_INFINITY
+    const from = this.measuredFrom ?? { at: this.started, done: 0 }
+    const elapsed = now - from.at
+    const rate = elapsed > 0 ? ((this.done - from.done) * 1000) / elapsed : Number.POSITIVE_INFINITY
     const percent = this.total > 0 ? Math.floor((this.done * 100) / this.total) : 100
     const left = rate > 0 && Number.isFinite(rate) ? `about ${formatDuration(((this.total - this.done) / rate) * 1000)} left` : 'time left unknown'
     return `${this.label}: ${this.done} of ${this.total} ${this.unit} (${percent}%), ${formatRate(rate)} ${this.unit}/s, ${left}`

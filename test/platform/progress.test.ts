@@ -67,6 +67,17 @@ test('a failed run clears its line and prints no summary', () => {
   expect(logged).toEqual([])
 })
 
+test('the live rate counts from when the total became known (not the reading before it)', () => {
+  let clock = 0
+  const written: string[] = []
+  const progress = new Progress({ label: 'migrate', total: 0, stream: { isTTY: true, write: (t: string) => written.push(t) }, log: () => {}, now: () => clock })
+  clock = 60_000
+  progress.setTotal(100)
+  clock = 61_000
+  progress.advance(50)
+  expect(written.at(-1)).toBe('\r\x1b[Kmigrate: 50 of 100 records (50%), 50.0 records/s, about 1.0 s left')
+})
+
 test('the total grows when more is found; durations read as a person reads them', () => {
   const { progress, tick } = setup(false)
   progress.setTotal(10)

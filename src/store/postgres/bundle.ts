@@ -18,6 +18,10 @@ import { loadAllDocumentsIn, loadDocumentIn } from './document'
 import { migrate, SCHEMA_VERSION } from './migrations'
 import { ACCOUNTS_ID } from './store'
 
+/** Documents per INSERT of a restore, and the most bytes one holds. */
+const INSERT_BATCH = 200
+const INSERT_BATCH_BYTES = 4 * 1024 * 1024
+
 /** An operator command's bound on one statement or transaction (a copy of many vaults is one). */
 const TOOL_TIMEOUT_MS = 60 * 60 * 1000
 
@@ -172,15 +176,28 @@ export async function restoreDatabaseBackup(
         // Checked again inside the transaction: an instance started meanwhile would have created its accounts.
         const [row] = await tx`SELECT count(*)::int AS n FROM svc_documents`
         if (Number(row.n) > 0) throw new BackupError(`${described} is not empty (svc_documents has rows); use an empty database as the target`)
-        for (const file of documents) {
-          const text = Buffer.from(file.data, 'base64').toString('utf8')
-          const id = file.path === ACCOUNTS_FILE ? ACCOUNTS_ID : file.path.slice(VAULTS_DIR.length + 1, -'.json'.length)
-          const kind = id === ACCOUNTS_ID ? 'accounts' : 'vault'
-          await tx`INSERT INTO svc_documents (id, kind, snapshot, snapshot_version) VALUES (${id}, ${kind}, ${text}, 0)`
+        // Many documents per statement (one round trip each is most of the time otherwise).
+        let batch: { id: string; kind: string; snapshot: string; snapshot_version: number }[] = []
+        let bytes = 0
+        const flush = async () => {
+          if (batch.length === 0) return
+          await tx`INSERT INTO svc_documents ${tx(batch)}`
           // Version 0's row: a refresh from version 0 finds where it stands (document.ts).
-          await tx`INSERT INTO svc_changes (document_id, version, changes) VALUES (${id}, 0, '[]')`
-          options.progress?.advance()
+          await tx`INSERT INTO svc_changes ${tx(batch.map((document) => ({ document_id: document.id, version: 0, changes: '[]' })))}`
+          options.progress?.advance(batch.length)
+          batch = []
+          bytes = 0
         }
+        for (const file of documents) {
+          const snapshot = Buffer.from(file.data, 'base64').toString('utf8')
+          const id = file.path === ACCOUNTS_FILE ? ACCOUNTS_ID : file.path.slice(VAULTS_DIR.length + 1, -'.json'.length)
+          // The accounts in a statement of their own, after every vault.
+          if (id === ACCOUNTS_ID) await flush()
+          batch.push({ id, kind: id === ACCOUNTS_ID ? 'accounts' : 'vault', snapshot, snapshot_version: 0 })
+          bytes += snapshot.length
+          if (batch.length >= INSERT_BATCH || bytes >= INSERT_BATCH_BYTES) await flush()
+        }
+        await flush()
       }),
     )
     await writeAuditLogsTo(options.audit, logs)
