@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { startBalancer, type Balancer } from '../support/caddy'
 import { Client, PASSWORD, sessionCookie, signUp, type Answer } from '../support/client'
+import { PgStore } from '../../src/store/postgres/store'
 import { freshDatabase } from '../support/postgres'
 import { removeDir, spawnServer, startTestServer, type SpawnedServer, type TestServer } from '../support/server'
 import { at, describeOnPostgres, login, upstreamOf, whenEvent } from './support'
@@ -179,5 +180,87 @@ suite('two instances on one database, behind Caddy', () => {
     expect((await newest.get('/api/account/sessions')).body).toHaveLength(50)
     expect(next.status).toBe(401)
     for (const base of both()) expect((await at(oldest, base).get('/api/auth/me')).status).toBe(401)
+  })
+
+  test('concurrent writes to one vault through both instances: none lost (the version check, a reload and a retry)', async () => {
+    const { user, categoryId } = await userThroughBalancer()
+    // 40 at once, alternating between the instances: each commit races the other's for the next version.
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => at(user, both()[i % 2]).post('/api/entries', { categoryId, name: `race-${i}`, value: `sk_race_${i}` })),
+    )
+    expect(answers.map((answer) => answer.status)).toEqual(answers.map(() => 201))
+    const ids = answers.map((answer) => answer.body.id as string).sort()
+    for (const base of both()) {
+      const listed = await at(user, base).get('/api/entries')
+      expect(listed.body.map((entry: { id: string }) => entry.id).sort()).toEqual(ids)
+    }
+    // Values too, each read on the instance that did not write it.
+    for (let i = 0; i < answers.length; i += 7) {
+      expect((await at(user, both()[(i + 1) % 2]).post(`/api/entries/${answers[i].body.id}/reveal`)).body.value).toBe(`sk_race_${i}`)
+    }
+  })
+
+  test("a write that lost the race for its version is made again on the winner's data, not over it", async () => {
+    const { user, categoryId } = await userThroughBalancer()
+    expect((await at(user, a.url).get('/api/entries')).status).toBe(200)
+    const store = a.deps.store as PgStore
+    const vault = (await store.vault(user.user.id, () => {
+      throw new Error('the vault exists')
+    })) as unknown as { write: () => Promise<void> }
+    // Hold A's next write at the database's door until B has written the same version.
+    let reached!: () => void
+    const atDoor = new Promise<void>((resolve) => (reached = resolve))
+    let open!: () => void
+    const door = new Promise<void>((resolve) => (open = resolve))
+    const write = vault.write
+    vault.write = async function (this: unknown) {
+      vault.write = write
+      reached()
+      await door
+      return write.call(this)
+    }
+    const conflicts = store.db.stats.conflicts
+    const onA = at(user, a.url).post('/api/entries', { categoryId, name: 'from-a', value: 'sk_from_a' })
+    await atDoor
+    const onB = await at(user, b.url).post('/api/entries', { categoryId, name: 'from-b', value: 'sk_from_b' })
+    expect(onB.status).toBe(201)
+    open()
+    expect((await onA).status).toBe(201)
+    for (const base of both()) {
+      const names = (await at(user, base).get('/api/entries')).body.map((entry: { name: string }) => entry.name)
+      expect(names.sort()).toEqual(['from-a', 'from-b'])
+    }
+    expect(store.db.stats.conflicts).toBeGreaterThan(conflicts)
+    expect((await at(user, b.url).post(`/api/entries/${(await onA).body.id}/reveal`)).body.value).toBe('sk_from_a')
+    expect((await at(user, a.url).post(`/api/entries/${onB.body.id}/reveal`)).body.value).toBe('sk_from_b')
+  })
+
+  test('a revocation reaches an instance by notification, without a request of its own', async () => {
+    const { user } = await userThroughBalancer()
+    for (const base of both()) expect((await at(user, base).get('/api/auth/me')).status).toBe(200)
+    const accounts = a.deps.accounts
+    const holds = () => a.deps.store.accounts.data.sessions.some((session) => session.userId === user.user.id)
+    expect(holds()).toBe(true)
+    // A takes in other instances' writes by reindexing its accounts: wait for that event.
+    const listeners: (() => void)[] = []
+    const reindex = accounts.reindex.bind(accounts)
+    accounts.reindex = (data) => {
+      reindex(data)
+      for (const listener of listeners) listener()
+    }
+    try {
+      const signedOut = await at(user, b.url).post('/api/auth/logout')
+      expect(signedOut.status).toBe(204)
+      // No request reaches A meanwhile: only B's NOTIFY can tell it.
+      await whenEvent(
+        (fire) => listeners.push(fire),
+        () => !holds(),
+        5000,
+        'A dropped the session B ended',
+      )
+    } finally {
+      accounts.reindex = reindex
+    }
+    expect((await at(user, a.url).get('/api/auth/me')).status).toBe(401)
   })
 })
