@@ -6,7 +6,8 @@ import { afterAll, expect, test } from 'bun:test'
 import { PgStore } from '../../src/store/postgres/store'
 import { signUp, type Answer } from '../support/client'
 import { removeDir, spawnServer, startTestServer, type SpawnedServer, type TestServer } from '../support/server'
-import { at, describeOnPostgres, ownCluster, whenEvent, type Cluster } from './support'
+import { ownCluster, type Cluster } from '../support/pg-cluster'
+import { at, describeOnPostgres, whenEvent } from './support'
 
 const cleanup: (() => Promise<unknown>)[] = []
 afterAll(async () => {
@@ -24,7 +25,7 @@ async function timed(request: () => Promise<Answer>): Promise<{ answer: Answer |
   }
 }
 
-describeOnPostgres()('the database going away', () => {
+describeOnPostgres({ ownCluster: true })('the database going away', () => {
   test('stopped and started mid-load: 503 STORE_UNAVAILABLE within a second, /readyz 503, recovery without a restart, nothing acknowledged lost', async () => {
     const cluster: Cluster = await ownCluster()
     cleanup.push(() => cluster.remove())
