@@ -1,7 +1,7 @@
 // A PostgreSQL cluster of its own (initdb, pg_ctl as the postgres user; we run as root), on a
 // Unix socket only: for a test that stops and starts the database (the shared cluster must stay
 // up), and for `bun run mutants` when no cluster runs (SVC_TEST_POSTGRES unset).
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
@@ -21,7 +21,29 @@ export interface Cluster {
   /** `pg_ctl stop -m fast`: clients are cut off at once. */
   stop(): Promise<void>
   start(): Promise<void>
+  /** SIGSTOP to every process of the cluster: a cut network (nothing answers, nothing refuses). */
+  pause(): void
+  /** SIGCONT: the network is back. */
+  resume(): void
   remove(): Promise<void>
+}
+
+/** The postmaster and its children (backends, background workers). */
+function clusterProcesses(data: string): number[] {
+  const postmaster = Number(readFileSync(join(data, 'postmaster.pid'), 'utf8').split('\n')[0])
+  const children = readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .filter((name) => {
+      try {
+        // The parent id is the second field after the command's closing parenthesis.
+        const stat = readFileSync(`/proc/${name}/stat`, 'utf8')
+        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === postmaster
+      } catch {
+        return false
+      }
+    })
+    .map(Number)
+  return [postmaster, ...children]
 }
 
 async function asPostgres(args: string[]): Promise<void> {
@@ -45,11 +67,21 @@ export async function ownCluster(): Promise<Cluster> {
   const ctl = (...args: string[]) => asPostgres([`${PG_BIN}/pg_ctl`, '-D', data, '-l', join(dir, 'log'), ...args])
   const start = () => ctl('-o', `-c listen_addresses='' -c unix_socket_directories=${socket} -c fsync=off`, '-w', 'start')
   await start()
+  let paused: number[] = []
   return {
     url: `postgres://postgres@localhost/postgres?host=${socket}`,
     stop: () => ctl('-m', 'fast', '-w', 'stop'),
     start,
+    pause() {
+      paused = clusterProcesses(data)
+      for (const pid of paused) process.kill(pid, 'SIGSTOP')
+    },
+    resume() {
+      for (const pid of paused) process.kill(pid, 'SIGCONT')
+      paused = []
+    },
     async remove() {
+      for (const pid of paused) process.kill(pid, 'SIGCONT')
       await ctl('-m', 'immediate', '-w', 'stop').catch(() => {})
       rmSync(dir, { recursive: true, force: true })
     },
