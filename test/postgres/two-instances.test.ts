@@ -36,15 +36,31 @@ suite('two instances on one database, behind Caddy', () => {
   const both = () => [a.url, b.url]
 
   /**
-   * Makes `change` through the balancer, then asks `after` through it: round robin sends it to
-   * the other instance, which must already honour the change (checked, not assumed).
+   * Makes `change` through the balancer on B, then asks `after` through it: round robin sends it
+   * to A, which must honour the change before it answers. A's notifications are held meanwhile:
+   * it learns of B's write only by the refresh each request makes (NOTIFY is its own test below).
    */
   async function onOneThenOther(change: () => Promise<Answer>, after: () => Promise<Answer>) {
-    const changed = await change()
-    const next = await after()
-    expect(upstreamOf(changed)).not.toBe('')
-    expect(upstreamOf(next)).not.toBe(upstreamOf(changed))
+    const [hostA, hostB] = [new URL(a.url).host, new URL(b.url).host]
+    // Round robin: once A has answered, the next request goes to B.
+    for (let i = 0; i < 2; i++) if (upstreamOf(await lbProbe()) === hostA) break
+    const store = a.deps.store as unknown as { notified: (payload: string) => void }
+    const notified = store.notified
+    store.notified = () => {}
+    let changed: Answer
+    let next: Answer
+    try {
+      changed = await change()
+      next = await after()
+    } finally {
+      store.notified = notified
+    }
+    expect([upstreamOf(changed), upstreamOf(next)]).toEqual([hostB, hostA])
     return { changed, next }
+  }
+  const lbProbe = async (): Promise<Answer> => {
+    const response = await fetch(`${lb.url}/healthz`)
+    return { status: response.status, body: await response.text(), text: '', headers: response.headers }
   }
 
   async function userThroughBalancer() {
