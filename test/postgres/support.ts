@@ -1,24 +1,17 @@
-// Two-instance tests (issue 34): skipped with a printed reason without a PostgreSQL cluster
-// (SVC_TEST_POSTGRES) or caddy, failed instead under CI=true (scripts/test.sh provides both).
-import { describe } from 'bun:test'
+// Helpers of the two-instance tests (issue 34).
 import { Client, sessionCookie, PASSWORD, type Answer } from '../support/client'
-import { caddyPath, UPSTREAM_HEADER } from '../support/caddy'
+import { UPSTREAM_HEADER } from '../support/caddy'
 import { clusterMissing } from '../support/pg-cluster'
-import { TEST_POSTGRES } from '../support/postgres'
+import { missingPostgres } from '../support/postgres'
+import { describeNeeding, missingCommand } from '../support/requirements'
 
-const CI = process.env.CI === 'true'
-
-/** `describe`, or `describe.skip` with the reason printed when what it needs is missing (never under CI). */
-export function describeOnPostgres(needs: { caddy?: boolean; ownCluster?: boolean } = {}): typeof describe | typeof describe.skip {
-  const missing = [
-    !TEST_POSTGRES && 'SVC_TEST_POSTGRES is not set (no PostgreSQL cluster)',
-    needs.caddy && !caddyPath() && 'caddy is not installed',
-    needs.ownCluster && clusterMissing(),
-  ].filter(Boolean) as string[]
-  if (missing.length === 0) return describe
-  if (CI) throw new Error(`under CI=true nothing skips: ${missing.join('; ')}`)
-  console.log(`skipped: ${missing.join('; ')}`)
-  return describe.skip
+/**
+ * `describe` when what the tests need is here; else skipped saying why, or failing under CI=true
+ * (describeNeeding): the shared cluster (SVC_TEST_POSTGRES), caddy, a cluster of their own.
+ */
+export function describeOnPostgres(needs: { caddy?: boolean; ownCluster?: boolean } = {}): (name: string, body: () => void) => void {
+  const missing = [missingPostgres, needs.caddy ? missingCommand('caddy') : null, needs.ownCluster ? clusterMissing() : null].filter(Boolean)
+  return describeNeeding(missing.length ? missing.join('; ') : null)
 }
 
 /** The same credentials against another origin (another instance, or the balancer). */

@@ -10,7 +10,7 @@ import { removeDir, tempDir } from './server'
 
 export const UPSTREAM_HEADER = 'x-svc-upstream'
 
-export function caddyPath(): string | null {
+function caddyPath(): string | null {
   return Bun.which('caddy', { PATH: `${process.env.PATH}:/usr/sbin:/sbin` })
 }
 
