@@ -96,7 +96,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   421: 'The Host header names neither this vault nor a loopback name (MISDIRECTED_REQUEST)',
   429: 'Too many attempts (TOO_MANY_ATTEMPTS)',
   502: 'The AI model failed (AI_EXTRACTION_FAILED)',
-  503: 'The AI model is unavailable (AI_UNAVAILABLE)',
+  503: 'Unavailable for now: the database is away (STORE_UNAVAILABLE, PostgreSQL store; try again shortly), or the AI model is (AI_UNAVAILABLE)',
 }
 
 // One schema per status, shared by every route: building them per route was most of the
@@ -115,17 +115,17 @@ function errorBodyFor(status: number): typeof ErrorBody {
 
 /**
  * The error answers of a guarded route, each the `Error` component: `...errorResponses(400, 404, 409)`.
- * 401 and 403 (every guarded route can answer them), 421 (the Host check runs before routing) and
- * 500 come with it. A route with a body
+ * 401 and 403 (every guarded route can answer them), 421 (the Host check runs before routing),
+ * 500, and 503 (every request reads the store, whose database may be away) come with it. A route with a body
  * lists 400 and 413 (the body parser's INVALID_JSON and PAYLOAD_TOO_LARGE).
  */
 export function errorResponses<S extends number>(...statuses: S[]) {
-  return errorMap([...statuses, 401, 403, 421, 500] as (S | 401 | 403 | 421 | 500)[])
+  return errorMap([...statuses, 401, 403, 421, 500, 503] as (S | 401 | 403 | 421 | 500 | 503)[])
 }
 
-/** The error answers of a public route (no 401/403 unless listed; 421 and 500 always): `...publicErrorResponses(400, 413, 429)`. */
+/** The error answers of a public route (no 401/403 unless listed; 421, 500 and 503 always): `...publicErrorResponses(400, 413, 429)`. */
 export function publicErrorResponses<S extends number>(...statuses: S[]) {
-  return errorMap([...statuses, 421, 500] as (S | 421 | 500)[])
+  return errorMap([...statuses, 421, 500, 503] as (S | 421 | 500 | 503)[])
 }
 
 function errorMap<S extends number>(statuses: S[]) {

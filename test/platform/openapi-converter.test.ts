@@ -55,7 +55,7 @@ test('operations: components by $ref, headers, implied 400 and 413, several medi
   const create = doc.paths['/api/widgets'].post as any
   expect(create.responses['201'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/ConverterTestWidget' })
   expect(create.responses['201'].headers.ETag.description).toBe('Version')
-  expect(Object.keys(create.responses).sort()).toEqual(['201', '400', '401', '403', '409', '413', '421', '500'])
+  expect(Object.keys(create.responses).sort()).toEqual(['201', '400', '401', '403', '409', '413', '421', '500', '503'])
   expect(create.security).toEqual([])
   const exported = doc.paths['/api/widgets/{id}/export'].get as any
   expect(exported.operationId).toBe('getApiWidgetsIdExport')
