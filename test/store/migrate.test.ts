@@ -3,8 +3,8 @@
 // subcommands on a fixture folder with history, trash, 2FA tokens, a shared vault and audit logs.
 // Every document is compared record by record with the source (read here, not by the command's
 // own check); a server on the copy reads every secret; audit-verify passes on a copied folder.
-// Needs PostgreSQL (SVC_TEST_POSTGRES): skipped with a reason without it, an error under CI=true.
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+// Needs PostgreSQL (SVC_TEST_POSTGRES): skipped with a reason without it, a failure under CI=true (describeNeeding).
+import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { cpSync, existsSync, readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Database } from '../../src/store/postgres/database'
@@ -13,14 +13,10 @@ import { readLoggedDocumentSync } from '../../src/store/document'
 import { ACCOUNTS_LISTS, VAULT_LISTS } from '../../src/store/records'
 import { Client, PASSWORD, signUp } from '../support/client'
 import { enableTwoFactor, oathtool, post } from '../account/support'
-import { freshDatabase, TEST_POSTGRES } from '../support/postgres'
+import { freshDatabase, missingPostgres } from '../support/postgres'
+import { describeNeeding } from '../support/requirements'
 import { removeDir, ROOT, spawnServer, tempDir, TEST_MASTER_KEY } from '../support/server'
 import { createVault, seed } from '../vaults/support'
-
-if (!TEST_POSTGRES) {
-  if (process.env.CI === 'true') throw new Error('CI=true: test/store/migrate.test.ts needs PostgreSQL (SVC_TEST_POSTGRES)')
-  console.log('skipped test/store/migrate.test.ts: SVC_TEST_POSTGRES is not set (scripts/test.sh starts a cluster)')
-}
 
 const NEW_KEY = Buffer.alloc(32, 9).toString('base64')
 const dirs: string[] = []
@@ -152,7 +148,7 @@ async function migratedDatabase(): Promise<{ url: string; folder: string }> {
   return { url, folder }
 }
 
-describe.skipIf(!TEST_POSTGRES)('moving between the file store and PostgreSQL', () => {
+describeNeeding(missingPostgres)('moving between the file store and PostgreSQL', () => {
   beforeAll(async () => {
     // The fixture is written by a server on the file store, whatever store the suite runs on.
     const server = await spawnServer({ env: { SVC_DATABASE_URL: undefined } })
