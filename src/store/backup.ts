@@ -154,8 +154,8 @@ export function createBackup(dataDir: string, options: { includeMasterKey?: bool
     const files: BackupFile[] = []
     const vaultsDir = join(dataDir, VAULTS_DIR)
     const names = existsSync(vaultsDir) ? readdirSync(vaultsDir).filter((name) => VAULT_FILE.test(name) && !isTempFile(name)) : []
-    // One step per vault, one for the server's audit log and one for the accounts.
-    options.progress?.setTotal(names.length + 2)
+    // A backup counts the documents it reads: each vault (with its audit log), then the accounts.
+    options.progress?.setTotal(names.length + 1)
     for (const name of names.sort()) {
       const path = `${VAULTS_DIR}/${name}`
       files.push(...withAuditLog(dataDir, path, `${VAULTS_DIR}/${name.slice(0, -'.json'.length)}.audit.log`))
@@ -174,7 +174,7 @@ export function createBackup(dataDir: string, options: { includeMasterKey?: bool
     const owned = files.filter((file) => !file.path.startsWith(`${VAULTS_DIR}/`) || owners.has(ownerOf(file.path)))
     files.length = 0
     files.push(...owned, backupEntry(ACCOUNTS_FILE, accounts))
-    options.progress?.advance(2)
+    options.progress?.advance()
     const includeMasterKey = options.includeMasterKey === true
     if (includeMasterKey) {
       const keyPath = join(dataDir, MASTER_KEY_FILE)

@@ -96,7 +96,6 @@ export async function createDatabaseBackup(url: string, options: DatabaseBackupO
     }
     files.push(backupEntry(ACCOUNTS_FILE, documents.accounts))
     if (options.masterKeyFile) files.unshift(backupEntry('master.key', options.masterKeyFile))
-    options.progress?.advance()
     return {
       format: BACKUP_FORMAT,
       version: BACKUP_VERSION,
@@ -120,7 +119,8 @@ async function readDocuments(db: Database, progress?: ProgressSink): Promise<{ a
         const accounts = await loadDocumentIn(tx, ACCOUNTS_ID, ACCOUNTS_LISTS)
         if (!accounts || accounts.deleted) throw new BackupError('the database holds no svc-vault data (no accounts document)')
         const loaded = await loadAllDocumentsIn(tx, 'vault', VAULT_LISTS)
-        progress?.setTotal(loaded.size + 2)
+        // The documents, as a folder's backup counts them: each vault, then the accounts.
+        progress?.setTotal(loaded.size + 1)
         const vaults: { id: string; text: Buffer }[] = []
         for (const [id, document] of loaded) {
           vaults.push({ id, text: Buffer.from(JSON.stringify(document.data)) })
