@@ -38,7 +38,7 @@ import { KEY_CHECK_REKEYING, KEY_CHECK_ROTATING, Keyring, MasterKeyMismatchError
 import { generateMasterKeyBase64, MASTER_KEY_FILE, readMasterKeyFile, replaceMasterKeyFile, writeMasterKeyFile } from '../crypto/master-key'
 import type { StoredDocument } from '../store/data-store'
 import { StoreUnavailableError } from '../store/errors'
-import { assertAlone } from '../store/postgres/bundle'
+import { assertAlone, TOOL_CONNECT_TIMEOUT_MS } from '../store/postgres/bundle'
 import { PgStore } from '../store/postgres/store'
 import { SchemaTooNewError } from '../store/postgres/migrations'
 import { Progress } from './progress'
@@ -175,7 +175,7 @@ export async function rotateMasterKey(env: Record<string, string | undefined> = 
   // Locks the data folder for the whole run: a running server makes this refuse (DataDirLockedError).
   // A database has no lock: one connection of ours, and no other session (a running instance) allowed.
   const store = onDatabase
-    ? await PgStore.open(config.databaseUrl!, { createKeyCheck, readOnly: true, max: 1, timeoutMs: 10 * 60_000 })
+    ? await PgStore.open(config.databaseUrl!, { createKeyCheck, readOnly: true, max: 1, timeoutMs: 10 * 60_000, connectTimeoutMs: TOOL_CONNECT_TIMEOUT_MS })
     : await Store.open(config.dataDir, { createKeyCheck })
   const where = onDatabase ? 'the database' : config.dataDir
   try {

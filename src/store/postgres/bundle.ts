@@ -24,13 +24,15 @@ const INSERT_BATCH_BYTES = 4 * 1024 * 1024
 
 /** An operator command's bound on one statement or transaction (a copy of many vaults is one). */
 const TOOL_TIMEOUT_MS = 60 * 60 * 1000
+/** A database that does not answer is reported within this, not after the bound above. */
+export const TOOL_CONNECT_TIMEOUT_MS = 10_000
 
 /**
  * A connection for an operator command: one connection (so that `otherSessions` counts only
  * others), no listening, a bound long enough for a whole copy.
  */
 export function toolDatabase(url: string): Database {
-  return new Database(url, { max: 1, timeoutMs: TOOL_TIMEOUT_MS })
+  return new Database(url, { max: 1, timeoutMs: TOOL_TIMEOUT_MS, connectTimeoutMs: TOOL_CONNECT_TIMEOUT_MS })
 }
 
 /** How many other sessions use this database (running instances hold at least one each). */

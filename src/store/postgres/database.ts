@@ -25,6 +25,8 @@ export interface DatabaseOptions {
   max?: number
   /** A slow query's bound; default QUERY_TIMEOUT_MS. */
   timeoutMs?: number
+  /** How long a connection attempt may take; default the query bound (operator commands: shorter than their long one). */
+  connectTimeoutMs?: number
 }
 
 /** PostgreSQL's error code of a thrown query error (SQLSTATE), if it is one. */
@@ -55,7 +57,7 @@ export class Database {
     this.sql = new SQL(url, {
       max: options.max ?? 10,
       // Seconds: a connection attempt to a stopped or unreachable server gives up within the bound.
-      connectionTimeout: Math.max(1, Math.ceil(this.timeoutMs / 1000)),
+      connectionTimeout: Math.max(1, Math.ceil((options.connectTimeoutMs ?? this.timeoutMs) / 1000)),
       idleTimeout: 60,
       onclose: () => {
         if (!this.closed) this.reachable = false
