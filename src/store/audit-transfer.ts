@@ -24,7 +24,8 @@ const VAULT_AUDIT_LOG = /^[0-9a-f-]{36}\.audit\.log$/
 /** The paths (bundle form) of every audit file in a home, the server's first. */
 function auditPaths(home: AuditHome): string[] {
   const paths: string[] = []
-  for (const name of [SERVER_AUDIT_LOG, SERVER_AUDIT_ANCHOR]) if (existsSync(join(home.dataDir, name))) paths.push(name)
+  // The anchor before its log.
+  for (const name of [SERVER_AUDIT_ANCHOR, SERVER_AUDIT_LOG]) if (existsSync(join(home.dataDir, name))) paths.push(name)
   const vaults = join(home.dataDir, VAULTS_DIR)
   if (existsSync(vaults)) {
     for (const name of readdirSync(vaults).sort()) if (VAULT_AUDIT_LOG.test(name)) paths.push(`${VAULTS_DIR}/${name}`)
@@ -32,13 +33,31 @@ function auditPaths(home: AuditHome): string[] {
   return paths
 }
 
-/** Every audit log (and the server log's anchor) of a home, as bundle files. */
+/** Where the server log's chain starts, as its anchor file says (start and checkpoint). */
+function serverStart(home: AuditHome): string {
+  const path = join(home.dataDir, SERVER_AUDIT_ANCHOR)
+  if (!existsSync(path)) return 'null'
+  const anchor = JSON.parse(readFileSync(path, 'utf8')) as { start?: unknown; checkpoint?: unknown }
+  return JSON.stringify({ start: anchor.start, checkpoint: anchor.checkpoint })
+}
+
+/**
+ * Every audit log (and the server log's anchor) of a home, as bundle files. Each anchor is read
+ * before its log (its head is then a line of the log read); the server's anchor is read again
+ * after, and all read again should a compaction have moved where its chain starts. (A vault's
+ * anchor is in its document, which the caller reads before and checks after.)
+ */
 export function readAuditLogsOf(home: AuditHome): BackupFile[] {
-  return auditPaths(home).map((path) => {
-    const full = join(home.dataDir, path)
-    // A log's whole lines only (a line being written is not one yet); the anchor as it is.
-    return backupEntry(path, path === SERVER_AUDIT_ANCHOR ? readFileSync(full) : readAuditBytes(full))
-  })
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const before = serverStart(home)
+    const files = auditPaths(home).map((path) => {
+      const full = join(home.dataDir, path)
+      // A log's whole lines only (a line being written is not one yet); the anchor as it is.
+      return backupEntry(path, path === SERVER_AUDIT_ANCHOR ? readFileSync(full) : readAuditBytes(full))
+    })
+    if (serverStart(home) === before) return files
+  }
+  throw new BackupError(`the server audit log's anchor in ${home.dataDir} kept changing while it was read; try again`)
 }
 
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex')

@@ -14,7 +14,7 @@ import { BACKUP_FORMAT, BACKUP_VERSION, backupEntry, BackupError, ownerOf, owner
 import { ACCOUNTS_LISTS, VAULT_LISTS } from '../records'
 import { ACCOUNTS_FILE, VAULTS_DIR } from '../store'
 import { Database, type Sql } from './database'
-import { loadAllDocumentsIn, loadDocumentIn } from './document'
+import { loadAllDocumentsIn, loadDocument, loadDocumentIn } from './document'
 import { migrate, SCHEMA_VERSION } from './migrations'
 import { ACCOUNTS_ID } from './store'
 
@@ -87,13 +87,20 @@ export interface DatabaseBackupOptions {
 export async function createDatabaseBackup(url: string, options: DatabaseBackupOptions): Promise<BackupBundle> {
   const db = toolDatabase(url)
   try {
-    const documents = await readDocuments(db, options.progress)
+    let documents = await readDocuments(db, options.progress)
+    // Audit logs after the documents: their anchors' heads are lines of the logs read (backup.ts).
+    let logs = readAuditLogsOf(options.audit)
+    // A compaction between the two reads moves where a chain starts: read both again.
+    for (let attempt = 0; (await movedAnchors(db, documents.vaults, logs)) > 0; attempt++) {
+      if (attempt >= 5) throw new BackupError("the audit chains' anchors kept changing while they were read; try again")
+      documents = await readDocuments(db)
+      logs = readAuditLogsOf(options.audit)
+    }
     const owners = ownersOf(documents.accounts)
     const files: BackupFile[] = []
     for (const { id, text } of documents.vaults) if (owners.has(id)) files.push(backupEntry(`${VAULTS_DIR}/${id}.json`, text))
     const owned = new Set(files.map((file) => file.path))
-    // Audit logs after the documents: their anchors' heads are lines of the logs read (backup.ts).
-    for (const log of readAuditLogsOf(options.audit)) {
+    for (const log of logs) {
       if (!log.path.startsWith(`${VAULTS_DIR}/`) || owned.has(`${VAULTS_DIR}/${ownerOf(log.path)}.json`)) files.push(log)
     }
     files.push(backupEntry(ACCOUNTS_FILE, documents.accounts))
@@ -110,8 +117,47 @@ export async function createDatabaseBackup(url: string, options: DatabaseBackupO
   }
 }
 
+interface ReadVault {
+  id: string
+  text: Buffer
+  version: number
+  /** Where its audit chain starts (start and checkpoint), as JSON. */
+  anchor: string
+}
+
+const anchorOf = (data: unknown) => {
+  const chain = (data as { auditChain?: { start?: unknown; checkpoint?: unknown } }).auditChain
+  return JSON.stringify(chain ? { start: chain.start, checkpoint: chain.checkpoint } : null)
+}
+
+/**
+ * How many vaults with an audit log read have had their chain's start moved since their document
+ * was read (a compaction rewrote the log meanwhile). Only vaults written since are read again.
+ */
+async function movedAnchors(db: Database, vaults: readonly ReadVault[], logs: readonly BackupFile[]): Promise<number> {
+  const withLog = new Set(logs.filter((log) => log.path.startsWith(`${VAULTS_DIR}/`)).map((log) => ownerOf(log.path)))
+  const read = vaults.filter((vault) => withLog.has(vault.id))
+  if (read.length === 0) return 0
+  const now = new Map<string, number>()
+  // In groups: a statement takes at most 65,535 parameters.
+  for (let start = 0; start < read.length; start += 10_000) {
+    const ids = read.slice(start, start + 10_000).map((vault) => vault.id)
+    const rows = await db.run(
+      (sql) => sql`SELECT document_id AS id, max(version) AS version FROM svc_changes WHERE document_id IN ${sql(ids)} GROUP BY document_id`,
+    )
+    for (const row of rows as { id: string; version: number | string }[]) now.set(row.id, Number(row.version))
+  }
+  let moved = 0
+  for (const vault of read) {
+    if (now.get(vault.id) === vault.version) continue
+    const loaded = await loadDocument(db, vault.id, VAULT_LISTS)
+    if (!loaded || loaded.deleted || anchorOf(loaded.data) !== vault.anchor) moved++
+  }
+  return moved
+}
+
 /** The accounts and every vault (deleted ones left out), read at one instant. */
-async function readDocuments(db: Database, progress?: ProgressSink): Promise<{ accounts: Buffer; vaults: { id: string; text: Buffer }[] }> {
+async function readDocuments(db: Database, progress?: ProgressSink): Promise<{ accounts: Buffer; vaults: ReadVault[] }> {
   for (let attempt = 0; attempt < 5; attempt++) {
     const read = await db.run((sql) =>
       sql.begin('isolation level repeatable read read only', async (tx) => {
@@ -123,9 +169,9 @@ async function readDocuments(db: Database, progress?: ProgressSink): Promise<{ a
         const loaded = await loadAllDocumentsIn(tx, 'vault', VAULT_LISTS)
         // The documents, as a folder's backup counts them: each vault, then the accounts.
         progress?.setTotal(loaded.size + 1)
-        const vaults: { id: string; text: Buffer }[] = []
+        const vaults: ReadVault[] = []
         for (const [id, document] of loaded) {
-          vaults.push({ id, text: Buffer.from(JSON.stringify(document.data)) })
+          vaults.push({ id, text: Buffer.from(JSON.stringify(document.data)), version: document.version, anchor: anchorOf(document.data) })
           progress?.advance()
         }
         return { accounts: Buffer.from(JSON.stringify(accounts.data)), vaults, keyCheck: (accounts.data as { keyCheck?: string }).keyCheck }
