@@ -13,6 +13,7 @@ import { spawnSync } from 'node:child_process'
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
+import { clusterMissing, ownCluster, type Cluster } from '../test/support/pg-cluster'
 
 export interface Mutant {
   name: string
@@ -23,6 +24,11 @@ export interface Mutant {
   replace: string
   /** The test file that names the guarantee. */
   test: string
+  /**
+   * Its test runs on PostgreSQL: SVC_TEST_POSTGRES (the cluster's URL) is passed through to it;
+   * when it is not set, the script starts a throwaway cluster of its own for the run.
+   */
+  postgres?: true
 }
 
 export const MUTANTS: Mutant[] = [
@@ -254,6 +260,25 @@ export const MUTANTS: Mutant[] = [
     replace: 'if (record && (record.valueVersion ?? 1) < item.valueVersion)',
     test: 'test/vaults/removal.test.ts',
   },
+  {
+    name: 'pg-update-without-version-check',
+    guarantee:
+      'no lost updates across instances: a commit whose version another instance wrote first is made again on the new data, never written over it (PostgreSQL store)',
+    file: 'src/store/postgres/document.ts',
+    search: 'VALUES (${id}, ${version}, ${json}) RETURNING version)',
+    replace: 'VALUES (${id}, ${version}, ${json}) ON CONFLICT (document_id, version) DO UPDATE SET changes = EXCLUDED.changes RETURNING version)',
+    test: 'test/postgres/two-instances.test.ts',
+    postgres: true,
+  },
+  {
+    name: 'pg-revocation-not-notified',
+    guarantee: 'a revocation on one instance reaches the others by NOTIFY at its commit, without a request of theirs (PostgreSQL store)',
+    file: 'src/store/postgres/document.ts',
+    search: 'SELECT pg_notify(${CHANNEL}, ${notice}) FROM written',
+    replace: 'SELECT version FROM written',
+    test: 'test/postgres/two-instances.test.ts',
+    postgres: true,
+  },
 ]
 
 const ROOT = join(import.meta.dir, '..')
@@ -288,15 +313,18 @@ function occurrences(text: string, search: string): number {
   return count
 }
 
-function runTest(dir: string, test: string) {
+/** The PostgreSQL cluster's URL for the tests that need one (SVC_TEST_POSTGRES, or a throwaway one). */
+let postgresUrl: string | undefined
+
+function runTest(dir: string, test: string, postgres = false) {
   // CI=true: a test that cannot run here fails instead of skipping, so a skip never counts as a kill
   // (the unbroken run below must pass first).
-  return run(['bun', 'test', '--timeout', '60000', test], dir, { CI: 'true' })
+  return run(['bun', 'test', '--timeout', '60000', test], dir, { CI: 'true', ...(postgres && postgresUrl ? { SVC_TEST_POSTGRES: postgresUrl } : {}) })
 }
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`
 
-function main(): number {
+async function main(): Promise<number> {
   const words = process.argv.slice(2)
   const chosen = words.length ? MUTANTS.filter((m) => words.some((w) => m.name.includes(w))) : MUTANTS
   if (chosen.length === 0) {
@@ -312,12 +340,29 @@ function main(): number {
   }
   if (stale.length) return 1
 
+  let cluster: Cluster | undefined
+  if (chosen.some((m) => m.postgres)) {
+    postgresUrl = process.env.SVC_TEST_POSTGRES?.trim() || undefined
+    if (!postgresUrl) {
+      const missing = clusterMissing()
+      if (missing) {
+        console.error(`the PostgreSQL mutants need SVC_TEST_POSTGRES or a cluster of their own: ${missing}`)
+        return 1
+      }
+      cluster = await ownCluster()
+      postgresUrl = cluster.url
+    }
+  }
   const dir = scratchCopy()
   try {
     // The unbroken code must pass each test file, or a failure would prove nothing.
     for (const test of [...new Set(chosen.map((m) => m.test))]) {
       const t0 = Date.now()
-      const clean = runTest(dir, test)
+      const clean = runTest(
+        dir,
+        test,
+        chosen.some((m) => m.test === test && m.postgres),
+      )
       if (clean.code !== 0) {
         console.error(`${test} fails on the unbroken code (${seconds(Date.now() - t0)}):\n${clean.output.slice(-4000)}`)
         return 1
@@ -330,7 +375,7 @@ function main(): number {
       const original = readFileSync(path, 'utf8')
       writeFileSync(path, original.replace(m.search, m.replace))
       const t0 = Date.now()
-      const result = runTest(dir, m.test)
+      const result = runTest(dir, m.test, m.postgres)
       writeFileSync(path, original)
       const killed = result.code !== 0
       console.log(`${killed ? 'caught  ' : 'SURVIVED'} ${m.name.padEnd(28)} ${m.test} (${seconds(Date.now() - t0)})`)
@@ -353,7 +398,8 @@ function main(): number {
     return 0
   } finally {
     rmSync(dir, { recursive: true, force: true })
+    await cluster?.remove()
   }
 }
 
-if (import.meta.main) process.exit(main())
+if (import.meta.main) process.exit(await main())

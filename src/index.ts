@@ -75,8 +75,10 @@ const USAGE = `usage: svc-vault                    start the server (configured 
        svc-vault healthcheck        exit 0 when the server on this machine is ready (GET /readyz)
        svc-vault backup <file> ...  the operator commands, as bun run backup, restore and
        svc-vault restore <file> ...   rotate-master-key run them from the sources (--help for each)
-       svc-vault rotate-master-key
-       svc-vault audit-verify ...   check the audit logs and their anchors (--help)`
+       svc-vault rotate-master-key [--rekey]
+       svc-vault audit-verify ...   check the audit logs and their anchors (--help)
+       svc-vault migrate --to postgres://…  copy the data folder into an empty database
+       svc-vault migrate --to-dir DIR       copy the database into a new data folder (--help)`
 
 const command = process.argv.slice(2)
 if (command.length === 0) {
@@ -94,12 +96,13 @@ if (command.length === 0) {
 } else if (command[0] === 'audit-verify') {
   process.argv.splice(2, 1)
   await import('./cli/audit-verify')
-} else if (command[0] === 'rotate-master-key' && command.length === 1) {
-  const { rotateMasterKey } = await import('./cli/rotate-master-key')
-  await rotateMasterKey().catch((error) => {
-    console.error(`svc-vault rotate-master-key: ${error?.message ?? error}`)
-    process.exit(1)
-  })
+} else if (command[0] === 'migrate') {
+  const { main: migrate } = await import('./cli/migrate')
+  process.exit(await migrate(command.slice(1)))
+} else if (command[0] === 'rotate-master-key') {
+  const { main: rotate } = await import('./cli/rotate-master-key')
+  const code = await rotate(command.slice(1))
+  if (code !== 0) process.exit(code)
 } else if ((command[0] === '--help' || command[0] === '-h') && command.length === 1) {
   console.log(USAGE)
 } else {

@@ -1,9 +1,15 @@
 // bun run backup <file> [--data-dir DIR] [--include-master-key]
-// Writes a consistent snapshot of the data folder, still sealed as stored, while the server runs.
+// Writes a consistent snapshot of the store, still sealed as stored, while the server runs: the
+// data folder, or with SVC_DATABASE_URL (or SVC_DATABASE_URL_FILE) the database, in one bundle
+// format (a database's backup restores into a folder and the other way round).
 import { resolve } from 'node:path'
+import { ConfigError, databaseUrlFromEnv, masterKeyFromEnv } from '../config'
 import { BackupError, createBackup, describeBundle, writeBackup } from '../store/backup'
+import { StoreUnavailableError } from '../store/errors'
+import { createDatabaseBackup } from '../store/postgres/bundle'
+import { Progress } from './progress'
 
-const USAGE = 'usage: bun run backup <file> [--data-dir DIR] [--include-master-key]'
+const USAGE = 'usage: bun run backup <file> [--data-dir DIR] [--include-master-key]   (with SVC_DATABASE_URL: a backup of the database)'
 
 function parseArgs(argv: string[]) {
   let file: string | undefined
@@ -25,9 +31,28 @@ function parseArgs(argv: string[]) {
 async function main() {
   const args = parseArgs(process.argv.slice(2))
   if (!args) return console.log(USAGE)
-  const bundle = createBackup(args.dataDir, { includeMasterKey: args.includeMasterKey })
-  await writeBackup(args.file, bundle)
-  console.log(`backup written to ${args.file}: ${describeBundle(bundle)} from ${args.dataDir}`)
+  const databaseUrl = databaseUrlFromEnv(process.env)
+  const progress = new Progress({ label: 'backup', total: 0 })
+  let bundle
+  try {
+    if (databaseUrl) {
+      // The key lives in SVC_MASTER_KEY(_FILE) with a database; in the bundle it takes master.key's form.
+      const key = args.includeMasterKey ? masterKeyFromEnv(process.env) : undefined
+      if (args.includeMasterKey && !key) throw new BackupError('--include-master-key: the master key is not given (SVC_MASTER_KEY or SVC_MASTER_KEY_FILE)')
+      bundle = await createDatabaseBackup(databaseUrl, {
+        // The database store's audit logs are in its SVC_DATA_DIR for now (src/store/audit-transfer.ts).
+        audit: { dataDir: args.dataDir },
+        masterKeyFile: key ? Buffer.from(`${Buffer.from(key).toString('base64')}\n`) : undefined,
+        progress,
+      })
+    } else bundle = createBackup(args.dataDir, { includeMasterKey: args.includeMasterKey, progress })
+    await writeBackup(args.file, bundle)
+  } catch (error) {
+    progress.abandon()
+    throw error
+  }
+  progress.finish()
+  console.log(`backup written to ${args.file}: ${describeBundle(bundle)} from ${databaseUrl ? 'the database' : args.dataDir}`)
   if (bundle.includesMasterKey) {
     console.log('warning: this backup holds the master key: anyone with the file can read every secret. Keep it apart and safe.')
   } else {
@@ -36,6 +61,7 @@ async function main() {
 }
 
 main().catch((error) => {
-  console.error(`svc-vault backup: ${error instanceof BackupError ? error.message : `failed: ${error?.message ?? error}`}`)
+  const known = error instanceof BackupError || error instanceof ConfigError || error instanceof StoreUnavailableError
+  console.error(`svc-vault backup: ${known ? error.message : `failed: ${error?.message ?? error}`}`)
   process.exit(1)
 })

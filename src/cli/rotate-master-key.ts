@@ -25,15 +25,27 @@
 // write as the new wrapped key: a vault is either all old (opens with the old master key) or all
 // new (opens with the new one), so a re-run finishes exactly the vaults left. The in-progress
 // marker says a re-key was under way, so a re-run continues it even without the flag.
+//
+// With SVC_DATABASE_URL (or SVC_DATABASE_URL_FILE) the same steps run on the database: the key
+// comes from SVC_MASTER_KEY(_FILE) and the new one from SVC_NEW_MASTER_KEY or is printed (no key
+// file), every instance must be stopped (another session on the database makes this refuse: it
+// has no lock file), each vault's re-key is one transaction, and a re-keyed vault's earlier
+// change rows are dropped (PgDocument.compact) as the file store folds its change log.
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { ConfigError, loadConfig, parseMasterKey } from '../config'
 import { KEY_CHECK_REKEYING, KEY_CHECK_ROTATING, Keyring, MasterKeyMismatchError, type SecretKind, type VaultRekey } from '../crypto/keyring'
 import { generateMasterKeyBase64, MASTER_KEY_FILE, readMasterKeyFile, replaceMasterKeyFile, writeMasterKeyFile } from '../crypto/master-key'
-import type { Document } from '../store/document'
+import type { StoredDocument } from '../store/data-store'
+import { StoreUnavailableError } from '../store/errors'
+import { assertAlone, TOOL_CONNECT_TIMEOUT_MS } from '../store/postgres/bundle'
+import { PgStore } from '../store/postgres/store'
+import { SchemaTooNewError } from '../store/postgres/migrations'
+import { Progress } from './progress'
 import { DataDirLockedError } from '../store/lock'
-import type { VaultDocument } from '../store/records'
+import type { AccountsDocument, VaultDocument } from '../store/records'
 import { ACCOUNTS_FILE, Store, UnsupportedFormatError } from '../store/store'
+import { BackupError } from '../store/backup'
 import { CorruptDocumentError } from '../store/document'
 
 export const STAGED_KEY_FILE = 'master.key.new'
@@ -60,12 +72,16 @@ async function keyCheckOpens(ring: Keyring, check: string): Promise<boolean> {
   }
 }
 
+/** A vault document of either store, with its way to keep only the current ciphertexts. */
+type VaultDoc = StoredDocument<VaultDocument> & ({ fold(): Promise<void> } | { compact(): Promise<void> })
+
 /**
- * Every sealed field of a vault moved to its new data key, in one atomic write with that key. A
- * field that did not open under the old data key (it answered 404 already) is left as it was.
- * Returns how many were left.
+ * Every sealed field of a vault moved to its new data key, in one atomic write with that key: the
+ * records, their earlier values (history), what is in the trash and the webhook secret. A field
+ * that did not open under the old data key (it answered 404 already) is left as it was. Returns
+ * how many were left.
  */
-async function rekeyVault(doc: Document<VaultDocument>, rekey: VaultRekey): Promise<number> {
+async function rekeyVault(doc: VaultDoc, userId: string, rekey: VaultRekey): Promise<number> {
   let unopened = 0
   const moved =
     <R extends { id: string }, F extends keyof R>(kind: SecretKind, field: F) =>
@@ -82,9 +98,60 @@ async function rekeyVault(doc: Document<VaultDocument>, rekey: VaultRekey): Prom
     write.entries.replaceMany(resealed(data.entries, moved('entry', 'encryptedValue')))
     write.twoFactor.replaceMany(resealed(data.twoFactor, moved('totp', 'encryptedSecret')))
     write.envFiles.replaceMany(resealed(data.envFiles, moved('envfile', 'encryptedContent')))
+    write.versions.replaceMany(
+      resealed(data.versions ?? [], (record) => {
+        const sealed = rekey.resealVersion(record.kind, record.recordId, record.version, record.encryptedValue)
+        if (sealed === null) unopened++
+        return sealed === null ? record : { ...record, encryptedValue: sealed }
+      }),
+    )
+    // A trashed record keeps its sealed value as it was (restore puts it back): sealed again too.
+    write.trash.replaceMany(
+      resealed(data.trash ?? [], (item) => {
+        const entries = item.entries.map(moved('entry', 'encryptedValue'))
+        const twoFactor = item.twoFactor.map(moved('totp', 'encryptedSecret'))
+        const envFiles = item.envFiles.map(moved('envfile', 'encryptedContent'))
+        const changed = [entries, twoFactor, envFiles].some((list, i) =>
+          list.some((record, j) => record !== [item.entries, item.twoFactor, item.envFiles][i][j]),
+        )
+        return changed ? { ...item, entries, twoFactor, envFiles } : item
+      }),
+    )
+    const webhook = data.notifications?.encryptedSecret
+    if (webhook) {
+      const sealed = rekey.reseal('webhook', userId, webhook)
+      if (sealed === null) unopened++
+      else write.set('notifications', { ...data.notifications!, encryptedSecret: sealed })
+    }
   })
-  // The file itself then holds only the new ciphertexts (not the old ones plus a change log).
-  await doc.fold()
+  // The file itself then holds only the new ciphertexts (not the old ones plus a change log); in
+  // the database, the snapshot without the earlier change rows.
+  if ('fold' in doc) await doc.fold()
+  else await doc.compact()
+  return unopened
+}
+
+/** A user's sign-in 2FA secret (enabled or pending) moved to the vault's new data key. */
+async function rekeyAccountSecret(accounts: StoredDocument<AccountsDocument>, userId: string, rekey: VaultRekey): Promise<number> {
+  const user = accounts.data.users.find((u) => u.id === userId)
+  if (!user || (!user.twoFactor && !user.twoFactorPending)) return 0
+  let unopened = 0
+  const move = (sealed: string) => {
+    const next = rekey.reseal('account-totp', userId, sealed)
+    if (next === null) unopened++
+    return next ?? sealed
+  }
+  await accounts.update((data, write) => {
+    const current = data.users.find((u) => u.id === userId)
+    if (!current) return
+    write.users.replace({
+      ...current,
+      ...(current.twoFactor ? { twoFactor: { ...current.twoFactor, encryptedSecret: move(current.twoFactor.encryptedSecret) } } : {}),
+      ...(current.twoFactorPending
+        ? { twoFactorPending: { ...current.twoFactorPending, encryptedSecret: move(current.twoFactorPending.encryptedSecret) } }
+        : {}),
+    })
+  })
   return unopened
 }
 
@@ -97,17 +164,22 @@ export async function rotateMasterKey(env: Record<string, string | undefined> = 
   const config = loadConfig(env)
   const keyPath = join(config.dataDir, MASTER_KEY_FILE)
   const stagedPath = join(config.dataDir, STAGED_KEY_FILE)
-  if (!existsSync(join(config.dataDir, ACCOUNTS_FILE))) {
+  const onDatabase = config.databaseUrl !== undefined
+  if (!onDatabase && !existsSync(join(config.dataDir, ACCOUNTS_FILE))) {
     throw new RotationError(`no svc-vault data in ${config.dataDir} (set SVC_DATA_DIR): nothing to rotate`)
   }
 
+  const createKeyCheck = () => {
+    throw new RotationError(onDatabase ? 'the database holds no svc-vault data (no accounts document): nothing to rotate' : 'accounts document missing')
+  }
   // Locks the data folder for the whole run: a running server makes this refuse (DataDirLockedError).
-  const store = await Store.open(config.dataDir, {
-    createKeyCheck: () => {
-      throw new RotationError('accounts document missing')
-    },
-  })
+  // A database has no lock: one connection of ours, and no other session (a running instance) allowed.
+  const store = onDatabase
+    ? await PgStore.open(config.databaseUrl!, { createKeyCheck, readOnly: true, max: 1, timeoutMs: 10 * 60_000, connectTimeoutMs: TOOL_CONNECT_TIMEOUT_MS })
+    : await Store.open(config.dataDir, { createKeyCheck })
+  const where = onDatabase ? 'the database' : config.dataDir
   try {
+    if (store instanceof PgStore) await assertAlone(store.db, 'rotating the master key')
     const keyInFile = config.masterKey === undefined
     // Where the operator keeps the key when it is not <data>/master.key.
     const keyFile = env.SVC_MASTER_KEY_FILE?.trim()
@@ -141,9 +213,11 @@ export async function rotateMasterKey(env: Record<string, string | undefined> = 
     if (rekey && !options.rekey) say('svc-vault: an interrupted --rekey is under way; finishing it as a re-key')
     const resuming = check === KEY_CHECK_ROTATING || check === KEY_CHECK_REKEYING || (await keyCheckOpens(newRing, check))
     if (!resuming && !(await keyCheckOpens(oldRing, check))) {
-      throw new MasterKeyMismatchError('the current master key does not match the data in the data folder; nothing was changed')
+      throw new MasterKeyMismatchError(
+        `the current master key does not match the data in ${onDatabase ? 'the database' : 'the data folder'}; nothing was changed`,
+      )
     }
-    const vaults: { doc: Document<VaultDocument>; userId: string; rewrapped: string | null }[] = []
+    const vaults: { doc: VaultDoc; userId: string; rewrapped: string | null }[] = []
     const unopened: string[] = []
     for (const userId of await store.vaultIds()) {
       const doc = await store.vault(userId, () => {
@@ -165,8 +239,8 @@ export async function rotateMasterKey(env: Record<string, string | undefined> = 
     const todo = vaults.filter((v) => v.rewrapped !== null).length
     say(
       rekey
-        ? `svc-vault: rotating the master key of ${config.dataDir} with new data keys: ${vaults.length} vault(s), ${todo} to re-key`
-        : `svc-vault: rotating the master key of ${config.dataDir}: ${vaults.length} vault(s), ${todo} to re-wrap`,
+        ? `svc-vault: rotating the master key of ${where} with new data keys: ${vaults.length} vault(s), ${todo} to re-key`
+        : `svc-vault: rotating the master key of ${where}: ${vaults.length} vault(s), ${todo} to re-wrap`,
     )
 
     // 1. The new key is durable (or in the operator's hands) before any data needs it.
@@ -185,16 +259,32 @@ export async function rotateMasterKey(env: Record<string, string | undefined> = 
       write.set('auditKeys', oldRing.rewrapAuditKeys(data.auditKeys ?? [], newRing))
     })
 
-    // 3. One atomic write per vault.
+    // 3. One atomic write per vault. The progress counts sealed records (a re-key seals each again).
     let unreadable = 0
-    for (const vault of vaults) {
-      if (vault.rewrapped === null) continue
-      if (rekey) {
-        unreadable += await rekeyVault(vault.doc, oldRing.rekeyVault(vault.userId, vault.doc.data.dataKey, newRing))
-        continue
+    const sealed = (data: VaultDocument) => (rekey ? data.entries.length + data.twoFactor.length + data.envFiles.length : 0) + 1
+    const progress = new Progress({
+      label: rekey ? 'rekey' : 'rotate',
+      total: vaults.reduce((sum, v) => sum + (v.rewrapped === null ? 0 : sealed(v.doc.data)), 0),
+      log: say,
+    })
+    try {
+      for (const vault of vaults) {
+        if (vault.rewrapped === null) continue
+        const count = sealed(vault.doc.data)
+        if (rekey) {
+          const moved = oldRing.rekeyVault(vault.userId, vault.doc.data.dataKey, newRing)
+          unreadable += await rekeyVault(vault.doc, vault.userId, moved)
+          // The user's sign-in 2FA secret is sealed by the vault's data key too, and kept in the
+          // accounts: sealed again right after (a crash in between leaves it to set up again).
+          unreadable += await rekeyAccountSecret(store.accounts, vault.userId, moved)
+        } else await vault.doc.update((_, write) => write.set('dataKey', vault.rewrapped!))
+        progress.advance(count)
       }
-      await vault.doc.update((_, write) => write.set('dataKey', vault.rewrapped!))
+    } catch (error) {
+      progress.abandon()
+      throw error
     }
+    progress.finish(`${todo} vault(s) ${rekey ? 're-keyed' : 're-wrapped'}`)
 
     // 4. The key file, in one rename.
     if (keyInFile) replaceMasterKeyFile(stagedPath, keyPath)
@@ -204,7 +294,7 @@ export async function rotateMasterKey(env: Record<string, string | undefined> = 
 
     if (rekey) {
       say('svc-vault: done; every vault has a new data key, wrapped by the new master key, and every record is sealed again under it.')
-      say('The old master key, and copies of the data folder made before now, open nothing written from now on.')
+      say(`The old master key, and copies of ${onDatabase ? 'the database' : 'the data folder'} made before now, open nothing written from now on.`)
       if (unreadable > 0) say(`${unreadable} record(s) that did not open before (their reveal answered 404) were left as they were.`)
     } else say(`svc-vault: done; every data key is now wrapped by the new master key.`)
     if (keyInFile) {
@@ -219,21 +309,35 @@ export async function rotateMasterKey(env: Record<string, string | undefined> = 
   }
 }
 
-const EXPECTED = [ConfigError, RotationError, MasterKeyMismatchError, DataDirLockedError, CorruptDocumentError, UnsupportedFormatError]
+const EXPECTED = [
+  ConfigError,
+  RotationError,
+  MasterKeyMismatchError,
+  DataDirLockedError,
+  CorruptDocumentError,
+  UnsupportedFormatError,
+  StoreUnavailableError,
+  SchemaTooNewError,
+  BackupError,
+]
 
 /** The command line: `--rekey` or nothing. */
-function parseArguments(args: string[]): RotateOptions {
+export function parseArguments(args: string[]): RotateOptions {
   const unknown = args.filter((arg) => arg !== '--rekey')
   if (unknown.length > 0) throw new RotationError(`unknown argument ${unknown[0]} (usage: bun run rotate-master-key [--rekey])`)
   return { rekey: args.includes('--rekey') }
 }
 
-if (import.meta.main) {
-  Promise.resolve()
-    .then(() => rotateMasterKey(process.env, parseArguments(process.argv.slice(2))))
-    .catch((error) => {
-      const known = EXPECTED.some((type) => error instanceof type)
-      console.error(`svc-vault rotate-master-key: ${known ? '' : 'failed: '}${error?.message ?? error}`)
-      process.exit(1)
-    })
+/** Runs the command with its arguments; the exit code. */
+export async function main(args: string[]): Promise<number> {
+  try {
+    await rotateMasterKey(process.env, parseArguments(args))
+    return 0
+  } catch (error) {
+    const known = EXPECTED.some((type) => error instanceof type)
+    console.error(`svc-vault rotate-master-key: ${known ? '' : 'failed: '}${(error as Error)?.message ?? error}`)
+    return 1
+  }
 }
+
+if (import.meta.main) process.exit(await main(process.argv.slice(2)))

@@ -43,6 +43,8 @@ export interface VaultRekey {
   wrapped: string
   /** The field sealed again under the new data key; null when it did not open under the old one. */
   reseal(kind: SecretKind, recordId: string, sealed: string): string | null
+  /** The same for a kept earlier value (version history: its AAD names the version too). */
+  resealVersion(kind: SecretKind, recordId: string, version: number, sealed: string): string | null
 }
 
 /**
@@ -198,6 +200,11 @@ export class Keyring {
       wrapped: seal(newMaster.masterKey, newKey, dataKeyAad(userId)),
       reseal(kind, recordId, sealed) {
         const aad = fieldAad(userId, kind, recordId)
+        const plaintext = open(oldKey, sealed, aad)
+        return plaintext ? seal(newKey, plaintext, aad) : null
+      },
+      resealVersion(kind, recordId, version, sealed) {
+        const aad = versionAad(userId, kind, recordId, version)
         const plaintext = open(oldKey, sealed, aad)
         return plaintext ? seal(newKey, plaintext, aad) : null
       },

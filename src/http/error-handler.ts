@@ -69,9 +69,10 @@ export const errorBody = (error: string, code: string) => ({ error, code })
 export function errorHandler(log: Logger) {
   return new Elysia({ name: 'http.errors' }).error({ AppError }).onError({ as: 'global' }, ({ code, error: raised, set }) => {
     // Elysia wraps whatever a parser throws in ParseError: a body found too large while being
-    // read (chunked, no Content-Length) must still answer 413, not 400 INVALID_JSON.
+    // read (chunked, no Content-Length) must still answer 413, and the database found away by
+    // the guard that runs before the body (PostgreSQL store) 503, not 400 INVALID_JSON.
     const cause = code === 'PARSE' ? (raised as { cause?: unknown }).cause : undefined
-    const error = cause instanceof AppError ? cause : raised
+    const error = cause instanceof AppError || cause instanceof StoreUnavailableError || cause instanceof DeletedVaultError ? cause : raised
     // A handler may already have set a text type (export, extract); an error body is JSON.
     set.headers['content-type'] = 'application/json; charset=utf-8'
     delete set.headers['content-disposition']

@@ -96,7 +96,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   421: 'The Host header names neither this vault nor a loopback name (MISDIRECTED_REQUEST)',
   429: 'Too many attempts (TOO_MANY_ATTEMPTS)',
   502: 'The AI model failed (AI_EXTRACTION_FAILED)',
-  503: 'Unavailable for now: the database is away (STORE_UNAVAILABLE, PostgreSQL store; Retry-After) or the AI model is (AI_UNAVAILABLE)',
+  503: 'Unavailable for now: the database is away (STORE_UNAVAILABLE, PostgreSQL store; try again shortly), or the AI model is (AI_UNAVAILABLE)',
 }
 
 // One schema per status, shared by every route: building them per route was most of the
@@ -116,7 +116,7 @@ function errorBodyFor(status: number): typeof ErrorBody {
 /**
  * The error answers of a guarded route, each the `Error` component: `...errorResponses(400, 404, 409)`.
  * 401 and 403 (every guarded route can answer them), 421 (the Host check runs before routing),
- * 500 and 503 (STORE_UNAVAILABLE: the PostgreSQL store's database away) come with it. A route with a body
+ * 500, and 503 (every request reads the store, whose database may be away) come with it. A route with a body
  * lists 400 and 413 (the body parser's INVALID_JSON and PAYLOAD_TOO_LARGE).
  */
 export function errorResponses<S extends number>(...statuses: S[]) {

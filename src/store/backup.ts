@@ -34,6 +34,12 @@ export const BACKUP_VERSION = 1
 
 export class BackupError extends Error {}
 
+/** Told of a long run's progress (src/cli/progress.ts draws it): the store layer only counts. */
+export interface ProgressSink {
+  setTotal(total: number): void
+  advance(count?: number): void
+}
+
 export interface BackupFile {
   /** Relative to the data folder, with `/` separators. */
   path: string
@@ -54,7 +60,7 @@ export interface BackupBundle {
 const ALLOWED_PATH = /^(accounts\.json|master\.key|audit\.log|audit\.chain\.json|vaults\/[0-9a-f-]{36}\.(json|audit\.log))$/
 const VAULT_FILE = /^[0-9a-f-]{36}\.json$/
 /** The owner's id in a vault file's or a vault audit log's path. */
-const ownerOf = (path: string) => path.slice(VAULTS_DIR.length + 1, VAULTS_DIR.length + 1 + 36)
+export const ownerOf = (path: string) => path.slice(VAULTS_DIR.length + 1, VAULTS_DIR.length + 1 + 36)
 
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex')
 
@@ -88,12 +94,12 @@ function readDocument(dataDir: string, path: string): Buffer | null {
   return bytes
 }
 
-function entry(path: string, bytes: Buffer): BackupFile {
+export function backupEntry(path: string, bytes: Buffer): BackupFile {
   return { path, data: bytes.toString('base64'), sha256: sha256(bytes) }
 }
 
 /** Ids of the users and of the shared vaults in an accounts document: the owners of vault files. */
-function ownersOf(accounts: Buffer): Set<string> {
+export function ownersOf(accounts: Buffer): Set<string> {
   const parsed = JSON.parse(accounts.toString('utf8')) as { users?: { id?: unknown }[]; sharedVaults?: { id?: unknown }[] }
   const ids = (list: { id?: unknown }[] | undefined) => (Array.isArray(list) ? list : []).map((record) => String(record?.id))
   return new Set([...ids(parsed.users), ...ids(parsed.sharedVaults)])
@@ -127,19 +133,19 @@ function withAuditLog(dataDir: string, documentPath: string, logPath: string): B
     const before = documentIdentity(dataDir, documentPath)
     const document = readDocument(dataDir, documentPath)
     if (!document) return []
-    if (!existsSync(join(dataDir, logPath))) return [entry(documentPath, document)]
+    if (!existsSync(join(dataDir, logPath))) return [backupEntry(documentPath, document)]
     const log = readAuditBytes(join(dataDir, logPath))
     // Nothing written to the document since before it was read: its anchor is still the one read.
     // Otherwise the anchor is read again and compared.
     const unchanged = documentIdentity(dataDir, documentPath) === before
     if (!unchanged && anchorIn(documentPath, readDocument(dataDir, documentPath)) !== anchorIn(documentPath, document)) continue
-    return [entry(documentPath, document), entry(logPath, log)]
+    return [backupEntry(documentPath, document), backupEntry(logPath, log)]
   }
   throw new BackupError(`the audit chain's anchor of ${join(dataDir, documentPath)} kept changing while it was read; try again`)
 }
 
 /** A consistent snapshot of the data folder (see the top of this file). */
-export function createBackup(dataDir: string, options: { includeMasterKey?: boolean; now?: () => number } = {}): BackupBundle {
+export function createBackup(dataDir: string, options: { includeMasterKey?: boolean; now?: () => number; progress?: ProgressSink } = {}): BackupBundle {
   if (!existsSync(join(dataDir, ACCOUNTS_FILE))) {
     throw new BackupError(`${dataDir} holds no svc-vault data (no ${ACCOUNTS_FILE})`)
   }
@@ -148,9 +154,12 @@ export function createBackup(dataDir: string, options: { includeMasterKey?: bool
     const files: BackupFile[] = []
     const vaultsDir = join(dataDir, VAULTS_DIR)
     const names = existsSync(vaultsDir) ? readdirSync(vaultsDir).filter((name) => VAULT_FILE.test(name) && !isTempFile(name)) : []
+    // A backup counts the documents it reads: each vault (with its audit log), then the accounts.
+    options.progress?.setTotal(names.length + 1)
     for (const name of names.sort()) {
       const path = `${VAULTS_DIR}/${name}`
       files.push(...withAuditLog(dataDir, path, `${VAULTS_DIR}/${name.slice(0, -'.json'.length)}.audit.log`))
+      options.progress?.advance()
     }
     if (existsSync(join(dataDir, SERVER_AUDIT_ANCHOR))) files.push(...withAuditLog(dataDir, SERVER_AUDIT_ANCHOR, SERVER_AUDIT_LOG))
     const accounts = readDocument(dataDir, ACCOUNTS_FILE)
@@ -164,14 +173,15 @@ export function createBackup(dataDir: string, options: { includeMasterKey?: bool
     const owners = ownersOf(accounts)
     const owned = files.filter((file) => !file.path.startsWith(`${VAULTS_DIR}/`) || owners.has(ownerOf(file.path)))
     files.length = 0
-    files.push(...owned, entry(ACCOUNTS_FILE, accounts))
+    files.push(...owned, backupEntry(ACCOUNTS_FILE, accounts))
+    options.progress?.advance()
     const includeMasterKey = options.includeMasterKey === true
     if (includeMasterKey) {
       const keyPath = join(dataDir, MASTER_KEY_FILE)
       if (!existsSync(keyPath)) {
         throw new BackupError(`${keyPath} does not exist (the key comes from SVC_MASTER_KEY): back that key up yourself`)
       }
-      files.unshift(entry(MASTER_KEY_FILE, readFileSync(keyPath)))
+      files.unshift(backupEntry(MASTER_KEY_FILE, readFileSync(keyPath)))
     }
     return {
       format: BACKUP_FORMAT,
@@ -226,15 +236,18 @@ export function readBackup(path: string): BackupBundle {
   return bundle
 }
 
+/** How many files a restore writes at once. */
+const RESTORE_WRITERS = 16
+
 /** Names in a folder that make it "not empty" for a restore (a `.gitkeep` does not count). */
-function occupants(dir: string): string[] {
+export function occupants(dir: string): string[] {
   if (!existsSync(dir)) return []
   if (!statSync(dir).isDirectory()) throw new BackupError(`${dir} is not a folder`)
   return readdirSync(dir).filter((name) => name !== '.gitkeep')
 }
 
 /** Fills an empty data folder from a bundle; every file is written atomically, accounts.json last. */
-export async function restoreBackup(bundle: BackupBundle, dataDir: string): Promise<{ files: number; vaults: number }> {
+export async function restoreBackup(bundle: BackupBundle, dataDir: string, progress?: ProgressSink): Promise<{ files: number; vaults: number }> {
   const present = occupants(dataDir)
   if (present.length > 0) {
     throw new BackupError(`${dataDir} is not empty (${present.slice(0, 3).join(', ')}${present.length > 3 ? ', …' : ''}); restore only into an empty folder`)
@@ -245,9 +258,21 @@ export async function restoreBackup(bundle: BackupBundle, dataDir: string): Prom
   // accounts.json last, as the backup read it: a restore cut short has no accounts.json and is
   // plainly incomplete (empty the folder and restore again).
   const ordered = [...bundle.files].sort((a, b) => Number(a.path === ACCOUNTS_FILE) - Number(b.path === ACCOUNTS_FILE))
-  for (const file of ordered) {
+  progress?.setTotal(ordered.length)
+  const write = async (file: BackupFile) => {
     await writeFileAtomic(join(dataDir, file.path), Buffer.from(file.data, 'base64'), 0o600)
+    progress?.advance()
   }
+  // Several at a time (each waits for its fsync: one by one, a large folder takes minutes), the
+  // accounts alone once every other file is durable.
+  const rest = ordered.slice(0, -1)
+  let next = 0
+  await Promise.all(
+    Array.from({ length: Math.min(RESTORE_WRITERS, rest.length) }, async () => {
+      while (next < rest.length) await write(rest[next++])
+    }),
+  )
+  if (ordered.length > 0) await write(ordered[ordered.length - 1])
   return { files: ordered.length, vaults: bundleContents(bundle).vaults }
 }
 

@@ -136,6 +136,25 @@ describe('the executable (bun run build:server)', () => {
     }
   })
 
+  test('carries migrate and rotate-master-key --rekey (their usage; a running server makes the re-key refuse)', () => {
+    const help = Bun.spawnSync([executable, 'migrate', '--help'], { cwd: folder })
+    expect(help.exitCode).toBe(0)
+    expect(help.stdout.toString()).toContain('svc-vault migrate --to postgres://')
+    const noDatabase = Bun.spawnSync([executable, 'migrate', '--to-dir', join(folder, 'nowhere')], {
+      cwd: folder,
+      env: { SVC_MASTER_KEY_FILE: join(folder, 'master-key') },
+    })
+    expect(noDatabase.exitCode).toBe(1)
+    expect(noDatabase.stderr.toString()).toContain('--to-dir copies the database SVC_DATABASE_URL')
+    const rekey = Bun.spawnSync([executable, 'rotate-master-key', '--rekey'], {
+      cwd: folder,
+      env: { SVC_DATA_DIR: join(folder, 'data'), SVC_MASTER_KEY_FILE: join(folder, 'master-key') },
+    })
+    expect(rekey.exitCode).toBe(1)
+    // The file store: the folder's lock held by the server (on the database pass the folder holds no data).
+    expect(rekey.stderr.toString()).toMatch(/is using|no svc-vault data/)
+  })
+
   test('healthcheck answers 0 while the server is ready', () => {
     const port = new URL(server.url).port
     const run = Bun.spawnSync([executable, 'healthcheck'], { cwd: folder, env: { PORT: port } })

@@ -5,6 +5,7 @@ import { afterAll, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { signUp } from '../support/client'
+import { storeEnv } from '../support/postgres'
 import { ROOT, startTestServer, tempDir, type TestServer } from '../support/server'
 
 const dirs: string[] = []
@@ -14,10 +15,10 @@ afterAll(async () => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true })
 })
 
-async function cli(script: 'backup' | 'restore', args: string[]) {
+async function cli(script: 'backup' | 'restore', args: string[], env: Record<string, string> = {}) {
   const proc = Bun.spawn(['bun', `src/cli/${script}.ts`, ...args], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp' },
+    env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', ...env },
     stdout: 'pipe',
     stderr: 'pipe',
   })
@@ -34,7 +35,8 @@ test('one user: backup and restore both say 1 vault, and name the audit logs apa
   const folder = tempDir('svc-vault-bundle-')
   dirs.push(folder)
   const file = join(folder, 'vault.json')
-  const backup = await cli('backup', [file, '--data-dir', server.dataDir])
+  // On the database store the backup reads the server's database (the same bundle either way).
+  const backup = await cli('backup', [file, '--data-dir', server.dataDir], await storeEnv(server.dataDir))
   expect(backup.code).toBe(0)
   const said = /backup written to .*: accounts, (\d+) vaults? and (\d+) audit logs? from /.exec(backup.output)
   expect(said?.slice(1)).toEqual(['1', expect.any(String)])

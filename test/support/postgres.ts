@@ -48,3 +48,6 @@ export async function storeEnv(dataDir: string, env: Record<string, string | und
   if (!ON_POSTGRES || env.SVC_DATABASE_URL !== undefined || env.SVC_DATABASE_URL_FILE !== undefined) return {}
   return { SVC_DATABASE_URL: await databaseFor(dataDir) }
 }
+
+/** Why a test of the database store cannot run here, or null (for describeNeeding/testNeeding). */
+export const missingPostgres: string | null = TEST_POSTGRES ? null : 'no PostgreSQL cluster: SVC_TEST_POSTGRES is not set (scripts/test.sh starts one)'

@@ -3,7 +3,8 @@
 import { afterAll, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { Client, signUp } from '../support/client'
+import { Client, PASSWORD, signUp } from '../support/client'
+import { enableTwoFactor, oathtool, post } from '../account/support'
 import { removeDir, ROOT, spawnServer, tempDir } from '../support/server'
 import { createVault, seed } from './support'
 
@@ -74,4 +75,43 @@ test('rotate-master-key --rekey gives a shared vault a new data key; its secrets
   expect(rotated.code).toBe(0)
   expect(JSON.parse(readFileSync(file, 'utf8')).dataKey).not.toBe(before)
   await expectReadable(folder.dataDir, folder)
+}, 60_000)
+
+test('rotate-master-key --rekey seals again what else the data key sealed: history, trash and the sign-in 2FA secret still open', async () => {
+  // The file store here; test/store/migrate.test.ts runs the same on PostgreSQL.
+  const server = await spawnServer({ env: { SVC_MASTER_KEY: undefined, SVC_DATABASE_URL: undefined } })
+  dirs.push(server.dataDir)
+  let alice: Awaited<ReturnType<typeof signUp>>
+  let ids: Awaited<ReturnType<typeof seed>>
+  let secret: string
+  try {
+    alice = await signUp(server.url)
+    ids = await seed(alice, '', 'rekey-canary')
+    secret = (await enableTwoFactor(alice, Date.now())).secret
+    expect(await server.stop()).toBe(0)
+  } finally {
+    await server.kill()
+  }
+  const rotated = await run(['run', 'rotate-master-key', '--rekey'], { SVC_DATA_DIR: server.dataDir })
+  expect(rotated.output).toMatch(/^rekey: \d+ records in .*; 1 vault\(s\) re-keyed$/m)
+  expect(rotated.code).toBe(0)
+
+  const after = await spawnServer({ dataDir: server.dataDir, env: { SVC_MASTER_KEY: undefined, SVC_DATABASE_URL: undefined } })
+  try {
+    const client = new Client(after.url, alice.credentials)
+    const older = await client.post(`/api/entries/${ids.entryId}/versions/1/reveal`)
+    expect(older.status).toBe(200)
+    expect(older.body.value).toBe('rekey-canary-entry-1')
+    expect((await client.post(`/api/trash/${ids.trashId}/restore`)).status).toBe(200)
+    const doomed = (await client.get('/api/entries')).body.find((entry: { name: string }) => entry.name === 'doomed')
+    const revealed = await client.post(`/api/entries/${doomed.id}/reveal`)
+    expect(revealed.body.value).toBe('rekey-canary-doomed')
+    // Two-factor sign-in: the next step's code (the step of enabling it is used).
+    const login = await post(after.url, '/api/auth/login', { email: alice.email, password: PASSWORD })
+    expect(login.body).toEqual({ twoFactorRequired: true })
+    const second = await post(after.url, '/api/auth/login/2fa', { code: oathtool(secret, Date.now() + 30_000) }, { svc_2fa: login.cookies.svc_2fa })
+    expect(second.status).toBe(200)
+  } finally {
+    expect(await after.stop()).toBe(0)
+  }
 }, 60_000)

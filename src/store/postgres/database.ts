@@ -27,6 +27,8 @@ export interface DatabaseOptions {
   timeoutMs?: number
   /** Told each query's (or transaction's) time, answered or failed: the latency histogram of /metrics. */
   onQuery?: (seconds: number) => void
+  /** How long a connection attempt may take; default the query bound (operator commands: shorter than their long one). */
+  connectTimeoutMs?: number
 }
 
 /** PostgreSQL's error code of a thrown query error (SQLSTATE), if it is one. */
@@ -64,7 +66,7 @@ export class Database {
     this.sql = new SQL(url, {
       max: this.poolSize,
       // Seconds: a connection attempt to a stopped or unreachable server gives up within the bound.
-      connectionTimeout: Math.max(1, Math.ceil(this.timeoutMs / 1000)),
+      connectionTimeout: Math.max(1, Math.ceil((options.connectTimeoutMs ?? this.timeoutMs) / 1000)),
       idleTimeout: 60,
       onclose: () => {
         if (!this.closed) this.reachable = false

@@ -16,7 +16,7 @@ import { applyChanges, freezeLists, PendingChanges, type Change } from '../chang
 import type { StoredDocument } from '../data-store'
 import { CorruptDocumentError, DeletedVaultError, StoreUnavailableError, VersionConflictError } from '../errors'
 import { createWriter, type Writer } from '../writer'
-import { CHANNEL, sqlState, type Database } from './database'
+import { CHANNEL, sqlState, type Database, type Sql } from './database'
 
 /** A new snapshot once the changes since the last one are this long at least (and as long as it). */
 const MIN_CHANGES_TO_SNAPSHOT = 64 * 1024
@@ -66,15 +66,24 @@ interface Loaded {
  * `timeoutMs`: a longer bound than a request's, for the accounts at start (tens of MB with 50,000 users).
  */
 export async function loadDocument(db: Database, id: string, lists: readonly string[], timeoutMs?: number): Promise<Loaded | null> {
-  const rows = await db.run(
-    (sql) => sql`
+  return db.run((sql) => loadDocumentIn(sql, id, lists), { timeoutMs })
+}
+
+/** loadDocument on a connection or in a transaction given (a backup reads all documents in one). */
+export async function loadDocumentIn(sql: Sql, id: string, lists: readonly string[]): Promise<Loaded | null> {
+  const rows = await sql`
       SELECT 0 AS part, snapshot_version AS version, snapshot AS text, deleted FROM svc_documents WHERE id = ${id}
       UNION ALL
       SELECT 1, c.version, c.changes, false FROM svc_changes c JOIN svc_documents d ON d.id = c.document_id
         WHERE c.document_id = ${id} AND c.version > d.snapshot_version
-      ORDER BY part, version`,
-    { timeoutMs },
-  )
+      ORDER BY part, version`
+  return fromRows(id, rows, lists)
+}
+
+type Row = { part: number; version: number | string; text: string; deleted: boolean }
+
+/** A document from its rows: the snapshot (part 0), then its later changes in order. */
+function fromRows(id: string, rows: readonly Row[], lists: readonly string[]): Loaded | null {
   if (rows.length === 0) return null
   const head = rows[0]
   const snapshotVersion = Number(head.version)
@@ -90,6 +99,28 @@ export async function loadDocument(db: Database, id: string, lists: readonly str
   }
   apply(id, data, lists, batches)
   return { data, version, snapshotVersion, changeBytes, snapshotBytes: (head.text as string).length, deleted: false }
+}
+
+/**
+ * Every document of a kind that is not deleted, read in one statement (a backup of many vaults:
+ * one round trip, not one per vault); by id, in id order.
+ */
+export async function loadAllDocumentsIn(sql: Sql, kind: 'accounts' | 'vault', lists: readonly string[]): Promise<Map<string, Loaded>> {
+  const rows = await sql`
+      SELECT id, 0 AS part, snapshot_version AS version, snapshot AS text, false AS deleted FROM svc_documents WHERE kind = ${kind} AND NOT deleted
+      UNION ALL
+      SELECT c.document_id, 1, c.version, c.changes, false FROM svc_changes c JOIN svc_documents d ON d.id = c.document_id
+        WHERE d.kind = ${kind} AND NOT d.deleted AND c.version > d.snapshot_version
+      ORDER BY id, part, version`
+  const documents = new Map<string, Loaded>()
+  let start = 0
+  for (let i = 1; i <= rows.length; i++) {
+    if (i < rows.length && rows[i].id === rows[start].id) continue
+    const id = rows[start].id as string
+    documents.set(id, fromRows(id, rows.slice(start, i), lists)!)
+    start = i
+  }
+  return documents
 }
 
 function parse(id: string, text: string): unknown {
@@ -205,6 +236,27 @@ export class PgDocument<T> implements StoredDocument<T> {
       await this.commit().catch(() => {})
     }
     while (this.flushing) await this.flushing.catch(() => {})
+  }
+
+  /**
+   * Writes the whole document as its snapshot at the version held and drops every change before
+   * it (a re-key: no ciphertext under the old data key stays in a row the document still has).
+   */
+  async compact(): Promise<void> {
+    await this.settle()
+    const { id, version } = this
+    const text = JSON.stringify(this.current)
+    await this.db.run((sql) =>
+      sql.begin(async (tx) => {
+        await tx`UPDATE svc_documents SET snapshot = ${text}, snapshot_version = ${version} WHERE id = ${id}`
+        await tx`DELETE FROM svc_changes WHERE document_id = ${id} AND version < ${version}`
+        // The row stays as the version's marker (a refresh finds where it stands), emptied: the snapshot holds it.
+        await tx`UPDATE svc_changes SET changes = '[]' WHERE document_id = ${id} AND version = ${version}`
+      }),
+    )
+    this.snapshotVersion = version
+    this.snapshotBytes = text.length
+    this.changeBytes = 0
   }
 
   /** After the document was deleted: nothing writes it again. */

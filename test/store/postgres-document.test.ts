@@ -1,0 +1,115 @@
+// The PostgreSQL store's documents, two stores on one database standing for two instances:
+// the version check (a write made on stale data is made again on the new data, never lost),
+// the refresh before a read, and the NOTIFY that brings a document up to date by itself.
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { PgStore } from '../../src/store/postgres/store'
+import { FORMAT_VERSION, type VaultDocument } from '../../src/store/records'
+import { freshDatabase, missingPostgres } from '../support/postgres'
+import { describeNeeding } from '../support/requirements'
+
+const vaultOf = (userId: string): VaultDocument =>
+  ({
+    version: FORMAT_VERSION,
+    userId,
+    dataKey: 'sealed-data-key',
+    categories: [],
+    entries: [],
+    twoFactor: [],
+    envProjects: [],
+    envFiles: [],
+    versions: [],
+    trash: [],
+  }) as unknown as VaultDocument
+
+const category = (id: string, name: string) =>
+  ({ id, userId: 'u', name, keyType: 'simple', envVarName: null, icon: null, createdAt: '', updatedAt: '' }) as never
+
+describeNeeding(missingPostgres)('PostgreSQL documents', () => {
+  let a: PgStore
+  let b: PgStore
+  const userId = crypto.randomUUID()
+  beforeAll(async () => {
+    const url = await freshDatabase()
+    a = await PgStore.open(url, { createKeyCheck: () => 'check' })
+    b = await PgStore.open(url, { createKeyCheck: () => 'other' })
+  })
+  afterAll(async () => {
+    await a?.close()
+    await b?.close()
+  })
+
+  test('both instances see one accounts document (the first key check wins)', () => {
+    expect(a.accounts.data.keyCheck).toBe('check')
+    expect(b.accounts.data.keyCheck).toBe('check')
+  })
+
+  test('a write on one is read on the other after its refresh', async () => {
+    const onA = await a.vault(userId, () => vaultOf(userId))
+    await onA.update((_, write) => write.categories.push(category(crypto.randomUUID(), 'first')))
+    const onB = await b.vault(userId, () => vaultOf(userId))
+    expect(onB.data.categories.map((c) => c.name)).toContain('first')
+  })
+
+  test('writes made at once on both, each on data the other has not seen: none is lost', async () => {
+    const onA = await a.vault(userId, () => vaultOf(userId))
+    const onB = await b.vault(userId, () => vaultOf(userId))
+    const names = Array.from({ length: 20 }, (_, i) => `n${i}`)
+    await Promise.all(names.map((name, i) => (i % 2 ? onA : onB).update((_, write) => write.categories.push(category(crypto.randomUUID(), name)))))
+    await onA.refresh()
+    await onB.refresh()
+    for (const doc of [onA, onB]) expect(doc.data.categories.map((c) => c.name)).toEqual(expect.arrayContaining(names))
+    expect(onA.data.categories.map((c) => c.id)).toEqual(onB.data.categories.map((c) => c.id))
+    expect(a.db.stats.conflicts + b.db.stats.conflicts).toBeGreaterThan(0)
+  })
+
+  test('a mutation that checks the data runs again on the new data after a conflict', async () => {
+    const onA = await a.vault(userId, () => vaultOf(userId))
+    const onB = await b.vault(userId, () => vaultOf(userId))
+    // Both try to take one name; the check inside the mutation must see the other's write.
+    const take = (doc: typeof onA) =>
+      doc.update((data, write) => {
+        if (data.categories.some((c) => c.name === 'unique')) return false
+        write.categories.push(category(crypto.randomUUID(), 'unique'))
+        return true
+      })
+    const results = await Promise.all([take(onA), take(onB)])
+    expect(results.filter(Boolean)).toHaveLength(1)
+    await onA.refresh()
+    expect(onA.data.categories.filter((c) => c.name === 'unique')).toHaveLength(1)
+  })
+
+  test('a NOTIFY brings the other instance up to date without a read of its own', async () => {
+    const onA = await a.vault(userId, () => vaultOf(userId))
+    const onB = await b.vault(userId, () => vaultOf(userId))
+    const before = onB.heldVersion
+    await onA.update((_, write) => write.categories.push(category(crypto.randomUUID(), 'pushed')))
+    const deadline = Date.now() + 5000
+    while (onB.heldVersion === before && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5))
+    expect(onB.data.categories.map((c) => c.name)).toContain('pushed')
+  })
+
+  test('many commits: a snapshot is written and a far-behind reader still loads every record', async () => {
+    const id = crypto.randomUUID()
+    const onA = await a.vault(id, () => vaultOf(id))
+    for (let i = 0; i < 60; i++) await onA.update((_, write) => write.categories.push(category(crypto.randomUUID(), `c${i}-${'x'.repeat(2000)}`)))
+    const fresh = await PgStore.open(onA['db'].url, { createKeyCheck: () => 'x', readOnly: true })
+    try {
+      const read = await fresh.vault(id, () => vaultOf(id))
+      expect(read.data.categories).toHaveLength(60)
+    } finally {
+      await fresh.close()
+    }
+  })
+
+  test('a deleted vault is gone on both and never created again', async () => {
+    const id = crypto.randomUUID()
+    await (await a.vault(id, () => vaultOf(id))).update((_, write) => write.categories.push(category(crypto.randomUUID(), 'doomed')))
+    await b.vault(id, () => vaultOf(id))
+    await a.deleteVault(id)
+    expect(a.vault(id, () => vaultOf(id))).rejects.toThrow('deleted')
+    const deadline = Date.now() + 5000
+    while (!b.wasDeleted(id) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5))
+    expect(b.vault(id, () => vaultOf(id))).rejects.toThrow('deleted')
+    expect(await a.vaultIds()).not.toContain(id)
+  })
+})
