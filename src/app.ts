@@ -127,13 +127,13 @@ export async function openVault(
     await store.close()
     throw error
   }
-  accounts = new Accounts(store.accounts, config, now)
+  accounts = new Accounts(store.accounts, config, now, store.state)
   accessKeys = new AccessKeys(store.accounts, now)
   const vaults = new Vaults(store, keyring)
   audit = new AuditService({ config, store, vaults, now, log, keyring })
   await audit.start().catch((error) => log(`error: could not record when audit keying began: ${(error as Error).message}`))
   if (!config.audit.enabled) log('warning: SVC_AUDIT=off: nothing is recorded in the audit log; this switch is for the benchmark only')
-  const protection = createAccountProtection({ accounts, vaults, keyring, now })
+  const protection = createAccountProtection({ accounts, vaults, keyring, now, state: store.state })
   const notifier = createNotifier({ accounts, vaults, store, config, now, log })
   // A locked second step is recorded and told to the owner.
   securityAlerts({ twoFactor: protection.twoFactor, notifier, audit, now, log })

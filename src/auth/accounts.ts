@@ -7,6 +7,7 @@ import { constantTimeEqual, sha256Hex } from '../crypto/tokens'
 import { AppError } from '../http/errors'
 import type { StoredDocument } from '../store/data-store'
 import type { AccountsDocument, Draft, SessionRecord, UserRecord } from '../store/records'
+import { MemoryState, type SharedState } from '../store/shared-state'
 import type { Writer } from '../store/writer'
 import type { LoginThrottle } from './login-throttle'
 import { hashPassword, Passwords } from './passwords'
@@ -70,9 +71,11 @@ export class Accounts {
     private readonly doc: StoredDocument<AccountsDocument>,
     private readonly config: Pick<Config, 'signup' | 'sessionTtlMs'> & Partial<Pick<Config, 'registerLimit'>>,
     private readonly now: () => number = Date.now,
+    /** Throttle and sign-up counts: the store's (shared by instances on a database). */
+    readonly state: SharedState = new MemoryState(now),
   ) {
     this.sessionIndex = new SessionIndex(() => doc.data.sessions, now)
-    this.passwords = new Passwords(now, config.registerLimit ?? 0)
+    this.passwords = new Passwords(state, config.registerLimit ?? 0)
     this.reindex(doc.data)
   }
 

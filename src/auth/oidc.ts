@@ -15,6 +15,7 @@ import { constantTimeEqual, randomToken } from '../crypto/tokens'
 import { AppError } from '../http/errors'
 import type { Logger } from '../http/error-handler'
 import type { UserRecord } from '../store/records'
+import { MemoryState, type Entries, type SharedState } from '../store/shared-state'
 import { normalizeEmail, type Accounts, type SignedIn } from './accounts'
 import { EMAIL_PATTERN } from './model'
 
@@ -28,7 +29,6 @@ const SEAL_PURPOSE = 'oidc-transaction'
 const PROVIDER_TIMEOUT_S = 10
 const MAX_NAME_LENGTH = 200
 const MAX_EMAIL_LENGTH = 200
-const MAX_REMEMBERED_TRANSACTIONS = 100_000
 
 export interface OidcDeps {
   config: Pick<Config, 'baseUrl'> & { oidc: OidcConfig }
@@ -36,6 +36,8 @@ export interface OidcDeps {
   accounts: Accounts
   log: Logger
   now: () => number
+  /** Where used transactions are remembered (the store's: shared by instances on a database). */
+  state?: SharedState
 }
 
 /** What the sealed cookie holds between the redirect and the callback. */
@@ -80,9 +82,10 @@ export class OidcSignIn {
   readonly redirectUri: string
   private discovered: Promise<OpenId.Configuration> | undefined
   /** Transactions already completed (or attempted), until they would have expired anyway. */
-  private readonly used = new Map<string, number>()
+  private readonly used: Entries
 
   constructor(private readonly deps: OidcDeps) {
+    this.used = (deps.state ?? new MemoryState(deps.now)).entries('oidc-used')
     this.redirectUri = `${deps.config.baseUrl}${OIDC_CALLBACK_PATH}`
   }
 
@@ -155,7 +158,7 @@ export class OidcSignIn {
     sealedTransaction: string | undefined,
     context: CallbackContext = { sessionHash: null, client: 'unknown' },
   ): Promise<CallbackOutcome> {
-    const transaction = this.takeTransaction(sealedTransaction)
+    const transaction = await this.takeTransaction(sealedTransaction)
     const params = new URLSearchParams(search)
     const error = params.get('error')
     if (error !== null) {
@@ -263,7 +266,7 @@ export class OidcSignIn {
   }
 
   /** Opens the sealed transaction and marks it used: one callback per transaction, within its lifetime. */
-  private takeTransaction(sealed: string | undefined): Transaction {
+  private async takeTransaction(sealed: string | undefined): Promise<Transaction> {
     const expired = () => oidcFailed('The sign-in request is missing, expired or already used; start the sign-in again')
     if (!sealed || sealed.length > 4096) throw expired()
     const plaintext = this.deps.keyring.openState(SEAL_PURPOSE, sealed)
@@ -275,20 +278,10 @@ export class OidcSignIn {
     }
     const now = this.deps.now()
     if (!isTransaction(transaction) || transaction.exp <= now) throw expired()
-    if (this.used.has(transaction.id)) throw expired()
-    // Marked before any await: of two concurrent callbacks with one transaction, one wins.
-    this.used.set(transaction.id, transaction.exp)
-    this.forgetExpired(now)
+    // Claimed in one step of the shared state: of two concurrent callbacks with one transaction
+    // (on any instances), one wins.
+    if (!(await this.used.create(transaction.id, true, transaction.exp))) throw expired()
     return transaction
-  }
-
-  /** Drops used transactions that would have expired anyway (oldest first), and bounds the memory. */
-  private forgetExpired(now: number): void {
-    for (const [id, exp] of this.used) {
-      if (exp > now && this.used.size <= MAX_REMEMBERED_TRANSACTIONS) break
-      // Past the bound, an old id is forgotten early: its code was single-use at the provider anyway.
-      this.used.delete(id)
-    }
   }
 
   /** One line naming the step and the library's reason; never tokens, codes or the query. */

@@ -1,7 +1,8 @@
 // Passkeys (WebAuthn) through @simplewebauthn/server. The relying party is SVC_BASE_URL's
 // host and origin; without SVC_BASE_URL (a laptop instance), the loopback origin it listens on.
-// Ceremony challenges are single-use: registration ones are kept per session in memory, sign-in
-// ones travel sealed in a short-lived cookie (SealedChallenges).
+// Ceremony challenges are single-use: registration ones are kept per session in the store's shared
+// state (as a hash: the database never holds one), sign-in ones travel sealed in a short-lived
+// cookie (SealedChallenges).
 // Type only: the library (and its ASN.1 and COSE code, megabytes resident) loads when a
 // passkey is first used, not at start-up.
 import type {
@@ -13,7 +14,9 @@ import type {
 import type { Config } from '../config'
 import { isLoopbackHost } from '../config'
 import { AppError } from '../http/errors'
+import { constantTimeEqual, sha256Hex } from '../crypto/tokens'
 import type { PasskeyRecord, UserRecord } from '../store/records'
+import { MemoryState, type Entries, type SharedState } from '../store/shared-state'
 import type { Accounts } from './accounts'
 
 let library: Promise<typeof import('@simplewebauthn/server')> | undefined
@@ -61,14 +64,23 @@ export function relyingParty(config: Pick<Config, 'origin' | 'baseUrlExplicit' |
 const bytesToBase64url = (bytes: Uint8Array) => Buffer.from(bytes).toString('base64url')
 const userHandle = (userId: string) => new TextEncoder().encode(userId)
 
+/** A registration under way: the challenge's hash (it is compared, never needed again) and the relying party. */
+interface PendingRegistration {
+  challengeHash: string
+  rp: RelyingParty
+}
+
 export class Passkeys {
-  /** Registration challenges by session token hash. */
-  private readonly registrations = new Map<string, { challenge: string; rp: RelyingParty; exp: number }>()
+  /** Registration challenges by session token hash (any instance finishes what another started). */
+  private readonly registrations: Entries
 
   constructor(
     private readonly accounts: Accounts,
     private readonly now: () => number,
-  ) {}
+    state: SharedState = new MemoryState(now),
+  ) {
+    this.registrations = state.entries('passkey-registration')
+  }
 
   list(user: UserRecord): PublicPasskey[] {
     return (user.passkeys ?? []).map(publicPasskey)
@@ -100,24 +112,26 @@ export class Passkeys {
       authenticatorSelection: { residentKey: 'required', userVerification: 'preferred' },
       timeout: PASSKEY_CHALLENGE_TTL_MS,
     })
-    if (this.registrations.size > 10_000) {
-      for (const [key, value] of this.registrations) if (value.exp <= this.now()) this.registrations.delete(key)
-    }
-    this.registrations.set(sessionHash, { challenge: options.challenge, rp, exp: this.now() + PASSKEY_CHALLENGE_TTL_MS })
+    // A new ceremony replaces the session's earlier one.
+    await this.registrations.remove(sessionHash)
+    const pending: PendingRegistration = { challengeHash: sha256Hex(options.challenge), rp }
+    await this.registrations.create(sessionHash, pending, this.now() + PASSKEY_CHALLENGE_TTL_MS)
     return options
   }
 
   async register(user: UserRecord, sessionHash: string, name: string, response: RegistrationResponseJSON): Promise<PublicPasskey> {
-    const pending = this.registrations.get(sessionHash)
-    // One use: whatever the outcome, the challenge is gone.
-    this.registrations.delete(sessionHash)
-    if (!pending || pending.exp <= this.now()) throw passkeyFailed('Start the registration again (no challenge, or it expired)')
+    const entry = await this.registrations.get<PendingRegistration>(sessionHash)
+    // One use: whatever the outcome, the challenge is gone (of two racing uses, one takes it).
+    if (!entry || !(await this.registrations.remove(sessionHash, entry.version))) {
+      throw passkeyFailed('Start the registration again (no challenge, or it expired)')
+    }
+    const pending = entry.value
     const { verifyRegistrationResponse } = await webauthn()
     let verified
     try {
       verified = await verifyRegistrationResponse({
         response,
-        expectedChallenge: pending.challenge,
+        expectedChallenge: (challenge: string) => constantTimeEqual(sha256Hex(challenge), pending.challengeHash),
         expectedOrigin: pending.rp.origin,
         expectedRPID: pending.rp.rpID,
         requireUserVerification: false,

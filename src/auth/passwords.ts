@@ -1,9 +1,10 @@
 // Password handling: hashing (argon2id), the throttled check of a sign-in or of a signed-in
 // user's own password, and the per-address limit on new accounts. Every check is counted by the
-// throttle before it runs, synchronously, so parallel guesses cannot slip in under the limits.
+// throttle before it runs, in one atomic step, so parallel guesses cannot slip in under the limits.
 import { AppError } from '../http/errors'
 import type { UserRecord } from '../store/records'
-import { LoginThrottle, SlidingWindow, tooManyAttempts } from './login-throttle'
+import type { SharedState, WindowCounter } from '../store/shared-state'
+import { LoginThrottle, tooManyAttempts } from './login-throttle'
 
 export const REGISTER_WINDOW_MS = 60 * 60_000
 
@@ -17,16 +18,16 @@ export const hashPassword = (password: string) => Bun.password.hash(password, 'a
 export class Passwords {
   readonly throttle: LoginThrottle
   /** Accounts created per client address in the last hour (SVC_REGISTER_LIMIT). */
-  private readonly registrations: SlidingWindow
+  private readonly registrations: WindowCounter
   /** Password hashes verified so far (tests count them: the throttle must act before them). */
   checks = 0
 
   constructor(
-    now: () => number,
+    state: SharedState,
     private readonly registerLimit: number,
   ) {
-    this.throttle = new LoginThrottle(now)
-    this.registrations = new SlidingWindow(REGISTER_WINDOW_MS, now)
+    this.throttle = new LoginThrottle(state)
+    this.registrations = state.window('register', REGISTER_WINDOW_MS)
   }
 
   /**
@@ -75,27 +76,27 @@ export class Passwords {
     refused: () => AppError,
     tooMany = 'Too many failed attempts; try again later',
   ): Promise<void> {
-    const attempt = this.throttle.begin(key, client)
+    const attempt = await this.throttle.begin(key, client)
     if ('retryAfter' in attempt) throw tooManyAttempts(tooMany, attempt.retryAfter)
     if (!(await check())) throw refused()
-    attempt.succeeded()
+    await attempt.succeeded()
   }
 
   /**
    * Runs an account creation within the per-address limit (SVC_REGISTER_LIMIT an hour). The slot
-   * is taken before any await, so parallel sign-ups cannot pass the limit; a creation that fails
-   * gives it back.
+   * is taken (checked and counted in one step of the shared state, across instances on a
+   * database) before the account is made, so parallel sign-ups cannot pass the limit; a creation
+   * that fails gives it back.
    */
   async withRegistrationSlot<T>(client: string, create: () => Promise<T>): Promise<T> {
     if (this.registerLimit === 0) return create()
     const key = `r:${client}`
-    const wait = this.registrations.wait(key, this.registerLimit)
-    if (wait > 0) throw tooManyAttempts('Too many accounts created from this address; try again later', wait)
-    const at = this.registrations.add(key)
+    const slot = await this.registrations.take([{ key, max: this.registerLimit }])
+    if ('retryAfter' in slot) throw tooManyAttempts('Too many accounts created from this address; try again later', slot.retryAfter)
     try {
       return await create()
     } catch (error) {
-      this.registrations.remove(key, at)
+      await this.registrations.remove([key], slot.at)
       throw error
     }
   }

@@ -8,7 +8,8 @@ import { totpCode, TOTP_PERIOD_SECONDS } from '../crypto/totp-code'
 import type { Vaults } from '../vault-access'
 import type { UserRecord } from '../store/records'
 import type { Accounts } from './accounts'
-import { SlidingWindow, tooManyAttempts } from './login-throttle'
+import { MemoryState, type Entries, type SharedState, type WindowCounter } from '../store/shared-state'
+import { tooManyAttempts } from './login-throttle'
 
 export const RECOVERY_CODE_COUNT = 10
 /** How long the password step of a two-factor sign-in stays good. */
@@ -20,6 +21,8 @@ export const CHALLENGE_MAX_WRONG_CODES = 5
 export const LOCK_AFTER_WRONG_CODES = 20
 export const WRONG_CODES_WINDOW_MS = 24 * 3_600_000
 export const SECOND_STEP_LOCK_MS = 15 * 60_000
+/** How long a used recovery code stays claimed in the shared state (its removal is written long before). */
+const RECOVERY_CLAIM_MS = 24 * 3_600_000
 /** Codes from one step before and one step after now are accepted (clock drift). */
 const DRIFT_STEPS = 1
 const ISSUER = 'svc-vault'
@@ -74,23 +77,31 @@ export const hashRecoveryCode = (code: string) => sha256Hex(`svc-vault:recovery-
 /**
  * Single-use, short-lived sealed values that travel through the browser as cookies (the
  * two-factor challenge, passkey ceremonies). Sealed under a key only this master key derives, so
- * the browser can neither read nor forge them; each id is remembered once used until it expires.
+ * the browser can neither read nor forge them; each id is remembered once used until it expires,
+ * in the store's shared state (every instance on a database sees the use).
  */
 export class SealedChallenges {
-  private readonly used = new Map<string, number>()
+  /** Ids used, until they would have expired. */
+  private readonly used: Entries
   /** Codes tried per two-factor challenge id, until the challenge expires. */
-  private readonly tries = new Map<string, { count: number; exp: number }>()
+  private readonly tries: Entries
   /**
-   * The used ids live in memory only, so a challenge is good only in the process that
-   * issued it: one from before a restart (whose use this process cannot know) is refused. One
-   * server per data folder (the lock), so nothing else could have issued it.
+   * In memory (the file store) the used ids die with the process, so a challenge is good only in
+   * the process that issued it: one from before a restart (whose use this process cannot know) is
+   * refused. One server per data folder (the lock), so nothing else could have issued it. On a
+   * database the used ids outlive an instance: any instance takes any other's challenge.
    */
-  private readonly boot = crypto.randomUUID()
+  private readonly boot: string | undefined
 
   constructor(
     private readonly keyring: Keyring,
     private readonly now: () => number,
-  ) {}
+    state: SharedState = new MemoryState(now),
+  ) {
+    this.used = state.entries('challenge-used')
+    this.tries = state.entries('challenge-tries')
+    this.boot = state.shared ? undefined : crypto.randomUUID()
+  }
 
   issue<T extends object>(purpose: string, payload: T, ttlMs: number): { sealed: string; id: string } {
     const id = crypto.randomUUID()
@@ -98,56 +109,47 @@ export class SealedChallenges {
   }
 
   /** The payload when the value is genuine, unexpired and unused; else null. */
-  read<T extends object>(purpose: string, sealed: unknown): (T & { id: string; exp: number }) | null {
+  async read<T extends object>(purpose: string, sealed: unknown): Promise<(T & { id: string; exp: number }) | null> {
     if (typeof sealed !== 'string' || sealed === '' || sealed.length > 4096) return null
     const text = this.keyring.openState(purpose, sealed)
     if (!text) return null
+    let value: T & { id: string; exp: number; boot?: string }
     try {
-      const value = JSON.parse(text) as T & { id: string; exp: number; boot?: string }
-      if (typeof value.exp !== 'number' || value.exp <= this.now() || this.used.has(value.id) || value.boot !== this.boot) return null
-      return value
+      value = JSON.parse(text) as T & { id: string; exp: number; boot?: string }
     } catch {
       return null
     }
+    if (typeof value.id !== 'string' || typeof value.exp !== 'number' || value.exp <= this.now() || value.boot !== this.boot) return null
+    if (await this.used.get(value.id)) return null
+    return value
   }
 
   /**
    * Counts a code tried on a two-factor challenge, before its check (parallel guesses on one
-   * challenge cannot pass the limit): null when the challenge has had CHALLENGE_MAX_WRONG_CODES
-   * already (it is then used up). `wrong()` keeps the count and kills the challenge at the limit;
-   * `undo()` takes it back (the code was right, or was never checked).
+   * challenge cannot pass the limit, on any instance): null when the challenge has had
+   * CHALLENGE_MAX_WRONG_CODES already (it is then used up). `wrong()` keeps the count and kills
+   * the challenge at the limit; `undo()` takes it back (the code was right, or was never checked).
    */
-  tryCode(challenge: { id: string; exp: number }): { wrong(): void; undo(): void } | null {
-    const tried = (this.tries.get(challenge.id)?.count ?? 0) + 1
+  async tryCode(challenge: { id: string; exp: number }): Promise<{ wrong(): Promise<void>; undo(): Promise<void> } | null> {
+    const tried = await this.tries.increment(challenge.id, 1, challenge.exp)
     if (tried > CHALLENGE_MAX_WRONG_CODES) {
-      this.consume(challenge)
+      await this.tries.increment(challenge.id, -1, challenge.exp)
+      await this.consume(challenge)
       return null
     }
-    if (this.tries.size > 10_000) {
-      const now = this.now()
-      for (const [id, entry] of this.tries) if (entry.exp <= now) this.tries.delete(id)
-    }
-    this.tries.set(challenge.id, { count: tried, exp: challenge.exp })
     return {
-      wrong: () => {
-        if (tried >= CHALLENGE_MAX_WRONG_CODES) this.consume(challenge)
+      wrong: async () => {
+        if (tried >= CHALLENGE_MAX_WRONG_CODES) await this.consume(challenge)
       },
-      undo: () => {
-        const entry = this.tries.get(challenge.id)
-        if (entry) entry.count--
+      undo: async () => {
+        await this.tries.increment(challenge.id, -1, challenge.exp)
       },
     }
   }
 
-  /** Marks a challenge used; false when it was used already (synchronous: two racing requests cannot both win). */
-  consume(challenge: { id: string; exp: number }): boolean {
-    if (this.used.has(challenge.id)) return false
-    if (this.used.size > 10_000) {
-      const now = this.now()
-      for (const [id, exp] of this.used) if (exp <= now) this.used.delete(id)
-    }
-    this.used.set(challenge.id, challenge.exp)
-    return true
+  /** Marks a challenge used; false when it was used already (one step of the shared state: two racing requests cannot both win). */
+  async consume(challenge: { id: string; exp: number }): Promise<boolean> {
+    return this.used.create(challenge.id, true, challenge.exp)
   }
 }
 
@@ -155,17 +157,28 @@ export interface SecondFactorDeps {
   accounts: Accounts
   vaults: Vaults
   now: () => number
+  /** Where wrong codes, locks and used steps are kept (the store's: shared by instances on a database). */
+  state?: SharedState
 }
 
 export class TwoFactorSignIn {
   /** Wrong codes per account in the last day (counted before each check, as the throttle does). */
-  private readonly wrongCodes: SlidingWindow
-  /** Accounts whose second step is locked, until when. */
-  private readonly lockedUntil = new Map<string, number>()
+  private readonly wrongCodes: WindowCounter
+  /** Accounts whose second step is locked: until when (the entry expires then). */
+  private readonly locks: Entries
+  /**
+   * Time steps whose code was accepted, per account, until they can no longer match. The record's
+   * `usedSteps` keeps them too, but another instance sees that only after the write that follows:
+   * this claim is what makes a code good once across instances.
+   */
+  private readonly usedSteps: Entries
   private readonly lockListeners: ((lock: SecondStepLock) => Promise<void> | void)[] = []
 
   constructor(private readonly deps: SecondFactorDeps) {
-    this.wrongCodes = new SlidingWindow(WRONG_CODES_WINDOW_MS, deps.now)
+    const state = deps.state ?? new MemoryState(deps.now)
+    this.wrongCodes = state.window('2fa-wrong-codes', WRONG_CODES_WINDOW_MS)
+    this.locks = state.entries('2fa-lock')
+    this.usedSteps = state.entries('totp-used-step')
   }
 
   /** Called when an account's second step locks (the audit event, the owner's notice). */
@@ -174,13 +187,10 @@ export class TwoFactorSignIn {
   }
 
   /** Seconds until the account's second step takes codes again; 0 when it does now. */
-  lockedFor(userId: string): number {
-    const until = this.lockedUntil.get(userId)
-    if (until === undefined) return 0
-    const left = until - this.deps.now()
-    if (left > 0) return Math.ceil(left / 1000)
-    this.lockedUntil.delete(userId)
-    return 0
+  async lockedFor(userId: string): Promise<number> {
+    const lock = await this.locks.get<number>(userId)
+    const left = lock ? lock.value - this.deps.now() : 0
+    return left > 0 ? Math.ceil(left / 1000) : 0
   }
 
   private async cipher(userId: string) {
@@ -264,21 +274,23 @@ export class TwoFactorSignIn {
     // 20 wrong codes within a day lock the account's second step for 15 minutes (and
     // every further wrong one while 20 are within the day locks it again). Counted before the
     // check: the attempt that reaches the limit locks at once, so parallel guesses wait.
-    const wait = this.lockedFor(user.id)
+    const wait = await this.lockedFor(user.id)
     if (wait > 0) throw secondStepLocked(wait)
-    const counted = this.wrongCodes.add(user.id)
-    const atLimit = this.wrongCodes.wait(user.id, LOCK_AFTER_WRONG_CODES) > 0
+    const counted = await this.wrongCodes.add(user.id)
+    const atLimit = counted.count >= LOCK_AFTER_WRONG_CODES
     const lockedUntil = this.deps.now() + SECOND_STEP_LOCK_MS
-    if (atLimit) this.lockedUntil.set(user.id, lockedUntil)
-    const takeBack = () => {
-      this.wrongCodes.remove(user.id, counted)
-      if (atLimit && this.lockedUntil.get(user.id) === lockedUntil) this.lockedUntil.delete(user.id)
+    if (atLimit) await this.lock(user.id, lockedUntil)
+    const takeBack = async () => {
+      await this.wrongCodes.remove([user.id], counted.at)
+      if (!atLimit) return
+      const lock = await this.locks.get<number>(user.id)
+      if (lock?.value === lockedUntil) await this.locks.remove(user.id, lock.version)
     }
     try {
       await this.check(user, proof, hasCode, client)
     } catch (error) {
       if (!(error instanceof AppError && error.code === 'INVALID_TWO_FACTOR_CODE')) {
-        takeBack()
+        await takeBack()
         throw error
       }
       if (atLimit) {
@@ -287,7 +299,16 @@ export class TwoFactorSignIn {
       }
       throw error
     }
-    takeBack()
+    await takeBack()
+  }
+
+  /** Locks the account's second step until `until` (a later lock replaces an earlier one). */
+  private async lock(userId: string, until: number): Promise<void> {
+    for (let tries = 0; tries < 3; tries++) {
+      if (await this.locks.create(userId, until, until)) return
+      const current = await this.locks.get<number>(userId)
+      if (current && (await this.locks.replace(userId, current.version, until, until))) return
+    }
   }
 
   private async check(user: UserRecord, proof: SecondFactorProof, hasCode: boolean, client: string): Promise<void> {
@@ -295,23 +316,34 @@ export class TwoFactorSignIn {
     await this.deps.accounts.throttled(
       `2fa:${user.id}`,
       client,
-      () => {
+      async () => {
         // Read again after the await, from the current record (a use replaces it): another
         // request may have used a code meanwhile.
-        const current = this.deps.accounts.userById(user.id)
-        const twoFactor = current?.twoFactor
-        if (!current || !twoFactor) return false
+        const found = this.deps.accounts.userById(user.id)
+        if (!found?.twoFactor) return false
         if (hasCode) {
-          const secret = cipher!.open('account-totp', user.id, twoFactor.encryptedSecret)
-          const used = twoFactor.usedSteps ?? []
-          const step = secret ? this.matchingStep(secret, proof.code!, used) : -1
+          const secret = cipher!.open('account-totp', user.id, found.twoFactor.encryptedSecret)
+          const step = secret ? this.matchingStep(secret, proof.code!, found.twoFactor.usedSteps ?? []) : -1
           if (step < 0) return false
+          // Taken once, on every instance: the step stays claimed until it can no longer match.
+          const unusable = (step + DRIFT_STEPS + 1) * TOTP_PERIOD_SECONDS * 1000
+          if (!(await this.usedSteps.create(`${user.id}:${step}`, true, unusable))) return false
+          const current = this.deps.accounts.userById(user.id)
+          const twoFactor = current?.twoFactor
+          if (!current || !twoFactor) return false
+          const used = twoFactor.usedSteps ?? []
           // Steps older than the drift window can no longer match: only recent ones are kept.
           const oldest = stepAt(this.deps.now()) - DRIFT_STEPS
-          this.deps.accounts.changeUser(current, { twoFactor: { ...twoFactor, usedSteps: [...used.filter((s) => s >= oldest), step] } })
+          this.deps.accounts.changeUser(current, { twoFactor: { ...twoFactor, usedSteps: [...used.filter((s) => s >= oldest && s !== step), step] } })
           return true
         }
         const hash = hashRecoveryCode(proof.recoveryCode!)
+        if (!found.twoFactor.recoveryCodeHashes.some((stored) => constantTimeEqual(stored, hash))) return false
+        // Used once on every instance, like a step (the record loses it with the write that follows).
+        if (!(await this.usedSteps.create(`${user.id}:recovery:${hash}`, true, this.deps.now() + RECOVERY_CLAIM_MS))) return false
+        const current = this.deps.accounts.userById(user.id)
+        const twoFactor = current?.twoFactor
+        if (!current || !twoFactor) return false
         const index = twoFactor.recoveryCodeHashes.findIndex((stored) => constantTimeEqual(stored, hash))
         if (index < 0) return false
         this.deps.accounts.changeUser(current, { twoFactor: { ...twoFactor, recoveryCodeHashes: twoFactor.recoveryCodeHashes.filter((_, i) => i !== index) } })

@@ -8,6 +8,7 @@
 // file store appends to a change log and a database store would write as row upserts and
 // deletes in one transaction.
 import type { AccountsDocument, VaultDocument } from './records'
+import type { SharedState } from './shared-state'
 import type { Writer } from './writer'
 
 export interface StoredDocument<T> {
@@ -53,6 +54,8 @@ export interface DatabaseMetrics {
 
 export interface DataStore {
   readonly accounts: StoredDocument<AccountsDocument>
+  /** What lives between requests outside the documents (throttles, used challenges, device sign-ins): shared-state.ts. */
+  readonly state: SharedState
   /** The user's vault, opened (or created with `create`) on first use and kept while used. */
   vault(userId: string, create: () => VaultDocument): Promise<StoredDocument<VaultDocument>>
   /** The user's vault when it is open already (no promise to wait on: the hot reads). */

@@ -13,6 +13,7 @@ import { fsyncDir } from './atomic-file'
 import { join } from 'node:path'
 import { isTempFile, onFsync, probeWritable } from './atomic-file'
 import type { DataStore } from './data-store'
+import { MemoryState } from './shared-state'
 import { Document } from './document'
 import { DeletedVaultError } from './errors'
 import { acquireLock } from './lock'
@@ -133,6 +134,8 @@ export class Store implements DataStore {
   /** Set by close(): the store takes no more writes. */
   private stopped = false
   private readonly stopObservingFsync: () => void
+  /** Throttle counts, used challenges, pending device sign-ins: in memory (one process). */
+  readonly state: MemoryState
 
   private constructor(
     readonly dataDir: string,
@@ -142,6 +145,7 @@ export class Store implements DataStore {
   ) {
     this.stopObservingFsync = options.onFsync ? onFsync(options.onFsync) : () => {}
     this.now = options.now ?? Date.now
+    this.state = new MemoryState(this.now)
     const idle = options.vaultIdleMs ?? DEFAULT_VAULT_IDLE_MS
     if (options.lock !== false) {
       this.sweepTimer = setInterval(() => this.closeIdleVaults(), Math.min(Math.max(idle / 4, 1000), 60_000))

@@ -8,7 +8,7 @@ import { AppError } from '../../http/errors'
 import { component, errorResponses, NoContent, publicErrorResponses, withResponseHeaders } from '../../http/schemas'
 import { requireFreshProof } from '../../auth/fresh-proof'
 import { authGuard, sessionToken } from '../../auth/guard'
-import { SlidingWindow, tooManyAttempts } from '../../auth/login-throttle'
+import { tooManyAttempts } from '../../auth/login-throttle'
 import { OIDC_CALLBACK_PATH, OIDC_TRANSACTION_COOKIE, OIDC_TRANSACTION_TTL_MS, OidcSignIn } from '../../auth/oidc'
 import { completeSignIn, recordFailedSignIn, setStepCookie } from '../../auth/sign-in'
 
@@ -45,8 +45,8 @@ const oidcDisabled = () => new AppError(404, 'OIDC_DISABLED', 'Sign-in with an i
 
 export function oidcRoutes(deps: AppDeps) {
   const { config, accounts } = deps
-  const callbacks = new SlidingWindow(CALLBACK_WINDOW_MS, deps.now)
-  const oidc = config.oidc ? new OidcSignIn({ ...deps, config: { baseUrl: config.baseUrl, oidc: config.oidc } }) : undefined
+  const callbacks = deps.store.state.window('oidc-callback', CALLBACK_WINDOW_MS)
+  const oidc = config.oidc ? new OidcSignIn({ ...deps, state: deps.store.state, config: { baseUrl: config.baseUrl, oidc: config.oidc } }) : undefined
 
   const transactionCookie = (cookie: Record<string, Cookie<unknown>>, value: string, maxAgeMs: number) =>
     setStepCookie(cookie, config, { name: OIDC_TRANSACTION_COOKIE, path: OIDC_CALLBACK_PATH, sameSite: 'lax' }, value, maxAgeMs)
@@ -82,11 +82,10 @@ export function oidcRoutes(deps: AppDeps) {
         if (!oidc) throw oidcDisabled()
         const client = clientAddress(request, server, config)
         const key = `c:${client}`
-        const wait = callbacks.wait(key, MAX_CALLBACKS_PER_CLIENT)
-        if (wait > 0) {
-          throw tooManyAttempts('Too many sign-in callbacks from this address; try again later', wait)
+        const counted = await callbacks.take([{ key, max: MAX_CALLBACKS_PER_CLIENT }])
+        if ('retryAfter' in counted) {
+          throw tooManyAttempts('Too many sign-in callbacks from this address; try again later', counted.retryAfter)
         }
-        callbacks.add(key)
         const sealed = cookie[OIDC_TRANSACTION_COOKIE]?.value
         // One use only: cleared whatever happens next.
         transactionCookie(cookie, '', 0)

@@ -113,13 +113,13 @@ export function reauthRoutes(deps: AppDeps) {
         const method = body.passkey ? 'passkey' : 'password'
         try {
           if (body.passkey) {
-            const issued = challenges.read<{ challenge: string; userId: string; session: string | null; rp: { rpID: string; origin: string } }>(
+            const issued = await challenges.read<{ challenge: string; userId: string; session: string | null; rp: { rpID: string; origin: string } }>(
               PURPOSE,
               cookie[REAUTH_PASSKEY_COOKIE]?.value,
             )
             challengeCookie(cookie, '', 0)
             // One ceremony per challenge, whatever its outcome; only the session that started it.
-            if (!issued || issued.session !== auth.sessionTokenHash || !challenges.consume(issued)) {
+            if (!issued || issued.session !== auth.sessionTokenHash || !(await challenges.consume(issued))) {
               throw passkeyFailed('Start the passkey confirmation again (no challenge, or it expired)')
             }
             await passkeys.verifySignIn(body.passkey as never, issued.challenge, issued.rp, auth.userId)

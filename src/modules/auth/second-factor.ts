@@ -50,12 +50,12 @@ export function secondFactorRoutes(deps: AppDeps) {
       '/login/2fa',
       async ({ body, cookie, request, server }) => {
         assertSameSite(request, config.origin)
-        const challenge = readTwoFactorChallenge(cookie)
+        const challenge = await readTwoFactorChallenge(cookie)
         const user = challenge ? accounts.userById(challenge.userId) : undefined
         if (!challenge || !user || !user.twoFactor) throw twoFactorRequired()
         const client = clientAddress(request, server, config)
         // A challenge takes 5 wrong codes, then dies: the password step again.
-        const tried = challenges.tryCode(challenge)
+        const tried = await challenges.tryCode(challenge)
         if (!tried) {
           setChallengeCookie(cookie, config, TWO_FACTOR_CHALLENGE_COOKIE, '', 0)
           throw twoFactorRequired()
@@ -64,16 +64,16 @@ export function secondFactorRoutes(deps: AppDeps) {
         const method = typeof body.recoveryCode === 'string' && body.recoveryCode !== '' ? 'recovery_code' : '2fa'
         try {
           await twoFactor.verify(user, body, client)
-          tried.undo()
+          await tried.undo()
         } catch (error) {
-          if (error instanceof AppError && error.code === 'INVALID_TWO_FACTOR_CODE') tried.wrong()
-          else tried.undo()
+          if (error instanceof AppError && error.code === 'INVALID_TWO_FACTOR_CODE') await tried.wrong()
+          else await tried.undo()
           // A wrong code after the right password: recorded in the account's log.
           await recordFailedSignIn(deps, { request, server }, error, { userId: user.id, method })
           throw error
         }
         // The challenge is good for one sign-in: taken before the session's write.
-        if (!challenges.consume(challenge)) throw twoFactorRequired()
+        if (!(await challenges.consume(challenge))) throw twoFactorRequired()
         setChallengeCookie(cookie, config, TWO_FACTOR_CHALLENGE_COOKIE, '', 0)
         const signedIn = await completeSignIn(deps, { cookie, request, server }, method, user)
         return { user: publicUser(signedIn.user) }
@@ -95,7 +95,7 @@ export function secondFactorRoutes(deps: AppDeps) {
       async ({ cookie, request, server, set }) => {
         assertSameSite(request, config.origin)
         // As the second factor (a two-factor challenge is open): only that account's passkeys.
-        const pending = readTwoFactorChallenge(cookie)
+        const pending = await readTwoFactorChallenge(cookie)
         const user = pending ? (accounts.userById(pending.userId) ?? null) : null
         const rp = relyingParty(config, request, server?.port)
         const options = await passkeys.signInOptions(rp, user)
@@ -119,13 +119,13 @@ export function secondFactorRoutes(deps: AppDeps) {
       '/passkey/login',
       async ({ body, cookie, request, server }) => {
         assertSameSite(request, config.origin)
-        const issued = challenges.read<{ challenge: string; userId: string | null; rp: { rpID: string; origin: string } }>(
+        const issued = await challenges.read<{ challenge: string; userId: string | null; rp: { rpID: string; origin: string } }>(
           PASSKEY_PURPOSE,
           cookie[PASSKEY_SIGN_IN_COOKIE]?.value,
         )
         setChallengeCookie(cookie, config, PASSKEY_SIGN_IN_COOKIE, '', 0)
         // One ceremony per challenge, whatever its outcome.
-        if (!issued || !challenges.consume(issued)) throw passkeyFailed('Start the passkey sign-in again (no challenge, or it expired)')
+        if (!issued || !(await challenges.consume(issued))) throw passkeyFailed('Start the passkey sign-in again (no challenge, or it expired)')
         let user
         try {
           user = await passkeys.verifySignIn(body.response as never, issued.challenge, issued.rp, issued.userId)
@@ -139,9 +139,9 @@ export function secondFactorRoutes(deps: AppDeps) {
           throw error
         }
         // A passkey completes an open two-factor sign-in too.
-        const pending = readTwoFactorChallenge(cookie)
+        const pending = await readTwoFactorChallenge(cookie)
         if (pending) {
-          challenges.consume(pending)
+          await challenges.consume(pending)
           setChallengeCookie(cookie, config, TWO_FACTOR_CHALLENGE_COOKIE, '', 0)
         }
         const signedIn = await completeSignIn(deps, { cookie, request, server }, 'passkey', user)

@@ -38,6 +38,33 @@ export const MIGRATIONS: readonly { name: string; up: (tx: Sql) => Promise<unkno
       )`
     },
   },
+  // 2: the audit logs (reserved for that work; this placeholder keeps the numbering until it lands).
+  { name: 'audit logs (placeholder)', up: async () => {} },
+  {
+    name: 'shared state: counters within a window, short-lived entries',
+    up: async (tx) => {
+      // Throttles and the sign-up limit: one row per key (SHA-256 of purpose and key) with the
+      // times (ms) of its events within the window; `added` says whether the last statement
+      // counted its event (RETURNING sees the row after the update only).
+      await tx`CREATE TABLE svc_state_windows (
+        key text PRIMARY KEY,
+        events bigint[] NOT NULL,
+        added boolean NOT NULL DEFAULT true,
+        expires_at bigint NOT NULL
+      )`
+      await tx`CREATE INDEX svc_state_windows_expiry ON svc_state_windows (expires_at)`
+      // Used challenges, passkey registrations, pending device sign-ins: keyed by a hash, values
+      // without secrets, `version` for compare-and-set, `count` for counters.
+      await tx`CREATE TABLE svc_state_entries (
+        key text PRIMARY KEY,
+        value text NOT NULL,
+        version bigint NOT NULL,
+        count bigint NOT NULL DEFAULT 0,
+        expires_at bigint NOT NULL
+      )`
+      await tx`CREATE INDEX svc_state_entries_expiry ON svc_state_entries (expires_at)`
+    },
+  },
 ]
 
 export const SCHEMA_VERSION = MIGRATIONS.length

@@ -10,6 +10,7 @@ import { checkVersion, DEFAULT_MAX_OPEN_VAULTS, DEFAULT_VAULT_IDLE_MS, withAllLi
 import { Database, type DatabaseOptions } from './database'
 import { loadDocument, PgDocument } from './document'
 import { migrate } from './migrations'
+import { PgState } from './state'
 
 export const ACCOUNTS_ID = 'accounts'
 /** How long reading the accounts at start may take. */
@@ -40,6 +41,8 @@ export class PgStore implements DataStore {
   private readonly now: () => number
   private sweepTimer: ReturnType<typeof setInterval> | null = null
   private stopped = false
+  /** Throttle counts, used challenges, pending device sign-ins: in the database, for every instance. */
+  readonly state: PgState
 
   private constructor(
     readonly db: Database,
@@ -47,6 +50,7 @@ export class PgStore implements DataStore {
     private readonly options: PgStoreOptions,
   ) {
     this.now = options.now ?? Date.now
+    this.state = new PgState(db, this.now, { sweep: !options.readOnly })
     if (!options.readOnly) {
       const idle = options.vaultIdleMs ?? DEFAULT_VAULT_IDLE_MS
       this.sweepTimer = setInterval(() => this.closeIdleVaults(), Math.min(Math.max(idle / 4, 1000), 60_000))
@@ -240,6 +244,7 @@ export class PgStore implements DataStore {
     if (this.stopped) return
     this.stopped = true
     if (this.sweepTimer) clearInterval(this.sweepTimer)
+    await this.state.close()
     await this.accounts.settle().catch(() => {})
     for (const cached of this.vaults.values()) {
       const vault = await Promise.resolve(cached.document).catch(() => null)
