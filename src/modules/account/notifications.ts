@@ -215,15 +215,24 @@ export class Notifier {
     this.watched.delete(userId)
   }
 
-  /** One delivery round over the users with a webhook, PARALLEL_DELIVERIES at a time. */
-  async tick(): Promise<void> {
-    const queue = [...this.watched]
-    const worker = async () => {
-      for (let userId = queue.shift(); userId !== undefined; userId = queue.shift()) {
-        await this.deliver(userId).catch((error) => this.deps.log(`error: webhook delivery failed: ${(error as Error)?.message ?? error}`))
+  /**
+   * One delivery round over the users with a webhook, PARALLEL_DELIVERIES at a time. With several
+   * instances on one database, one round at a time over all of them (an advisory lock: a round
+   * started meanwhile elsewhere is skipped; the next finds today's delivery done in the vault).
+   * Answers false when skipped.
+   */
+  async tick(): Promise<boolean> {
+    const ran = await this.deps.store.state.exclusive('webhook-round', async () => {
+      const queue = [...this.watched]
+      const worker = async () => {
+        for (let userId = queue.shift(); userId !== undefined; userId = queue.shift()) {
+          await this.deliver(userId).catch((error) => this.deps.log(`error: webhook delivery failed: ${(error as Error)?.message ?? error}`))
+        }
       }
-    }
-    await Promise.all(Array.from({ length: Math.min(PARALLEL_DELIVERIES, queue.length) }, worker))
+      await Promise.all(Array.from({ length: Math.min(PARALLEL_DELIVERIES, queue.length) }, worker))
+      return true
+    })
+    return ran === true
   }
 
   /** Runs one delivery's network part when a slot is free: overlapping rounds and PUTs share the cap. */
@@ -367,7 +376,8 @@ export function notificationRoutes(deps: GuardDeps & { notifier: Notifier }) {
     .onStart(({ server }) => {
       notifier.listeningPort = server?.port ?? null
       // Users with a webhook are found by the background pass (lifecycleJobs) and by PUT.
-      timer = setInterval(() => void notifier.tick(), TICK_MS)
+      // A database away: this round is skipped, the next one tries again.
+      timer = setInterval(() => void notifier.tick().catch(() => {}), TICK_MS)
       timer.unref?.()
     })
     .onStop(() => clearInterval(timer))

@@ -36,9 +36,11 @@ function ownKey(auth: AuthContext) {
 }
 
 export function deviceLoginRoutes(deps: AppDeps) {
-  const logins = new DeviceLogins(deps.accessKeys, deps.config.baseUrl, deps.now, (userId) => deps.sharedVaults.listFor(userId))
+  const logins = new DeviceLogins(deps.accessKeys, deps.config.baseUrl, deps.now, (userId) => deps.sharedVaults.listFor(userId), deps.store.state)
   // A deleted account's approved sign-ins pay out nothing.
-  deps.accounts.onUserRemoved((userId) => logins.cancelFor(userId))
+  deps.accounts.onUserRemoved(
+    (userId) => void logins.cancelFor(userId).catch((error) => deps.log(`error: could not cancel device sign-ins: ${(error as Error)?.message ?? error}`)),
+  )
   return new Elysia({ name: 'deviceLoginRoutes', prefix: '/api/auth', tags: ['Authentication'] })
     .use(authGuard(deps))
     .post('/device', ({ body, request, server }) => logins.start(body, clientAddress(request, server, deps.config), request.headers.get('user-agent')), {
@@ -102,7 +104,7 @@ export function deviceLoginRoutes(deps: AppDeps) {
       async ({ auth, audit, body, params }) => {
         // Approving pays out a 90-day key: not on a stolen cookie alone.
         requireFreshProof(deps.accounts, auth)
-        const decided = logins.decide(auth.userId, params.userCode, true, body?.scopes)
+        const decided = await logins.decide(auth.userId, params.userCode, true, body?.scopes)
         await audit('device_login.approve', [], {
           deviceName: decided.deviceName,
           keyName: keyNameFor(decided.deviceName),
@@ -128,7 +130,7 @@ export function deviceLoginRoutes(deps: AppDeps) {
     .post(
       '/device/:userCode/deny',
       async ({ auth, audit, params }) => {
-        const decided = logins.decide(auth.userId, params.userCode, false)
+        const decided = await logins.decide(auth.userId, params.userCode, false)
         await audit('device_login.deny', [], { deviceName: decided.deviceName, keyName: keyNameFor(decided.deviceName), scopes: decided.requestedScopes })
         return { status: decided.status }
       },

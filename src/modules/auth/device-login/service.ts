@@ -3,14 +3,16 @@
 // <SVC_BASE_URL>/cli?code=ABCD-EFGH while signed in, sees the device name and the scopes, and
 // approves or denies; the CLI, polling with the device code, then receives a new access key.
 //
-// Requests live in memory only: they last ten minutes, and a restart simply makes the CLI start
-// again. The device code is kept as its SHA-256 (it is the bearer of the future key); the user
-// code alone gets nothing without a signed-in session approving it.
+// Requests live in the store's shared state (in memory on the file store: a restart makes the CLI
+// start again; in the database with PostgreSQL: any instance approves or answers a poll of a
+// sign-in another started). They last ten minutes. The device code and the user code are keys
+// only (the database keeps their hashes); the request itself holds neither.
 import type { AccessKeys, PublicAccessKey } from '../../../auth/access-keys'
 import { isScope, type Scope } from '../../../auth/scopes'
 import { constantTimeEqual, randomToken, sha256Hex } from '../../../crypto/tokens'
 import { AppError, NotFound, validationError } from '../../../http/errors'
 import type { VaultRole } from '../../../store/records'
+import { MemoryState, type Entries, type SharedState, type WindowCounter } from '../../../store/shared-state'
 
 export const DEVICE_CODE_TTL_MS = 10 * 60_000
 export const POLL_INTERVAL_MS = 5_000
@@ -47,8 +49,6 @@ export type DeviceRequestStatus = 'pending' | 'approved' | 'denied'
 
 interface DeviceRequest {
   deviceCodeHash: string
-  /** Eight letters, without the hyphen. */
-  userCode: string
   deviceName: string
   /** What the device asked for; an approval without a choice grants only its default ones. */
   scopes: Scope[]
@@ -68,6 +68,15 @@ interface DeviceRequest {
   vault: string | null
   /** The approver's vault of that name, bound to the key on approval. */
   vaultId: string | null
+  approvedAt: number | null
+  /** When it was counted among the pending ones of its client, network and in all (taken back when it goes). */
+  countedAt: number
+}
+
+/** A request as stored, with the version its next change must find. */
+interface Stored {
+  request: DeviceRequest
+  version: number
 }
 
 /** A shared vault as the approver sees it (their own vaults only). */
@@ -164,10 +173,22 @@ const tooMany = (retryAfterSeconds: number, message: string) =>
 const deviceCodeNotFound = () =>
   new AppError(404, 'DEVICE_CODE_NOT_FOUND', 'No pending sign-in has this code: it may have expired (codes last 10 minutes) or been used')
 
+/** How long a request is kept past its expiry: a late poll hears EXPIRED_TOKEN, not an unknown code. */
+const KEEP_EXPIRED_MS = DEVICE_CODE_TTL_MS
+/** Tries of a change that lost a race with another (a poll and an approval at once). */
+const CHANGE_TRIES = 5
+
 export class DeviceLogins {
-  private readonly byDeviceCode = new Map<string, DeviceRequest>()
-  private readonly byUserCode = new Map<string, DeviceRequest>()
-  private readonly failedLookups = new Map<string, number[]>()
+  /** Requests by their device code's SHA-256. */
+  private readonly requests: Entries
+  /** The device code's SHA-256 by user code (the user code is the key: the database keeps its hash). */
+  private readonly userCodes: Entries
+  /** Accounts deleted: when (their approved, uncollected sign-ins give no key). */
+  private readonly cancelled: Entries
+  /** Pending requests per client, network and in all (events taken back when a request goes). */
+  private readonly pendingCount: WindowCounter
+  /** Unknown user codes per signed-in user. */
+  private readonly failedLookups: WindowCounter
 
   constructor(
     private readonly accessKeys: AccessKeys,
@@ -175,7 +196,14 @@ export class DeviceLogins {
     private readonly now: () => number = Date.now,
     /** The shared vaults a user is a member of, with their role. */
     private readonly vaultsOf: (userId: string) => ApproverVault[] = () => [],
-  ) {}
+    state: SharedState = new MemoryState(now),
+  ) {
+    this.requests = state.entries('device-login')
+    this.userCodes = state.entries('device-login-user-code')
+    this.cancelled = state.entries('device-login-cancelled')
+    this.pendingCount = state.window('device-login-pending', DEVICE_CODE_TTL_MS)
+    this.failedLookups = state.window('device-login-lookups', LOOKUP_WINDOW_MS)
+  }
 
   /** The approver's vaults matching the name (or id) the device asked for. */
   private matchVaults(userId: string, wanted: string): ApproverVault[] {
@@ -184,8 +212,15 @@ export class DeviceLogins {
     return byId ? [byId] : vaults.filter((vault) => vault.name === wanted)
   }
 
-  start(input: { deviceName?: string; scopes?: string[]; vault?: string } | null, client: string, userAgent: string | null = null): DeviceAuthorization {
-    this.sweep()
+  private static countKeys(request: Pick<DeviceRequest, 'client' | 'network'>): string[] {
+    return [`c:${request.client}`, `n:${request.network}`, 'all']
+  }
+
+  async start(
+    input: { deviceName?: string; scopes?: string[]; vault?: string } | null,
+    client: string,
+    userAgent: string | null = null,
+  ): Promise<DeviceAuthorization> {
     const deviceName = input?.deviceName === undefined ? 'unknown device' : input.deviceName.trim()
     if (deviceName === '') throw validationError('deviceName', 'must not be blank')
     const scopes = [...new Set(input?.scopes ?? DEFAULT_CLI_SCOPES)]
@@ -195,22 +230,17 @@ export class DeviceLogins {
     const vault = input?.vault === undefined ? null : input.vault.trim()
     if (vault === '') throw validationError('vault', 'must not be blank')
     const network = networkOf(client)
-    let fromClient = 0
-    let fromNetwork = 0
-    for (const request of this.byDeviceCode.values()) {
-      if (request.client === client) fromClient++
-      if (request.network === network) fromNetwork++
-    }
-    if (fromClient >= MAX_PENDING_PER_CLIENT || fromNetwork >= MAX_PENDING_PER_NETWORK || this.byDeviceCode.size >= MAX_PENDING) {
-      throw tooMany(60, 'Too many sign-ins are waiting for approval; try again in a minute')
-    }
+    const [clientKey, networkKey, allKey] = DeviceLogins.countKeys({ client, network })
+    const counted = await this.pendingCount.take([
+      { key: clientKey, max: MAX_PENDING_PER_CLIENT },
+      { key: networkKey, max: MAX_PENDING_PER_NETWORK },
+      { key: allKey, max: MAX_PENDING },
+    ])
+    if ('retryAfter' in counted) throw tooMany(60, 'Too many sign-ins are waiting for approval; try again in a minute')
     const deviceCode = randomToken(32)
-    let userCode = randomUserCode()
-    while (this.byUserCode.has(userCode)) userCode = randomUserCode()
     const now = this.now()
     const request: DeviceRequest = {
       deviceCodeHash: sha256Hex(deviceCode),
-      userCode,
       deviceName,
       scopes: scopes as Scope[],
       client,
@@ -225,9 +255,12 @@ export class DeviceLogins {
       granted: [],
       vault,
       vaultId: null,
+      approvedAt: null,
+      countedAt: counted.at,
     }
-    this.byDeviceCode.set(request.deviceCodeHash, request)
-    this.byUserCode.set(userCode, request)
+    let userCode = randomUserCode()
+    while (!(await this.userCodes.create(userCode, request.deviceCodeHash, request.expiresAt))) userCode = randomUserCode()
+    await this.requests.create(request.deviceCodeHash, request, request.expiresAt + KEEP_EXPIRED_MS)
     return {
       deviceCode,
       userCode: formatUserCode(userCode),
@@ -244,53 +277,69 @@ export class DeviceLogins {
    */
   async poll(deviceCode: string): Promise<{ key: PublicAccessKey & { key: string }; userId: string; deviceName: string }> {
     const hash = sha256Hex(deviceCode)
-    const request = this.byDeviceCode.get(hash)
-    if (!request || !constantTimeEqual(request.deviceCodeHash, hash)) {
-      throw new AppError(400, 'INVALID_GRANT', 'Unknown or already used device code: run svc login again')
-    }
-    const now = this.now()
-    if (now >= request.expiresAt) {
-      this.remove(request)
-      throw new AppError(400, 'EXPIRED_TOKEN', 'The sign-in code expired before it was approved: run svc login again')
-    }
-    if (request.status === 'denied') {
-      this.remove(request)
-      throw new AppError(400, 'ACCESS_DENIED', 'The sign-in was denied in the web interface')
-    }
-    const early = request.lastPollAt !== null && now - request.lastPollAt < request.intervalMs - POLL_SLACK_MS
-    request.lastPollAt = now
-    if (early) {
-      request.intervalMs += SLOW_DOWN_STEP_MS
-      const seconds = request.intervalMs / 1000
-      throw new AppError(400, 'SLOW_DOWN', `Polling too fast: wait ${seconds} seconds between polls`, { 'retry-after': String(seconds) })
-    }
-    if (request.status === 'pending') {
-      throw new AppError(400, 'AUTHORIZATION_PENDING', 'Waiting for the sign-in to be approved in the web interface', {
-        'retry-after': String(request.intervalMs / 1000),
+    for (let tries = 0; ; tries++) {
+      const found = await this.find(hash)
+      if (!found || !constantTimeEqual(found.request.deviceCodeHash, hash)) {
+        throw new AppError(400, 'INVALID_GRANT', 'Unknown or already used device code: run svc login again')
+      }
+      const { request, version } = found
+      const now = this.now()
+      if (now >= request.expiresAt) {
+        await this.remove(found)
+        throw new AppError(400, 'EXPIRED_TOKEN', 'The sign-in code expired before it was approved: run svc login again')
+      }
+      if (request.status === 'denied') {
+        await this.remove(found)
+        throw new AppError(400, 'ACCESS_DENIED', 'The sign-in was denied in the web interface')
+      }
+      const early = request.lastPollAt !== null && now - request.lastPollAt < request.intervalMs - POLL_SLACK_MS
+      const intervalMs = early ? request.intervalMs + SLOW_DOWN_STEP_MS : request.intervalMs
+      if (early || request.status === 'pending') {
+        // An approval that came in meanwhile (another instance) wins: read again and poll again.
+        if (!(await this.requests.replace(hash, version, { ...request, lastPollAt: now, intervalMs }))) {
+          if (tries < CHANGE_TRIES) continue
+          throw new AppError(400, 'SLOW_DOWN', 'Polling too fast', { 'retry-after': String(intervalMs / 1000) })
+        }
+      }
+      if (early) {
+        const seconds = intervalMs / 1000
+        throw new AppError(400, 'SLOW_DOWN', `Polling too fast: wait ${seconds} seconds between polls`, { 'retry-after': String(seconds) })
+      }
+      if (request.status === 'pending') {
+        throw new AppError(400, 'AUTHORIZATION_PENDING', 'Waiting for the sign-in to be approved in the web interface', {
+          'retry-after': String(intervalMs / 1000),
+        })
+      }
+      // Approved: single use, so the request goes (taken once, of racing polls one wins) before the key is written.
+      if (!(await this.remove(found))) {
+        if (tries < CHANGE_TRIES) continue
+        throw new AppError(400, 'INVALID_GRANT', 'Unknown or already used device code: run svc login again')
+      }
+      const gone = await this.cancelled.get<number>(request.approvedBy!)
+      if (gone && gone.value >= (request.approvedAt ?? 0)) {
+        throw new AppError(400, 'INVALID_GRANT', 'Unknown or already used device code: run svc login again')
+      }
+      const key = await this.accessKeys.create(request.approvedBy!, {
+        name: keyNameFor(request.deviceName),
+        scopes: request.granted,
+        expiresAt: new Date(now + KEY_TTL_MS).toISOString(),
+        // Checked again here: an approver removed from the vault since gets no key for it (404).
+        ...(request.vaultId ? { vaultId: request.vaultId } : {}),
       })
+      return { key, userId: request.approvedBy!, deviceName: request.deviceName }
     }
-    // Approved: single use, so the request goes before the key is written.
-    this.remove(request)
-    const key = await this.accessKeys.create(request.approvedBy!, {
-      name: keyNameFor(request.deviceName),
-      scopes: request.granted,
-      expiresAt: new Date(now + KEY_TTL_MS).toISOString(),
-      // Checked again here: an approver removed from the vault since gets no key for it (404).
-      ...(request.vaultId ? { vaultId: request.vaultId } : {}),
-    })
-    return { key, userId: request.approvedBy!, deviceName: request.deviceName }
   }
 
   /** What the approval page shows: only a pending, unexpired request. */
-  describe(userId: string, userCode: string): DeviceRequestView {
-    const request = this.pending(userId, userCode)
+  async describe(userId: string, userCode: string): Promise<DeviceRequestView> {
+    const { request } = await this.pending(userId, userCode)
     let vault: DeviceRequestView['vault']
     if (request.vault !== null) {
       const matches = this.matchVaults(userId, request.vault)
       vault = matches.length === 1 ? { name: matches[0].name, id: matches[0].id, role: matches[0].role } : { name: request.vault, id: null, role: null }
     }
     return {
-      userCode: formatUserCode(request.userCode),
+      userCode: formatUserCode(normalizeUserCode(userCode)!),
       deviceName: request.deviceName,
       keyName: keyNameFor(request.deviceName),
       scopes: [...request.scopes],
@@ -310,12 +359,12 @@ export class DeviceLogins {
    * picked scopes on the page, else only the default scopes among those asked for: a link
    * asking for every scope gets no write scope from one click.
    */
-  decide(
+  async decide(
     userId: string,
     userCode: string,
     approve: boolean,
     chosen?: readonly string[],
-  ): { status: 'approved' | 'denied'; deviceName: string; scopes: Scope[]; requestedScopes: Scope[]; vault: { id: string; name: string } | null } {
+  ): Promise<{ status: 'approved' | 'denied'; deviceName: string; scopes: Scope[]; requestedScopes: Scope[]; vault: { id: string; name: string } | null }> {
     let granted: Scope[] = []
     if (approve) {
       if (chosen !== undefined) {
@@ -325,80 +374,79 @@ export class DeviceLogins {
         if (granted.length === 0) throw validationError('scopes', 'at least one scope is required')
       }
     }
-    const request = this.pending(userId, userCode)
-    if (approve && chosen === undefined) {
-      granted = defaultGrant(request.scopes)
-      if (granted.length === 0) {
-        throw validationError('scopes', `the device asked only for ${request.scopes.join(' ')}, beyond the default scopes: choose the scopes to grant`)
+    for (let tries = 0; ; tries++) {
+      const { request, version } = await this.pending(userId, userCode)
+      if (approve && chosen === undefined) {
+        granted = defaultGrant(request.scopes)
+        if (granted.length === 0) {
+          throw validationError('scopes', `the device asked only for ${request.scopes.join(' ')}, beyond the default scopes: choose the scopes to grant`)
+        }
       }
-    }
-    // A key for a shared vault: only one the approver is a member of, named without doubt.
-    let vault: ApproverVault | null = null
-    if (approve && request.vault !== null) {
-      const matches = this.matchVaults(userId, request.vault)
-      if (matches.length === 0) throw NotFound.vault()
-      if (matches.length > 1) {
-        throw new AppError(409, 'VAULT_NAME_AMBIGUOUS', 'Several of your shared vaults have this name: run svc login --vault with the vault id instead')
+      // A key for a shared vault: only one the approver is a member of, named without doubt.
+      let vault: ApproverVault | null = null
+      if (approve && request.vault !== null) {
+        const matches = this.matchVaults(userId, request.vault)
+        if (matches.length === 0) throw NotFound.vault()
+        if (matches.length > 1) {
+          throw new AppError(409, 'VAULT_NAME_AMBIGUOUS', 'Several of your shared vaults have this name: run svc login --vault with the vault id instead')
+        }
+        vault = matches[0]
       }
-      vault = matches[0]
-    }
-    const status = approve ? 'approved' : 'denied'
-    request.status = status
-    request.vaultId = vault?.id ?? null
-    request.approvedBy = approve ? userId : null
-    request.granted = granted
-    return {
-      status,
-      deviceName: request.deviceName,
-      scopes: granted,
-      requestedScopes: [...request.scopes],
-      vault: vault ? { id: vault.id, name: vault.name } : null,
+      const status = approve ? 'approved' : 'denied'
+      const decided: DeviceRequest = {
+        ...request,
+        status,
+        vaultId: vault?.id ?? null,
+        approvedBy: approve ? userId : null,
+        approvedAt: approve ? this.now() : null,
+        granted,
+      }
+      // A poll that came in meanwhile changed it: read again (still pending: decide on it).
+      if (!(await this.requests.replace(request.deviceCodeHash, version, decided))) {
+        if (tries < CHANGE_TRIES) continue
+        throw deviceCodeNotFound()
+      }
+      return {
+        status,
+        deviceName: request.deviceName,
+        scopes: granted,
+        requestedScopes: [...request.scopes],
+        vault: vault ? { id: vault.id, name: vault.name } : null,
+      }
     }
   }
 
   /** Drops the sign-ins this user approved that the CLI has not collected yet (account deletion). */
-  cancelFor(userId: string): void {
-    for (const request of [...this.byDeviceCode.values()]) if (request.approvedBy === userId) this.remove(request)
+  async cancelFor(userId: string): Promise<void> {
+    const now = this.now()
+    const known = await this.cancelled.get<number>(userId)
+    if (known) await this.cancelled.replace(userId, known.version, now, now + DEVICE_CODE_TTL_MS + KEEP_EXPIRED_MS)
+    else await this.cancelled.create(userId, now, now + DEVICE_CODE_TTL_MS + KEEP_EXPIRED_MS)
   }
 
-  private pending(userId: string, userCode: string): DeviceRequest {
-    const retry = this.lookupWait(userId)
+  private async find(deviceCodeHash: string): Promise<Stored | undefined> {
+    const entry = await this.requests.get<DeviceRequest>(deviceCodeHash)
+    return entry && { request: entry.value, version: entry.version }
+  }
+
+  private async pending(userId: string, userCode: string): Promise<Stored> {
+    const retry = await this.failedLookups.wait(userId, MAX_FAILED_LOOKUPS)
     if (retry > 0) throw tooMany(retry, 'Too many unknown codes; try again later')
     const code = normalizeUserCode(userCode)
-    const request = code === null ? undefined : this.byUserCode.get(code)
-    if (!request || request.status !== 'pending' || this.now() >= request.expiresAt) {
-      if (request && this.now() >= request.expiresAt) this.remove(request)
-      this.recordFailedLookup(userId)
+    const hash = code === null ? undefined : await this.userCodes.get<string>(code)
+    const found = hash === undefined ? undefined : await this.find(hash.value)
+    if (!found || found.request.status !== 'pending' || this.now() >= found.request.expiresAt) {
+      if (found && this.now() >= found.request.expiresAt) await this.remove(found)
+      await this.failedLookups.add(userId)
       throw deviceCodeNotFound()
     }
-    return request
+    return found
   }
 
-  private lookupWait(userId: string): number {
-    const since = this.now() - LOOKUP_WINDOW_MS
-    const recent = (this.failedLookups.get(userId) ?? []).filter((at) => at > since)
-    if (recent.length < MAX_FAILED_LOOKUPS) return 0
-    return Math.ceil((recent[recent.length - MAX_FAILED_LOOKUPS] + LOOKUP_WINDOW_MS - this.now()) / 1000)
-  }
-
-  private recordFailedLookup(userId: string): void {
-    const since = this.now() - LOOKUP_WINDOW_MS
-    const recent = (this.failedLookups.get(userId) ?? []).filter((at) => at > since)
-    recent.push(this.now())
-    this.failedLookups.set(userId, recent)
-  }
-
-  private remove(request: DeviceRequest): void {
-    this.byDeviceCode.delete(request.deviceCodeHash)
-    this.byUserCode.delete(request.userCode)
-  }
-
-  /** Drops expired requests (at most MAX_PENDING to look at) and stale lookup counts. */
-  private sweep(): void {
-    const now = this.now()
-    for (const request of this.byDeviceCode.values()) if (now >= request.expiresAt) this.remove(request)
-    if (this.failedLookups.size > 1000) {
-      for (const [userId, times] of this.failedLookups) if (times.every((at) => at <= now - LOOKUP_WINDOW_MS)) this.failedLookups.delete(userId)
-    }
+  /** Removes the request (at its version: answers false when another change came first) and its count. */
+  private async remove({ request, version }: Stored): Promise<boolean> {
+    if (!(await this.requests.remove(request.deviceCodeHash, version))) return false
+    await this.pendingCount.remove(DeviceLogins.countKeys(request), request.countedAt)
+    return true
   }
 }
