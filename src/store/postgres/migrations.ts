@@ -53,6 +53,31 @@ export const MIGRATIONS: readonly { name: string; up: (tx: Sql) => Promise<unkno
         expires_at bigint NOT NULL
       )`
       await tx`CREATE INDEX svc_state_windows_expiry ON svc_state_windows (expires_at)`
+      // Counts one event under every key of `limits` (JSON [{key, max}]) when each is under its
+      // max within the window, else none: the rows are locked in key order (no deadlock), checked
+      // together and changed together, in one round trip. Answers each key's events and whether
+      // the event was counted.
+      await tx.unsafe(`CREATE FUNCTION svc_state_take(limits text, now_ms bigint, since_ms bigint, expires_ms bigint)
+        RETURNS TABLE (key text, events text, counted boolean) LANGUAGE plpgsql AS $$
+        #variable_conflict use_column
+        DECLARE
+          wanted jsonb := limits::jsonb;
+          ok boolean;
+        BEGIN
+          INSERT INTO svc_state_windows (key, events, expires_at)
+            SELECT l.key, '{}', expires_ms FROM jsonb_to_recordset(wanted) AS l(key text, max int) ORDER BY l.key
+            ON CONFLICT (key) DO NOTHING;
+          PERFORM 1 FROM svc_state_windows w
+            WHERE w.key IN (SELECT l.key FROM jsonb_to_recordset(wanted) AS l(key text, max int)) ORDER BY w.key FOR UPDATE;
+          SELECT bool_and((SELECT count(*) FROM unnest(w.events) e WHERE e > since_ms) < l.max) INTO ok
+            FROM jsonb_to_recordset(wanted) AS l(key text, max int) JOIN svc_state_windows w ON w.key = l.key;
+          IF ok THEN
+            UPDATE svc_state_windows w SET events = ARRAY(SELECT e FROM unnest(w.events) e WHERE e > since_ms ORDER BY e) || now_ms, expires_at = expires_ms
+              WHERE w.key IN (SELECT l.key FROM jsonb_to_recordset(wanted) AS l(key text, max int));
+          END IF;
+          RETURN QUERY SELECT w.key, array_to_string(ARRAY(SELECT e FROM unnest(w.events) e WHERE e > since_ms ORDER BY e), ','), ok
+            FROM svc_state_windows w WHERE w.key IN (SELECT l.key FROM jsonb_to_recordset(wanted) AS l(key text, max int));
+        END $$`)
       // Used challenges, passkey registrations, pending device sign-ins: keyed by a hash, values
       // without secrets, `version` for compare-and-set, `count` for counters.
       await tx`CREATE TABLE svc_state_entries (

@@ -1,6 +1,7 @@
 // The shared state (../shared-state.ts) in PostgreSQL, so that every instance on the database
 // counts the same attempts and takes a single-use value once. Each operation is one statement
-// (INSERT ... ON CONFLICT DO UPDATE ... RETURNING: the row lock orders racing instances). Keys
+// (INSERT ... ON CONFLICT DO UPDATE ... RETURNING: the row lock orders racing instances; a take
+// over several keys is the function svc_state_take of migration 3, which locks them together). Keys
 // are stored as SHA-256 of purpose and key (they may be codes or e-mail addresses); values are
 // JSON of what is not secret. Times are the server's clock (the injectable one), in milliseconds.
 // Expired rows are deleted by a sweep every minute.
@@ -28,7 +29,20 @@ const parseEvents = (text: string | null): number[] =>
         .sort((a, b) => a - b)
     : []
 
+/** How long (real time) an instance answers a refusal it heard from the database without asking again. */
+const REFUSAL_MEMORY_MS = 1000
+
 class PgWindow implements WindowCounter {
+  /**
+   * Keys the database refused lately: until when (the server's clock: the oldest event leaves the
+   * window) and, in real time, for how long this instance believes it. A burst of guesses at one
+   * key then costs the database a few statements, not one each (all would wait for one row lock
+   * and, past the query bound, answer 503). Counting stays the database's: this only refuses.
+   */
+  private readonly refused = new Map<string, { freeAt: number; heardAt: number }>()
+  /** Takes of the same keys, one at a time on this instance (the next one sees the last refusal). */
+  private readonly queues = new Map<string, Promise<unknown>>()
+
   constructor(
     private readonly db: Database,
     private readonly name: string,
@@ -36,37 +50,52 @@ class PgWindow implements WindowCounter {
     private readonly now: () => number,
   ) {}
 
-  async take(limits: readonly Limit[]): Promise<Taken> {
+  /** Seconds to wait, when a key of these was refused lately; else 0. */
+  private rememberedRefusal(keys: readonly string[]): number {
+    const now = this.now()
+    let wait = 0
+    for (const key of keys) {
+      const refusal = this.refused.get(key)
+      if (!refusal) continue
+      if (refusal.freeAt <= now || performance.now() - refusal.heardAt > REFUSAL_MEMORY_MS) this.refused.delete(key)
+      else wait = Math.max(wait, Math.max(1, Math.ceil((refusal.freeAt - now) / 1000)))
+    }
+    return wait
+  }
+
+  take(limits: readonly Limit[]): Promise<Taken> {
+    const wanted = limits.map(({ key, max }) => ({ key: hashKey(this.name, key), max }))
+    const keys = wanted.map((w) => w.key)
+    const signature = keys.join(',')
+    const before = this.queues.get(signature) ?? Promise.resolve()
+    const taking = before.then(() => {
+      const wait = this.rememberedRefusal(keys)
+      return wait > 0 ? { retryAfter: wait } : this.takeNow(wanted)
+    })
+    const settled = taking.catch(() => {})
+    this.queues.set(signature, settled)
+    void settled.then(() => {
+      if (this.queues.get(signature) === settled) this.queues.delete(signature)
+    })
+    return taking
+  }
+
+  private async takeNow(wanted: readonly Limit[]): Promise<Taken> {
     const now = this.now()
     const since = now - this.windowMs
-    const wanted = limits.map(({ key, max }) => ({ key: hashKey(this.name, key), max }))
-    // Sorted: two statements lock the rows in one order (no deadlock).
-    wanted.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
-    const input = JSON.stringify(wanted)
-    const rows: { key: string; events: string; added: boolean }[] = await this.db.run(
-      (sql) => sql`
-      WITH input AS (SELECT * FROM jsonb_to_recordset(${input}::jsonb) AS i(key text, max int))
-      INSERT INTO svc_state_windows AS w (key, events, added, expires_at)
-      SELECT key, ARRAY[${now}::bigint], max > 0, ${now + this.windowMs}::bigint FROM input ORDER BY key
-      ON CONFLICT (key) DO UPDATE SET
-        events = CASE
-          WHEN (SELECT count(*) FROM unnest(w.events) e WHERE e > ${since}::bigint) < (SELECT max FROM input WHERE input.key = w.key)
-          THEN ARRAY(SELECT e FROM unnest(w.events) e WHERE e > ${since}::bigint ORDER BY e) || ${now}::bigint
-          ELSE ARRAY(SELECT e FROM unnest(w.events) e WHERE e > ${since}::bigint ORDER BY e) END,
-        added = (SELECT count(*) FROM unnest(w.events) e WHERE e > ${since}::bigint) < (SELECT max FROM input WHERE input.key = w.key),
-        expires_at = ${now + this.windowMs}::bigint
-      RETURNING key, array_to_string(events, ',') AS events, added`,
+    const rows: { key: string; events: string; counted: boolean }[] = await this.db.run(
+      (sql) =>
+        sql`SELECT key, events, counted FROM svc_state_take(${JSON.stringify(wanted)}, ${now}::bigint, ${since}::bigint, ${now + this.windowMs}::bigint)`,
     )
-    const refused = rows.filter((row) => !row.added)
-    if (refused.length === 0) return { at: now }
-    // All or nothing: the keys that took this event give it back.
-    const added = rows.filter((row) => row.added).map((row) => row.key)
-    if (added.length > 0) await this.removeHashed(added, now)
+    if (rows.length > 0 && rows[0].counted) return { at: now }
     let retryAfter = 1
-    for (const row of refused) {
+    for (const row of rows) {
       const max = wanted.find((w) => w.key === row.key)!.max
-      retryAfter = Math.max(retryAfter, waitFor(parseEvents(row.events), max, this.windowMs, now))
+      const wait = waitFor(parseEvents(row.events), max, this.windowMs, now)
+      if (wait > 0) this.refused.set(row.key, { freeAt: now + wait * 1000, heardAt: performance.now() })
+      retryAfter = Math.max(retryAfter, wait)
     }
+    if (this.refused.size > 10_000) this.refused.clear()
     return { retryAfter }
   }
 
@@ -96,6 +125,7 @@ class PgWindow implements WindowCounter {
   }
 
   async remove(keys: readonly string[], at: number): Promise<void> {
+    for (const key of keys) this.refused.delete(hashKey(this.name, key))
     await this.removeHashed(
       keys.map((key) => hashKey(this.name, key)),
       at,
@@ -111,11 +141,12 @@ class PgWindow implements WindowCounter {
         SELECT e FROM unnest(w.events) WITH ORDINALITY AS u(e, i)
         WHERE i IS DISTINCT FROM (SELECT min(j) FROM unnest(w.events) WITH ORDINALITY AS v(f, j) WHERE f = ${at}::bigint)
         ORDER BY i)
-      WHERE key IN (SELECT jsonb_array_elements_text(${list}::jsonb))`,
+      WHERE key IN (SELECT jsonb_array_elements_text(${list}::text::jsonb))`,
     )
   }
 
   async clear(key: string): Promise<void> {
+    this.refused.delete(hashKey(this.name, key))
     await this.db.run((sql) => sql`DELETE FROM svc_state_windows WHERE key = ${hashKey(this.name, key)}`)
   }
 }
@@ -184,6 +215,8 @@ class PgEntries implements Entries {
 export class PgState implements SharedState {
   readonly shared = true
   private sweepTimer: ReturnType<typeof setInterval> | null = null
+  /** One counter per purpose: its memory of refusals is kept. */
+  private readonly windows = new Map<string, PgWindow>()
 
   constructor(
     private readonly db: Database,
@@ -197,7 +230,10 @@ export class PgState implements SharedState {
   }
 
   window(name: string, windowMs: number): WindowCounter {
-    return new PgWindow(this.db, name, windowMs, this.now)
+    const id = `${name}/${windowMs}`
+    let counter = this.windows.get(id)
+    if (!counter) this.windows.set(id, (counter = new PgWindow(this.db, name, windowMs, this.now)))
+    return counter
   }
 
   entries(name: string): Entries {
