@@ -279,7 +279,12 @@ export class TwoFactorSignIn {
     const counted = await this.wrongCodes.add(user.id)
     const atLimit = counted.count >= LOCK_AFTER_WRONG_CODES
     const lockedUntil = this.deps.now() + SECOND_STEP_LOCK_MS
-    if (atLimit) await this.lock(user.id, lockedUntil)
+    // At the limit, the attempt that sets the lock is checked and every other waits: of parallel
+    // ones (on any instance) only one creates it.
+    if (atLimit && !(await this.locks.create(user.id, lockedUntil, lockedUntil))) {
+      await this.wrongCodes.remove([user.id], counted.at)
+      throw secondStepLocked(Math.max(1, await this.lockedFor(user.id)))
+    }
     const takeBack = async () => {
       await this.wrongCodes.remove([user.id], counted.at)
       if (!atLimit) return
@@ -300,15 +305,6 @@ export class TwoFactorSignIn {
       throw error
     }
     await takeBack()
-  }
-
-  /** Locks the account's second step until `until` (a later lock replaces an earlier one). */
-  private async lock(userId: string, until: number): Promise<void> {
-    for (let tries = 0; tries < 3; tries++) {
-      if (await this.locks.create(userId, until, until)) return
-      const current = await this.locks.get<number>(userId)
-      if (current && (await this.locks.replace(userId, current.version, until, until))) return
-    }
   }
 
   private async check(user: UserRecord, proof: SecondFactorProof, hasCode: boolean, client: string): Promise<void> {
