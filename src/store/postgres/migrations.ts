@@ -44,12 +44,10 @@ export const MIGRATIONS: readonly { name: string; up: (tx: Sql) => Promise<unkno
     name: 'shared state: counters within a window, short-lived entries',
     up: async (tx) => {
       // Throttles and the sign-up limit: one row per key (SHA-256 of purpose and key) with the
-      // times (ms) of its events within the window; `added` says whether the last statement
-      // counted its event (RETURNING sees the row after the update only).
+      // times (ms, the server's clock) of its events within the window.
       await tx`CREATE TABLE svc_state_windows (
         key text PRIMARY KEY,
         events bigint[] NOT NULL,
-        added boolean NOT NULL DEFAULT true,
         expires_at bigint NOT NULL
       )`
       await tx`CREATE INDEX svc_state_windows_expiry ON svc_state_windows (expires_at)`

@@ -104,11 +104,10 @@ class PgWindow implements WindowCounter {
     const since = now - this.windowMs
     const [row] = await this.db.run(
       (sql) => sql`
-      INSERT INTO svc_state_windows AS w (key, events, added, expires_at)
-      VALUES (${hashKey(this.name, key)}, ARRAY[${now}::bigint], true, ${now + this.windowMs}::bigint)
+      INSERT INTO svc_state_windows AS w (key, events, expires_at)
+      VALUES (${hashKey(this.name, key)}, ARRAY[${now}::bigint], ${now + this.windowMs}::bigint)
       ON CONFLICT (key) DO UPDATE SET
         events = ARRAY(SELECT e FROM unnest(w.events) e WHERE e > ${since}::bigint ORDER BY e) || ${now}::bigint,
-        added = true,
         expires_at = ${now + this.windowMs}::bigint
       RETURNING cardinality(events) AS count`,
     )

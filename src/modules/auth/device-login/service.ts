@@ -259,8 +259,14 @@ export class DeviceLogins {
       countedAt: counted.at,
     }
     let userCode = randomUserCode()
-    while (!(await this.userCodes.create(userCode, request.deviceCodeHash, request.expiresAt))) userCode = randomUserCode()
-    await this.requests.create(request.deviceCodeHash, request, request.expiresAt + KEEP_EXPIRED_MS)
+    try {
+      while (!(await this.userCodes.create(userCode, request.deviceCodeHash, request.expiresAt))) userCode = randomUserCode()
+      await this.requests.create(request.deviceCodeHash, request, request.expiresAt + KEEP_EXPIRED_MS)
+    } catch (error) {
+      // Not stored (the database away): it does not count among the pending ones.
+      await Promise.resolve(this.pendingCount.remove(DeviceLogins.countKeys(request), counted.at)).catch(() => {})
+      throw error
+    }
     return {
       deviceCode,
       userCode: formatUserCode(userCode),
