@@ -108,6 +108,11 @@ export async function openVault(
       accounts?.reindex(data)
       accessKeys?.reindex(data)
     },
+    onAccountsChanges: (data, changes) => {
+      accounts?.takeIn(changes)
+      // Access keys are few beside users and sessions: rebuilt when one changed.
+      if (changes.some((change) => change[0] !== 'set' && change[1] === 'accessKeys')) accessKeys?.reindex(data)
+    },
     maxOpenVaults: config.maxOpenVaults,
     vaultIdleMs: config.vaultIdleMs,
     onVaultClosed: (userId) => {

@@ -6,6 +6,7 @@ import type { Config } from '../config'
 import { constantTimeEqual, sha256Hex } from '../crypto/tokens'
 import { AppError } from '../http/errors'
 import type { StoredDocument } from '../store/data-store'
+import type { Change } from '../store/changes'
 import type { AccountsDocument, Draft, SessionRecord, UserRecord } from '../store/records'
 import { MemoryState, type SharedState } from '../store/shared-state'
 import type { Writer } from '../store/writer'
@@ -104,6 +105,23 @@ export class Accounts {
   reindex(data: AccountsDocument): void {
     this.userIndex.reset(data.users)
     this.sessionIndex.reset(data.sessions)
+  }
+
+  /**
+   * Follows other instances' changes to the accounts (PostgreSQL), already applied to the
+   * document: the indexes take in each changed user and session instead of being rebuilt.
+   */
+  takeIn(changes: readonly Change[]): void {
+    const endedSessions = new Set<string>()
+    for (const change of changes) {
+      if (change[0] === 'put' && change[1] === 'users') this.userIndex.put(change[2] as UserRecord)
+      else if (change[0] === 'del' && change[1] === 'users') {
+        const gone = this.userIndex.id(change[2])
+        if (gone) this.userIndex.remove(gone)
+      } else if (change[0] === 'put' && change[1] === 'sessions') this.sessionIndex.takeIn(change[2] as SessionRecord)
+      else if (change[0] === 'del' && change[1] === 'sessions') endedSessions.add(change[2])
+    }
+    if (endedSessions.size > 0) this.sessionIndex.forgetIds(endedSessions)
   }
 
   /** The user holding the passkey with this WebAuthn credential id (one Map hit). */

@@ -131,6 +131,18 @@ export class SessionIndex {
     if (position >= 0) ofUser![position] = next
   }
 
+  /** A session written by another instance (new, or replaced): indexed; each account's list is rebuilt when next needed. */
+  takeIn(session: SessionRecord): void {
+    this.byHash.set(session.tokenHash, session)
+    this.byUserBuilt = null
+  }
+
+  /** Sessions other instances ended, by id: one pass over the index. */
+  forgetIds(ids: ReadonlySet<string>): void {
+    for (const [hash, session] of this.byHash) if (ids.has(session.id)) this.byHash.delete(hash)
+    this.byUserBuilt = null
+  }
+
   private forget(tokenHash: string): void {
     this.byHash.delete(tokenHash)
   }

@@ -131,9 +131,9 @@ describeOnPostgres({ ownCluster: true })('the database going away', () => {
     expect((await at(signedIn, a.url).get('/api/auth/me')).status).toBe(200)
     const holds = () => store.accounts.data.sessions.some((session) => session.userId === signedIn.user.id)
     const listeners: (() => void)[] = []
-    const reindex = a.deps.accounts.reindex.bind(a.deps.accounts)
-    a.deps.accounts.reindex = (data) => {
-      reindex(data)
+    const takeIn = a.deps.accounts.takeIn.bind(a.deps.accounts)
+    a.deps.accounts.takeIn = (changes) => {
+      takeIn(changes)
       for (const listener of listeners) listener()
     }
     try {
@@ -145,7 +145,7 @@ describeOnPostgres({ ownCluster: true })('the database going away', () => {
         'A took in the sign-out by notification after the reconnect',
       )
     } finally {
-      a.deps.accounts.reindex = reindex
+      a.deps.accounts.takeIn = takeIn
     }
     console.log(
       `acknowledged ${acknowledged.length} writes; ${whileDown.length} answers while away, slowest ${Math.max(...whileDown.map((x) => x.ms)).toFixed(0)} ms`,

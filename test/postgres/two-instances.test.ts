@@ -257,11 +257,11 @@ suite('two instances on one database, behind Caddy', () => {
     const accounts = a.deps.accounts
     const holds = () => a.deps.store.accounts.data.sessions.some((session) => session.userId === user.user.id)
     expect(holds()).toBe(true)
-    // A takes in other instances' writes by reindexing its accounts: wait for that event.
+    // A takes in other instances' writes into its account indexes (takeIn): wait for that event.
     const listeners: (() => void)[] = []
-    const reindex = accounts.reindex.bind(accounts)
-    accounts.reindex = (data) => {
-      reindex(data)
+    const takeIn = accounts.takeIn.bind(accounts)
+    accounts.takeIn = (changes) => {
+      takeIn(changes)
       for (const listener of listeners) listener()
     }
     try {
@@ -275,7 +275,7 @@ suite('two instances on one database, behind Caddy', () => {
         'A dropped the session B ended',
       )
     } finally {
-      accounts.reindex = reindex
+      accounts.takeIn = takeIn
     }
     expect((await at(user, a.url).get('/api/auth/me')).status).toBe(401)
   })

@@ -12,7 +12,7 @@
 // The document is also kept whole (`snapshot`) as of some version; once the changes after it
 // outweigh it, a commit writes a new one and drops the changes from before the previous one, so
 // that an instance a little behind still finds every version after its own.
-import { applyChanges, freezeLists, PendingChanges, type Change } from '../changes'
+import { applyChanges, deepFreeze, freezeLists, PendingChanges, type Change } from '../changes'
 import type { StoredDocument } from '../data-store'
 import { CorruptDocumentError, DeletedVaultError, StoreUnavailableError, VersionConflictError } from '../errors'
 import { createWriter, type Writer } from '../writer'
@@ -48,6 +48,11 @@ export interface PgDocumentOptions<T> {
   migrate?: (data: T) => T
   /** Told after the data was replaced or changed by another instance's writes (indexes rebuild). */
   onReload?: (data: T) => void
+  /**
+   * Told the changes of other instances' writes once they were applied to the data (indexes
+   * follow them instead of being rebuilt: at 50,000 accounts a rebuild took 100-250 ms); absent: onReload.
+   */
+  onChanges?: (data: T, changes: readonly Change[]) => void
   onWriteError?: (id: string, error: unknown) => void
 }
 
@@ -294,10 +299,12 @@ export class PgDocument<T> implements StoredDocument<T> {
     if (rows.length === 0 || Number(rows[0].version) !== held) return this.reload()
     const batches = rows.slice(1).map((row: { changes: string }) => parse(this.id, row.changes) as Change[])
     apply(this.id, this.current, this.options.lists, batches)
-    freezeLists(this.current as Record<string, unknown>, this.options.lists)
+    // Only the records just read are new: the rest were frozen when they came in.
+    for (const batch of batches) for (const change of batch) if (change[0] === 'put') deepFreeze(change[2])
     for (const row of rows.slice(1)) this.changeBytes += (row.changes as string).length
     this.version = Number(rows[rows.length - 1].version)
-    this.options.onReload?.(this.current)
+    if (this.options.onChanges) this.options.onChanges(this.current, batches.flat())
+    else this.options.onReload?.(this.current)
   }
 
   /** Reads the whole document again (far behind, or after a failed write). */

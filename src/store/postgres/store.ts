@@ -7,6 +7,7 @@ import type { DatabaseMetrics, DataStore } from '../data-store'
 import { DeletedVaultError } from '../errors'
 import { ACCOUNTS_LISTS, FORMAT_VERSION, VAULT_LISTS, type AccountsDocument, type VaultDocument } from '../records'
 import { checkVersion, DEFAULT_MAX_OPEN_VAULTS, DEFAULT_VAULT_IDLE_MS, withAllLists, withSessionIds } from '../store'
+import type { Change } from '../changes'
 import { Database, type DatabaseOptions } from './database'
 import { loadDocument, PgDocument } from './document'
 import { migrate } from './migrations'
@@ -21,6 +22,8 @@ export interface PgStoreOptions extends DatabaseOptions {
   createKeyCheck: () => string
   onWriteError?: (id: string, error: unknown) => void
   onAccountsReload?: (data: AccountsDocument) => void
+  /** Told other instances' changes to the accounts, applied (indexes follow them); absent: onAccountsReload. */
+  onAccountsChanges?: (data: AccountsDocument, changes: readonly Change[]) => void
   maxOpenVaults?: number
   vaultIdleMs?: number
   onVaultClosed?: (userId: string) => void
@@ -80,6 +83,7 @@ export class PgStore implements DataStore {
         lists: ACCOUNTS_LISTS,
         migrate: (data) => withSessionIds(check(withSessionIds(data))),
         onReload: (data) => options.onAccountsReload?.(data),
+        onChanges: options.onAccountsChanges,
         onWriteError: options.onWriteError,
       })
       const store = new PgStore(db, accounts, options)
