@@ -1,0 +1,377 @@
+// The audit logs in PostgreSQL (migration 2): a row per log in svc_audit_logs (its head, line
+// count, bytes and anchor) and its lines in svc_audit_lines, each line's text byte for byte what
+// the file store writes (without the newline). An append locks the log's row (SELECT ... FOR
+// UPDATE) in the transaction that inserts its lines, seals each line against the head read
+// there (not one held in memory) and moves the head: two instances appending to one log at once
+// make one chain, never a fork. Events queued while a batch commits go in the next one (group
+// commit, as with the file). A line is durable once its transaction commits.
+//
+// The anchor's head, lines and bytes are the row's own, moved by each append; its start and
+// checkpoint change only here (creation, compaction). What the recorder writes through
+// writeAnchor adds its keying time only.
+import { Buffer } from 'node:buffer'
+import type { AuditAnchor, AuditLog, AuditLogOpenOptions, AuditLogReadout, AuditLogStore } from '../audit-log-store'
+import { checkLogId, newAnchor } from '../audit-log-store'
+import { joinAuditLines, SERVER_AUDIT_LOG, type SealedLine, type StoredAuditChain } from '../audit-log'
+import type { Database, Sql } from './database'
+
+/** The server's own log's id (vault ids are UUIDs). */
+const SERVER_LOG_ID = 'server'
+/** Lines read per query by the readers (a page of events; an export a chunk at a time). */
+const PAGE_LINES = 500
+
+interface LogRow {
+  head: string
+  lines: number
+  bytes: number
+  nextSeq: number
+  anchor: AuditAnchor
+}
+
+const rowId = (id: string | null) => id ?? SERVER_LOG_ID
+const bytesOf = (line: string) => Buffer.byteLength(line, 'utf8') + 1
+
+function logRow(row: Record<string, unknown>): LogRow {
+  const anchor = JSON.parse(row.anchor as string) as AuditAnchor
+  const head = row.head as string
+  const lines = Number(row.lines)
+  const bytes = Number(row.bytes)
+  return { head, lines, bytes, nextSeq: Number(row.next_seq), anchor: { ...anchor, head, lines, bytes } }
+}
+
+async function selectRow(sql: Sql, id: string, lock = false): Promise<LogRow | null> {
+  const rows = lock
+    ? await sql`SELECT head, lines, bytes, next_seq, anchor::text AS anchor FROM svc_audit_logs WHERE log_id = ${id} FOR UPDATE`
+    : await sql`SELECT head, lines, bytes, next_seq, anchor::text AS anchor FROM svc_audit_logs WHERE log_id = ${id}`
+  return rows.length > 0 ? logRow(rows[0]) : null
+}
+
+/** The anchor's own fields (start, checkpoint, keying time); head, lines and bytes are columns. */
+function storedAnchor(anchor: AuditAnchor): string {
+  return JSON.stringify({ start: anchor.start, checkpoint: anchor.checkpoint ?? null, keyedSince: anchor.keyedSince ?? null })
+}
+
+export class PgAuditLogStore implements AuditLogStore {
+  readonly kind = 'postgres'
+
+  constructor(private readonly db: Database) {}
+
+  /** As audit-verify names the file store's logs, so that its output reads the same. */
+  nameOf(id: string | null): string {
+    checkLogId(id)
+    return id === null ? SERVER_AUDIT_LOG : `vaults/${id}.audit.log`
+  }
+
+  async open<E>(id: string | null, options: AuditLogOpenOptions<E>): Promise<AuditLog<E>> {
+    const name = this.nameOf(id)
+    const key = rowId(id)
+    const anchor = newAnchor()
+    // Two instances opening a new log at once: the first row stays.
+    await this.db.run(
+      (sql) =>
+        sql`INSERT INTO svc_audit_logs (log_id, head, anchor) VALUES (${key}, ${anchor.start}, ${storedAnchor(anchor)}::jsonb) ON CONFLICT (log_id) DO NOTHING`,
+    )
+    const row = await this.db.run((sql) => selectRow(sql, key))
+    if (!row) throw new Error(`the audit log ${name} was deleted meanwhile`)
+    return new PgAuditLog<E>(this.db, key, name, row, options.seal)
+  }
+
+  async *linesBackwards(id: string): AsyncGenerator<string> {
+    const key = rowId(id)
+    let before: number | null = null
+    for (;;) {
+      const rows: { seq: string | number; line: string }[] = await this.db.run((sql) =>
+        before === null
+          ? sql`SELECT seq, line FROM svc_audit_lines WHERE log_id = ${key} ORDER BY seq DESC LIMIT ${PAGE_LINES}`
+          : sql`SELECT seq, line FROM svc_audit_lines WHERE log_id = ${key} AND seq < ${before} ORDER BY seq DESC LIMIT ${PAGE_LINES}`,
+      )
+      for (const row of rows) yield row.line
+      if (rows.length < PAGE_LINES) return
+      before = Number(rows.at(-1)!.seq)
+    }
+  }
+
+  stream(id: string, _limit: number, keep?: (line: string) => boolean): ReadableStream<Uint8Array> {
+    const key = rowId(id)
+    const db = this.db
+    // The lines as of the start: appends meanwhile wait for the next export.
+    let end: number | null = null
+    let after = 0
+    return new ReadableStream<Uint8Array>(
+      {
+        async pull(controller) {
+          try {
+            if (end === null) {
+              const [row] = await db.run((sql) => sql`SELECT next_seq FROM svc_audit_logs WHERE log_id = ${key}`)
+              end = row ? Number(row.next_seq) : 0
+            }
+            for (;;) {
+              const upTo = end
+              const from = after
+              const rows: { seq: string | number; line: string }[] = await db.run(
+                (sql) => sql`SELECT seq, line FROM svc_audit_lines WHERE log_id = ${key} AND seq > ${from} AND seq < ${upTo} ORDER BY seq LIMIT ${PAGE_LINES}`,
+              )
+              if (rows.length === 0) return controller.close()
+              after = Number(rows.at(-1)!.seq)
+              const lines = rows.map((row) => row.line)
+              const out = joinAuditLines(keep ? lines.filter(keep) : lines)
+              if (out.length > 0) return controller.enqueue(Buffer.from(out))
+            }
+          } catch (error) {
+            controller.error(error)
+          }
+        },
+      },
+      { highWaterMark: 0 },
+    )
+  }
+
+  async serverAnchor(): Promise<AuditAnchor | null> {
+    return (await this.db.run((sql) => selectRow(sql, SERVER_LOG_ID)))?.anchor ?? null
+  }
+
+  async writeServerAnchor(anchor: AuditAnchor): Promise<void> {
+    await this.db.run(async (sql) => {
+      await sql`INSERT INTO svc_audit_logs (log_id, head, anchor) VALUES (${SERVER_LOG_ID}, ${anchor.checkpoint ?? anchor.start}, ${storedAnchor(anchor)}::jsonb)
+        ON CONFLICT (log_id) DO NOTHING`
+      await keyedSince(sql, SERVER_LOG_ID, anchor.keyedSince)
+    })
+  }
+
+  async delete(id: string): Promise<void> {
+    checkLogId(id)
+    await this.db.run((sql) => sql`DELETE FROM svc_audit_logs WHERE log_id = ${id}`)
+  }
+
+  /** Every log with its anchor (the verifier; the migration), read in one snapshot. */
+  async chains(): Promise<StoredAuditChain[]> {
+    return readPgAuditChains(this.db)
+  }
+}
+
+/** Records when keying began, once (an anchor's keying time never moves). */
+async function keyedSince(sql: Sql, key: string, since: string | null | undefined): Promise<void> {
+  if (!since) return
+  await sql`UPDATE svc_audit_logs SET anchor = jsonb_set(anchor, '{keyedSince}', to_jsonb(${since}::text))
+    WHERE log_id = ${key} AND coalesce(anchor->>'keyedSince', '') = ''`
+}
+
+/** Every log in the database with its anchor, in one read-only snapshot (REPEATABLE READ). */
+export async function readPgAuditChains(db: Database): Promise<StoredAuditChain[]> {
+  const read = async (sql: Sql) => {
+    const logs = await sql`SELECT log_id, head, lines, bytes, next_seq, anchor::text AS anchor FROM svc_audit_logs ORDER BY log_id`
+    const chains: StoredAuditChain[] = []
+    for (const row of logs as Record<string, unknown>[]) {
+      const id = row.log_id as string
+      const lines: { line: string }[] = await sql`SELECT line FROM svc_audit_lines WHERE log_id = ${id} ORDER BY seq`
+      chains.push({
+        file: id === SERVER_LOG_ID ? SERVER_AUDIT_LOG : `vaults/${id}.audit.log`,
+        lines: lines.map((line) => line.line),
+        torn: 0,
+        missing: false,
+        anchor: logRow(row).anchor,
+      })
+    }
+    // The server's log first, as in a data folder.
+    return chains.sort((a, b) => (a.file === SERVER_AUDIT_LOG ? -1 : b.file === SERVER_AUDIT_LOG ? 1 : 0))
+  }
+  // A long read: not bound by the request timeout (an operator command).
+  return db.sql.begin('ISOLATION LEVEL REPEATABLE READ READ ONLY', read) as Promise<StoredAuditChain[]>
+}
+
+interface Pending<E> {
+  event: E
+  resolve: () => void
+  reject: (error: unknown) => void
+}
+
+class PgAuditLog<E> implements AuditLog<E> {
+  private queue: Pending<E>[] = []
+  private writing: Promise<void> | null = null
+  private scheduled = false
+  /** Compaction under way: appends wait for it. */
+  private paused = false
+  private head: string
+  private lines: number
+  private bytes: number
+  private anchorNow: AuditAnchor
+
+  constructor(
+    private readonly db: Database,
+    private readonly key: string,
+    readonly name: string,
+    row: LogRow,
+    private readonly seal: (event: E, prev: string) => SealedLine,
+  ) {
+    this.head = row.head
+    this.lines = row.lines
+    this.bytes = row.bytes
+    this.anchorNow = row.anchor
+  }
+
+  async begin(): Promise<void> {}
+
+  get durableHead(): string {
+    return this.head
+  }
+  get durableLines(): number {
+    return this.lines
+  }
+  /** The line count is the row's; the check at open does not change it. */
+  set durableLines(_lines: number) {}
+  /** Bytes of the lines as the file store would hold them (the anchor's `bytes`); every committed line is durable, readers need no bound. */
+  get durableBytes(): number {
+    return this.bytes
+  }
+
+  private taken(row: LogRow): void {
+    this.head = row.head
+    this.lines = row.lines
+    this.bytes = row.bytes
+    this.anchorNow = row.anchor
+  }
+
+  async current(): Promise<{ head: string; lines: number }> {
+    const row = await this.db.run((sql) => selectRow(sql, this.key))
+    if (row) this.taken(row)
+    return { head: this.head, lines: this.lines }
+  }
+
+  append(event: E): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.queue.push({ event, resolve, reject })
+      this.schedule()
+    })
+  }
+
+  private schedule(): void {
+    if (this.scheduled || this.paused || this.writing) return
+    this.scheduled = true
+    setImmediate(() => {
+      this.scheduled = false
+      this.flush()
+    })
+  }
+
+  /** One transaction for what is queued: lock the row, seal against its head, insert, move the head. */
+  private flush(): void {
+    if (this.paused || this.writing || this.queue.length === 0) return
+    const batch = this.queue
+    this.queue = []
+    this.writing = (async () => {
+      try {
+        const row = await this.db.run((sql) =>
+          sql.begin(async (tx) => {
+            const row = await selectRow(tx, this.key, true)
+            if (!row) throw new Error(`the audit log ${this.name} was deleted`)
+            let head = row.head
+            let bytes = row.bytes
+            const lines = batch.map((pending, index) => {
+              const sealed = this.seal(pending.event, head)
+              head = sealed.hash
+              bytes += bytesOf(sealed.text)
+              return { log_id: this.key, seq: row.nextSeq + index, line: sealed.text }
+            })
+            await tx`INSERT INTO svc_audit_lines ${tx(lines)}`
+            const next = { ...row, head, lines: row.lines + lines.length, bytes, nextSeq: row.nextSeq + lines.length }
+            await tx`UPDATE svc_audit_logs SET head = ${head}, lines = ${next.lines}, bytes = ${bytes}, next_seq = ${next.nextSeq} WHERE log_id = ${this.key}`
+            return { ...next, anchor: { ...row.anchor, head, lines: next.lines, bytes } }
+          }),
+        )
+        this.taken(row)
+        for (const pending of batch) pending.resolve()
+      } catch (error) {
+        for (const pending of batch) pending.reject(error)
+      }
+    })()
+    void this.writing.finally(() => {
+      this.writing = null
+      this.flush()
+    })
+  }
+
+  async settle(): Promise<void> {
+    while ((this.queue.length > 0 && !this.paused) || this.writing) {
+      this.flush()
+      await this.writing
+    }
+  }
+
+  close(): Promise<void> {
+    return this.settle()
+  }
+
+  anchor(): AuditAnchor {
+    return this.anchorNow
+  }
+
+  /** Head, lines and bytes are the row's (moved by appends); this records the keying time only. */
+  async writeAnchor(anchor: AuditAnchor): Promise<void> {
+    await this.db.run((sql) => keyedSince(sql, this.key, anchor.keyedSince))
+    const row = await this.db.run((sql) => selectRow(sql, this.key))
+    if (row) this.taken(row)
+  }
+
+  /** In one transaction with the row locked: the lines dropped, the checkpoint and counts moved together. */
+  async dropBefore(keep: (line: string) => boolean, checkpointOf: (lastDropped: string) => string): Promise<void> {
+    this.paused = true
+    try {
+      while (this.writing) await this.writing
+      const row = await this.db.run((sql) =>
+        sql.begin(async (tx) => {
+          const row = await selectRow(tx, this.key, true)
+          if (!row) return null
+          let lastDropped: { seq: number; line: string } | null = null
+          let dropped = 0
+          let droppedBytes = 0
+          let after = 0
+          scan: for (;;) {
+            const rows: { seq: string | number; line: string }[] =
+              await tx`SELECT seq, line FROM svc_audit_lines WHERE log_id = ${this.key} AND seq > ${after} ORDER BY seq LIMIT ${PAGE_LINES}`
+            for (const found of rows) {
+              if (keep(found.line)) break scan
+              lastDropped = { seq: Number(found.seq), line: found.line }
+              dropped++
+              droppedBytes += bytesOf(found.line)
+            }
+            if (rows.length < PAGE_LINES) break
+            after = Number(rows.at(-1)!.seq)
+          }
+          if (!lastDropped) return row
+          const checkpoint = checkpointOf(lastDropped.line)
+          await tx`DELETE FROM svc_audit_lines WHERE log_id = ${this.key} AND seq <= ${lastDropped.seq}`
+          const anchor = { ...row.anchor, checkpoint }
+          const next = { ...row, lines: row.lines - dropped, bytes: row.bytes - droppedBytes }
+          await tx`UPDATE svc_audit_logs SET lines = ${next.lines}, bytes = ${next.bytes}, anchor = ${storedAnchor(anchor)}::jsonb WHERE log_id = ${this.key}`
+          return { ...next, anchor: { ...anchor, lines: next.lines, bytes: next.bytes } }
+        }),
+      )
+      if (row) this.taken(row)
+    } finally {
+      this.paused = false
+      this.flush()
+    }
+  }
+
+  async read(): Promise<AuditLogReadout> {
+    const rows: { line: string }[] = await this.db.run((sql) => sql`SELECT line FROM svc_audit_lines WHERE log_id = ${this.key} ORDER BY seq`)
+    const lines = rows.map((row) => row.line)
+    return { lines, bytes: lines.reduce((sum, line) => sum + bytesOf(line), 0), torn: 0, missing: false }
+  }
+
+  /** The line at the anchor's line count and how many follow it. */
+  async lineAtAnchor(anchor: AuditAnchor): Promise<{ line: string | null; after: number } | null> {
+    const want = anchor.lines ?? 0
+    const [count] = await this.db.run((sql) => sql`SELECT count(*)::int AS n FROM svc_audit_lines WHERE log_id = ${this.key}`)
+    const total = Number(count.n)
+    if (want === 0) return { line: null, after: total }
+    if (total < want) return { line: null, after: 0 }
+    const [row] = await this.db.run((sql) => sql`SELECT line FROM svc_audit_lines WHERE log_id = ${this.key} ORDER BY seq OFFSET ${want - 1} LIMIT 1`)
+    return { line: (row?.line as string | undefined) ?? null, after: total - want }
+  }
+
+  async firstLine(): Promise<string | null> {
+    const [row] = await this.db.run((sql) => sql`SELECT line FROM svc_audit_lines WHERE log_id = ${this.key} ORDER BY seq LIMIT 1`)
+    return (row?.line as string | undefined) ?? null
+  }
+}
