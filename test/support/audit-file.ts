@@ -1,6 +1,12 @@
-// An audit log file read as any tool would read it: JSON Lines, one event per line, nothing else
-// (a zero byte, say, fails the test).
+// An audit log read as any tool would read it: JSON Lines, one event per line, nothing else (a
+// zero byte, say, fails the test). From the data folder's file, or, for a server on the
+// database store, from the database (the same lines, byte for byte): `storedAudit*` take the
+// server and read wherever its logs are.
 import { existsSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { SQL } from 'bun'
+import type { AppDeps } from '../../src/app'
+import { PgStore } from '../../src/store/postgres/store'
 
 export function auditFileText(path: string): string {
   if (!existsSync(path)) return ''
@@ -11,4 +17,47 @@ export function auditFileText(path: string): string {
 
 export function auditFileLines(path: string): string[] {
   return auditFileText(path).split('\n').filter(Boolean)
+}
+
+interface AuditHolder {
+  deps: Pick<AppDeps, 'store' | 'config'>
+  dataDir: string
+}
+
+/** The database URL of a server on the database store (undefined: the file store). */
+export function databaseOf(server: AuditHolder): string | undefined {
+  return server.deps.store instanceof PgStore ? server.deps.config.databaseUrl : undefined
+}
+
+const logId = (userId: string | null) => userId ?? 'server'
+
+/** The lines of a vault's log (null: the server's log), wherever the server keeps them. */
+export async function storedAuditLines(server: AuditHolder, userId: string | null): Promise<string[]> {
+  const store = server.deps.store
+  if (!(store instanceof PgStore)) {
+    return auditFileLines(userId === null ? join(server.dataDir, 'audit.log') : join(server.dataDir, 'vaults', `${userId}.audit.log`))
+  }
+  const rows = await store.db.run((sql) => sql`SELECT line FROM svc_audit_lines WHERE log_id = ${logId(userId)} ORDER BY seq`)
+  const lines = rows.map((row: { line: string }) => row.line)
+  if (lines.some((line: string) => line.includes('\0') || line.includes('\n'))) throw new Error('a stored audit line holds a zero byte or a newline')
+  return lines
+}
+
+/** The log as a file would hold it (each line with its newline). */
+export async function storedAuditText(server: AuditHolder, userId: string | null): Promise<string> {
+  const lines = await storedAuditLines(server, userId)
+  return lines.map((line) => `${line}\n`).join('')
+}
+
+/** Replaces a log's lines in the database as an attacker with access would (its head row untouched). */
+export async function writeDatabaseAuditLines(url: string, userId: string | null, lines: string[]): Promise<void> {
+  const sql = new SQL(url, { max: 1 })
+  try {
+    await sql.begin(async (tx) => {
+      await tx`DELETE FROM svc_audit_lines WHERE log_id = ${logId(userId)}`
+      if (lines.length > 0) await tx`INSERT INTO svc_audit_lines ${tx(lines.map((line, index) => ({ log_id: logId(userId), seq: index + 1, line })))}`
+    })
+  } finally {
+    await sql.close()
+  }
 }

@@ -69,7 +69,7 @@ export class PgAuditLogStore implements AuditLogStore {
     // Two instances opening a new log at once: the first row stays.
     await this.db.run(
       (sql) =>
-        sql`INSERT INTO svc_audit_logs (log_id, head, anchor) VALUES (${key}, ${anchor.start}, ${storedAnchor(anchor)}::jsonb) ON CONFLICT (log_id) DO NOTHING`,
+        sql`INSERT INTO svc_audit_logs (log_id, head, anchor) VALUES (${key}, ${anchor.start}, ${storedAnchor(anchor)}::text::jsonb) ON CONFLICT (log_id) DO NOTHING`,
     )
     const row = await this.db.run((sql) => selectRow(sql, key))
     if (!row) throw new Error(`the audit log ${name} was deleted meanwhile`)
@@ -132,7 +132,7 @@ export class PgAuditLogStore implements AuditLogStore {
 
   async writeServerAnchor(anchor: AuditAnchor): Promise<void> {
     await this.db.run(async (sql) => {
-      await sql`INSERT INTO svc_audit_logs (log_id, head, anchor) VALUES (${SERVER_LOG_ID}, ${anchor.checkpoint ?? anchor.start}, ${storedAnchor(anchor)}::jsonb)
+      await sql`INSERT INTO svc_audit_logs (log_id, head, anchor) VALUES (${SERVER_LOG_ID}, ${anchor.checkpoint ?? anchor.start}, ${storedAnchor(anchor)}::text::jsonb)
         ON CONFLICT (log_id) DO NOTHING`
       await keyedSince(sql, SERVER_LOG_ID, anchor.keyedSince)
     })
@@ -342,7 +342,7 @@ class PgAuditLog<E> implements AuditLog<E> {
           await tx`DELETE FROM svc_audit_lines WHERE log_id = ${this.key} AND seq <= ${lastDropped.seq}`
           const anchor = { ...row.anchor, checkpoint }
           const next = { ...row, lines: row.lines - dropped, bytes: row.bytes - droppedBytes }
-          await tx`UPDATE svc_audit_logs SET lines = ${next.lines}, bytes = ${next.bytes}, anchor = ${storedAnchor(anchor)}::jsonb WHERE log_id = ${this.key}`
+          await tx`UPDATE svc_audit_logs SET lines = ${next.lines}, bytes = ${next.bytes}, anchor = ${storedAnchor(anchor)}::text::jsonb WHERE log_id = ${this.key}`
           return { ...next, anchor: { ...anchor, lines: next.lines, bytes: next.bytes } }
         }),
       )
