@@ -61,3 +61,37 @@ export async function writeDatabaseAuditLines(url: string, userId: string | null
     await sql.close()
   }
 }
+
+/** A log's lines read from a database by its URL (a server stopped meanwhile). */
+export async function databaseAuditLines(url: string, userId: string | null): Promise<string[]> {
+  const sql = new SQL(url, { max: 1 })
+  try {
+    const rows = await sql`SELECT line FROM svc_audit_lines WHERE log_id = ${logId(userId)} ORDER BY seq`
+    return rows.map((row: { line: string }) => row.line)
+  } finally {
+    await sql.close()
+  }
+}
+
+/** A vault's chain anchor: in its document on the file store, in the log's row on the database. */
+export async function storedAuditAnchor(server: AuditHolder, userId: string): Promise<{ start: string; checkpoint: string | null } & Record<string, unknown>> {
+  const store = server.deps.store
+  if (!(store instanceof PgStore)) return (await store.vault(userId, () => ({}) as never)).data.auditChain as never
+  const [row] = await store.db.run((sql) => sql`SELECT anchor::text AS anchor, head, lines FROM svc_audit_logs WHERE log_id = ${userId}`)
+  return { ...JSON.parse(row.anchor), head: row.head, lines: Number(row.lines) }
+}
+
+/** Runs audit-verify on a server's logs (its data folder, or its database). */
+export function verifyAudit(
+  server: AuditHolder,
+  options: { dataDir?: string; args?: string[]; env?: Record<string, string | undefined> } = {},
+): { code: number; output: string } {
+  const url = databaseOf(server)
+  const run = Bun.spawnSync(['bun', 'src/cli/audit-verify.ts', '--data-dir', options.dataDir ?? server.dataDir, ...(options.args ?? [])], {
+    cwd: join(import.meta.dir, '..', '..'),
+    stdout: 'pipe',
+    stderr: 'pipe',
+    env: { ...process.env, ...options.env, ...(url ? { SVC_DATABASE_URL: url, SVC_DATABASE_URL_FILE: undefined } : {}) },
+  })
+  return { code: run.exitCode, output: run.stdout.toString() + run.stderr.toString() }
+}
