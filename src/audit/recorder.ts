@@ -289,7 +289,9 @@ export class AuditService {
     const floorBytes = this.deps.config.diskFloorBytes ?? 0
     const at = performance.now()
     if (!this.diskReading || at - this.diskReading.at >= DISK_CHECK_EVERY_MS || this.deps.freeBytes) {
-      this.diskReading = { at, freeBytes: this.deps.freeBytes ? this.deps.freeBytes() : freeDiskBytes(this.deps.config.dataDir) }
+      // On a database nothing is written to the data folder: its disk is not the one to guard.
+      const freeBytes = this.deps.freeBytes ? this.deps.freeBytes() : this.logStore.kind === 'file' ? freeDiskBytes(this.deps.config.dataDir) : null
+      this.diskReading = { at, freeBytes }
     }
     const { freeBytes } = this.diskReading
     return { freeBytes, floorBytes, low: floorBytes > 0 && freeBytes !== null && freeBytes < floorBytes }

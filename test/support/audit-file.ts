@@ -37,8 +37,8 @@ export async function storedAuditLines(server: AuditHolder, userId: string | nul
   if (!(store instanceof PgStore)) {
     return auditFileLines(userId === null ? join(server.dataDir, 'audit.log') : join(server.dataDir, 'vaults', `${userId}.audit.log`))
   }
-  const rows = await store.db.run((sql) => sql`SELECT line FROM svc_audit_lines WHERE log_id = ${logId(userId)} ORDER BY seq`)
-  const lines = rows.map((row: { line: string }) => row.line)
+  // A connection of its own: the server may be stopped already (what it wrote at shutdown).
+  const lines = await databaseAuditLines(server.deps.config.databaseUrl!, userId)
   if (lines.some((line: string) => line.includes('\0') || line.includes('\n'))) throw new Error('a stored audit line holds a zero byte or a newline')
   return lines
 }
