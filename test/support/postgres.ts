@@ -48,3 +48,15 @@ export async function storeEnv(dataDir: string, env: Record<string, string | und
   if (!ON_POSTGRES || env.SVC_DATABASE_URL !== undefined || env.SVC_DATABASE_URL_FILE !== undefined) return {}
   return { SVC_DATABASE_URL: await databaseFor(dataDir) }
 }
+
+/** A new database copied from `url`'s (nothing may be connected to it meanwhile); its URL. */
+export async function copyDatabase(url: string): Promise<string> {
+  if (!TEST_POSTGRES) throw new Error('no PostgreSQL cluster for the tests (SVC_TEST_POSTGRES is not set)')
+  admin ??= new SQL(TEST_POSTGRES, { max: 2 })
+  const from = new URL(url).pathname.slice(1)
+  const name = `svc_t_${crypto.randomUUID().replaceAll('-', '').slice(0, 24)}`
+  if (!/^svc_t_[0-9a-f]+$/.test(from)) throw new Error(`not a test database: ${from}`)
+  await admin.unsafe(`CREATE DATABASE ${name} TEMPLATE ${from}`)
+  made.add(name)
+  return withDatabase(TEST_POSTGRES, name)
+}

@@ -24,7 +24,6 @@ interface LogRow {
   head: string
   lines: number
   bytes: number
-  nextSeq: number
   anchor: AuditAnchor
 }
 
@@ -36,13 +35,13 @@ function logRow(row: Record<string, unknown>): LogRow {
   const head = row.head as string
   const lines = Number(row.lines)
   const bytes = Number(row.bytes)
-  return { head, lines, bytes, nextSeq: Number(row.next_seq), anchor: { ...anchor, head, lines, bytes } }
+  return { head, lines, bytes, anchor: { ...anchor, head, lines, bytes } }
 }
 
 async function selectRow(sql: Sql, id: string, lock = false): Promise<LogRow | null> {
   const rows = lock
-    ? await sql`SELECT head, lines, bytes, next_seq, anchor::text AS anchor FROM svc_audit_logs WHERE log_id = ${id} FOR UPDATE`
-    : await sql`SELECT head, lines, bytes, next_seq, anchor::text AS anchor FROM svc_audit_logs WHERE log_id = ${id}`
+    ? await sql`SELECT head, lines, bytes, anchor::text AS anchor FROM svc_audit_logs WHERE log_id = ${id} FOR UPDATE`
+    : await sql`SELECT head, lines, bytes, anchor::text AS anchor FROM svc_audit_logs WHERE log_id = ${id}`
   return rows.length > 0 ? logRow(rows[0]) : null
 }
 
@@ -102,8 +101,8 @@ export class PgAuditLogStore implements AuditLogStore {
         async pull(controller) {
           try {
             if (end === null) {
-              const [row] = await db.run((sql) => sql`SELECT next_seq FROM svc_audit_logs WHERE log_id = ${key}`)
-              end = row ? Number(row.next_seq) : 0
+              const [row] = await db.run((sql) => sql`SELECT coalesce(max(seq), 0) AS last FROM svc_audit_lines WHERE log_id = ${key}`)
+              end = Number(row.last) + 1
             }
             for (;;) {
               const upTo = end
@@ -159,7 +158,7 @@ async function keyedSince(sql: Sql, key: string, since: string | null | undefine
 /** Every log in the database with its anchor, in one read-only snapshot (REPEATABLE READ). */
 export async function readPgAuditChains(db: Database): Promise<StoredAuditChain[]> {
   const read = async (sql: Sql) => {
-    const logs = await sql`SELECT log_id, head, lines, bytes, next_seq, anchor::text AS anchor FROM svc_audit_logs ORDER BY log_id`
+    const logs = await sql`SELECT log_id, head, lines, bytes, anchor::text AS anchor FROM svc_audit_logs ORDER BY log_id`
     const chains: StoredAuditChain[] = []
     for (const row of logs as Record<string, unknown>[]) {
       const id = row.log_id as string
@@ -266,15 +265,18 @@ class PgAuditLog<E> implements AuditLog<E> {
             if (!row) throw new Error(`the audit log ${this.name} was deleted`)
             let head = row.head
             let bytes = row.bytes
+            // After the last line there is (the row lock keeps other appends out meanwhile).
+            const [last] = await tx`SELECT coalesce(max(seq), 0) AS seq FROM svc_audit_lines WHERE log_id = ${this.key}`
+            const first = Number(last.seq) + 1
             const lines = batch.map((pending, index) => {
               const sealed = this.seal(pending.event, head)
               head = sealed.hash
               bytes += bytesOf(sealed.text)
-              return { log_id: this.key, seq: row.nextSeq + index, line: sealed.text }
+              return { log_id: this.key, seq: first + index, line: sealed.text }
             })
             await tx`INSERT INTO svc_audit_lines ${tx(lines)}`
-            const next = { ...row, head, lines: row.lines + lines.length, bytes, nextSeq: row.nextSeq + lines.length }
-            await tx`UPDATE svc_audit_logs SET head = ${head}, lines = ${next.lines}, bytes = ${bytes}, next_seq = ${next.nextSeq} WHERE log_id = ${this.key}`
+            const next = { ...row, head, lines: row.lines + lines.length, bytes }
+            await tx`UPDATE svc_audit_logs SET head = ${head}, lines = ${next.lines}, bytes = ${bytes} WHERE log_id = ${this.key}`
             return { ...next, anchor: { ...row.anchor, head, lines: next.lines, bytes } }
           }),
         )

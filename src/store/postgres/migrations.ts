@@ -46,7 +46,6 @@ export const MIGRATIONS: readonly { name: string; up: (tx: Sql) => Promise<unkno
         head text NOT NULL,
         lines bigint NOT NULL DEFAULT 0,
         bytes bigint NOT NULL DEFAULT 0,
-        next_seq bigint NOT NULL DEFAULT 1,
         anchor jsonb NOT NULL
       )`
       // The lines, byte for byte the file store's (without the newline), in chain order.
