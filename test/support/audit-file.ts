@@ -2,11 +2,12 @@
 // zero byte, say, fails the test). From the data folder's file, or, for a server on the
 // database store, from the database (the same lines, byte for byte): `storedAudit*` take the
 // server and read wherever its logs are.
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { SQL } from 'bun'
 import type { AppDeps } from '../../src/app'
 import { PgStore } from '../../src/store/postgres/store'
+import { databaseFor, ON_POSTGRES } from './postgres'
 
 export function auditFileText(path: string): string {
   if (!existsSync(path)) return ''
@@ -19,26 +20,30 @@ export function auditFileLines(path: string): string[] {
   return auditFileText(path).split('\n').filter(Boolean)
 }
 
+/** A server in this process (its deps say which store), or one spawned on a data folder (the suite's pass says). */
 interface AuditHolder {
-  deps: Pick<AppDeps, 'store' | 'config'>
+  deps?: Pick<AppDeps, 'store' | 'config'>
   dataDir: string
 }
 
 /** The database URL of a server on the database store (undefined: the file store). */
-export function databaseOf(server: AuditHolder): string | undefined {
+export function databaseOf(server: AuditHolder & { deps: Pick<AppDeps, 'store' | 'config'> }): string | undefined {
   return server.deps.store instanceof PgStore ? server.deps.config.databaseUrl : undefined
+}
+
+async function urlOf(server: AuditHolder): Promise<string | undefined> {
+  if (server.deps) return databaseOf(server as AuditHolder & { deps: Pick<AppDeps, 'store' | 'config'> })
+  return ON_POSTGRES ? databaseFor(server.dataDir) : undefined
 }
 
 const logId = (userId: string | null) => userId ?? 'server'
 
 /** The lines of a vault's log (null: the server's log), wherever the server keeps them. */
 export async function storedAuditLines(server: AuditHolder, userId: string | null): Promise<string[]> {
-  const store = server.deps.store
-  if (!(store instanceof PgStore)) {
-    return auditFileLines(userId === null ? join(server.dataDir, 'audit.log') : join(server.dataDir, 'vaults', `${userId}.audit.log`))
-  }
+  const url = await urlOf(server)
+  if (!url) return auditFileLines(userId === null ? join(server.dataDir, 'audit.log') : join(server.dataDir, 'vaults', `${userId}.audit.log`))
   // A connection of its own: the server may be stopped already (what it wrote at shutdown).
-  const lines = await databaseAuditLines(server.deps.config.databaseUrl!, userId)
+  const lines = await databaseAuditLines(url, userId)
   if (lines.some((line: string) => line.includes('\0') || line.includes('\n'))) throw new Error('a stored audit line holds a zero byte or a newline')
   return lines
 }
@@ -73,8 +78,28 @@ export async function databaseAuditLines(url: string, userId: string | null): Pr
   }
 }
 
+/** The events of a vault's log (null: the server's), parsed. */
+export async function storedAuditEvents(server: AuditHolder, userId: string | null): Promise<any[]> {
+  return (await storedAuditLines(server, userId)).map((line) => JSON.parse(line))
+}
+
+/** Whether a vault's log exists: its file, or its row. */
+export async function storedAuditLogExists(server: AuditHolder, userId: string): Promise<boolean> {
+  const url = await urlOf(server)
+  if (!url) return existsSync(join(server.dataDir, 'vaults', `${userId}.audit.log`))
+  const sql = new SQL(url, { max: 1 })
+  try {
+    return (await sql`SELECT 1 FROM svc_audit_logs WHERE log_id = ${userId}`).length > 0
+  } finally {
+    await sql.close()
+  }
+}
+
 /** A vault's chain anchor: in its document on the file store, in the log's row on the database. */
-export async function storedAuditAnchor(server: AuditHolder, userId: string): Promise<{ start: string; checkpoint: string | null } & Record<string, unknown>> {
+export async function storedAuditAnchor(
+  server: AuditHolder & { deps: Pick<AppDeps, 'store' | 'config'> },
+  userId: string,
+): Promise<{ start: string; checkpoint: string | null } & Record<string, unknown>> {
   const store = server.deps.store
   if (!(store instanceof PgStore)) return (await store.vault(userId, () => ({}) as never)).data.auditChain as never
   const [row] = await store.db.run((sql) => sql`SELECT anchor::text AS anchor, head, lines FROM svc_audit_logs WHERE log_id = ${userId}`)
@@ -83,7 +108,7 @@ export async function storedAuditAnchor(server: AuditHolder, userId: string): Pr
 
 /** Runs audit-verify on a server's logs (its data folder, or its database). */
 export function verifyAudit(
-  server: AuditHolder,
+  server: AuditHolder & { deps: Pick<AppDeps, 'store' | 'config'> },
   options: { dataDir?: string; args?: string[]; env?: Record<string, string | undefined> } = {},
 ): { code: number; output: string } {
   const url = databaseOf(server)
@@ -94,4 +119,12 @@ export function verifyAudit(
     env: { ...process.env, ...options.env, ...(url ? { SVC_DATABASE_URL: url, SVC_DATABASE_URL_FILE: undefined } : {}) },
   })
   return { code: run.exitCode, output: run.stdout.toString() + run.stderr.toString() }
+}
+
+/** Rewrites a vault's log as an attacker would: its file, or its rows (the anchor left as it is). */
+export async function rewriteStoredAuditLines(server: AuditHolder, userId: string, change: (lines: string[]) => string[]): Promise<void> {
+  const url = await urlOf(server)
+  const lines = change(await storedAuditLines(server, userId))
+  if (url) return writeDatabaseAuditLines(url, userId, lines)
+  writeFileSync(join(server.dataDir, 'vaults', `${userId}.audit.log`), lines.map((line) => `${line}\n`).join(''))
 }
