@@ -2,7 +2,7 @@
 // zero byte, say, fails the test). From the data folder's file, or, for a server on the
 // database store, from the database (the same lines, byte for byte): `storedAudit*` take the
 // server and read wherever its logs are.
-import { existsSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { SQL } from 'bun'
 import type { AppDeps } from '../../src/app'
@@ -127,4 +127,35 @@ export async function rewriteStoredAuditLines(server: AuditHolder, userId: strin
   const lines = change(await storedAuditLines(server, userId))
   if (url) return writeDatabaseAuditLines(url, userId, lines)
   writeFileSync(join(server.dataDir, 'vaults', `${userId}.audit.log`), lines.map((line) => `${line}\n`).join(''))
+}
+
+/**
+ * Everything the server stored, as text, for a canary search: each file of its data folder, or,
+ * on the database, every document, change, audit line and anchor row.
+ */
+export async function storedTexts(server: AuditHolder): Promise<{ where: string; text: string }[]> {
+  const url = await urlOf(server)
+  if (!url) {
+    const found: { where: string; text: string }[] = []
+    const walk = (dir: string) => {
+      for (const name of readdirSync(dir)) {
+        const path = join(dir, name)
+        if (statSync(path).isDirectory()) walk(path)
+        else found.push({ where: path, text: readFileSync(path).toString('latin1') })
+      }
+    }
+    walk(server.dataDir)
+    return found
+  }
+  const sql = new SQL(url, { max: 1 })
+  try {
+    const rows = await sql`
+      SELECT 'svc_documents ' || id AS where, snapshot AS text FROM svc_documents
+      UNION ALL SELECT 'svc_changes ' || document_id || ' ' || version, changes FROM svc_changes
+      UNION ALL SELECT 'svc_audit_lines ' || log_id || ' ' || seq, line FROM svc_audit_lines
+      UNION ALL SELECT 'svc_audit_logs ' || log_id, anchor::text FROM svc_audit_logs`
+    return rows.map((row: { where: string; text: string }) => ({ where: row.where, text: row.text }))
+  } finally {
+    await sql.close()
+  }
 }
