@@ -141,7 +141,7 @@ export async function storedTexts(server: AuditHolder): Promise<{ where: string;
       for (const name of readdirSync(dir)) {
         const path = join(dir, name)
         if (statSync(path).isDirectory()) walk(path)
-        else found.push({ where: path, text: readFileSync(path).toString('latin1') })
+        else found.push({ where: path, text: readFileSync(path, 'utf8') })
       }
     }
     walk(server.dataDir)
