@@ -27,7 +27,8 @@ import { loadDocument } from '../store/postgres/document'
 import { ACCOUNTS_ID } from '../store/postgres/store'
 import { ACCOUNTS_LISTS, VAULT_LISTS } from '../store/records'
 
-const USAGE = 'usage: bun run audit-verify [--data-dir DIR] [--expect-last HASH] [--from-export FILE]   (svc-vault audit-verify ... in the executable)'
+const USAGE =
+  'usage: bun run audit-verify [--data-dir DIR] [--expect-last HASH] [--from-export FILE]   (svc-vault audit-verify ... in the executable; with SVC_DATABASE_URL or SVC_DATABASE_URL_FILE: the logs in that database)'
 
 class UsageError extends Error {}
 
