@@ -19,6 +19,8 @@ import type { Database, Sql } from './database'
 const SERVER_LOG_ID = 'server'
 /** Lines read per query by the readers (a page of events; an export a chunk at a time). */
 const PAGE_LINES = 500
+/** Lines per query when a whole log is read (the check at open). */
+const READ_PAGE_LINES = 5000
 
 interface LogRow {
   head: string
@@ -314,36 +316,41 @@ class PgAuditLog<E> implements AuditLog<E> {
     if (row) this.taken(row)
   }
 
-  /** In one transaction with the row locked: the lines dropped, the checkpoint and counts moved together. */
+  /**
+   * The cut is found first, a page (and a query) at a time: lines never change once written, so
+   * this needs no lock, and a long log does not hold one transaction past its time bound. Then one
+   * short transaction with the row locked deletes up to the cut and moves the checkpoint and counts
+   * together; another instance that compacted meanwhile is taken into account (only the rows still
+   * there are counted, and a cut it passed already changes nothing).
+   */
   async dropBefore(keep: (line: string) => boolean, checkpointOf: (lastDropped: string) => string): Promise<void> {
     this.paused = true
     try {
       while (this.writing) await this.writing
+      let lastDropped: { seq: number; line: string } | null = null
+      let after = 0
+      scan: for (;;) {
+        const from = after
+        const rows = await this.page(from)
+        for (const found of rows) {
+          if (keep(found.line)) break scan
+          lastDropped = { seq: Number(found.seq), line: found.line }
+        }
+        if (rows.length < PAGE_LINES) break
+        after = Number(rows.at(-1)!.seq)
+      }
+      if (!lastDropped) return
+      const cut = lastDropped
+      const checkpoint = checkpointOf(cut.line)
       const row = await this.db.run((sql) =>
         sql.begin(async (tx) => {
           const row = await selectRow(tx, this.key, true)
           if (!row) return null
-          let lastDropped: { seq: number; line: string } | null = null
-          let dropped = 0
-          let droppedBytes = 0
-          let after = 0
-          scan: for (;;) {
-            const rows: { seq: string | number; line: string }[] =
-              await tx`SELECT seq, line FROM svc_audit_lines WHERE log_id = ${this.key} AND seq > ${after} ORDER BY seq LIMIT ${PAGE_LINES}`
-            for (const found of rows) {
-              if (keep(found.line)) break scan
-              lastDropped = { seq: Number(found.seq), line: found.line }
-              dropped++
-              droppedBytes += bytesOf(found.line)
-            }
-            if (rows.length < PAGE_LINES) break
-            after = Number(rows.at(-1)!.seq)
-          }
-          if (!lastDropped) return row
-          const checkpoint = checkpointOf(lastDropped.line)
-          await tx`DELETE FROM svc_audit_lines WHERE log_id = ${this.key} AND seq <= ${lastDropped.seq}`
+          const gone: { n: number }[] =
+            await tx`DELETE FROM svc_audit_lines WHERE log_id = ${this.key} AND seq <= ${cut.seq} RETURNING octet_length(line) + 1 AS n`
+          if (gone.length === 0) return row
           const anchor = { ...row.anchor, checkpoint }
-          const next = { ...row, lines: row.lines - dropped, bytes: row.bytes - droppedBytes }
+          const next = { ...row, lines: row.lines - gone.length, bytes: row.bytes - gone.reduce((sum, one) => sum + Number(one.n), 0) }
           await tx`UPDATE svc_audit_logs SET lines = ${next.lines}, bytes = ${next.bytes}, anchor = ${storedAnchor(anchor)}::text::jsonb WHERE log_id = ${this.key}`
           return { ...next, anchor: { ...anchor, lines: next.lines, bytes: next.bytes } }
         }),
@@ -355,9 +362,20 @@ class PgAuditLog<E> implements AuditLog<E> {
     }
   }
 
+  /** Lines after `seq`, oldest first, a page of them (each page one query within the time bound). */
+  private page(after: number, size = PAGE_LINES): Promise<{ seq: string | number; line: string }[]> {
+    return this.db.run((sql) => sql`SELECT seq, line FROM svc_audit_lines WHERE log_id = ${this.key} AND seq > ${after} ORDER BY seq LIMIT ${size}`)
+  }
+
+  /** The whole log, read a page at a time (a long one is no single query past the time bound). */
   async read(): Promise<AuditLogReadout> {
-    const rows: { line: string }[] = await this.db.run((sql) => sql`SELECT line FROM svc_audit_lines WHERE log_id = ${this.key} ORDER BY seq`)
-    const lines = rows.map((row) => row.line)
+    const lines: string[] = []
+    for (let after = 0; ; ) {
+      const rows = await this.page(after, READ_PAGE_LINES)
+      for (const row of rows) lines.push(row.line)
+      if (rows.length < READ_PAGE_LINES) break
+      after = Number(rows.at(-1)!.seq)
+    }
     return { lines, bytes: lines.reduce((sum, line) => sum + bytesOf(line), 0), torn: 0, missing: false }
   }
 
