@@ -45,7 +45,10 @@ needsPostgres(
     const alice = await signUp(one.url)
     const onTwo = new Client(two.url, alice.credentials)
     const actor = { type: 'anonymous' as const, id: null, name: null }
-    const event = (n: number) => ({ action: 'entry.reveal' as const, actor, clientAddress: '127.0.0.1', userAgent: null, details: { n } })
+    // Text the database must keep byte for byte (the chain's hashes are over it): accents, a line
+    // separator, quotes, a backslash, a character outside the BMP.
+    const userAgent = 'agent é \u2028 "quoted" \\ \u{1F600}'
+    const event = (n: number) => ({ action: 'entry.reveal' as const, actor, clientAddress: '127.0.0.1', userAgent, details: { n } })
     // Appends from both instances interleaved: the recorder's own calls (many at once per instance,
     // so each instance's batches meet the other's) and requests sent to either instance.
     const writes: Promise<unknown>[] = []
@@ -57,6 +60,7 @@ needsPostgres(
     await Promise.all(writes)
 
     const lines = await storedAuditLines(one, alice.user.id)
+    expect(lines.filter((line) => JSON.parse(line).userAgent === userAgent).length).toBe(60)
     // auth.register, the 60 recorded events, 10 category.create.
     expect(lines.length).toBe(71)
     // One chain: each line follows the one before it, and no two lines follow the same one.
