@@ -58,7 +58,17 @@ function rehash(lines: string[], from: number): string[] {
   })
 }
 
-const CASES: { name: string; tamper: (lines: string[]) => string[]; expected: RegExp }[] = [
+/** Deletes the vault's log row, and with it its lines (its anchor copy in the vault's document stays). */
+async function deleteLogRow(url: string): Promise<void> {
+  const sql = new SQL(url, { max: 1 })
+  try {
+    await sql`DELETE FROM svc_audit_logs WHERE log_id = ${userId}`
+  } finally {
+    await sql.close()
+  }
+}
+
+const CASES: { name: string; tamper: (lines: string[]) => string[]; expected: RegExp; instead?: (url: string) => Promise<void> }[] = [
   { name: 'edit a field mid-log', tamper: (l) => l.map((x, i) => (i === 15 ? x.replace('"c14"', '"c99"') : x)), expected: /line 16 was edited/ },
   { name: 'delete the first line', tamper: (l) => l.slice(1), expected: /line 1 does not follow the chain's start: the lines before it were removed/ },
   { name: 'delete a middle line', tamper: (l) => l.filter((_, i) => i !== 16), expected: /line 17 does not follow line 16: a line between them was removed/ },
@@ -71,6 +81,12 @@ const CASES: { name: string; tamper: (lines: string[]) => string[]; expected: Re
   { name: 'swap two lines', tamper: (l) => [...l.slice(0, 20), l[21], l[20], ...l.slice(22)], expected: /line 21 is out of order/ },
   { name: 'replay a line', tamper: (l) => [...l.slice(0, 25), l[5], ...l.slice(25)], expected: /line 26 is out of order \(it follows line 5\)/ },
   { name: 'empty the log', tamper: () => [], expected: /the log is empty: all 33 line\(s\) its anchor records were removed/ },
+  {
+    name: "delete the log's row with its lines",
+    tamper: (l) => l,
+    instead: deleteLogRow,
+    expected: /the log file is missing \(removed\), though its anchor records 33 line\(s\)/,
+  },
   {
     name: 'change a line and re-hash everything after it',
     tamper: (l) =>
@@ -93,7 +109,8 @@ for (const c of CASES) {
     c.name,
     async () => {
       const url = await copyDatabase(golden)
-      await writeDatabaseAuditLines(url, userId, c.tamper(await databaseAuditLines(url, userId)))
+      if (c.instead) await c.instead(url)
+      else await writeDatabaseAuditLines(url, userId, c.tamper(await databaseAuditLines(url, userId)))
       const lineOfLog = (output: string) => output.split('\n').find((line) => line.includes(`vaults/${userId}.audit.log`)) ?? ''
       const before = verify(url)
       expect(before.code).toBe(1)

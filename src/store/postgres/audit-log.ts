@@ -10,10 +10,12 @@
 // checkpoint change only here (creation, compaction). What the recorder writes through
 // writeAnchor adds its keying time only.
 import { Buffer } from 'node:buffer'
-import type { AuditAnchor, AuditLog, AuditLogOpenOptions, AuditLogReadout, AuditLogStore } from '../audit-log-store'
+import type { AnchorHolder, AuditAnchor, AuditLog, AuditLogOpenOptions, AuditLogReadout, AuditLogStore } from '../audit-log-store'
 import { checkLogId, newAnchor } from '../audit-log-store'
 import { joinAuditLines, SERVER_AUDIT_LOG, type SealedLine, type StoredAuditChain } from '../audit-log'
+import { VAULT_LISTS } from '../records'
 import type { Database, Sql } from './database'
+import { loadDocument } from './document'
 
 /** The server's own log's id (vault ids are UUIDs). */
 const SERVER_LOG_ID = 'server'
@@ -63,18 +65,35 @@ export class PgAuditLogStore implements AuditLogStore {
     return id === null ? SERVER_AUDIT_LOG : `vaults/${id}.audit.log`
   }
 
+  /**
+   * A vault's log also leaves a copy of its anchor in the vault's document (`holder`, as the file
+   * store keeps it there), brought up to date when the log is opened, closed and compacted: a log
+   * whose row was deleted with its lines is then still known to have had them. Its row is made
+   * again from that copy (the anchor is never moved silently): the check at open finds the log
+   * missing, and the next line chains from the head it records, so verification keeps failing.
+   */
   async open<E>(id: string | null, options: AuditLogOpenOptions<E>): Promise<AuditLog<E>> {
     const name = this.nameOf(id)
     const key = rowId(id)
-    const anchor = newAnchor()
-    // Two instances opening a new log at once: the first row stays.
-    await this.db.run(
-      (sql) =>
-        sql`INSERT INTO svc_audit_logs (log_id, head, anchor) VALUES (${key}, ${anchor.start}, ${storedAnchor(anchor)}::text::jsonb) ON CONFLICT (log_id) DO NOTHING`,
-    )
-    const row = await this.db.run((sql) => selectRow(sql, key))
+    const holder = id === null ? undefined : options.holder
+    let row = await this.db.run((sql) => selectRow(sql, key))
+    let lost: AuditAnchor | null = null
+    if (!row) {
+      const recorded = holder?.read()
+      const from = recorded && (recorded.lines ?? 0) > 0 && recorded.head ? recorded : null
+      const anchor = from ?? newAnchor()
+      // Two instances opening a new log at once: the first row stays.
+      const made = await this.db.run(
+        (sql) =>
+          sql`INSERT INTO svc_audit_logs (log_id, head, lines, bytes, anchor)
+            VALUES (${key}, ${from?.head ?? anchor.start}, ${from?.lines ?? 0}, ${from?.bytes ?? 0}, ${storedAnchor(anchor)}::text::jsonb)
+            ON CONFLICT (log_id) DO NOTHING RETURNING log_id`,
+      )
+      if (made.length > 0) lost = from
+      row = await this.db.run((sql) => selectRow(sql, key))
+    }
     if (!row) throw new Error(`the audit log ${name} was deleted meanwhile`)
-    return new PgAuditLog<E>(this.db, key, name, row, options.seal)
+    return new PgAuditLog<E>(this.db, key, name, row, options.seal, holder, lost !== null)
   }
 
   async *linesBackwards(id: string): AsyncGenerator<string> {
@@ -173,11 +192,23 @@ export async function readPgAuditChains(db: Database): Promise<StoredAuditChain[
         anchor: logRow(row).anchor,
       })
     }
+    // Vaults whose document records lines of a log that has no row: the log was deleted.
+    const orphans: { id: string }[] =
+      await sql`SELECT id FROM svc_documents WHERE kind = 'vault' AND NOT deleted AND id NOT IN (SELECT log_id FROM svc_audit_logs) ORDER BY id`
     // The server's log first, as in a data folder.
-    return chains.sort((a, b) => (a.file === SERVER_AUDIT_LOG ? -1 : b.file === SERVER_AUDIT_LOG ? 1 : 0))
+    return {
+      chains: chains.sort((a, b) => (a.file === SERVER_AUDIT_LOG ? -1 : b.file === SERVER_AUDIT_LOG ? 1 : 0)),
+      orphans: orphans.map((row) => row.id),
+    }
   }
   // A long read: not bound by the request timeout (an operator command).
-  return db.sql.begin('ISOLATION LEVEL REPEATABLE READ READ ONLY', read) as Promise<StoredAuditChain[]>
+  const { chains, orphans } = (await db.sql.begin('ISOLATION LEVEL REPEATABLE READ READ ONLY', read)) as Awaited<ReturnType<typeof read>>
+  for (const id of orphans) {
+    const vault = await loadDocument(db, id, VAULT_LISTS)
+    const anchor = (vault?.data as { auditChain?: AuditAnchor } | null)?.auditChain
+    if (anchor && (anchor.lines ?? 0) > 0) chains.push({ file: `vaults/${id}.audit.log`, lines: [], torn: 0, missing: true, anchor })
+  }
+  return chains
 }
 
 interface Pending<E> {
@@ -203,6 +234,9 @@ class PgAuditLog<E> implements AuditLog<E> {
     readonly name: string,
     row: LogRow,
     private readonly seal: (event: E, prev: string) => SealedLine,
+    private readonly holder: AnchorHolder | undefined,
+    /** The row was made again from the vault's copy of the anchor: its lines are gone. */
+    private lost: boolean,
   ) {
     this.head = row.head
     this.lines = row.lines
@@ -210,7 +244,26 @@ class PgAuditLog<E> implements AuditLog<E> {
     this.anchorNow = row.anchor
   }
 
-  async begin(): Promise<void> {}
+  async begin(): Promise<void> {
+    this.lost = false
+    await this.copyAnchor()
+  }
+
+  /** The vault's copy of the anchor brought up to the row's (best effort: the row is what counts). */
+  private async copyAnchor(): Promise<void> {
+    const held = this.holder?.read()
+    const now = this.anchorNow
+    const copy = {
+      start: now.start,
+      checkpoint: now.checkpoint ?? null,
+      head: now.head,
+      lines: now.lines,
+      bytes: now.bytes,
+      keyedSince: now.keyedSince ?? null,
+    }
+    if (!this.holder || (held && JSON.stringify({ ...held, keyedSince: held.keyedSince ?? null }) === JSON.stringify(copy))) return
+    await this.holder.write(copy).catch(() => {})
+  }
 
   get durableHead(): string {
     return this.head
@@ -306,8 +359,9 @@ class PgAuditLog<E> implements AuditLog<E> {
     }
   }
 
-  close(): Promise<void> {
-    return this.settle()
+  async close(): Promise<void> {
+    await this.settle()
+    await this.copyAnchor()
   }
 
   anchor(): AuditAnchor {
@@ -361,6 +415,7 @@ class PgAuditLog<E> implements AuditLog<E> {
         }),
       )
       if (row) this.taken(row)
+      await this.copyAnchor()
     } finally {
       this.paused = false
       this.flush()
@@ -374,6 +429,7 @@ class PgAuditLog<E> implements AuditLog<E> {
 
   /** The whole log, read a page at a time (a long one is no single query past the time bound). */
   async read(): Promise<AuditLogReadout> {
+    if (this.lost) return { lines: [], bytes: 0, torn: 0, missing: true }
     const lines: string[] = []
     for (let after = 0; ; ) {
       const rows = await this.page(after, READ_PAGE_LINES)
