@@ -9,7 +9,7 @@ import { storedAuditLines } from '../support/audit-file'
 import { Client, PASSWORD, signUp, uniqueEmail } from '../support/client'
 import { freshDatabase, TEST_POSTGRES } from '../support/postgres'
 import { testNeeding } from '../support/requirements'
-import { removeDir, ROOT, startTestServer, tempDir, TEST_MASTER_KEY, type TestServer } from '../support/server'
+import { removeDir, ROOT, spawnServer, startTestServer, tempDir, TEST_MASTER_KEY, type TestServer } from '../support/server'
 
 const needsPostgres = testNeeding(TEST_POSTGRES ? null : 'no PostgreSQL cluster (SVC_TEST_POSTGRES; scripts/test.sh starts one)')
 const started: TestServer[] = []
@@ -88,7 +88,8 @@ needsPostgres(
   "with a database the data folder is never written: sign-up, writes, reveals, failed sign-ins, the server's log",
   async () => {
     const dataDir = join(tempDir('svc-vault-pg-nodata-'), 'data')
-    const server = await startTestServer({ dataDir, env: { SVC_DATABASE_URL: await freshDatabase() } })
+    const url = await freshDatabase()
+    const server = await startTestServer({ dataDir, env: { SVC_DATABASE_URL: url } })
     started.push(server)
     const bob = await signUp(server.url)
     const category = (await bob.post('/api/categories', { name: 'Stripe', keyType: 'simple', envVarName: 'STRIPE_KEY' })).body
@@ -105,6 +106,18 @@ needsPostgres(
     expect((await storedAuditLines(server, bob.user.id)).length).toBeGreaterThanOrEqual(5)
     await server.stop()
     started.splice(started.indexOf(server), 1)
+    expect(existsSync(dataDir) ? readdirSync(dataDir, { recursive: true }) : 'absent').toBe('absent')
+
+    // The server as its own process (start-up, the jobs it runs, a clean stop) on the same database.
+    const spawned = await spawnServer({ dataDir, env: { SVC_DATABASE_URL: url } })
+    try {
+      const again = new Client(spawned.url, bob.credentials)
+      expect((await again.post(`/api/entries/${entry.id}/reveal`)).status).toBe(200)
+      expect((await again.anonymous().post('/api/auth/login', { email: uniqueEmail('nobody'), password: PASSWORD })).status).toBe(401)
+    } finally {
+      expect(await spawned.stop()).toBe(0)
+    }
+    expect((await storedAuditLines(server, null)).length).toBe(2)
     expect(existsSync(dataDir) ? readdirSync(dataDir, { recursive: true }) : 'absent').toBe('absent')
     removeDir(join(dataDir, '..'))
   },
