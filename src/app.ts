@@ -20,6 +20,8 @@ import { authRoutes } from './modules/auth'
 import { Vaults } from './modules/vault-access'
 import { holdsVaults, Store, type StoreOptions } from './store/store'
 import { PgStore, type PgStoreOptions } from './store/postgres/store'
+import { PgAuditLogStore } from './store/postgres/audit-log'
+import { FileAuditLogStore } from './store/audit-log-store'
 import type { DataStore } from './store/data-store'
 import type { AppDeps } from './deps'
 import { categoryRoutes } from './modules/categories'
@@ -81,8 +83,9 @@ export async function openVault(
   logRequest?: (record: RequestRecord) => void,
 ): Promise<AppDeps> {
   const metrics = new Metrics()
-  // The data folder holds the audit logs on either store for now (the key, with a database, comes from the environment).
-  {
+  // With a database nothing of a user is written to the data folder (the key comes from the
+  // environment, the audit logs go to the database): it is not even created.
+  if (!config.databaseUrl) {
     const { chmodSync, mkdirSync } = await import('node:fs')
     mkdirSync(`${config.dataDir}/vaults`, { recursive: true, mode: 0o700 })
     // An existing folder keeps its mode through mkdir (a git checkout's data/ is 0755): owner only.
@@ -135,7 +138,8 @@ export async function openVault(
   accounts = new Accounts(store.accounts, config, now, store.state)
   accessKeys = new AccessKeys(store.accounts, now)
   const vaults = new Vaults(store, keyring)
-  audit = new AuditService({ config, store, vaults, now, log, keyring })
+  const logStore = store instanceof PgStore ? new PgAuditLogStore(store.db) : new FileAuditLogStore(config.dataDir)
+  audit = new AuditService({ config, store, vaults, now, log, keyring, logStore })
   await audit.start().catch((error) => log(`error: could not record when audit keying began: ${(error as Error).message}`))
   if (!config.audit.enabled) log('warning: SVC_AUDIT=off: nothing is recorded in the audit log; this switch is for the benchmark only')
   const protection = createAccountProtection({ accounts, vaults, keyring, now, state: store.state })

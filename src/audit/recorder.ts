@@ -2,34 +2,22 @@
 // (failed sign-ins for e-mails without an account: the server's `audit.log`), hash-chained
 // (chain.ts), durable before the call resolves. A read of a secret awaits its event before it
 // answers: when the event cannot be written, the request fails and the secret is not sent.
-import { join } from 'node:path'
 import type { Config } from '../config'
-import { randomBytes } from '../crypto/tokens'
 import { clientAddress } from '../http/client-address'
 import type { Logger } from '../http/error-handler'
 import type { AuditKeys } from '../crypto/audit-mac'
-import {
-  AuditLogFile,
-  deleteAuditLogFile,
-  readAuditLinesBackwards,
-  readAuditLog,
-  readFirstAuditLine,
-  streamAuditLines,
-  readJsonFile,
-  SERVER_AUDIT_ANCHOR,
-  SERVER_AUDIT_LOG,
-  writeJsonFile,
-  type DataSync,
-} from '../store/audit-log'
-import { VAULTS_DIR } from '../store/store'
+import type { DataSync } from '../store/audit-log'
+import { FileAuditLogStore, newAnchor, type AnchorHolder, type AuditLog, type AuditLogStore } from '../store/audit-log-store'
 import type { DataStore } from '../store/data-store'
+import { PgAuditLogStore } from '../store/postgres/audit-log'
+import { PgStore } from '../store/postgres/store'
 import { freeDiskBytes } from '../store/disk-space'
 import type { Vaults } from '../vault-access'
 import { lineEvent, parseLine, sealLine, type ChainAnchor } from './chain'
 import type { AuditAction } from './actions'
 import type { AuditOutcome, AuditRecordRef } from './schema'
 export type { AuditActor, AuditRecordRef } from './schema'
-import { checkLogFile } from './anchor-check'
+import { checkLog } from './anchor-check'
 import { RepeatWindows } from './repeats'
 import { UnauthenticatedEvents } from './unauthenticated'
 import {
@@ -47,7 +35,6 @@ import {
 } from './events'
 export * from './events'
 
-const USER_ID = /^[0-9a-f-]{36}$/
 const COMPACT_EVERY_MS = 6 * 3_600_000
 /** How often each log's head goes to the server's own log (a log collector keeps it). */
 const HEAD_EVERY_MS = 3_600_000
@@ -55,13 +42,11 @@ const MAX_USER_AGENT = 300
 /** How long a reading of the free disk space is used (a flood of failed sign-ins asks on each). */
 const DISK_CHECK_EVERY_MS = 1000
 
-export const userAuditLogPath = (dataDir: string, userId: string) => {
-  if (!USER_ID.test(userId)) throw new Error('invalid user id')
-  return join(dataDir, VAULTS_DIR, `${userId}.audit.log`)
-}
+export const userAuditLogPath = (dataDir: string, userId: string) => new FileAuditLogStore(dataDir).nameOf(userId)
 
 interface OpenLog {
-  file: AuditLogFile<AuditEvent>
+  file: AuditLog<AuditEvent>
+  /** The file's path (on a database, the log's name): messages, and the logs checked in this run. */
   path: string
   /** The vault id (null: the server's log), for the head lines in the server's log. */
   userId: string | null
@@ -72,8 +57,6 @@ interface OpenLog {
   /** The anchor being brought up to date (hourly): closing waits for it. */
   noting: Promise<void> | null
   compactedAt: number
-  readAnchor: () => ChainAnchor
-  writeAnchor: (anchor: ChainAnchor) => Promise<void>
 }
 
 export class AuditService {
@@ -101,6 +84,8 @@ export class AuditService {
   /** Events clients without an account can cause (failed sign-ins): budgeted, counted past it. */
   readonly unauthenticated: UnauthenticatedEvents
   private diskReading: { at: number; freeBytes: number | null } | null = null
+  /** Where the logs are kept: the data folder's files, or the database. */
+  private readonly logStore: AuditLogStore
 
   constructor(
     private readonly deps: {
@@ -114,9 +99,13 @@ export class AuditService {
       keyring?: { auditKeys(sealed?: readonly string[]): AuditKeys }
       /** Free bytes of the data folder's filesystem (tests stand in for a full disk). */
       freeBytes?: () => number | null
+      /** Where the logs are kept; default: the database of a PostgreSQL store, else the data folder. */
+      logStore?: AuditLogStore
     },
   ) {
     this.enabled = deps.config.audit.enabled
+    this.logStore =
+      deps.logStore ?? (deps.store instanceof PgStore ? new PgAuditLogStore(deps.store.db) : new FileAuditLogStore(deps.config.dataDir, deps.dataSync))
     this.repeats = new RepeatWindows({
       now: deps.now,
       record: (userId, event) => this.record(userId, event),
@@ -143,27 +132,27 @@ export class AuditService {
    */
   async start(): Promise<void> {
     if (!this.enabled || !this.mac) return
-    const path = join(this.deps.config.dataDir, SERVER_AUDIT_ANCHOR)
-    const anchor = readJsonFile<ChainAnchor>(path)
+    const anchor = await this.logStore.serverAnchor()
     if (anchor?.keyedSince) return
     const log = this.openLogs.get('')
     const next: ChainAnchor = {
-      ...(anchor ?? { start: randomBytes(32).toString('hex'), checkpoint: null }),
+      ...(anchor ?? { start: newAnchor().start, checkpoint: null }),
       keyedSince: new Date(this.deps.now()).toISOString(),
     }
-    if (log) await log.writeAnchor(next)
-    else await writeJsonFile(path, next)
+    if (log) await log.file.writeAnchor(next)
+    else await this.logStore.writeServerAnchor(next)
   }
 
   /** The hash of the user's last durable line and how many lines lead there (GET /api/audit). */
   async headOf(userId: string): Promise<{ head: string; lines: number }> {
     const log = await this.open(userId)
-    return { head: log.file.durableHead, lines: log.file.durableLines }
+    // Another instance on the same database may have appended since: the store's head, not this one's.
+    return log.file.current()
   }
 
   /** The break opening the user's log found in this run, if any (the Activity page, the dashboard). */
   brokenOf(userId: string): ChainBreak | null {
-    return this.reported.get(userAuditLogPath(this.deps.config.dataDir, userId)) ?? null
+    return this.reported.get(this.logStore.nameOf(userId)) ?? null
   }
 
   /**
@@ -300,7 +289,9 @@ export class AuditService {
     const floorBytes = this.deps.config.diskFloorBytes ?? 0
     const at = performance.now()
     if (!this.diskReading || at - this.diskReading.at >= DISK_CHECK_EVERY_MS || this.deps.freeBytes) {
-      this.diskReading = { at, freeBytes: this.deps.freeBytes ? this.deps.freeBytes() : freeDiskBytes(this.deps.config.dataDir) }
+      // On a database nothing is written to the data folder: its disk is not the one to guard.
+      const freeBytes = this.deps.freeBytes ? this.deps.freeBytes() : this.logStore.kind === 'file' ? freeDiskBytes(this.deps.config.dataDir) : null
+      this.diskReading = { at, freeBytes }
     }
     const { freeBytes } = this.diskReading
     return { freeBytes, floorBytes, low: floorBytes > 0 && freeBytes !== null && freeBytes < floorBytes }
@@ -337,7 +328,7 @@ export class AuditService {
     const from = since ? Date.parse(since) : -Infinity
     // A line whose time cannot be read is kept: the export hides nothing the file holds.
     const keep = from === -Infinity ? undefined : (line: string) => !(timeOf(line) < from)
-    return streamAuditLines(userAuditLogPath(this.deps.config.dataDir, userId), this.durableEnd(userId), keep)
+    return this.logStore.stream(userId, this.durableEnd(userId), keep)
   }
 
   /** How far the user's log may be read: a batch still syncing (and perhaps failing) is not shown. */
@@ -347,7 +338,7 @@ export class AuditService {
   }
 
   private async *eventsNewestFirst(userId: string): AsyncGenerator<AuditEvent> {
-    for await (const line of readAuditLinesBackwards(userAuditLogPath(this.deps.config.dataDir, userId), this.durableEnd(userId))) {
+    for await (const line of this.logStore.linesBackwards(userId, this.durableEnd(userId))) {
       // Listing does not check the chain (audit-verify does): no hash is computed.
       const parsed = lineEvent(line)
       if (!parsed) continue
@@ -407,57 +398,34 @@ export class AuditService {
   }
 
   private async openUserLog(userId: string): Promise<OpenLog> {
+    // A deleted vault's log is not opened again (DeletedVaultError).
     const vault = await this.deps.vaults.open(userId)
-    if (!vault.doc.data.auditChain) {
-      await vault.doc.update((data, write) => {
-        if (!data.auditChain) write.set('auditChain', { start: randomBytes(32).toString('hex'), checkpoint: null, head: null, lines: 0, bytes: 0 })
-      })
-    }
-    return this.openFile(
-      userId,
-      userAuditLogPath(this.deps.config.dataDir, userId),
-      () => vault.doc.data.auditChain!,
-      async (anchor) => {
+    // The file store keeps a vault's anchor in its document; the database, in the log's row.
+    return this.openFile(userId, {
+      read: () => vault.doc.data.auditChain,
+      write: async (anchor) => {
         await vault.doc.update((_, write) => write.set('auditChain', anchor))
       },
-    )
+    })
   }
 
-  private async openServerLog(): Promise<OpenLog> {
-    const anchorPath = join(this.deps.config.dataDir, SERVER_AUDIT_ANCHOR)
-    let anchor = readJsonFile<ChainAnchor>(anchorPath)
-    if (!anchor) {
-      anchor = { start: randomBytes(32).toString('hex'), checkpoint: null, head: null, lines: 0, bytes: 0 }
-      await writeJsonFile(anchorPath, anchor)
-    }
-    let current = anchor
-    return this.openFile(
-      null,
-      join(this.deps.config.dataDir, SERVER_AUDIT_LOG),
-      () => current,
-      async (next) => {
-        await writeJsonFile(anchorPath, next)
-        current = next
-      },
-    )
+  private openServerLog(): Promise<OpenLog> {
+    return this.openFile(null)
   }
 
-  private async openFile(
-    userId: string | null,
-    path: string,
-    readAnchor: () => ChainAnchor,
-    writeAnchor: (anchor: ChainAnchor) => Promise<void>,
-  ): Promise<OpenLog> {
-    const anchor = readAnchor()
-    const check = checkLogFile(path, anchor, { verified: this.verified, mac: this.mac, dataDir: this.deps.config.dataDir })
+  private async openFile(userId: string | null, holder?: AnchorHolder): Promise<OpenLog> {
     const seal = (event: AuditEvent, prev: string) => sealLine(event, prev, this.mac)
-    const file = AuditLogFile.open<AuditEvent>(
-      path,
-      (last) => (last === null ? null : lineEvent(last))?.hash ?? anchor.checkpoint ?? anchor.start,
+    const file = await this.logStore.open<AuditEvent>(userId, {
+      headOf: (last, anchor) => (last === null ? null : lineEvent(last))?.hash ?? anchor.checkpoint ?? anchor.start,
       seal,
-      this.deps.dataSync,
-    )
-    const log: OpenLog = { file, path, userId, broken: null, gate: null, noting: null, compactedAt: 0, readAnchor, writeAnchor }
+      holder,
+    })
+    const anchor = file.anchor()
+    const path = file.name
+    // Checked before it is taken up: a torn last line is seen before opening cuts it.
+    const check = await checkLog(file, anchor, { verified: this.verified, mac: this.mac, serverAnchor: () => this.logStore.serverAnchor() })
+    await file.begin()
+    const log: OpenLog = { file, path, userId, broken: null, gate: null, noting: null, compactedAt: 0 }
     if (check.ok) {
       file.durableLines = check.lines
       await this.compact(log)
@@ -465,7 +433,7 @@ export class AuditService {
     }
     // Never move the anchor silently: it stays as it was, and the log itself says what was found.
     log.broken = check.found
-    file.durableLines = readAuditLog(path).lines.length
+    file.durableLines = (await file.read()).lines.length
     const who = userId ?? 'server'
     this.deps.log(`error: the audit log of ${who} (${path}) does not reach its anchor: ${check.found.message}; its anchor is kept, run audit-verify`)
     const before = this.reported.get(path)
@@ -502,18 +470,15 @@ export class AuditService {
     await this.noteHead(log)
     const cutoff = this.deps.now() - this.deps.config.audit.retentionMs
     // Nothing to drop while the oldest event is recent (no read of the whole file).
-    const first = readFirstAuditLine(log.path)
+    const first = await log.file.firstLine()
     if (first === null || !(Date.parse(parseLine(first)?.event.time ?? '') < cutoff)) return
     await log.file.dropBefore(
       (line) => !(timeOf(line) < cutoff),
-      // The checkpoint is recorded first: should the rewrite not happen, the verifier finds the
-      // checkpoint inside the old file and checks the chain from there.
-      (lastDropped, kept) => {
+      (lastDropped) => {
         const checkpoint = lineEvent(lastDropped)?.hash
         // An old line that is not a chain line was edited: nothing is dropped (audit-verify names it).
         if (!checkpoint) throw new Error('a line to drop is not a chain line; run audit-verify')
-        const head = log.file.durableHead
-        return log.writeAnchor({ ...log.readAnchor(), checkpoint, head: kept.lines > 0 ? head : checkpoint, lines: kept.lines, bytes: kept.bytes })
+        return checkpoint
       },
     )
   }
@@ -539,11 +504,11 @@ export class AuditService {
   private async noteHead(log: OpenLog): Promise<void> {
     if (log.broken) return
     const head = log.file.durableHead
-    const anchor = log.readAnchor()
+    const anchor = log.file.anchor()
     const keyedSince = anchor.keyedSince ?? (this.mac ? new Date(this.deps.now()).toISOString() : null)
     if (anchor.head === head && anchor.lines === log.file.durableLines && anchor.bytes === log.file.durableBytes && (anchor.keyedSince ?? null) === keyedSince)
       return
-    await log
+    await log.file
       .writeAnchor({ ...anchor, head, lines: log.file.durableLines, bytes: log.file.durableBytes, keyedSince })
       .catch((error) => this.deps.log(`error: could not record the head of ${log.path}: ${(error as Error).message}`))
   }
@@ -553,9 +518,9 @@ export class AuditService {
     this.unauthenticated.forget(userId)
     // Its anchor goes with the vault: nothing to record.
     this.closeUserLog(userId, false)
-    this.reported.delete(userAuditLogPath(this.deps.config.dataDir, userId))
+    this.reported.delete(this.logStore.nameOf(userId))
     await this.closing.get(userId)
-    deleteAuditLogFile(userAuditLogPath(this.deps.config.dataDir, userId))
+    await this.logStore.delete(userId)
   }
 
   /** Waits for every queued event and every log being closed (tests, shutdown). */

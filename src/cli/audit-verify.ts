@@ -1,4 +1,4 @@
-// bun run audit-verify [--data-dir DIR] [--expect-last HASH] [--from-export FILE]
+// bun run audit-verify [--data-dir DIR] [--expect-last HASH] [--from-export FILE]   (or SVC_DATABASE_URL=...)
 // (in the executable: svc-vault audit-verify ...)
 // Checks every audit log of the data folder against its chain and its anchor (docs/audit.md): the
 // server's audit.log (audit.chain.json) and, for every vault with an `auditChain`, its
@@ -8,19 +8,27 @@
 // against their MAC. --expect-last HASH: a line hash kept elsewhere (the server's hourly "audit head"
 // log line) must still be in a log. --from-export FILE: every line of an export
 // (GET /api/audit/export) must still be in its log as exported.
+// With SVC_DATABASE_URL (or SVC_DATABASE_URL_FILE) the logs and anchors are read from that
+// database instead (one read-only snapshot), named as in a data folder; the master key then comes
+// from SVC_MASTER_KEY(_FILE) only.
 // Exit code 0 when everything holds, 1 when something does not (or on a usage error).
 import { readFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
-import { masterKeyFromEnv } from '../config'
+import { databaseUrlFromEnv, masterKeyFromEnv } from '../config'
 import type { AuditKeys } from '../crypto/audit-mac'
 import { Keyring } from '../crypto/keyring'
 import { MASTER_KEY_FILE, readMasterKeyFile } from '../crypto/master-key'
 import { lineEvent, verifyChain } from '../modules/audit/chain'
 import { readAuditChains, SERVER_AUDIT_LOG, type StoredAuditChain } from '../store/audit-log'
 import { readLoggedDocumentSync } from '../store/document'
+import { Database } from '../store/postgres/database'
+import { readPgAuditChains } from '../store/postgres/audit-log'
+import { loadDocument } from '../store/postgres/document'
+import { ACCOUNTS_ID } from '../store/postgres/store'
 import { ACCOUNTS_LISTS, VAULT_LISTS } from '../store/records'
 
-const USAGE = 'usage: bun run audit-verify [--data-dir DIR] [--expect-last HASH] [--from-export FILE]   (svc-vault audit-verify ... in the executable)'
+const USAGE =
+  'usage: bun run audit-verify [--data-dir DIR] [--expect-last HASH] [--from-export FILE]   (svc-vault audit-verify ... in the executable; with SVC_DATABASE_URL or SVC_DATABASE_URL_FILE: the logs in that database)'
 
 class UsageError extends Error {}
 
@@ -54,6 +62,25 @@ function auditKeys(dataDir: string): AuditKeys | null {
   const accounts = readLoggedDocumentSync(join(dataDir, 'accounts.json'), ACCOUNTS_LISTS)
   const sealed = accounts === null ? [] : ((JSON.parse(accounts) as { auditKeys?: string[] }).auditKeys ?? [])
   return new Keyring(key).auditKeys(sealed)
+}
+
+/** The chains and audit keys of a database (the key from the environment only: none is kept beside a database). */
+async function fromDatabase(url: string): Promise<{ chains: StoredAuditChain[]; keys: AuditKeys | null; where: string }> {
+  // An operator command: a long read is not a request, so a generous bound.
+  const db = new Database(url, { max: 1, timeoutMs: 60_000 })
+  try {
+    const chains = await readPgAuditChains(db)
+    const key = masterKeyFromEnv(process.env)
+    let keys: AuditKeys | null = null
+    if (key) {
+      const accounts = await loadDocument(db, ACCOUNTS_ID, ACCOUNTS_LISTS)
+      const sealed = (accounts?.data as { auditKeys?: string[] } | null)?.auditKeys ?? []
+      keys = new Keyring(key).auditKeys(sealed)
+    }
+    return { chains, keys, where: 'the database' }
+  } finally {
+    await db.close()
+  }
 }
 
 const hashOf = (line: string) => lineEvent(line)?.hash ?? null
@@ -95,10 +122,12 @@ function checkExport(path: string, chains: StoredAuditChain[]): string | null {
   return null
 }
 
-function main(): number {
+async function main(): Promise<number> {
   let args: ReturnType<typeof parseArgs>
+  let databaseUrl: string | undefined
   try {
     args = parseArgs(process.argv.slice(2))
+    databaseUrl = databaseUrlFromEnv(process.env)
   } catch (error) {
     console.error(`svc-vault audit-verify: ${(error as Error).message}`)
     return 1
@@ -107,8 +136,13 @@ function main(): number {
     console.log(USAGE)
     return 0
   }
-  const keys = auditKeys(args.dataDir)
-  const chains = readAuditChains(args.dataDir, (path) => readLoggedDocumentSync(path, VAULT_LISTS))
+  const { chains, keys, where } = databaseUrl
+    ? await fromDatabase(databaseUrl)
+    : {
+        chains: readAuditChains(args.dataDir, (path) => readLoggedDocumentSync(path, VAULT_LISTS)),
+        keys: auditKeys(args.dataDir),
+        where: args.dataDir,
+      }
   const serverAnchor = chains.find((chain) => chain.file === SERVER_AUDIT_LOG)?.anchor
   let broken = 0
   let unchecked = false
@@ -154,10 +188,12 @@ function main(): number {
       console.log(`FAIL --from-export ${problem}`)
     } else console.log(`ok   --from-export ${file}: every exported line is in its log, in order`)
   }
-  if (chains.length === 0) console.log(`no audit logs in ${args.dataDir}`)
+  if (chains.length === 0) console.log(`no audit logs in ${where}`)
   if (unchecked)
     console.log(
-      'note: no master key at hand (SVC_MASTER_KEY, SVC_MASTER_KEY_FILE or <data>/master.key): keyed lines were checked for order only, not for their MAC',
+      databaseUrl
+        ? 'note: no master key at hand (SVC_MASTER_KEY or SVC_MASTER_KEY_FILE): keyed lines were checked for order only, not for their MAC'
+        : 'note: no master key at hand (SVC_MASTER_KEY, SVC_MASTER_KEY_FILE or <data>/master.key): keyed lines were checked for order only, not for their MAC',
     )
   console.log(broken === 0 ? `${chains.length} audit log(s) verified` : `${broken} of ${chains.length} audit log(s) failed verification`)
   if (outside > 0) console.log(`${outside} outside cop(ies) did not match`)
@@ -165,7 +201,7 @@ function main(): number {
 }
 
 try {
-  process.exit(main())
+  process.exit(await main())
 } catch (error) {
   console.error(`svc-vault audit-verify: ${(error as Error)?.message ?? error}`)
   process.exit(1)

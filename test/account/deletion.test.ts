@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { existsSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
+import { PgStore } from '../../src/store/postgres/store'
 import { PASSWORD, signUp } from '../support/client'
 import { removeDir, startTestServer, type TestServer } from '../support/server'
 
@@ -19,14 +20,29 @@ afterAll(async () => {
   removeDir(server.dataDir)
 })
 
-/** Every file of the data folder that names the user (vault, its change log, its audit log and anchor). */
-const filesOf = (userId: string) => readdirSync(join(server.dataDir, 'vaults')).filter((name) => name.includes(userId))
+/**
+ * Every file of the data folder that names the user (vault, its change log, its audit log and
+ * anchor); on the database store, every row that does (its vault document but for the tombstone
+ * that keeps it from coming back, its changes, its audit log and lines).
+ */
+async function filesOf(userId: string): Promise<string[]> {
+  const store = server.deps.store
+  if (!(store instanceof PgStore)) return readdirSync(join(server.dataDir, 'vaults')).filter((name) => name.includes(userId))
+  const rows = await store.db.run(
+    (sql) => sql`
+      SELECT 'svc_documents' AS at FROM svc_documents WHERE id = ${userId} AND NOT deleted
+      UNION ALL SELECT 'svc_changes' FROM svc_changes WHERE document_id = ${userId}
+      UNION ALL SELECT 'svc_audit_logs' FROM svc_audit_logs WHERE log_id = ${userId}
+      UNION ALL SELECT 'svc_audit_lines' FROM svc_audit_lines WHERE log_id = ${userId}`,
+  )
+  return rows.map((row: { at: string }) => row.at)
+}
 
 async function deleteAccount(client: Awaited<ReturnType<typeof signUp>>) {
   const answer = await client.request('DELETE', '/api/account', { password: PASSWORD })
   expect(answer.status).toBe(204)
   await server.deps.audit.settle()
-  expect(filesOf(client.user.id)).toEqual([])
+  expect(await filesOf(client.user.id)).toEqual([])
 }
 
 test('a device sign-in approved before the deletion pays out no key and re-creates nothing', async () => {
@@ -41,7 +57,7 @@ test('a device sign-in approved before the deletion pays out no key and re-creat
   expect(poll.body.code).toBe('INVALID_GRANT')
   expect(poll.text).not.toContain('svc_')
   await server.deps.audit.settle()
-  expect(filesOf(alice.user.id)).toEqual([])
+  expect(await filesOf(alice.user.id)).toEqual([])
   expect(server.deps.store.accounts.data.accessKeys.filter((k) => k.userId === alice.user.id)).toEqual([])
 })
 
@@ -59,19 +75,19 @@ test('the notifier forgets a deleted webhook owner: no delivery, no vault file',
   await notifier.deliver(bob.user.id).catch(() => {})
   await notifier.scan()
   await server.deps.audit.settle()
-  expect(filesOf(bob.user.id)).toEqual([])
+  expect(await filesOf(bob.user.id)).toEqual([])
 })
 
 test('a late write of the vault or a late audit event of the account writes no file', async () => {
   const carol = await signUp(server.url)
   await carol.post('/api/categories', { name: 'Held', keyType: 'simple', envVarName: 'HELD_KEY' })
   // Something held the open vault across the deletion (a delivery, an audit anchor).
-  const held = server.deps.store.openedVault(carol.user.id)!
+  const held = (await server.deps.vaults.open(carol.user.id)).doc
   await deleteAccount(carol)
   await expect(held.update((data) => void data.categories.length)).rejects.toThrow('deleted')
   const event = { action: 'entry.create' as const, actor: { type: 'session' as const, id: null, name: null }, clientAddress: '127.0.0.1', userAgent: null }
   await expect(server.deps.audit.record(carol.user.id, event)).rejects.toThrow()
   await expect(server.deps.vaults.open(carol.user.id)).rejects.toThrow('deleted')
-  expect(filesOf(carol.user.id)).toEqual([])
+  expect(await filesOf(carol.user.id)).toEqual([])
   expect(existsSync(join(server.dataDir, 'vaults', `${carol.user.id}.json`))).toBe(false)
 })

@@ -5,10 +5,20 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { cpSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { AuditService } from '../../src/modules/audit/service'
-import { auditFileLines, auditFileText } from '../support/audit-file'
+import {
+  auditFileText,
+  databaseAuditLines,
+  databaseOf,
+  storedAuditAnchor,
+  storedAuditLines,
+  storedAuditText,
+  verifyAudit,
+  writeDatabaseAuditLines,
+} from '../support/audit-file'
+import { ON_POSTGRES } from '../support/postgres'
 import { heldSync, turn } from '../support/held-sync'
 import { Client, signUp, uniqueEmail, PASSWORD } from '../support/client'
-import { removeDir, ROOT, startTestServer, tempDir, TEST_MASTER_KEY, type TestServer } from '../support/server'
+import { removeDir, startTestServer, tempDir, TEST_MASTER_KEY, type TestServer } from '../support/server'
 
 let server: TestServer
 let alice: Client & { user: any; email: string }
@@ -23,16 +33,36 @@ afterAll(async () => {
 })
 
 const logPath = (s: TestServer, userId: string) => join(s.dataDir, 'vaults', `${userId}.audit.log`)
-const lines = auditFileLines
+// Wherever the server keeps its logs: the data folder's files, or the database.
+const lines = storedAuditLines
 
-function verify(dataDir: string): { code: number; output: string } {
-  const run = Bun.spawnSync(['bun', 'src/cli/audit-verify.ts', '--data-dir', dataDir], {
-    cwd: ROOT,
-    stdout: 'pipe',
-    stderr: 'pipe',
-    env: { ...process.env, SVC_MASTER_KEY: TEST_MASTER_KEY },
-  })
-  return { code: run.exitCode, output: run.stdout.toString() + run.stderr.toString() }
+/** audit-verify on the server's logs (a copy of its data folder: `dataDir`). */
+function verify(server: TestServer, dataDir?: string): { code: number; output: string } {
+  return verifyAudit(server, { dataDir, env: { SVC_MASTER_KEY: TEST_MASTER_KEY } })
+}
+
+/** Tampers with a vault's log as an attacker would (the file, or the rows), runs `check`, and puts it back. */
+async function tampered(server: TestServer, userId: string, tamper: (lines: string[]) => string[], check: (dataDir: string) => void): Promise<void> {
+  const url = databaseOf(server)
+  if (url) {
+    const before = await lines(server, userId)
+    await writeDatabaseAuditLines(url, userId, tamper([...before]))
+    try {
+      check(server.dataDir)
+    } finally {
+      await writeDatabaseAuditLines(url, userId, before)
+    }
+    return
+  }
+  const copy = tempDir('svc-vault-audit-tamper-')
+  try {
+    cpSync(server.dataDir, copy, { recursive: true })
+    const path = join(copy, 'vaults', `${userId}.audit.log`)
+    writeFileSync(path, `${tamper(await lines({ ...server, dataDir: copy }, userId)).join('\n')}\n`)
+    check(copy)
+  } finally {
+    removeDir(copy)
+  }
 }
 
 describe('events', () => {
@@ -41,10 +71,10 @@ describe('events', () => {
     const entry = (await alice.post('/api/entries', { categoryId: category.id, name: 'shop', value: 'sk_live_do_not_log', environment: 'production' })).body
     const key = await alice.keyClient(['entries:reveal'])
     const keyRecord = (await alice.get('/api/access-keys')).body.at(-1)
-    const before = lines(logPath(server, alice.user.id)).length
+    const before = (await lines(server, alice.user.id)).length
     const revealed = await key.post(`/api/entries/${entry.id}/reveal`, undefined, { 'user-agent': 'audit-test/1.0' })
     expect(revealed.status).toBe(200)
-    const after = lines(logPath(server, alice.user.id))
+    const after = await lines(server, alice.user.id)
     expect(after.length).toBe(before + 1)
     const event = JSON.parse(after.at(-1)!)
     expect(event).toMatchObject({
@@ -104,16 +134,27 @@ describe('events', () => {
     expect(JSON.stringify(event)).not.toContain('not the password')
     const stranger = uniqueEmail('stranger')
     expect((await alice.anonymous().post('/api/auth/login', { email: stranger, password: 'guess guess' })).status).toBe(401)
-    const serverLog = lines(join(server.dataDir, 'audit.log'))
+    const serverLog = await lines(server, null)
     const last = JSON.parse(serverLog.at(-1)!)
     expect(last).toMatchObject({ action: 'auth.login_failed', outcome: 'failed', details: { method: 'password', email: stranger } })
     expect(serverLog.join('\n')).not.toContain('guess guess')
-    expect(verify(server.dataDir).code).toBe(0)
+    expect(verify(server).code).toBe(0)
   })
 })
 
 describe('reading', () => {
   test('an event still syncing is not listed nor exported: only durable lines are shown', async () => {
+    // A file's group commit (the sync held); on the database a line is there once committed: the file store in both passes.
+    const own = ON_POSTGRES ? await startTestServer({ store: 'file' }) : null
+    try {
+      await syncingNotShown(own ?? server)
+    } finally {
+      await own?.stop()
+      if (own) removeDir(own.dataDir)
+    }
+  })
+
+  async function syncingNotShown(server: TestServer) {
     const dave = await signUp(server.url)
     server.deps.audit.closeUserLog(dave.user.id)
     await server.deps.audit.settle()
@@ -138,7 +179,7 @@ describe('reading', () => {
     expect(await listed()).toEqual([2, 1])
     expect(await exported()).toContain('"n":2')
     await audit.close()
-  })
+  }
 
   test('newest first, pages by cursor, filters by action, actor and time; export answers the stored lines', async () => {
     const carol = await signUp(server.url)
@@ -174,7 +215,7 @@ describe('reading', () => {
     const exported = await key.get('/api/audit/export')
     expect(exported.status).toBe(200)
     expect(exported.headers.get('content-type')).toContain('application/x-ndjson')
-    expect(exported.text).toBe(auditFileText(logPath(server, carol.user.id)))
+    expect(exported.text).toBe(await storedAuditText(server, carol.user.id))
     const first = JSON.parse(exported.text.split('\n')[0])
     expect(first).toHaveProperty('prev')
     expect(first).toHaveProperty('hash')
@@ -187,27 +228,20 @@ describe('the chain', () => {
   test('audit-verify passes an intact folder and names the line edited, removed or reordered', async () => {
     const dave = await signUp(server.url)
     for (let i = 0; i < 6; i++) await dave.post('/api/categories', { name: `d${i}`, keyType: 'group' })
-    const ok = verify(server.dataDir)
+    const ok = verify(server)
     expect(ok.output).toContain(`ok   vaults/${dave.user.id}.audit.log: 7 event(s)`)
     expect(ok.code).toBe(0)
 
-    const check = (tamper: (lines: string[]) => string[], expected: RegExp) => {
-      const copy = tempDir('svc-vault-audit-tamper-')
-      try {
-        cpSync(server.dataDir, copy, { recursive: true })
-        const path = join(copy, 'vaults', `${dave.user.id}.audit.log`)
-        writeFileSync(path, `${tamper(lines(path)).join('\n')}\n`)
-        const result = verify(copy)
+    const check = (tamper: (lines: string[]) => string[], expected: RegExp) =>
+      tampered(server, dave.user.id, tamper, (dataDir) => {
+        const result = verify(server, dataDir)
         expect(result.code).toBe(1)
         expect(result.output).toMatch(expected)
-      } finally {
-        removeDir(copy)
-      }
-    }
+      })
     // Edited: a name changed in line 3.
-    check((l) => l.map((line, i) => (i === 2 ? line.replace('"d1"', '"d9"') : line)), /FAIL vaults\/.*: line 3 was edited/)
+    await check((l) => l.map((line, i) => (i === 2 ? line.replace('"d1"', '"d9"') : line)), /FAIL vaults\/.*: line 3 was edited/)
     // Edited and re-hashed by someone who knows the format but not the key: its MAC does not match.
-    check((l) => {
+    await check((l) => {
       const event = JSON.parse(l[2])
       event.records[0].name = 'forged'
       const { hash: _hash, ...body } = event
@@ -216,13 +250,13 @@ describe('the chain', () => {
       return l
     }, /line 3 was edited: rewritten without the audit key/)
     // Removed: line 4.
-    check((l) => l.filter((_, i) => i !== 3), /line 4 does not follow line 3: a line between them was removed/)
+    await check((l) => l.filter((_, i) => i !== 3), /line 4 does not follow line 3: a line between them was removed/)
     // Removed: the first line.
-    check((l) => l.slice(1), /line 1 does not follow the chain's start/)
+    await check((l) => l.slice(1), /line 1 does not follow the chain's start/)
     // Reordered: lines 5 and 6 swapped.
-    check((l) => [...l.slice(0, 4), l[5], l[4], ...l.slice(6)], /line 5 is out of order/)
+    await check((l) => [...l.slice(0, 4), l[5], l[4], ...l.slice(6)], /line 5 is out of order/)
     // Garbage.
-    check((l) => [...l.slice(0, 2), 'not json', ...l.slice(2)], /line 3 is not an audit event/)
+    await check((l) => [...l.slice(0, 2), 'not json', ...l.slice(2)], /line 3 is not an audit event/)
   })
 
   test('retention: compaction drops old events and the file then starts from a recorded checkpoint', async () => {
@@ -234,21 +268,24 @@ describe('the chain', () => {
       for (let i = 0; i < 3; i++) await erin.post('/api/categories', { name: `old${i}`, keyType: 'group' })
       now += 40 * 86_400_000
       for (let i = 0; i < 2; i++) await erin.post('/api/categories', { name: `new${i}`, keyType: 'group' })
-      expect(lines(logPath(clocked, erin.user.id)).length).toBe(6)
+      expect((await lines(clocked, erin.user.id)).length).toBe(6)
       await clocked.deps.audit.compactOpenLogs()
-      const kept = lines(logPath(clocked, erin.user.id)).map((line) => JSON.parse(line))
+      const kept = (await lines(clocked, erin.user.id)).map((line) => JSON.parse(line))
       expect(kept.map((e) => e.records[0].name)).toEqual(['new0', 'new1'])
-      const vault = clocked.deps.store.openedVault(erin.user.id)!.data
-      expect(vault.auditChain!.checkpoint).toBe(kept[0].prev)
-      expect(vault.auditChain!.start).toMatch(/^[0-9a-f]{64}$/)
+      const anchor = await storedAuditAnchor(clocked, erin.user.id)
+      expect(anchor.checkpoint).toBe(kept[0].prev)
+      expect(anchor.start).toMatch(/^[0-9a-f]{64}$/)
       // Still verifiable, and appends continue the chain.
-      expect(verify(dataDir).code).toBe(0)
+      expect(verify(clocked).code).toBe(0)
       await erin.post('/api/categories', { name: 'after', keyType: 'group' })
-      expect(verify(dataDir).code).toBe(0)
+      expect(verify(clocked).code).toBe(0)
       // Removing the first kept line is still caught.
-      const path = logPath(clocked, erin.user.id)
-      writeFileSync(path, `${lines(path).slice(1).join('\n')}\n`)
-      expect(verify(dataDir).output).toMatch(/line 1 does not follow the chain's start/)
+      await tampered(
+        clocked,
+        erin.user.id,
+        (l) => l.slice(1),
+        (copy) => expect(verify(clocked, copy).output).toMatch(/line 1 does not follow the chain's start/),
+      )
     } finally {
       await clocked.stop()
       removeDir(dataDir)
@@ -264,11 +301,13 @@ describe('the end of the chain', () => {
     for (let i = 0; i < 3; i++) await grace.post('/api/categories', { name: `g${i}`, keyType: 'group' })
     await own.stop()
     try {
-      expect(verify(dataDir).code).toBe(0)
+      expect(verify(own).code).toBe(0)
+      const url = databaseOf(own)
       const path = join(dataDir, 'vaults', `${grace.user.id}.audit.log`)
-      const all = lines(path)
-      writeFileSync(path, `${all.slice(0, -1).join('\n')}\n`)
-      const cut = verify(dataDir)
+      const all = url ? await databaseAuditLines(url, grace.user.id) : await lines(own, grace.user.id)
+      if (url) await writeDatabaseAuditLines(url, grace.user.id, all.slice(0, -1))
+      else writeFileSync(path, `${all.slice(0, -1).join('\n')}\n`)
+      const cut = verify(own)
       expect(cut.code).toBe(1)
       expect(cut.output).toMatch(/lines were removed from the end/)
     } finally {

@@ -4,7 +4,8 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
-import { auditFileLines, auditFileText } from '../support/audit-file'
+import { storedAuditLines, storedAuditText } from '../support/audit-file'
+import { PgStore } from '../../src/store/postgres/store'
 import { Client, sessionCookie, signUp, uniqueEmail, PASSWORD } from '../support/client'
 import { Browser, freePort, startTestProvider, type TestProvider } from '../support/oidc-provider'
 import { startTestServer, removeDir, type TestServer } from '../support/server'
@@ -40,10 +41,18 @@ afterAll(async () => {
   if (server) removeDir(server.dataDir)
 })
 
-function actionsIn(userId: string | null): string[] {
-  const path = userId ? join(server.dataDir, 'vaults', `${userId}.audit.log`) : join(server.dataDir, 'audit.log')
-  if (!existsSync(path)) return []
-  return auditFileLines(path).map((line) => JSON.parse(line).action)
+/** A log's actions, wherever the server keeps it (the data folder, or the database). */
+async function actionsIn(userId: string | null): Promise<string[]> {
+  return (await storedAuditLines(server, userId)).map((line) => JSON.parse(line).action)
+}
+
+/** Whether a vault's log exists: its file, or its row. */
+async function logExists(userId: string): Promise<boolean> {
+  if (server.deps.store instanceof PgStore) {
+    const rows = await server.deps.store.db.run((sql) => sql`SELECT 1 FROM svc_audit_logs WHERE log_id = ${userId}`)
+    return rows.length > 0
+  }
+  return existsSync(join(server.dataDir, 'vaults', `${userId}.audit.log`))
 }
 
 /** Walks the provider's pages up to its redirect back to the vault's callback. */
@@ -568,7 +577,7 @@ test('every operation in the OpenAPI document leaves exactly its events', async 
       status: 204,
       setup: async () => {
         // The two-step (with a recovery code: issue 32 names it apart) and passkey sign-ins are named so; the 2FA changes say which.
-        const events = auditFileLines(join(server.dataDir, 'vaults', `${carolId()}.audit.log`)).map((line) => JSON.parse(line))
+        const events = (await storedAuditLines(server, carolId())).map((line) => JSON.parse(line))
         expect(events.filter((e) => e.action === 'auth.login').map((e) => e.details.method)).toEqual(['recovery_code', 'password', 'passkey'])
         expect(events.filter((e) => e.action === 'auth.twofa_change').map((e) => e.details.change)).toEqual(['enabled', 'recovery_codes', 'disabled'])
       },
@@ -588,11 +597,11 @@ test('every operation in the OpenAPI document leaves exactly its events', async 
       status: 204,
       setup: async () => {
         ids.carol = carol!.user.id
-        expect(existsSync(join(server.dataDir, 'vaults', `${ids.carol}.audit.log`))).toBe(true)
+        expect(await logExists(ids.carol)).toBe(true)
       },
       run: async () => {
         const answer = await carol!.request('DELETE', '/api/account', { password: NEW_PASSWORD })
-        expect(existsSync(join(server.dataDir, 'vaults', `${ids.carol}.audit.log`))).toBe(false)
+        expect(await logExists(ids.carol)).toBe(false)
         return answer
       },
     },
@@ -699,9 +708,9 @@ test('every operation in the OpenAPI document leaves exactly its events', async 
         expect((await session().post('/api/entries', { categoryId: category.body.id, name: 'walk-project', value: 'sk-walk-move' })).status).toBe(201)
       },
       run: async () => {
-        const before = actionsIn(me()).length
+        const before = (await actionsIn(me())).length
         const answer = await session().post(`/api/vaults/${ids.vault}/move`, { direction: 'in', project: 'walk-project' })
-        expect(actionsIn(me()).slice(before)).toEqual(['project.move'])
+        expect((await actionsIn(me())).slice(before)).toEqual(['project.move'])
         return answer
       },
     },
@@ -740,17 +749,17 @@ test('every operation in the OpenAPI document leaves exactly its events', async 
 
   for (const [operationId, item] of Object.entries(cases)) {
     await item.setup?.()
-    const before = item.expected.length === 0 || item.user() ? actionsIn(item.user()).length : 0
-    const serverBefore = actionsIn(null).length
+    const before = item.expected.length === 0 || item.user() ? (await actionsIn(item.user())).length : 0
+    const serverBefore = (await actionsIn(null)).length
     const answer = await item.run()
     expect({ operationId, status: answer.status }).toEqual({ operationId, status: item.status })
-    const added = actionsIn(item.user()).slice(before)
+    const added = (await actionsIn(item.user())).slice(before)
     expect({ operationId, events: added }).toEqual({ operationId, events: item.expected })
-    expect({ operationId, serverEvents: actionsIn(null).slice(serverBefore) }).toEqual({ operationId, serverEvents: item.serverExpected ?? [] })
+    expect({ operationId, serverEvents: (await actionsIn(null)).slice(serverBefore) }).toEqual({ operationId, serverEvents: item.serverExpected ?? [] })
   }
 
   // The sign-in methods are named; the device sign-in's key names its device; the deletion its account.
-  const serverEvents = auditFileLines(join(server.dataDir, 'audit.log')).map((line) => JSON.parse(line))
+  const serverEvents = (await storedAuditLines(server, null)).map((line) => JSON.parse(line))
   const deletion = serverEvents.find((e) => e.action === 'account.delete')
   expect([deletion.outcome, deletion.actor.type, deletion.records]).toEqual(['ok', 'session', [{ kind: 'user', id: ids.carol, name: null }]])
   const walked = (await key.get('/api/audit?limit=500')).body.items
@@ -765,7 +774,7 @@ test('every operation in the OpenAPI document leaves exactly its events', async 
   const trashed = (await reader.get('/api/trash')).body.find((item: any) => item.recordId === doomed.body.id)
   const refused = await reader.post(`/api/trash/${trashed.id}/restore`)
   expect([refused.status, refused.body.code]).toEqual([403, 'AUTH_SCOPE_REQUIRED'])
-  const denied = JSON.parse(auditFileLines(join(server.dataDir, 'vaults', `${me()}.audit.log`)).at(-1)!)
+  const denied = JSON.parse((await storedAuditLines(server, me())).at(-1)!)
   expect([denied.action, denied.outcome, denied.details.required]).toEqual(['scope.denied', 'denied', 'entries:write'])
   // A wrong second-step code after the right password: a failed sign-in in the account's log.
   const daveEmail = uniqueEmail('dave')
@@ -774,20 +783,20 @@ test('every operation in the OpenAPI document leaves exactly its events', async 
   const challenge = (await post(base, '/api/auth/login', { email: daveEmail, password: PASSWORD })).cookies.svc_2fa
   const wrong = await post(base, '/api/auth/login/2fa', { code: '12345678' }, { svc_2fa: challenge })
   expect([wrong.status, wrong.body.code]).toEqual([401, 'INVALID_TWO_FACTOR_CODE'])
-  const failedStep = JSON.parse(auditFileLines(join(server.dataDir, 'vaults', `${dave.user.id}.audit.log`)).at(-1)!)
+  const failedStep = JSON.parse((await storedAuditLines(server, dave.user.id)).at(-1)!)
   expect([failedStep.action, failedStep.outcome, failedStep.details]).toEqual(['auth.login_failed', 'failed', { method: '2fa', reason: 'invalid_code' }])
   // A passkey nobody registered: a failed sign-in in the server's log.
   const options = await post(base, '/api/auth/passkey/options', {})
   const stranger = new SoftPasskey(base).signIn(options.body)
   expect((await post(base, '/api/auth/passkey/login', { response: stranger }, { svc_passkey: options.cookies.svc_passkey })).status).toBe(401)
-  const strangerEvent = JSON.parse(auditFileLines(join(server.dataDir, 'audit.log')).at(-1)!)
+  const strangerEvent = JSON.parse((await storedAuditLines(server, null)).at(-1)!)
   expect([strangerEvent.action, strangerEvent.outcome, strangerEvent.details.method]).toEqual(['auth.login_failed', 'failed', 'passkey'])
-  const oidcEvents = auditFileText(join(server.dataDir, 'vaults', `${oidcUser}.audit.log`))
+  const oidcEvents = await storedAuditText(server, oidcUser)
   expect(JSON.parse(oidcEvents.trim().split('\n')[0]).details.method).toBe('oidc')
   // A failed OIDC callback (no transaction) goes to the server's log.
   const failed = await new Browser().request(`${base}${CALLBACK}?code=x&state=y`)
   expect(failed.status).toBe(400)
-  expect(actionsIn(null).at(-1)).toBe('auth.login_failed')
+  expect((await actionsIn(null)).at(-1)).toBe('auth.login_failed')
   // An export names its filters and how many values it sent; an extract the variable names.
   const events = (await alice.get('/api/audit?limit=500')).body.items
   expect(events.find((e: any) => e.action === 'export.read').details).toEqual({

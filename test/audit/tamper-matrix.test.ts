@@ -3,6 +3,10 @@
 // the copy and one sign-in made. Each is reported, never "chain intact", and the server, opening
 // the log, keeps the old anchor and records a chain.broken event. The rows docs/audit.md says only
 // the keyed chain or an outside copy catches are tested as exactly that.
+//
+// On the file store in both passes of the suite: these tampers are with a data folder's bytes (a
+// line cut inside, a deleted file, the anchor in the vault file) and the example verifier and
+// rotate-master-key read a folder. The same attacks on the database's rows: postgres-tamper.test.ts.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { cpSync, existsSync, readFileSync, rmSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -26,7 +30,7 @@ const dirs: string[] = []
 beforeAll(async () => {
   golden = tempDir('svc-vault-tamper-golden-')
   dirs.push(golden)
-  const server = await startTestServer({ dataDir: golden })
+  const server = await startTestServer({ dataDir: golden, store: 'file' })
   const user = await signUp(server.url)
   userId = user.user.id
   email = user.email
@@ -207,7 +211,7 @@ describe('the tamper matrix', () => {
       const anchorBefore = vaultDoc(dataDir).auditChain
 
       // A server started on it, one sign-in.
-      const server = await startTestServer({ dataDir })
+      const server = await startTestServer({ dataDir, store: 'file' })
       try {
         const login = await fetch(`${server.url}/api/auth/login`, {
           method: 'POST',
@@ -269,7 +273,7 @@ describe('who catches what (docs/audit.md, "Threat model")', () => {
     expect(example(dataDir, WITHOUT_KEY)).toBe(0)
     expect(verify(dataDir).output).toMatch(/FAIL .*line 21 was edited: rewritten without the audit key/)
     expect(example(dataDir)).toBe(1)
-    const server = await startTestServer({ dataDir })
+    const server = await startTestServer({ dataDir, store: 'file' })
     expect(await signIn(server.url)).toBe(200)
     expect(server.deps.audit.chainBroken).toBe(1)
     await server.stop()
@@ -302,7 +306,7 @@ describe('who catches what (docs/audit.md, "Threat model")', () => {
 
   test('no restart needed: lines cut while the log was closed (its vault idle) are caught when it is opened again', async () => {
     const dataDir = copy()
-    const server = await startTestServer({ dataDir })
+    const server = await startTestServer({ dataDir, store: 'file' })
     try {
       expect(await signIn(server.url)).toBe(200)
       server.deps.audit.closeUserLog(userId)
@@ -337,7 +341,7 @@ describe('who catches what (docs/audit.md, "Threat model")', () => {
   test("a log cut to nothing while the server runs, in a user's first run, fails once the server closed it (the anchor comes from its memory); at shutdown each head goes to the server's log", async () => {
     const dataDir = tempDir('svc-vault-tamper-')
     dirs.push(dataDir)
-    const server = await startTestServer({ dataDir })
+    const server = await startTestServer({ dataDir, store: 'file' })
     let user: Awaited<ReturnType<typeof signUp>>
     try {
       user = await signUp(server.url)
@@ -381,7 +385,7 @@ describe('who catches what (docs/audit.md, "Threat model")', () => {
     expect(verify(dataDir).output).toContain(`ok   vaults/${userId}.audit.log: 33 event(s), chain intact (unkeyed)`)
     expect(example(dataDir)).toBe(0)
 
-    const server = await startTestServer({ dataDir })
+    const server = await startTestServer({ dataDir, store: 'file' })
     expect(await signIn(server.url)).toBe(200)
     expect(server.deps.audit.chainBroken).toBe(0)
     await server.stop()
@@ -414,7 +418,7 @@ describe('a master key rotation', () => {
     expect(rotate.exitCode).toBe(0)
     const withNewKey = { ...WITHOUT_KEY, SVC_MASTER_KEY: newKey }
     expect(verify(dataDir, [], withNewKey).output).toContain(`ok   vaults/${userId}.audit.log: 33 event(s), chain intact (keyed)`)
-    const server = await startTestServer({ dataDir, env: { SVC_MASTER_KEY: newKey } })
+    const server = await startTestServer({ dataDir, store: 'file', env: { SVC_MASTER_KEY: newKey } })
     try {
       const login = await fetch(`${server.url}/api/auth/login`, {
         method: 'POST',

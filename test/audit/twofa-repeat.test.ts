@@ -3,7 +3,7 @@
 // their count once the window is over; other tokens, other sessions and access keys count apart.
 import { expect, test } from 'bun:test'
 import { join } from 'node:path'
-import { auditFileLines } from '../support/audit-file'
+import { storedAuditLines } from '../support/audit-file'
 import { signUp } from '../support/client'
 import { removeDir, startTestServer } from '../support/server'
 
@@ -14,16 +14,14 @@ test('repeated reads of one token by one session within 10 minutes: one event, t
     const alice = await signUp(server.url)
     const token = (await alice.post('/api/2fa', { service: 'GitHub', accountName: 'alice', secret: 'JBSWY3DPEHPK3PXP' })).body
     const other = (await alice.post('/api/2fa', { service: 'GitLab', accountName: 'alice', secret: 'JBSWY3DPEHPK3PXQ' })).body
-    const reveals = () =>
-      auditFileLines(join(server.dataDir, 'vaults', `${alice.user.id}.audit.log`))
-        .map((line) => JSON.parse(line))
-        .filter((event) => event.action === 'twofa.reveal')
+    const reveals = async () =>
+      (await storedAuditLines(server, alice.user.id)).map((line) => JSON.parse(line)).filter((event) => event.action === 'twofa.reveal')
     for (let i = 0; i < 20; i++) {
       expect((await alice.post(`/api/2fa/${token.id}/reveal`)).status).toBe(200)
       now += 25_000
     }
     expect((await alice.post(`/api/2fa/${other.id}/reveal`)).status).toBe(200)
-    let events = reveals()
+    let events = await reveals()
     expect(events.map((event) => [event.records[0].id, event.details.count])).toEqual([
       [token.id, 1],
       [other.id, 1],
@@ -31,17 +29,17 @@ test('repeated reads of one token by one session within 10 minutes: one event, t
     // An access key's reads are each recorded.
     const key = await alice.keyClient(['2fa:reveal'])
     for (let i = 0; i < 2; i++) expect((await key.post(`/api/2fa/${token.id}/reveal`)).status).toBe(200)
-    expect(reveals().filter((event) => event.actor.type === 'access-key').length).toBe(2)
+    expect((await reveals()).filter((event) => event.actor.type === 'access-key').length).toBe(2)
     // The window is over: the next read gives the count of the last one, and opens another.
     now += 2 * 60_000
     expect((await alice.post(`/api/2fa/${token.id}/reveal`)).status).toBe(200)
-    events = reveals().filter((event) => event.actor.type === 'session' && event.records[0].id === token.id)
+    events = (await reveals()).filter((event) => event.actor.type === 'session' && event.records[0].id === token.id)
     expect(events.map((event) => event.details.count)).toEqual([1, 20, 1])
     expect(events[1].details.repeatOf).toBe(events[0].id)
     // At shutdown the open windows' counts are written.
     expect((await alice.post(`/api/2fa/${token.id}/reveal`)).status).toBe(200)
     await server.stop()
-    events = reveals().filter((event) => event.actor.type === 'session')
+    events = (await reveals()).filter((event) => event.actor.type === 'session')
     expect(events.map((event) => [event.records[0].id === token.id ? 'token' : 'other', event.details.count])).toEqual([
       ['token', 1],
       ['other', 1],

@@ -3,26 +3,20 @@
 // server's audit.log). A bounded burst of anonymous failed sign-ins now grows each log by less than
 // 64 KiB, and the failures still show as counts; under SVC_DISK_FLOOR nothing of them is written.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { statSync } from 'node:fs'
 import { join } from 'node:path'
 import { INDIVIDUAL_BUDGET } from '../../src/audit/unauthenticated'
 import { post, testClock } from '../account/support'
 import { SoftPasskey } from './soft-passkey'
-import { auditFileLines } from '../support/audit-file'
+import { storedAuditLines, storedAuditText } from '../support/audit-file'
 import { PASSWORD, signUp, uniqueEmail } from '../support/client'
 import { removeDir, startTestServer, type TestServer } from '../support/server'
 
 const KIB = 1024
 const METRICS_TOKEN = 'flood-test-metrics-token-0123456789'
-const sizeOf = (path: string) => {
-  try {
-    return statSync(path).size
-  } catch {
-    return 0
-  }
-}
-const userLog = (server: TestServer, userId: string) => join(server.dataDir, 'vaults', `${userId}.audit.log`)
-const serverLog = (server: TestServer) => join(server.dataDir, 'audit.log')
+/** A log's size as a file holds it (on the database: its lines' bytes, newlines counted). */
+const sizeOf = async (log: { server: TestServer; userId: string | null }) => Buffer.byteLength(await storedAuditText(log.server, log.userId))
+const userLog = (server: TestServer, userId: string) => ({ server, userId })
+const serverLog = (server: TestServer) => ({ server, userId: null })
 
 /** A sign-in attempt from a client address (the server believes X-Forwarded-For from loopback). */
 const login = (server: TestServer, email: string, address: string, password = 'wrong password') =>
@@ -56,8 +50,8 @@ describe('a burst of anonymous failed sign-ins', () => {
 
   test("grows the victim's log and the server's audit.log by less than 64 KiB each; the failures still show as counts", async () => {
     const victim = await signUp(server.url)
-    const victimBefore = sizeOf(userLog(server, victim.user.id))
-    const serverBefore = sizeOf(serverLog(server))
+    const victimBefore = await sizeOf(userLog(server, victim.user.id))
+    const serverBefore = await sizeOf(serverLog(server))
 
     // The victim's e-mail: 10 wrong passwords from each of 2 addresses and 5 from a third (each a
     // password check: past the log's budget of 20), then 600 throttled attempts (no check).
@@ -81,8 +75,8 @@ describe('a burst of anonymous failed sign-ins', () => {
     await server.deps.audit.settle()
 
     // Before the fix: 625 events of ~1 KiB in the victim's log, 440 in the server's.
-    expect(sizeOf(userLog(server, victim.user.id)) - victimBefore).toBeLessThan(64 * KIB)
-    expect(sizeOf(serverLog(server)) - serverBefore).toBeLessThan(64 * KIB)
+    expect((await sizeOf(userLog(server, victim.user.id))) - victimBefore).toBeLessThan(64 * KIB)
+    expect((await sizeOf(serverLog(server))) - serverBefore).toBeLessThan(64 * KIB)
 
     // The Activity page's API: every attempt counted, the throttled ones in one summary event with
     // the count, the addresses and the first and last time.
@@ -101,17 +95,15 @@ describe('a burst of anonymous failed sign-ins', () => {
     const overBudget = events.find((event: any) => event.details.summary && event.details.reason === 'invalid_credentials')
     expect(overBudget.details.count).toBe(25 - INDIVIDUAL_BUDGET)
     // Read again: nothing more was written (the counts went in once).
-    const sizeAfterRead = sizeOf(userLog(server, victim.user.id))
+    const sizeAfterRead = await sizeOf(userLog(server, victim.user.id))
     expect(attempts((await victim.get('/api/audit?action=auth.login_failed&limit=500')).body.items)).toBe(625)
-    expect(sizeOf(userLog(server, victim.user.id))).toBe(sizeAfterRead)
+    expect(await sizeOf(userLog(server, victim.user.id))).toBe(sizeAfterRead)
 
     // The server's log: its counts are written when their window ends (here: shutdown's flush).
     await server.deps.audit.unauthenticated.flushAll()
     await server.deps.audit.settle()
-    expect(sizeOf(serverLog(server)) - serverBefore).toBeLessThan(64 * KIB)
-    const serverEvents = auditFileLines(serverLog(server))
-      .map((line) => JSON.parse(line))
-      .filter((event) => event.action === 'auth.login_failed')
+    expect((await sizeOf(serverLog(server))) - serverBefore).toBeLessThan(64 * KIB)
+    const serverEvents = (await storedAuditLines(server, null)).map((line) => JSON.parse(line)).filter((event) => event.action === 'auth.login_failed')
     expect(attempts(serverEvents)).toBe(440)
     expect(serverEvents.length).toBeLessThanOrEqual(INDIVIDUAL_BUDGET + 3)
     // Summaries name at most 20 addresses and 10 e-mails, counting the rest.
@@ -147,9 +139,7 @@ describe('a burst of anonymous failed sign-ins', () => {
     await failed('throttled')
     await server.deps.audit.unauthenticated.flushDue()
     await server.deps.audit.settle()
-    const written = auditFileLines(userLog(server, owner.user.id))
-      .map((line) => JSON.parse(line))
-      .filter((e) => e.action === 'auth.login_failed')
+    const written = (await storedAuditLines(server, owner.user.id)).map((line) => JSON.parse(line)).filter((e) => e.action === 'auth.login_failed')
     expect(
       written
         .filter((e) => e.details.reason === 'throttled')
@@ -173,8 +163,9 @@ describe('SVC_DISK_FLOOR', () => {
   let server: TestServer
 
   beforeAll(async () => {
-    // A floor above any disk's free space: the disk reads as low.
-    server = await startTestServer({ env: { SVC_DISK_FLOOR: '8000TiB', SVC_METRICS_TOKEN: METRICS_TOKEN } })
+    // A floor above any disk's free space: the disk reads as low. The floor guards the data
+    // folder's disk, which a server on PostgreSQL does not write: the file store in both passes.
+    server = await startTestServer({ store: 'file', env: { SVC_DISK_FLOOR: '8000TiB', SVC_METRICS_TOKEN: METRICS_TOKEN } })
   })
   afterAll(async () => {
     await server.stop()
@@ -183,13 +174,13 @@ describe('SVC_DISK_FLOOR', () => {
 
   test('under the floor, failed sign-ins are counted, not written; /readyz and /metrics say so; the counts are written once there is room', async () => {
     const victim = await signUp(server.url)
-    const before = sizeOf(userLog(server, victim.user.id))
-    const serverBefore = sizeOf(serverLog(server))
+    const before = await sizeOf(userLog(server, victim.user.id))
+    const serverBefore = await sizeOf(serverLog(server))
     expect(tally(await burst(3, 3, () => login(server, victim.email, '127.0.0.1')))).toEqual({ 401: 3 })
     expect((await login(server, uniqueEmail('nobody'), '127.0.0.1')).status).toBe(401)
     await server.deps.audit.settle()
-    expect(sizeOf(userLog(server, victim.user.id))).toBe(before)
-    expect(sizeOf(serverLog(server))).toBe(serverBefore)
+    expect(await sizeOf(userLog(server, victim.user.id))).toBe(before)
+    expect(await sizeOf(serverLog(server))).toBe(serverBefore)
     // The owner's own actions are still written, and the vault still serves.
     expect((await victim.post('/api/categories', { name: 'Still', keyType: 'group' })).status).toBe(201)
     expect((await victim.get('/api/audit?action=category.create')).body.items).toHaveLength(1)

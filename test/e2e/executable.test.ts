@@ -5,7 +5,9 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { copyFileSync, cpSync, readdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { hasChromium, openBrowser } from '../support/browser'
+import { storedAuditLines, writeDatabaseAuditLines } from '../support/audit-file'
 import { signUp } from '../support/client'
+import { databaseFor, ON_POSTGRES } from '../support/postgres'
 import { checkCompressedAssets } from '../support/compressed-assets'
 import { removeDir, ROOT, spawnServer, tempDir, TEST_MASTER_KEY, type SpawnedServer } from '../support/server'
 
@@ -115,7 +117,9 @@ describe('the executable (bun run build:server)', () => {
     const bob = await signUp(server.url)
     expect((await bob.post('/api/categories', { name: 'audit', keyType: 'group' })).status).toBe(201)
     const { head } = (await bob.get('/api/audit?limit=1')).body
-    const env = { PATH: '/usr/bin:/bin', SVC_MASTER_KEY_FILE: join(folder, 'master-key') }
+    // On the database store (the suite's second pass) audit-verify reads the server's database.
+    const database = ON_POSTGRES ? await databaseFor(join(folder, 'data')) : undefined
+    const env = { PATH: '/usr/bin:/bin', SVC_MASTER_KEY_FILE: join(folder, 'master-key'), ...(database ? { SVC_DATABASE_URL: database } : {}) }
     const ok = Bun.spawnSync([executable, 'audit-verify', '--data-dir', join(folder, 'data'), '--expect-last', head], {
       cwd: folder,
       env,
@@ -124,14 +128,21 @@ describe('the executable (bun run build:server)', () => {
     })
     expect(ok.stdout.toString()).toContain(`ok   vaults/${bob.user.id}.audit.log: 2 event(s), chain intact (keyed)`)
     expect(ok.exitCode).toBe(0)
+    // A cut log: a copy of the folder cut, or on the database the rows cut and put back after.
+    const stored = { dataDir: join(folder, 'data') }
+    const lines = await storedAuditLines(stored, bob.user.id)
     const copy = tempDir('svc-vault-exe-audit-')
     try {
-      cpSync(join(folder, 'data'), copy, { recursive: true })
-      writeFileSync(join(copy, 'vaults', `${bob.user.id}.audit.log`), '')
+      if (database) await writeDatabaseAuditLines(database, bob.user.id, [])
+      else {
+        cpSync(join(folder, 'data'), copy, { recursive: true })
+        writeFileSync(join(copy, 'vaults', `${bob.user.id}.audit.log`), '')
+      }
       const cut = Bun.spawnSync([executable, 'audit-verify', '--data-dir', copy, '--expect-last', head], { cwd: folder, env, stdout: 'pipe', stderr: 'pipe' })
       expect(cut.exitCode).toBe(1)
       expect(cut.stdout.toString()).toMatch(/FAIL --expect-last .*no log holds this line any more/)
     } finally {
+      if (database) await writeDatabaseAuditLines(database, bob.user.id, lines)
       removeDir(copy)
     }
   })

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
 import { Secret } from 'otpauth'
-import { auditFileLines } from '../support/audit-file'
+import { storedAuditEvents } from '../support/audit-file'
 import { PASSWORD, signUp, type Client } from '../support/client'
 import { removeDir, startTestServer, type TestServer } from '../support/server'
 import { steamCode } from '../../src/modules/two-factor/totp-code'
@@ -196,7 +196,7 @@ withOathtool('import: each format made from known secrets, codes equal oathtool'
     for (const refused of applied.body.refused) expect(refused.reason.length).toBeGreaterThan(5)
     expect((await tokensOf(alice)).length).toBe(2)
     // One event for the import, naming the created token.
-    const events = auditFileLines(join(server.dataDir, 'vaults', `${alice.user.id}.audit.log`)).map((line) => JSON.parse(line))
+    const events = await storedAuditEvents(server, alice.user.id)
     const imported = events.filter((e) => e.action === 'twofa.import')
     expect(imported.length).toBe(1)
     expect(imported[0].records.map((r: any) => r.id)).toEqual([applied.body.created[0].id])
@@ -228,7 +228,7 @@ withOathtool('export, then import into another account: codes equal oathtool', (
             .split('\n')
             .every((line: string) => line.startsWith('otpauth-migration://offline?data=')),
         ).toBe(true)
-      const events = auditFileLines(join(server.dataDir, 'vaults', `${alice.user.id}.audit.log`)).map((line) => JSON.parse(line))
+      const events = await storedAuditEvents(server, alice.user.id)
       expect(events.filter((e) => e.action === 'twofa.export').map((e) => e.details)).toEqual([{ format, count: expected.length }])
 
       const bob = await signUp(server.url)
@@ -261,7 +261,7 @@ withOathtool('export, then import into another account: codes equal oathtool', (
     const byKey = await key.post('/api/2fa/export', { format: 'otpauth', password: PASSWORD })
     expect(byKey.status).toBe(403)
     expect(byKey.body.code).toBe('SESSION_REQUIRED')
-    const events = auditFileLines(join(server.dataDir, 'vaults', `${alice.user.id}.audit.log`)).map((line) => JSON.parse(line))
+    const events = await storedAuditEvents(server, alice.user.id)
     expect(events.filter((e) => e.action === 'twofa.export')).toEqual([])
   })
 })
@@ -343,7 +343,7 @@ withOathtool('Steam Guard and HOTP codes', () => {
     for (const counter of [0, 1, 2])
       expect((await alice.post(`/api/2fa/${created.body.id}/reveal`)).body).toMatchObject({ code: oathtool(HOTP, counter), counter })
     expect((await alice.get(`/api/2fa/${created.body.id}`)).body.counter).toBe(3)
-    const events = auditFileLines(join(server.dataDir, 'vaults', `${alice.user.id}.audit.log`)).map((line) => JSON.parse(line))
+    const events = await storedAuditEvents(server, alice.user.id)
     expect(events.filter((e) => e.action === 'twofa.reveal').map((e) => e.details.counter)).toEqual([0, 1, 2])
   })
 

@@ -3,8 +3,9 @@
 // (except the one that creates or reveals that secret), the server's log output, and every file
 // under the data folder.
 import { expect, test } from 'bun:test'
-import { readdirSync, readFileSync, statSync } from 'node:fs'
-import { join } from 'node:path'
+import { relative } from 'node:path'
+import { storedAuditLines, storedTexts } from '../support/audit-file'
+import { ON_POSTGRES } from '../support/postgres'
 import * as OTPAuth from 'otpauth'
 import { sessionCookie } from '../support/client'
 import { removeDir, spawnServer } from '../support/server'
@@ -52,6 +53,7 @@ test('no planted secret shows up in any other answer, in the log output, or in a
   const recorded: Recorded[] = []
   let cookie = ''
   let key = ''
+  let userId = ''
 
   async function call(label: string, method: string, path: string, body?: unknown, options: { allowed?: string[]; bearer?: boolean } = {}) {
     const headers: Record<string, string> = { 'content-type': 'application/json' }
@@ -80,6 +82,7 @@ test('no planted secret shows up in any other answer, in the log output, or in a
     const email = `canary-${tag}@example.test`
     const registered = await call('register', 'POST', '/api/auth/register', { email, password: canaries.password }, { allowed: ['firstSession'] })
     expect(registered.status).toBe(201)
+    userId = registered.json.user.id
     const firstCookie = sessionCookie(registered.headers)!
     await call('register, password too long', 'POST', '/api/auth/register', { email: `x${email}`, password: canaries.longPassword })
     await call('login, wrong password', 'POST', '/api/auth/login', { email, password: canaries.badPassword })
@@ -256,31 +259,37 @@ test('no planted secret shows up in any other answer, in the log output, or in a
       for (const name of findCanaries(answer.text, canaries, answer.allowed)) leaks.push(`answer "${answer.label}" carries ${name}`)
     }
     for (const name of findCanaries(server.output(), canaries)) leaks.push(`log output carries ${name}`)
-    const files = (readdirSync(server.dataDir, { recursive: true }) as string[]).filter((name) => statSync(join(server.dataDir, name)).isFile())
-    expect(files).toContain('accounts.json')
-    expect(files.filter((name) => name.startsWith('vaults/') && name.endsWith('.json')).length).toBe(1)
-    // The audit logs are among the files searched: the user's, and the server's (the unknown e-mail's failed sign-in).
-    const auditFiles = files.filter((name) => name.endsWith('.audit.log') || name === 'audit.log')
-    expect(auditFiles.length).toBe(2)
+    // The data folder's files, or on the database store its rows (documents, changes, audit lines).
+    const stored = await storedTexts(server)
+    if (ON_POSTGRES) {
+      expect(stored.filter((row) => row.where.startsWith('svc_documents ')).length).toBe(2)
+    } else {
+      const files = stored.map((row) => relative(server.dataDir, row.where))
+      expect(files).toContain('accounts.json')
+      expect(files.filter((name) => name.startsWith('vaults/') && name.endsWith('.json')).length).toBe(1)
+    }
+    // The audit logs are among what is searched: the user's, and the server's (the unknown e-mail's failed sign-in).
+    const auditLogs = [
+      { name: 'the user audit log', lines: await storedAuditLines(server, userId) },
+      { name: "the server's audit log", lines: await storedAuditLines(server, null) },
+    ]
     // The TOTP code (6 digits, too short to search for as text) is no value of any event.
     const totpCode = canaries.totpCode
     delete canaries.totpCode
-    for (const name of auditFiles) {
-      const text = readFileSync(join(server.dataDir, name), 'utf8')
-      expect(text.length).toBeGreaterThan(0)
+    for (const { name, lines } of auditLogs) {
+      expect(lines.length).toBeGreaterThan(0)
       const strings: string[] = []
-      JSON.parse(`[${text.trim().split('\n').join(',')}]`, (_key, value) => (typeof value === 'string' && strings.push(value), value))
-      if (strings.includes(totpCode)) leaks.push(`file ${name} carries the TOTP code`)
+      JSON.parse(`[${lines.join(',')}]`, (_key, value) => (typeof value === 'string' && strings.push(value), value))
+      if (strings.includes(totpCode)) leaks.push(`${name} carries the TOTP code`)
     }
-    for (const name of files) {
-      for (const leak of findCanaries(readFileSync(join(server.dataDir, name), 'utf8'), canaries)) leaks.push(`file ${name} carries ${leak}`)
+    for (const { where, text } of stored) {
+      for (const leak of findCanaries(text, canaries)) leaks.push(`${where} carries ${leak}`)
     }
     // The TOTP secret is also checked in lower case and spaced the way apps show it.
     const loose = (text: string) => text.replace(/\s/g, '').toUpperCase()
-    for (const name of files) {
-      const text = loose(readFileSync(join(server.dataDir, name), 'utf8'))
-      if (text.includes(canaries.totpSecret)) leaks.push(`file ${name} carries the TOTP secret`)
-      if (text.includes(canaries.accountTotpSecret)) leaks.push(`file ${name} carries the account's TOTP secret`)
+    for (const { where, text } of stored) {
+      if (loose(text).includes(canaries.totpSecret)) leaks.push(`${where} carries the TOTP secret`)
+      if (loose(text).includes(canaries.accountTotpSecret)) leaks.push(`${where} carries the account's TOTP secret`)
     }
     expect(leaks).toEqual([])
     expect(recorded.length).toBeGreaterThan(40)

@@ -62,7 +62,9 @@ const SECRET = 'sk_live_audit_disk_canary_4d1e'
 const ENV_SECRET = 'ENV_CANARY=env_audit_disk_canary_93bc'
 
 async function exercise(disk: AuditDisk) {
-  let server: TestServer | null = await startTestServer({ dataDir: disk.dataDir })
+  // A data folder's disk refusing the audit log's writes: the file store in both passes of the suite
+  // (the database going away is the PostgreSQL store's own test).
+  let server: TestServer | null = await startTestServer({ dataDir: disk.dataDir, store: 'file' })
   afterAllTests(() => void server?.stop().catch(() => {}))
   const alice = await signUp(server.url)
   const category = (await alice.post('/api/categories', { name: 'Stripe', keyType: 'simple', envVarName: 'STRIPE_KEY' })).body

@@ -8,7 +8,7 @@ import { readdirSync, readFileSync, readlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import { verifyChain } from '../../src/modules/audit/chain'
 import { AuditService } from '../../src/modules/audit/service'
-import { auditFileLines } from '../support/audit-file'
+import { auditFileLines, databaseOf, storedAuditAnchor, storedAuditLines } from '../support/audit-file'
 import { heldSync, turn } from '../support/held-sync'
 import { signUp } from '../support/client'
 import { removeDir, spawnServer, startTestServer, tempDir, type SpawnedServer } from '../support/server'
@@ -122,14 +122,16 @@ describe('open vaults in process', () => {
             return false
           }
         }).length
+      // On the file store the log is a file held open while its vault is (on the database: rows).
+      const onFiles = !databaseOf(server)
       expect((await alice.post(`/api/entries/${entry.id}/reveal`)).status).toBe(200)
-      expect(openFiles()).toBe(1)
+      if (onFiles) expect(openFiles()).toBe(1)
       clock += 11 * 60_000
       expect(server.deps.store.closeIdleVaults()).toBe(1)
       await server.deps.audit.settle()
-      expect(openFiles()).toBe(0)
+      if (onFiles) expect(openFiles()).toBe(0)
       // The file holds its lines and nothing else.
-      expect(readFileSync(logPath).includes(0)).toBe(false)
+      if (onFiles) expect(readFileSync(logPath).includes(0)).toBe(false)
       // 200 reveals in 10 waves, the vault (and its log) closed before each and again and again
       // while they run.
       let closes = 0
@@ -151,14 +153,14 @@ describe('open vaults in process', () => {
         answers.push(...(await reveals))
       }
       expect(answers.filter((answer) => answer.status !== 200)).toEqual([])
-      expect(closes).toBeGreaterThanOrEqual(10)
+      // Each wave closed the vault at least once (on the database store a vault still being
+      // opened again is not closed, so a wave may miss its close: at least half of them then).
+      expect(closes).toBeGreaterThanOrEqual(onFiles ? 10 : 5)
       await server.deps.audit.settle()
-      const events = auditFileLines(logPath).map((line) => JSON.parse(line))
+      const lines = await storedAuditLines(server, alice.user.id)
+      const events = lines.map((line) => JSON.parse(line))
       expect(events.filter((event) => event.action === 'entry.reveal').length).toBe(201)
-      const chain = verifyChain(
-        auditFileLines(logPath),
-        server.deps.store.openedVault(alice.user.id)?.data.auditChain ?? (await server.deps.vaults.open(alice.user.id)).doc.data.auditChain!,
-      )
+      const chain = verifyChain(lines, await storedAuditAnchor(server, alice.user.id))
       expect(chain).toMatchObject({ ok: true })
     } finally {
       await server.stop()
@@ -166,7 +168,8 @@ describe('open vaults in process', () => {
   })
 
   test('a log closed while a batch syncs and more wait: the next open waits for them, one chain', async () => {
-    const server = await startTestServer({ now })
+    // A file's group commit with its sync held: the file store in both passes of the suite.
+    const server = await startTestServer({ now, store: 'file' })
     dirs.push(server.dataDir)
     try {
       const alice = await signUp(server.url)

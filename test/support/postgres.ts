@@ -51,3 +51,14 @@ export async function storeEnv(dataDir: string, env: Record<string, string | und
 
 /** Why a test of the database store cannot run here, or null (for describeNeeding/testNeeding). */
 export const missingPostgres: string | null = TEST_POSTGRES ? null : 'no PostgreSQL cluster: SVC_TEST_POSTGRES is not set (scripts/test.sh starts one)'
+/** A new database copied from `url`'s (nothing may be connected to it meanwhile); its URL. */
+export async function copyDatabase(url: string): Promise<string> {
+  if (!TEST_POSTGRES) throw new Error('no PostgreSQL cluster for the tests (SVC_TEST_POSTGRES is not set)')
+  admin ??= new SQL(TEST_POSTGRES, { max: 2 })
+  const from = new URL(url).pathname.slice(1)
+  const name = `svc_t_${crypto.randomUUID().replaceAll('-', '').slice(0, 24)}`
+  if (!/^svc_t_[0-9a-f]+$/.test(from)) throw new Error(`not a test database: ${from}`)
+  await admin.unsafe(`CREATE DATABASE ${name} TEMPLATE ${from}`)
+  made.add(name)
+  return withDatabase(TEST_POSTGRES, name)
+}

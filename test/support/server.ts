@@ -32,7 +32,14 @@ export interface TestServer {
 
 /** The real app on a loopback port in this process (`port`: a chosen one, e.g. to match SVC_BASE_URL; default random). */
 export async function startTestServer(
-  options: { env?: Record<string, string | undefined>; dataDir?: string; now?: () => number; port?: number } = {},
+  options: {
+    env?: Record<string, string | undefined>
+    dataDir?: string
+    now?: () => number
+    port?: number
+    /** 'file': the file store also in the suite's PostgreSQL pass (a test of the files themselves). */
+    store?: 'file'
+  } = {},
 ): Promise<TestServer> {
   const dataDir = options.dataDir ?? tempDir()
   const logs: string[] = []
@@ -40,7 +47,7 @@ export async function startTestServer(
     SVC_MASTER_KEY: TEST_MASTER_KEY,
     NODE_ENV: 'test',
     ...TEST_SIGNUP_ENV,
-    ...(await storeEnv(dataDir, options.env)),
+    ...(options.store === 'file' ? {} : await storeEnv(dataDir, options.env)),
     ...options.env,
     SVC_DATA_DIR: dataDir,
     PORT: '0',

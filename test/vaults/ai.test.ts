@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { join } from 'node:path'
 import { parse as dotenvParse } from 'dotenv'
-import { auditFileLines } from '../support/audit-file'
+import { storedAuditEvents } from '../support/audit-file'
 import { startTestServer, type TestServer } from '../support/server'
 import { team } from './support'
 
@@ -16,7 +16,7 @@ afterAll(async () => {
   await server.stop()
 })
 
-const eventsOf = (ownerId: string) => auditFileLines(join(server.dataDir, 'vaults', `${ownerId}.audit.log`)).map((line) => JSON.parse(line))
+const eventsOf = (ownerId: string) => storedAuditEvents(server, ownerId)
 
 test('import with apply as an editor files the keys into the shared vault, not the personal one', async () => {
   const { editor, viewer, vaultId } = await team(server)
@@ -31,10 +31,10 @@ test('import with apply as an editor files the keys into the shared vault, not t
   expect((await editor.get('/api/entries')).body).toEqual([])
   expect((await editor.get('/api/categories')).body).toEqual([])
   // The event is in the vault's log, naming the editor; none in the editor's own.
-  const events = eventsOf(vaultId).filter((e) => e.action === 'ai.import')
+  const events = (await eventsOf(vaultId)).filter((e) => e.action === 'ai.import')
   expect(events).toHaveLength(1)
   expect([events[0].actor.userId, events[0].actor.email]).toEqual([editor.user.id, editor.email])
-  expect(eventsOf(editor.user.id).some((e) => e.action === 'ai.import')).toBe(false)
+  expect((await eventsOf(editor.user.id)).some((e) => e.action === 'ai.import')).toBe(false)
 })
 
 test('a viewer may preview an import but not apply it (403 ROLE_REQUIRED naming editor); nothing is written', async () => {
@@ -69,7 +69,7 @@ test("extract in a shared vault answers only that vault's values, to a viewer to
   const personal = await viewer.post('/api/ai/extract', { prompt: 'the blog with openai' })
   expect(dotenvParse(personal.text)).toEqual({ OPENAI_API_KEY: 'sk-viewer-personal' })
 
-  const event = eventsOf(vaultId).find((e) => e.action === 'ai.extract')
+  const event = (await eventsOf(vaultId)).find((e) => e.action === 'ai.extract')
   expect(event.actor.userId).toBe(viewer.user.id)
   // A non-member: 404 as for an unknown vault.
   const foreign = await stranger.post(`${base}/ai/extract`, { prompt: 'openai' })
@@ -82,9 +82,7 @@ test('a member removed after an AI extract leaves the extracted entries rotation
   const applied = await editor.post(`${base}/ai/import`, { text: 'OPENAI_API_KEY=sk-rotate-me\nRESEND_API_KEY=re_untouched\n', apply: true, name: 'blog' })
   expect(applied.status).toBe(200)
   expect((await viewer.post(`${base}/ai/extract`, { prompt: 'openai' })).status).toBe(200)
-  const extracted = eventsOf(vaultId)
-    .find((e) => e.action === 'ai.extract')
-    .records.map((r: any) => r.id)
+  const extracted = (await eventsOf(vaultId)).find((e) => e.action === 'ai.extract').records.map((r: any) => r.id)
   expect(extracted).toHaveLength(1)
   expect((await admin.delete(`${base}/members/${viewer.user.id}`)).status).toBe(204)
   const items = (await admin.get(`${base}/rotation`)).body.items as any[]

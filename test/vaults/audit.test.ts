@@ -2,7 +2,7 @@
 // log (not the member's), each naming the member (actor.userId, actor.email).
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { join } from 'node:path'
-import { auditFileLines } from '../support/audit-file'
+import { storedAuditEvents } from '../support/audit-file'
 import { startTestServer, type TestServer } from '../support/server'
 import { seed, team } from './support'
 
@@ -14,7 +14,7 @@ afterAll(async () => {
   await server.stop()
 })
 
-const eventsOf = (ownerId: string) => auditFileLines(join(server.dataDir, 'vaults', `${ownerId}.audit.log`)).map((line) => JSON.parse(line))
+const eventsOf = (ownerId: string) => storedAuditEvents(server, ownerId)
 
 test("the same operations in a shared vault leave the personal twin's events in the vault's log, naming the member", async () => {
   const { editor, vaultId } = await team(server)
@@ -30,17 +30,17 @@ test("the same operations in a shared vault leave the personal twin's events in 
     ok((await editor.delete(p(`/api/envs/${ids.projectId}`))).status)
     ok((await editor.get(p('/api/stats'))).status)
   }
-  const personalBefore = eventsOf(editor.user.id).length
+  const personalBefore = (await eventsOf(editor.user.id)).length
   await script('')
-  const personal = eventsOf(editor.user.id).slice(personalBefore)
-  const sharedBefore = eventsOf(vaultId).length
-  const personalAfter = eventsOf(editor.user.id).length
+  const personal = (await eventsOf(editor.user.id)).slice(personalBefore)
+  const sharedBefore = (await eventsOf(vaultId)).length
+  const personalAfter = (await eventsOf(editor.user.id)).length
   await script(`/api/vaults/${vaultId}`)
-  const shared = eventsOf(vaultId).slice(sharedBefore)
+  const shared = (await eventsOf(vaultId)).slice(sharedBefore)
   expect(shared.map((e) => e.action)).toEqual(personal.map((e) => e.action))
   expect(shared.length).toBeGreaterThan(8)
   for (const event of shared) expect([event.actor.userId, event.actor.email]).toEqual([editor.user.id, editor.email])
   for (const event of personal) expect(event.actor.userId).toBeUndefined()
   // Nothing of the vault's went to the member's own log.
-  expect(eventsOf(editor.user.id).length).toBe(personalAfter)
+  expect((await eventsOf(editor.user.id)).length).toBe(personalAfter)
 })

@@ -2,8 +2,8 @@
 // disk after the restart, and the vault's audit log (vaults/<vaultId>.audit.log) verifies with
 // audit-verify. One member writes with their session, the other with a key bound to the vault.
 import { afterAll, expect, test } from 'bun:test'
-import { existsSync, readFileSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { rewriteStoredAuditLines, storedAuditLines, storedAuditLogExists } from '../support/audit-file'
+import { databaseFor, ON_POSTGRES } from '../support/postgres'
 import { signUp, type Client } from '../support/client'
 import { removeDir, ROOT, spawnServer, startTestServer, tempDir, TEST_MASTER_KEY, type SpawnedServer } from '../support/server'
 import { addMember, createVault, type Member } from './support'
@@ -89,12 +89,19 @@ test('kill -9 under two members writing to one shared vault: every acknowledged 
   await server.stop()
   server = undefined
 
-  // The vault's own log and its anchor, with every other log of the folder.
-  expect(existsSync(join(dataDir, 'vaults', `${vaultId}.audit.log`))).toBe(true)
+  // The vault's own log and its anchor, with every other log of the folder (or of the database).
+  const stored = { dataDir }
+  expect(await storedAuditLogExists(stored, vaultId)).toBe(true)
+  const database = ON_POSTGRES ? await databaseFor(dataDir) : undefined
   const auditVerify = () => {
     const run = Bun.spawnSync(['bun', 'src/cli/audit-verify.ts', '--data-dir', dataDir], {
       cwd: ROOT,
-      env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', SVC_MASTER_KEY: TEST_MASTER_KEY },
+      env: {
+        PATH: process.env.PATH!,
+        HOME: process.env.HOME ?? '/tmp',
+        SVC_MASTER_KEY: TEST_MASTER_KEY,
+        ...(database ? { SVC_DATABASE_URL: database } : {}),
+      },
     })
     return { code: run.exitCode, output: run.stdout.toString() + run.stderr.toString() }
   }
@@ -102,13 +109,14 @@ test('kill -9 under two members writing to one shared vault: every acknowledged 
   expect(verified.output).toContain(vaultId)
   expect(verified).toMatchObject({ code: 0 })
   // The check reads this log: the members' writes are in it, and one line edited is found.
-  const logPath = join(dataDir, 'vaults', `${vaultId}.audit.log`)
-  const lines = readFileSync(logPath, 'utf8').split('\n')
+  const lines = await storedAuditLines(stored, vaultId)
   expect(lines.filter((line) => line.includes('entry.update')).length).toBeGreaterThan(0)
   // Each member's events name them.
   for (const member of [admin, editor]) expect(lines.some((line) => line.includes('entry.update') && line.includes(member.user.id))).toBe(true)
-  const at = lines.findIndex((line) => line.includes('entry.update'))
-  lines[at] = lines[at].replace('entry.update', 'entry.create')
-  writeFileSync(logPath, lines.join('\n'))
+  await rewriteStoredAuditLines(stored, vaultId, (all) => {
+    const at = all.findIndex((line) => line.includes('entry.update'))
+    all[at] = all[at].replace('entry.update', 'entry.create')
+    return all
+  })
   expect(auditVerify().code).toBe(1)
 }, 60_000)

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { readdirSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
-import { auditFileLines } from '../support/audit-file'
+import { storedAuditEvents, storedTexts } from '../support/audit-file'
 import { Client, PASSWORD, sessionCookie, signUp, uniqueEmail } from '../support/client'
 import { startTestServer, tempDir, type TestServer } from '../support/server'
 import { createVault, seed } from './support'
@@ -42,7 +42,7 @@ async function register(base: string, body: Record<string, unknown>) {
   }
 }
 
-const vaultEvents = (vaultId: string) => auditFileLines(join(server.dataDir, 'vaults', `${vaultId}.audit.log`)).map((line) => JSON.parse(line))
+const vaultEvents = (vaultId: string) => storedAuditEvents(server, vaultId)
 
 describe('invite links', () => {
   test('answer the token once; only pending ones are listed, without tokens; single use under two parallel accepts', async () => {
@@ -74,7 +74,7 @@ describe('invite links', () => {
     expect((await loser.post('/api/invites/accept', { token: '' })).status).toBe(400)
 
     // Audited in the vault's log, naming the member; no token anywhere in it.
-    const events = vaultEvents(vaultId)
+    const events = await vaultEvents(vaultId)
     const created = events.find((e) => e.action === 'invite.create')
     expect(created).toMatchObject({ records: [{ kind: 'invite', id: invite.id }], details: { role: 'editor', kind: 'link' } })
     const accepted = events.filter((e) => e.action === 'invite.accept')
@@ -145,7 +145,7 @@ describe('invite links', () => {
     expect((await admin.delete(`/api/vaults/${vaultId}/invites/${invite.id}`)).body.code).toBe('INVITE_NOT_FOUND')
     const refused = await stranger.post('/api/invites/accept', { token: invite.token })
     expect([refused.status, refused.body.code]).toEqual([404, 'INVITE_NOT_FOUND'])
-    expect(vaultEvents(vaultId).some((e) => e.action === 'invite.revoke' && e.records[0].id === invite.id)).toBe(true)
+    expect((await vaultEvents(vaultId)).some((e) => e.action === 'invite.revoke' && e.records[0].id === invite.id)).toBe(true)
   })
 
   test('an invite for one vault gives nothing else', async () => {
@@ -179,21 +179,13 @@ describe('invite links', () => {
     await admin.delete(`/api/vaults/${vaultId}/invites/${revoked.id}`)
     const viaRegister = await linkInvite(admin, vaultId)
     expect((await register(server.url, { email: uniqueEmail(), invite: viaRegister.token })).status).toBe(201)
-    const files: string[] = []
-    const walk = (dir: string) => {
-      for (const name of readdirSync(dir)) {
-        const path = join(dir, name)
-        if (statSync(path).isDirectory()) walk(path)
-        else files.push(path)
-      }
-    }
-    walk(server.dataDir)
-    expect(files.length).toBeGreaterThan(2)
+    // The data folder's files, or on the database its rows.
+    const stored = await storedTexts(server)
+    expect(stored.length).toBeGreaterThan(2)
     // The hash of the token is stored: searching for its random part finds nothing either.
     const canaries = [kept, used, revoked, viaRegister].flatMap((invite) => [invite.token, invite.token.slice('svc_inv_'.length)])
-    for (const path of files) {
-      const text = readFileSync(path).toString('latin1')
-      for (const canary of canaries) expect({ path, found: text.includes(canary) }).toEqual({ path, found: false })
+    for (const { where, text } of stored) {
+      for (const canary of canaries) expect({ where, found: text.includes(canary) }).toEqual({ where, found: false })
     }
     expect(server.logs.join('\n')).not.toContain(kept.token.slice(8))
   })
@@ -231,9 +223,7 @@ describe('sign-up through an invite link', () => {
       expect([limited.status, limited.code]).toEqual([429, 'TOO_MANY_ATTEMPTS'])
       expect((await signedIn.get(`/api/vaults/${vaultId}/invites`)).body.map((i: any) => i.id)).toEqual([third.id])
 
-      const accepted = auditFileLines(join(dataDir, 'vaults', `${vaultId}.audit.log`))
-        .map((line) => JSON.parse(line))
-        .filter((e) => e.action === 'invite.accept')
+      const accepted = (await storedAuditEvents(closed, vaultId)).filter((e) => e.action === 'invite.accept')
       expect(accepted.map((e) => [e.actor.email, e.details.via])).toEqual([
         [email, 'register'],
         [expect.any(String), 'register'],
@@ -297,7 +287,7 @@ describe('e-mail invites', () => {
     const again = await admin.post(`/api/vaults/${vaultId}/invites`, { role: 'editor', email: nobody })
     expect((await later.get('/api/invites')).body.map((i: any) => [i.id, i.role])).toEqual([[again.body.id, 'editor']])
 
-    const actions = vaultEvents(vaultId).map((e) => [e.action, e.actor.email ?? null])
+    const actions = (await vaultEvents(vaultId)).map((e) => [e.action, e.actor.email ?? null])
     expect(actions).toContainEqual(['invite.accept', alice.email])
     expect(actions).toContainEqual(['invite.decline', bob.email])
     expect(actions.filter(([action]) => action === 'invite.create')).toHaveLength(4)

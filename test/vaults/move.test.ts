@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
 import { openVault } from '../../src/app'
 import { loadConfig } from '../../src/config'
-import { auditFileLines } from '../support/audit-file'
+import { storedAuditEvents } from '../support/audit-file'
 import { signUp, type Client } from '../support/client'
 import { removeDir, spawnServer, startTestServer, tempDir, TEST_MASTER_KEY, type TestServer } from '../support/server'
 import { Moves } from '../../src/modules/vaults/move'
@@ -79,10 +79,8 @@ async function projectIn(ownerId: string, deps = server.deps) {
   }
 }
 
-const actions = (dataDir: string, ownerId: string) =>
-  auditFileLines(join(dataDir, 'vaults', `${ownerId}.audit.log`))
-    .map((line) => JSON.parse(line))
-    .filter((e) => e.action.startsWith('project.'))
+const actions = async (dataDir: string, ownerId: string) =>
+  (await storedAuditEvents({ ...server, dataDir }, ownerId)).filter((e) => e.action.startsWith('project.'))
 
 describe('moving a project', () => {
   test('in: entries, env project, 2FA token with their history go to the shared vault, sealed under its key; the trash stays; audited on both sides', async () => {
@@ -123,13 +121,13 @@ describe('moving a project', () => {
 
     // Both logs name the move; no value in either.
     for (const owner of [vaultId, admin.user.id]) {
-      const events = actions(server.dataDir, owner)
+      const events = await actions(server.dataDir, owner)
       expect(events.map((e) => [e.action, e.details.direction, e.details.project, e.details.entries, e.details.envFiles, e.details.twoFactor])).toEqual([
         ['project.move', 'in', 'blog', 2, 1, 1],
       ])
       expect(JSON.stringify(events)).not.toContain(canary)
     }
-    expect(actions(server.dataDir, vaultId)[0].actor.userId).toBe(admin.user.id)
+    expect((await actions(server.dataDir, vaultId))[0].actor.userId).toBe(admin.user.id)
   })
 
   test('out: back to the personal vault; categories matched by name there; then copy both ways (new ids, the source keeps all)', async () => {
@@ -172,11 +170,11 @@ describe('moving a project', () => {
     expect(copyOut.status).toBe(200)
     expect((await projectIn(other)).entries).toEqual(before.entries)
 
-    expect(actions(server.dataDir, vaultId).map((e) => [e.action, e.details.direction])).toEqual([
+    expect((await actions(server.dataDir, vaultId)).map((e) => [e.action, e.details.direction])).toEqual([
       ['project.move', 'out'],
       ['project.copy', 'in'],
     ])
-    expect(actions(server.dataDir, admin.user.id).map((e) => [e.action, e.details.direction])).toEqual([
+    expect((await actions(server.dataDir, admin.user.id)).map((e) => [e.action, e.details.direction])).toEqual([
       ['project.move', 'out'],
       ['project.copy', 'in'],
       ['project.copy', 'in'],

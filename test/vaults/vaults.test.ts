@@ -1,5 +1,6 @@
 // Shared vaults: management, members and the last admin, isolation of ids between vaults,
 // sealing under the vault's own data key, keys bound to a vault, audit naming the member, restart.
+import { storedAuditLogExists } from '../support/audit-file'
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { readFileSync, existsSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -147,7 +148,7 @@ describe('shared vaults', () => {
     expect((await admin.get(`/api/vaults/${vaultId}/entries`)).body.code).toBe('NOT_FOUND')
     expect((await key.get(`/api/vaults/${vaultId}/entries`)).status).toBe(401)
     expect(existsSync(join(server.dataDir, 'vaults', `${vaultId}.json`))).toBe(false)
-    expect(existsSync(join(server.dataDir, 'vaults', `${vaultId}.audit.log`))).toBe(false)
+    expect(await storedAuditLogExists(server, vaultId)).toBe(false)
     expect((await admin.get('/api/audit')).body.items.map((e: any) => e.action)).toContain('vault.delete')
   })
 })

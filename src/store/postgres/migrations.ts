@@ -38,8 +38,28 @@ export const MIGRATIONS: readonly { name: string; up: (tx: Sql) => Promise<unkno
       )`
     },
   },
-  // 2: the audit logs (reserved for that work; this placeholder keeps the numbering until it lands).
-  { name: 'audit logs (placeholder)', up: async () => {} },
+  {
+    name: 'audit logs',
+    up: async (tx) => {
+      // One row per log (a vault's, or 'server'): the head the next line chains from and, with it,
+      // the anchor (docs/audit.md), so that an append locks the row (FOR UPDATE), seals its lines
+      // against that head and moves it in one transaction: instances appending at once make one chain.
+      await tx`CREATE TABLE svc_audit_logs (
+        log_id text PRIMARY KEY,
+        head text NOT NULL,
+        lines bigint NOT NULL DEFAULT 0,
+        bytes bigint NOT NULL DEFAULT 0,
+        anchor jsonb NOT NULL
+      )`
+      // The lines, byte for byte the file store's (without the newline), in chain order.
+      await tx`CREATE TABLE svc_audit_lines (
+        log_id text NOT NULL REFERENCES svc_audit_logs (log_id) ON DELETE CASCADE,
+        seq bigint NOT NULL,
+        line text NOT NULL,
+        PRIMARY KEY (log_id, seq)
+      )`
+    },
+  },
   {
     name: 'shared state: counters within a window, short-lived entries',
     up: async (tx) => {
