@@ -30,9 +30,10 @@ want_postgres() { [ "$STORES" != file ]; }
 # A throwaway cluster is started unless one is given.
 own_cluster() { want_postgres && [ -z "${SVC_TEST_POSTGRES:-}" ]; }
 # Debian keeps PostgreSQL's programs out of PATH, one folder per major version: the newest.
+# (SVC_POSTGRESQL_LIB is for this script's own test only.)
 pg_bin() {
   local dir found=""
-  for dir in /usr/lib/postgresql/*/bin; do [ -x "$dir/initdb" ] && found=$dir; done
+  for dir in "${SVC_POSTGRESQL_LIB:-/usr/lib/postgresql}"/*/bin; do [ -x "$dir/initdb" ] && found=$dir; done
   [ -n "$found" ] && echo "$found"
 }
 
@@ -51,8 +52,8 @@ services_running() {
   for service in caddy nginx postgresql; do
     if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$service" 2>/dev/null; then echo "$service"
     elif [ "$service" = postgresql ]; then
-      # Any cluster counts as "was running": only one the install started is stopped (pg_ctlcluster).
-      pgrep -x postgres >/dev/null 2>&1 && echo "$service"
+      # Any cluster counts as "was running": only one the install started is stopped.
+      if pgrep -x postgres >/dev/null 2>&1; then echo "$service"; fi
     elif pgrep -x "$service" >/dev/null 2>&1; then echo "$service"
     fi
   done
