@@ -8,7 +8,8 @@ import { AuditService } from '../../src/modules/audit/service'
 import { auditFileLines, auditFileText } from '../support/audit-file'
 import { heldSync, turn } from '../support/held-sync'
 import { Client, signUp, uniqueEmail, PASSWORD } from '../support/client'
-import { removeDir, ROOT, startTestServer, tempDir, TEST_MASTER_KEY, type TestServer } from '../support/server'
+import { AUDIT_LOGS_IN_FILES, testOnFileStore } from '../support/requirements'
+import { removeDir, ROOT, startTestServer, storedVault, tempDir, TEST_MASTER_KEY, type TestServer } from '../support/server'
 
 let server: TestServer
 let alice: Client & { user: any; email: string }
@@ -96,20 +97,23 @@ describe('events', () => {
     expect(events[0].details.required).toBe('session')
   })
 
-  test("failed sign-ins: the account's log for its e-mail, the server's audit.log for an unknown one, chained alike", async () => {
-    const wrong = await alice.anonymous().post('/api/auth/login', { email: alice.email, password: 'not the password' })
-    expect(wrong.status).toBe(401)
-    const [event] = (await alice.get('/api/audit?action=auth.login_failed')).body.items
-    expect(event).toMatchObject({ outcome: 'failed', actor: { type: 'anonymous', id: null }, details: { method: 'password', reason: 'invalid_credentials' } })
-    expect(JSON.stringify(event)).not.toContain('not the password')
-    const stranger = uniqueEmail('stranger')
-    expect((await alice.anonymous().post('/api/auth/login', { email: stranger, password: 'guess guess' })).status).toBe(401)
-    const serverLog = lines(join(server.dataDir, 'audit.log'))
-    const last = JSON.parse(serverLog.at(-1)!)
-    expect(last).toMatchObject({ action: 'auth.login_failed', outcome: 'failed', details: { method: 'password', email: stranger } })
-    expect(serverLog.join('\n')).not.toContain('guess guess')
-    expect(verify(server.dataDir).code).toBe(0)
-  })
+  testOnFileStore(AUDIT_LOGS_IN_FILES)(
+    "failed sign-ins: the account's log for its e-mail, the server's audit.log for an unknown one, chained alike",
+    async () => {
+      const wrong = await alice.anonymous().post('/api/auth/login', { email: alice.email, password: 'not the password' })
+      expect(wrong.status).toBe(401)
+      const [event] = (await alice.get('/api/audit?action=auth.login_failed')).body.items
+      expect(event).toMatchObject({ outcome: 'failed', actor: { type: 'anonymous', id: null }, details: { method: 'password', reason: 'invalid_credentials' } })
+      expect(JSON.stringify(event)).not.toContain('not the password')
+      const stranger = uniqueEmail('stranger')
+      expect((await alice.anonymous().post('/api/auth/login', { email: stranger, password: 'guess guess' })).status).toBe(401)
+      const serverLog = lines(join(server.dataDir, 'audit.log'))
+      const last = JSON.parse(serverLog.at(-1)!)
+      expect(last).toMatchObject({ action: 'auth.login_failed', outcome: 'failed', details: { method: 'password', email: stranger } })
+      expect(serverLog.join('\n')).not.toContain('guess guess')
+      expect(verify(server.dataDir).code).toBe(0)
+    },
+  )
 })
 
 describe('reading', () => {
@@ -184,7 +188,7 @@ describe('reading', () => {
 })
 
 describe('the chain', () => {
-  test('audit-verify passes an intact folder and names the line edited, removed or reordered', async () => {
+  testOnFileStore(AUDIT_LOGS_IN_FILES)('audit-verify passes an intact folder and names the line edited, removed or reordered', async () => {
     const dave = await signUp(server.url)
     for (let i = 0; i < 6; i++) await dave.post('/api/categories', { name: `d${i}`, keyType: 'group' })
     const ok = verify(server.dataDir)
@@ -225,7 +229,7 @@ describe('the chain', () => {
     check((l) => [...l.slice(0, 2), 'not json', ...l.slice(2)], /line 3 is not an audit event/)
   })
 
-  test('retention: compaction drops old events and the file then starts from a recorded checkpoint', async () => {
+  testOnFileStore(AUDIT_LOGS_IN_FILES)('retention: compaction drops old events and the file then starts from a recorded checkpoint', async () => {
     let now = Date.parse('2026-01-01T00:00:00Z')
     const dataDir = tempDir()
     const clocked = await startTestServer({ dataDir, now: () => now, env: { SVC_AUDIT_RETENTION: '30d', SVC_SESSION_TTL: '300d' } })
@@ -238,7 +242,7 @@ describe('the chain', () => {
       await clocked.deps.audit.compactOpenLogs()
       const kept = lines(logPath(clocked, erin.user.id)).map((line) => JSON.parse(line))
       expect(kept.map((e) => e.records[0].name)).toEqual(['new0', 'new1'])
-      const vault = clocked.deps.store.openedVault(erin.user.id)!.data
+      const vault = (await storedVault(clocked, erin.user.id)).data
       expect(vault.auditChain!.checkpoint).toBe(kept[0].prev)
       expect(vault.auditChain!.start).toMatch(/^[0-9a-f]{64}$/)
       // Still verifiable, and appends continue the chain.
@@ -257,7 +261,7 @@ describe('the chain', () => {
 })
 
 describe('the end of the chain', () => {
-  test('after a clean stop, lines cut from the end of a log are caught too', async () => {
+  testOnFileStore(AUDIT_LOGS_IN_FILES)('after a clean stop, lines cut from the end of a log are caught too', async () => {
     const dataDir = tempDir()
     const own = await startTestServer({ dataDir })
     const grace = await signUp(own.url)
