@@ -6,7 +6,7 @@ import { existsSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { PgStore } from '../../src/store/postgres/store'
 import { PASSWORD, signUp } from '../support/client'
-import { removeDir, startTestServer, type TestServer } from '../support/server'
+import { durableDocument, removeDir, startTestServer, storedVault, type TestServer } from '../support/server'
 
 let server: TestServer
 let clock = Date.parse('2026-06-01T08:00:00.000Z')
@@ -82,7 +82,7 @@ test('a late write of the vault or a late audit event of the account writes no f
   const carol = await signUp(server.url)
   await carol.post('/api/categories', { name: 'Held', keyType: 'simple', envVarName: 'HELD_KEY' })
   // Something held the open vault across the deletion (a delivery, an audit anchor).
-  const held = (await server.deps.vaults.open(carol.user.id)).doc
+  const held = await storedVault(server, carol.user.id)
   await deleteAccount(carol)
   await expect(held.update((data) => void data.categories.length)).rejects.toThrow('deleted')
   const event = { action: 'entry.create' as const, actor: { type: 'session' as const, id: null, name: null }, clientAddress: '127.0.0.1', userAgent: null }
@@ -90,4 +90,6 @@ test('a late write of the vault or a late audit event of the account writes no f
   await expect(server.deps.vaults.open(carol.user.id)).rejects.toThrow('deleted')
   expect(await filesOf(carol.user.id)).toEqual([])
   expect(existsSync(join(server.dataDir, 'vaults', `${carol.user.id}.json`))).toBe(false)
+  // Nor in the store: no file, or no row but the deletion's mark in the database.
+  await expect(durableDocument(server, carol.user.id)).rejects.toThrow()
 })

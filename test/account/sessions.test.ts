@@ -4,11 +4,11 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { createBackup, restoreBackup } from '../../src/store/backup'
-import { readLoggedDocumentSync } from '../../src/store/document'
-import { ACCOUNTS_LISTS, type AccountsDocument } from '../../src/store/records'
+import type { AccountsDocument } from '../../src/store/records'
 import { Client, PASSWORD, sessionCookie, signUp, uniqueEmail } from '../support/client'
-import { removeDir, startTestServer, tempDir, type TestServer } from '../support/server'
+import { ACCOUNTS, durableDocument, removeDir, startTestServer, tempDir, type TestServer } from '../support/server'
 import { post, testClock } from './support'
+import { DATA_FOLDER_TOOLS, testOnFileStore } from '../support/requirements'
 
 const clock = testClock(Date.now())
 let server: TestServer
@@ -68,7 +68,7 @@ describe('the session list', () => {
     const shown = (await erin.get('/api/account/sessions')).body[0]
     // The lazy commit (within 30 s) made now: what a restart would read.
     await server.deps.store.accounts.settle()
-    const onDisk = JSON.parse(readLoggedDocumentSync(join(server.dataDir, 'accounts.json'), ACCOUNTS_LISTS)!) as AccountsDocument
+    const onDisk = (await durableDocument<AccountsDocument>(server, ACCOUNTS)).data
     expect(onDisk.sessions.find((s) => s.id === shown.id)?.lastSeenAt).toBe(shown.lastSeenAt)
   })
 
@@ -128,7 +128,7 @@ describe('the session list', () => {
     expect(list[0].current).toBe(true)
     const stale = new Bun.CryptoHasher('sha256').update(hal.credentials.cookie!).digest('hex')
     await login(hal.email)
-    expect(readFileSync(join(server.dataDir, 'accounts.json'), 'utf8')).not.toContain(stale)
+    expect(JSON.stringify((await durableDocument(server, ACCOUNTS)).data)).not.toContain(stale)
   })
 })
 
@@ -164,66 +164,69 @@ describe('password change', () => {
 })
 
 describe('account deletion', () => {
-  test('deletes the account, its vault file and change log, access keys and sessions; a backup taken before restores it', async () => {
-    const kim = await signUp(server.url)
-    const created = await kim.post('/api/categories', { name: 'Cloud', keyType: 'simple', envVarName: 'CLOUD_KEY' })
-    expect(created.status).toBe(201)
-    const entry = await kim.post('/api/entries', { categoryId: created.body.data?.id ?? created.body.id, name: 'main', value: 'kim-secret-value' })
-    expect(entry.status).toBe(201)
-    const keyClient = await kim.keyClient(['stats:read'])
-    const other = await login(kim.email)
-    const vaultFile = join(server.dataDir, 'vaults', `${kim.user.id}.json`)
-    expect(existsSync(vaultFile)).toBe(true)
-    const backup = createBackup(server.dataDir)
+  testOnFileStore(DATA_FOLDER_TOOLS)(
+    'deletes the account, its vault file and change log, access keys and sessions; a backup taken before restores it',
+    async () => {
+      const kim = await signUp(server.url)
+      const created = await kim.post('/api/categories', { name: 'Cloud', keyType: 'simple', envVarName: 'CLOUD_KEY' })
+      expect(created.status).toBe(201)
+      const entry = await kim.post('/api/entries', { categoryId: created.body.data?.id ?? created.body.id, name: 'main', value: 'kim-secret-value' })
+      expect(entry.status).toBe(201)
+      const keyClient = await kim.keyClient(['stats:read'])
+      const other = await login(kim.email)
+      const vaultFile = join(server.dataDir, 'vaults', `${kim.user.id}.json`)
+      expect(existsSync(vaultFile)).toBe(true)
+      const backup = createBackup(server.dataDir)
 
-    // The page asks twice; the API asks for the password.
-    const wrong = await kim.request('DELETE', '/api/account', { password: 'not the password' })
-    expect(wrong.status).toBe(401)
-    expect(wrong.body.code).toBe('INVALID_CREDENTIALS')
-    const missing = await kim.request('DELETE', '/api/account', {})
-    expect(missing.status).toBe(401)
-    expect((await kim.get('/api/auth/me')).status).toBe(200)
+      // The page asks twice; the API asks for the password.
+      const wrong = await kim.request('DELETE', '/api/account', { password: 'not the password' })
+      expect(wrong.status).toBe(401)
+      expect(wrong.body.code).toBe('INVALID_CREDENTIALS')
+      const missing = await kim.request('DELETE', '/api/account', {})
+      expect(missing.status).toBe(401)
+      expect((await kim.get('/api/auth/me')).status).toBe(200)
 
-    const deleted = await kim.request('DELETE', '/api/account', { password: PASSWORD })
-    expect(deleted.status).toBe(204)
-    expect(deleted.headers.getSetCookie().some((line) => line.startsWith('svc_session=;') || /^svc_session=(;|$)/.test(line))).toBe(true)
-    expect((await kim.get('/api/auth/me')).status).toBe(401)
-    expect((await other.get('/api/auth/me')).status).toBe(401)
-    expect((await keyClient.get('/api/stats')).status).toBe(401)
-    expect(existsSync(vaultFile)).toBe(false)
-    expect(existsSync(`${vaultFile}.log`)).toBe(false)
-    const accounts = readFileSync(join(server.dataDir, 'accounts.json'), 'utf8')
-    expect(accounts).not.toContain(kim.user.id)
-    expect(accounts).not.toContain(kim.email)
-    expect((await post(server.url, '/api/auth/login', { email: kim.email, password: PASSWORD })).status).toBe(401)
+      const deleted = await kim.request('DELETE', '/api/account', { password: PASSWORD })
+      expect(deleted.status).toBe(204)
+      expect(deleted.headers.getSetCookie().some((line) => line.startsWith('svc_session=;') || /^svc_session=(;|$)/.test(line))).toBe(true)
+      expect((await kim.get('/api/auth/me')).status).toBe(401)
+      expect((await other.get('/api/auth/me')).status).toBe(401)
+      expect((await keyClient.get('/api/stats')).status).toBe(401)
+      expect(existsSync(vaultFile)).toBe(false)
+      expect(existsSync(`${vaultFile}.log`)).toBe(false)
+      const accounts = readFileSync(join(server.dataDir, 'accounts.json'), 'utf8')
+      expect(accounts).not.toContain(kim.user.id)
+      expect(accounts).not.toContain(kim.email)
+      expect((await post(server.url, '/api/auth/login', { email: kim.email, password: PASSWORD })).status).toBe(401)
 
-    // A backup taken now leaves out any vault without an owner (say one left by a crash mid-deletion).
-    const orphan = `vaults/${crypto.randomUUID()}.json`
-    writeFileSync(join(server.dataDir, orphan), '{"version":1}')
-    const after = createBackup(server.dataDir).files.map((file) => file.path)
-    expect(after).toContain('accounts.json')
-    expect(after).not.toContain(orphan)
-    expect(after).not.toContain(`vaults/${kim.user.id}.json`)
-    rmSync(join(server.dataDir, orphan))
+      // A backup taken now leaves out any vault without an owner (say one left by a crash mid-deletion).
+      const orphan = `vaults/${crypto.randomUUID()}.json`
+      writeFileSync(join(server.dataDir, orphan), '{"version":1}')
+      const after = createBackup(server.dataDir).files.map((file) => file.path)
+      expect(after).toContain('accounts.json')
+      expect(after).not.toContain(orphan)
+      expect(after).not.toContain(`vaults/${kim.user.id}.json`)
+      rmSync(join(server.dataDir, orphan))
 
-    // The backup taken before brings it all back.
-    const restoredDir = tempDir()
-    removeDir(restoredDir)
-    await restoreBackup(backup, restoredDir)
-    const restored = await startTestServer({ dataDir: restoredDir })
-    try {
-      const answer = await post(restored.url, '/api/auth/login', { email: kim.email, password: PASSWORD })
-      expect(answer.status).toBe(200)
-      const back = new Client(restored.url, { cookie: answer.cookies.svc_session })
-      const entries = await back.get('/api/entries')
-      const id = (entries.body.data ?? entries.body)[0].id
-      const revealed = await back.post(`/api/entries/${id}/reveal`)
-      expect(JSON.stringify(revealed.body)).toContain('kim-secret-value')
-    } finally {
-      await restored.stop()
+      // The backup taken before brings it all back.
+      const restoredDir = tempDir()
       removeDir(restoredDir)
-    }
-  })
+      await restoreBackup(backup, restoredDir)
+      const restored = await startTestServer({ dataDir: restoredDir })
+      try {
+        const answer = await post(restored.url, '/api/auth/login', { email: kim.email, password: PASSWORD })
+        expect(answer.status).toBe(200)
+        const back = new Client(restored.url, { cookie: answer.cookies.svc_session })
+        const entries = await back.get('/api/entries')
+        const id = (entries.body.data ?? entries.body)[0].id
+        const revealed = await back.post(`/api/entries/${id}/reveal`)
+        expect(JSON.stringify(revealed.body)).toContain('kim-secret-value')
+      } finally {
+        await restored.stop()
+        removeDir(restoredDir)
+      }
+    },
+  )
 })
 
 describe('rules of /api/account', () => {

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Client, PASSWORD, signUp } from '../support/client'
-import { removeDir, startTestServer, type TestServer } from '../support/server'
+import { ACCOUNTS, durableDocument, removeDir, startTestServer, type TestServer } from '../support/server'
 import { enableTwoFactor, oathtool, post, setCookieLine, testClock } from './support'
 
 const STEP = 30_000
@@ -63,8 +63,8 @@ describe('setup and enable', () => {
     expect(new Set(enabled.body.recoveryCodes).size).toBe(10)
     expect((await alice.get('/api/auth/me')).body.user.twoFactorEnabled).toBe(true)
 
-    // The seed is sealed and the recovery codes hashed: neither is in the accounts file.
-    const stored = readFileSync(join(server.dataDir, 'accounts.json'), 'utf8')
+    // The seed is sealed and the recovery codes hashed: neither is in the accounts file (or its rows in the database).
+    const stored = (await durableDocument(server, ACCOUNTS)).text
     expect(stored).not.toContain(setup.body.secret)
     for (const code of enabled.body.recoveryCodes) {
       expect(stored).not.toContain(code)

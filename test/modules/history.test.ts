@@ -1,10 +1,8 @@
 // Issue 20, version history: entries, env files and 2FA tokens keep their previous values, sealed
 // under an AAD naming the version; listed without values, revealed and restored through their owner.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { readFileSync } from 'node:fs'
-import { join } from 'node:path'
 import { signUp, type Client } from '../support/client'
-import { fileStore, removeDir, startTestServer, type TestServer } from '../support/server'
+import { durableDocument, removeDir, startTestServer, type TestServer } from '../support/server'
 
 let server: TestServer
 let alice: Client & { user: any }
@@ -118,8 +116,8 @@ describe('entry versions', () => {
     // Bound to its version and record: not the current value's AAD, not another version's.
     expect(cipher.open('entry', e.id, v1.encryptedValue)).toBeNull()
     expect(cipher.openVersion('entry', e.id, 2, v1.encryptedValue)).toBeNull()
-    await fileStore(server).openedVault(alice.user.id)!.fold()
-    const text = readFileSync(join(server.dataDir, 'vaults', `${alice.user.id}.json`), 'utf8')
+    // As stored: the vault's file, or its rows in PostgreSQL.
+    const { text } = await durableDocument(server, alice.user.id)
     expect(text).not.toContain('disk-canary')
     expect(text).toContain(v1.encryptedValue)
   })

@@ -3,10 +3,8 @@
 // http(s) URLs and never the vault itself; on the injectable clock.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { createHmac } from 'node:crypto'
-import { readFileSync } from 'node:fs'
-import { join } from 'node:path'
 import { signUp, type Client } from '../support/client'
-import { fileStore, removeDir, startTestServer, type TestServer } from '../support/server'
+import { durableDocument, removeDir, startTestServer, storedVault, type TestServer } from '../support/server'
 
 const DAY = 86_400_000
 let clock = Date.parse('2026-06-01T08:00:00.000Z')
@@ -92,8 +90,7 @@ test('one signed POST a day lists due items by name, category and date, never a 
   const settings = await alice.get('/api/account/notifications')
   expect(settings.body.lastDelivery).toEqual({ at: new Date(clock).toISOString(), status: 'delivered', attempts: 1 })
   expect(settings.text).not.toContain('hook-secret')
-  await fileStore(server).openedVault(alice.user.id)!.fold()
-  expect(readFileSync(join(server.dataDir, 'vaults', `${alice.user.id}.json`), 'utf8')).not.toContain('hook-secret-canary')
+  expect((await durableDocument(server, alice.user.id)).text).not.toContain('hook-secret-canary')
 
   // Once a day.
   clock += 3_600_000
@@ -153,7 +150,7 @@ test("a stored address that is the vault's own is refused at delivery too, and s
   const notifier = server.deps.notifier
   await notifier.deliver(carol.user.id)
   // As if the vault had moved onto the address stored earlier (a new SVC_BASE_URL or port).
-  const vault = server.deps.store.openedVault(carol.user.id)!
+  const vault = await storedVault(server, carol.user.id)
   const selfUrl = `http://localhost:${new URL(server.url).port}/api/auth/me`
   await vault.update((data, write) =>
     write.set('notifications', { ...data.notifications!, webhookUrl: selfUrl, day: null, done: false, attempts: 0, nextAttemptAt: null }),

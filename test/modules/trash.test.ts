@@ -2,10 +2,8 @@
 // with its files) to the trash; it disappears from lists, details, stats and export at once, comes
 // back on restore (409 on a name clash), is purged on demand (session only) or once it expires.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { readFileSync } from 'node:fs'
-import { join } from 'node:path'
 import { signUp, type Client } from '../support/client'
-import { fileStore, removeDir, startTestServer, type TestServer } from '../support/server'
+import { durableDocument, removeDir, startTestServer, storedVault, type TestServer } from '../support/server'
 
 const DAY = 86_400_000
 let clock = Date.parse('2026-03-01T12:00:00.000Z')
@@ -193,7 +191,8 @@ describe('trash', () => {
     const e = await entry(fresh, cat.id, 'purge-canary-1')
     await fresh.put(`/api/entries/${e.id}`, { value: 'purge-canary-2' })
     await fresh.delete(`/api/entries/${e.id}`)
-    const vault = () => server.deps.store.openedVault(fresh.user.id)!.data
+    const held = await storedVault(server, fresh.user.id)
+    const vault = () => held.data
     expect(vault().versions.some((v) => v.recordId === e.id)).toBe(true)
     const item = await trashItem(fresh, e.id)
     expect((await fresh.delete(`/api/trash/${item.id}`)).status).toBe(204)
@@ -222,15 +221,13 @@ describe('trash', () => {
     clock += 29 * DAY
     expect(await trashItem(key, e.id)).toBeDefined()
     clock += 2 * DAY
-    // The background pass: purged from the vault on disk, not only hidden.
+    // The background pass: purged from the stored vault (its file, or the database), not only hidden.
     const { TrashService } = await import('../../src/modules/lifecycle/service')
     const purged = await new TrashService(server.deps.vaults, () => clock).sweepAll(server.deps.store)
     expect(purged).toBeGreaterThanOrEqual(1)
-    const vaultPath = join(server.dataDir, 'vaults', `${fresh.user.id}.json`)
-    await fileStore(server).openedVault(fresh.user.id)!.fold()
-    const onDisk = JSON.parse(readFileSync(vaultPath, 'utf8'))
-    expect(onDisk.trash.map((t: any) => t.id)).not.toContain(item.id)
-    expect(JSON.stringify(onDisk)).not.toContain(e.id)
+    const stored = (await durableDocument(server, fresh.user.id)).data
+    expect(stored.trash.map((t: any) => t.id)).not.toContain(item.id)
+    expect(JSON.stringify(stored)).not.toContain(e.id)
     expect((await key.post(`/api/trash/${item.id}/restore`)).status).toBe(404)
   })
 
@@ -241,7 +238,7 @@ describe('trash', () => {
     const key = await fresh.keyClient(['categories:read'])
     clock += 31 * DAY
     expect((await key.get('/api/trash')).body).toEqual([])
-    expect(server.deps.store.openedVault(fresh.user.id)!.data.trash).toEqual([])
+    expect((await storedVault(server, fresh.user.id)).data.trash).toEqual([])
   })
 
   test('the background pass runs on its own once the server listens, and purges expired items', async () => {
@@ -253,7 +250,7 @@ describe('trash', () => {
     const { Elysia } = await import('elysia')
     const jobs = new Elysia().use(lifecycleJobs(server.deps, { firstMs: 1, everyMs: 3_600_000 })).listen({ port: 0, hostname: '127.0.0.1' })
     try {
-      const vault = server.deps.store.openedVault(fresh.user.id)!
+      const vault = await storedVault(server, fresh.user.id)
       for (let i = 0; i < 200 && vault.data.trash.length > 0; i++) await Bun.sleep(10)
       expect(vault.data.trash).toEqual([])
     } finally {

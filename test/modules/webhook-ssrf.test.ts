@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { isPermittedAddress, postTo } from '../../src/modules/account/webhook-target'
 import { parseWebhookAllow } from '../../src/config'
 import { signUp, type Client } from '../support/client'
-import { removeDir, startTestServer, type TestServer } from '../support/server'
+import { removeDir, startTestServer, storedVault, type TestServer } from '../support/server'
 
 const DAY = 86_400_000
 let clock = Date.parse('2026-06-01T08:00:00.000Z')
@@ -136,7 +136,7 @@ describe('without SVC_WEBHOOK_ALLOW', () => {
   test('a stored internal address (set before the check, or by a name) is refused at delivery, and lastDelivery says only "failed"', async () => {
     const user = await userWithDueItem(strict)
     const notifier = strict.deps.notifier
-    const vault = strict.deps.store.openedVault(user.user.id)!
+    const vault = await storedVault(strict, user.user.id)
     for (const url of loopbackSpellings()) {
       await vault.update((_, write) =>
         write.set('notifications', { webhookUrl: url, encryptedSecret: null, lastDelivery: null, day: null, done: false, attempts: 0, nextAttemptAt: null }),

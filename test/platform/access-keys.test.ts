@@ -1,12 +1,8 @@
 // Access keys over real HTTP: create, list, revoke, scopes, expiry, lastUsedAt, the scope macro.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createHash } from 'node:crypto'
-import { readFileSync } from 'node:fs'
-import { join } from 'node:path'
 import { signUp, type Client } from '../support/client'
-import { removeDir, startTestServer, type TestServer } from '../support/server'
-import { readLoggedDocumentSync } from '../../src/store/document'
-import { ACCOUNTS_LISTS } from '../../src/store/records'
+import { ACCOUNTS, durableDocument, removeDir, startTestServer, type TestServer } from '../support/server'
 
 let server: TestServer
 let alice: Client
@@ -70,7 +66,7 @@ describe('create and list', () => {
     expect(list.text).not.toContain('keyHash')
     // Stored as its SHA-256 only.
     await server.deps.store.accounts.settle()
-    const accounts = readLoggedDocumentSync(join(server.dataDir, 'accounts.json'), ACCOUNTS_LISTS)!
+    const accounts = (await durableDocument(server, ACCOUNTS)).text
     expect(accounts).not.toContain(key)
     expect(accounts).toContain(hash)
   })

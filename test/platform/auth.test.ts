@@ -1,12 +1,8 @@
 // Sign-in over real HTTP: register, login, logout, me, cookie flags, sessions stored hashed, CSRF.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createHash } from 'node:crypto'
-import { readFileSync } from 'node:fs'
-import { join } from 'node:path'
 import { Client, PASSWORD, sessionCookie, signUp, uniqueEmail } from '../support/client'
-import { removeDir, startTestServer, type TestServer } from '../support/server'
-import { readLoggedDocumentSync } from '../../src/store/document'
-import { ACCOUNTS_LISTS } from '../../src/store/records'
+import { ACCOUNTS, durableDocument, removeDir, startTestServer, type TestServer } from '../support/server'
 
 let server: TestServer
 
@@ -159,7 +155,8 @@ describe('sessions', () => {
     const alice = await signUp(server.url)
     await server.deps.store.accounts.settle()
     const token = alice.credentials.cookie!
-    const accounts = readLoggedDocumentSync(join(server.dataDir, 'accounts.json'), ACCOUNTS_LISTS)!
+    // As stored: the accounts file, or its rows in PostgreSQL.
+    const accounts = (await durableDocument(server, ACCOUNTS)).text
     expect(accounts).not.toContain(token)
     expect(accounts).toContain(createHash('sha256').update(token).digest('hex'))
   })
@@ -179,7 +176,7 @@ describe('sessions', () => {
     expect(me.status).toBe(401)
     expect(me.body.code).toBe('AUTH_REQUIRED')
     await server.deps.store.accounts.settle()
-    expect(readLoggedDocumentSync(join(server.dataDir, 'accounts.json'), ACCOUNTS_LISTS)!).not.toContain(hash)
+    expect(JSON.stringify((await durableDocument(server, ACCOUNTS)).data)).not.toContain(hash)
   })
 
   test('logout with an access key: 403 SESSION_REQUIRED; without credentials: 401', async () => {

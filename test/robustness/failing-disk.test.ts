@@ -8,16 +8,20 @@
 //  - full: a 1 MiB tmpfs mounted as the data folder (root with CAP_SYS_ADMIN) and filled up:
 //    the write of the temporary file fails with ENOSPC.
 // Whichever cannot be set up here is skipped, saying why; under CI=true it fails instead.
-import { describe, expect } from 'bun:test'
+import { expect } from 'bun:test'
 import { chmodSync, existsSync, mkdirSync, statSync, unlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { signUp, uniqueEmail, PASSWORD, type Client } from '../support/client'
 import { readLoggedDocumentSync } from '../../src/store/document'
 import { VAULT_LISTS, type VaultDocument } from '../../src/store/records'
-import { testNeeding } from '../support/requirements'
+import { describeOnFileStore, testNeeding } from '../support/requirements'
 import { removeDir, startTestServer, tempDir, type TestServer } from '../support/server'
 import { cleanupAfterAll, fullDisk, isRoot, run, type Disk } from './disks'
 import { listFiles, makeActor, modules, TOTP_SECRET, unparsableJson } from './support'
+
+// Every test here works on the data folder's own files: on the file store only (the reason is
+// printed with each skip).
+const describe = describeOnFileStore('the data folder on a failing disk; the database store keeps nothing of a user there')
 
 const afterAllTests = cleanupAfterAll()
 

@@ -307,7 +307,7 @@ test('every nasty body to every endpoint: 4xx as { error, code }, nothing change
   }
   expect(({} as Record<string, unknown>).polluted).toBeUndefined()
   expect(Object.prototype).not.toHaveProperty('polluted')
-}, 30_000)
+}, 90_000)
 
 test('generated requests (fast-check): never 5xx, 4xx as { error, code }, a rejected one changes nothing', async () => {
   let before = await snapshot()
@@ -332,4 +332,4 @@ test('generated requests (fast-check): never 5xx, 4xx as { error, code }, a reje
     const seedEntry = entries.find((e: { name: string }) => e.name === 'seed')
     if (seedEntry) expect((await alice.post(`/api/entries/${seedEntry.id}/reveal`)).body.value).toBe('seed-secret')
   }
-}, 30_000)
+}, 60_000)

@@ -7,6 +7,7 @@ import { openVault } from '../../src/app'
 import { loadConfig } from '../../src/config'
 import { signUp } from '../support/client'
 import { removeDir, spawnServer, tempDir, TEST_MASTER_KEY, type SpawnedServer } from '../support/server'
+import { storeEnv } from '../support/postgres'
 
 const dataDir = tempDir('svc-vault-lifecycle-crash-')
 let server: SpawnedServer | undefined
@@ -48,8 +49,8 @@ test('acknowledged versions and trash moves survive kill -9, read back from disk
   await Promise.all(lanes)
   expect(ackCount).toBeGreaterThanOrEqual(60)
 
-  // From disk: the vault file and its change log, opened as the server opens them.
-  const deps = await openVault(loadConfig({ SVC_MASTER_KEY: TEST_MASTER_KEY, SVC_DATA_DIR: dataDir }), () => {})
+  // From the store (the vault file and its change log, or the database), opened as the server opens it.
+  const deps = await openVault(loadConfig({ SVC_MASTER_KEY: TEST_MASTER_KEY, ...(await storeEnv(dataDir)), SVC_DATA_DIR: dataDir }), () => {})
   try {
     const { data, cipher } = await deps.vaults.open(alice.user.id)
     for (const id of entries) {

@@ -1,6 +1,7 @@
 // Tests that need something of the machine (a program, root, Chromium). Where it is missing they
 // are skipped, saying why; under CI=true they fail instead, so a CI run never passes by skipping.
 import { describe, test } from 'bun:test'
+import { ON_POSTGRES } from './postgres'
 
 export const IN_CI = process.env.CI === 'true' || process.env.CI === '1'
 
@@ -33,3 +34,25 @@ export function describeNeeding(missing: string | null): (name: string, body: ()
   if (IN_CI) return (name) => describe(name, () => failing('can run here', missing))
   return (name, body) => describe.skip(`${name} (skipped: ${missing})`, body)
 }
+
+/**
+ * `test` on the file store; in the PostgreSQL pass (SVC_TEST_STORE=postgres) skipped, naming
+ * `reason`: what of the data folder's own files it reads, which the database store does not have.
+ * A deliberate skip (CI too): the guarantee is the file store's alone, or proved on PostgreSQL by
+ * the test named in `reason`.
+ */
+export function testOnFileStore(reason: string): (name: string, fn: () => Promise<void> | void, timeout?: number) => void {
+  if (!ON_POSTGRES) return (name, fn, timeout) => test(name, fn, timeout)
+  return (name, fn, timeout) => test.skip(`${name} (file store only: ${reason})`, fn, timeout)
+}
+
+/** `describe` on the file store; skipped with `reason` in the PostgreSQL pass (see testOnFileStore). */
+export function describeOnFileStore(reason: string): (name: string, body: () => void) => void {
+  if (!ON_POSTGRES) return (name, body) => describe(name, body)
+  return (name, body) => describe.skip(`${name} (file store only: ${reason})`, body)
+}
+
+/** testOnFileStore's reason for the disk floor's tests. */
+export const DATA_FOLDER_DISK = "the disk floor (SVC_DISK_FLOOR) guards the data folder's filesystem; with a database nothing of a user is written there"
+/** testOnFileStore's reason for backup, restore and rotate-master-key tests. */
+export const DATA_FOLDER_TOOLS = 'these run backup, restore and rotate-master-key on a data folder; the same commands on a database: test/store/migrate.test.ts'

@@ -1,12 +1,16 @@
 // Real servers for tests: in-process (createApp + listen on loopback) or a separate process
 // (bun src/index.ts), each on its own temporary data folder.
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createApp, openVault, type AppDeps } from '../../src/app'
 import { loadConfig } from '../../src/config'
 import { forgetVault, watchVault } from './answer-check'
-import { Store } from '../../src/store/store'
+import { ACCOUNTS_FILE, Store, VAULTS_DIR } from '../../src/store/store'
+import type { StoredDocument } from '../../src/store/data-store'
+import { loadDocument } from '../../src/store/postgres/document'
+import { ACCOUNTS_ID as PG_ACCOUNTS_ID, PgStore } from '../../src/store/postgres/store'
+import { ACCOUNTS_LISTS, VAULT_LISTS, type VaultDocument } from '../../src/store/records'
 import { storeEnv } from './postgres'
 
 export const TEST_MASTER_KEY = Buffer.alloc(32, 7).toString('base64')
@@ -166,3 +170,34 @@ export function fileStore(server: { deps: AppDeps }): Store {
   if (!(server.deps.store instanceof Store)) throw new Error('this test reads the data folder: it needs the file store')
   return server.deps.store
 }
+
+/** The user's vault document as the server holds it (opened if it is not), on either store. */
+export async function storedVault(server: { deps: AppDeps }, userId: string): Promise<StoredDocument<VaultDocument>> {
+  return (await server.deps.vaults.open(userId)).doc
+}
+
+/**
+ * What the store keeps durably for a document (a user's id: the vault; ACCOUNTS: the accounts),
+ * read afresh, not from the server's memory: on the file store the file after a fold, on
+ * PostgreSQL the snapshot and changes in the database. `text`: every stored byte of it, to search
+ * for a plaintext; `data`: the document they make.
+ */
+export async function durableDocument<T = VaultDocument>(server: { deps: AppDeps; dataDir: string }, id: string): Promise<{ text: string; data: T }> {
+  const store = server.deps.store
+  if (store instanceof PgStore) {
+    const rows = await store.db.run(
+      (sql) => sql`SELECT snapshot AS text FROM svc_documents WHERE id = ${id}
+        UNION ALL SELECT changes FROM svc_changes WHERE document_id = ${id}`,
+    )
+    const loaded = await loadDocument(store.db, id, id === ACCOUNTS ? ACCOUNTS_LISTS : VAULT_LISTS)
+    if (!loaded || loaded.deleted) throw new Error(`no document ${id} in the database`)
+    return { text: rows.map((row: { text: string }) => row.text).join('\n'), data: loaded.data as T }
+  }
+  const files = fileStore(server as { deps: AppDeps })
+  const document = id === ACCOUNTS ? files.accounts : files.openedVault(id)
+  await document?.fold()
+  const text = readFileSync(id === ACCOUNTS ? join(server.dataDir, ACCOUNTS_FILE) : join(server.dataDir, VAULTS_DIR, `${id}.json`), 'utf8')
+  return { text, data: JSON.parse(text) as T }
+}
+/** durableDocument's id of the accounts document. */
+export const ACCOUNTS = PG_ACCOUNTS_ID

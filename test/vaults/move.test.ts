@@ -12,6 +12,7 @@ import { Moves } from '../../src/modules/vaults/move'
 import type { AccountsDocument } from '../../src/store/records'
 import type { StoredDocument } from '../../src/store/data-store'
 import { createVault, team } from './support'
+import { storeEnv } from '../support/postgres'
 
 let server: TestServer
 beforeAll(async () => {
@@ -320,7 +321,7 @@ describe('a move killed midway', () => {
         // Restarted (without the fault): start-up finishes or undoes the move.
         spawned = await spawnServer({ dataDir })
         await spawned.stop()
-        const deps = await openVault(loadConfig({ SVC_MASTER_KEY: TEST_MASTER_KEY, SVC_DATA_DIR: dataDir }), () => {})
+        const deps = await openVault(loadConfig({ SVC_MASTER_KEY: TEST_MASTER_KEY, ...(await storeEnv(dataDir)), SVC_DATA_DIR: dataDir }), () => {})
         try {
           const whole = {
             entries: [`${canary}-prod`, `${canary}-v2`],

@@ -5,7 +5,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { readFileSync, existsSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Client, signUp } from '../support/client'
-import { startTestServer, tempDir, type TestServer } from '../support/server'
+import { testOnFileStore } from '../support/requirements'
+import { ACCOUNTS, durableDocument, startTestServer, tempDir, type TestServer } from '../support/server'
 import { addMember, createVault, seed, team, type Member } from './support'
 
 let server: TestServer
@@ -84,14 +85,11 @@ describe('shared vaults', () => {
     const canary = `canary-${crypto.randomUUID()}`
     await seed(admin, `/api/vaults/${vaultId}`, canary)
     await seed(admin, '', `personal-${canary}`)
-    const file = join(server.dataDir, 'vaults', `${vaultId}.json`)
-    const text = [file, `${file}.log`]
-      .filter(existsSync)
-      .map((path) => readFileSync(path, 'utf8'))
-      .join('\n')
+    // As stored: the files, or the rows in PostgreSQL.
+    const { text } = await durableDocument(server, vaultId)
     expect(text).toContain('encryptedValue')
     expect(text).not.toContain(canary)
-    expect(readFileSync(join(server.dataDir, 'accounts.json'), 'utf8')).not.toContain(canary)
+    expect((await durableDocument(server, ACCOUNTS)).text).not.toContain(canary)
     const shared = await server.deps.vaults.open(vaultId)
     const own = await server.deps.vaults.open(admin.user.id)
     expect(shared.data.dataKey).not.toBe(own.data.dataKey)
@@ -154,38 +152,41 @@ describe('shared vaults', () => {
 })
 
 describe('shared vaults across a restart', () => {
-  test('a restart keeps vaults, members and their values; a data folder from before loads with none', async () => {
-    const dataDir = tempDir()
-    let first = await startTestServer({ dataDir })
-    const admin = (await signUp(first.url)) as Member
-    const viewer = (await signUp(first.url)) as Member
-    // Written before shared vaults existed: no sharedVaults list at all.
-    await first.stop()
-    const path = join(dataDir, 'accounts.json')
-    const stored = JSON.parse(readFileSync(path, 'utf8'))
-    delete stored.sharedVaults
-    writeFileSync(path, JSON.stringify(stored))
-    first = await startTestServer({ dataDir })
-    const at = (url: string, client: Client) => new Client(url, client.credentials)
-    const base = (client: Client) => at(first.url, client)
-    expect((await base(admin).get('/api/vaults')).body).toEqual([])
-    const vaultId = await createVault(base(admin))
-    await addMember(first, vaultId, viewer, 'viewer', admin)
-    const ids = await seed(base(admin), `/api/vaults/${vaultId}`, 'restart-canary')
-    await first.stop()
+  testOnFileStore('it rewrites accounts.json as a release before shared vaults wrote it')(
+    'a restart keeps vaults, members and their values; a data folder from before loads with none',
+    async () => {
+      const dataDir = tempDir()
+      let first = await startTestServer({ dataDir })
+      const admin = (await signUp(first.url)) as Member
+      const viewer = (await signUp(first.url)) as Member
+      // Written before shared vaults existed: no sharedVaults list at all.
+      await first.stop()
+      const path = join(dataDir, 'accounts.json')
+      const stored = JSON.parse(readFileSync(path, 'utf8'))
+      delete stored.sharedVaults
+      writeFileSync(path, JSON.stringify(stored))
+      first = await startTestServer({ dataDir })
+      const at = (url: string, client: Client) => new Client(url, client.credentials)
+      const base = (client: Client) => at(first.url, client)
+      expect((await base(admin).get('/api/vaults')).body).toEqual([])
+      const vaultId = await createVault(base(admin))
+      await addMember(first, vaultId, viewer, 'viewer', admin)
+      const ids = await seed(base(admin), `/api/vaults/${vaultId}`, 'restart-canary')
+      await first.stop()
 
-    const second = await startTestServer({ dataDir })
-    try {
-      const again = (client: Client) => at(second.url, client)
-      expect((await again(viewer).get('/api/vaults')).body.map((v: any) => [v.id, v.role])).toEqual([[vaultId, 'viewer']])
-      expect((await again(admin).get(`/api/vaults/${vaultId}/members`)).body.length).toBe(2)
-      const revealed = await again(viewer).post(`/api/vaults/${vaultId}/entries/${ids.entryId}/reveal`)
-      expect(revealed.body.value).toBe('restart-canary-entry-2')
-      expect((await again(viewer).post(`/api/vaults/${vaultId}/entries`, {})).body.code).toBe('ROLE_REQUIRED')
-    } finally {
-      await second.stop()
-    }
-  })
+      const second = await startTestServer({ dataDir })
+      try {
+        const again = (client: Client) => at(second.url, client)
+        expect((await again(viewer).get('/api/vaults')).body.map((v: any) => [v.id, v.role])).toEqual([[vaultId, 'viewer']])
+        expect((await again(admin).get(`/api/vaults/${vaultId}/members`)).body.length).toBe(2)
+        const revealed = await again(viewer).post(`/api/vaults/${vaultId}/entries/${ids.entryId}/reveal`)
+        expect(revealed.body.value).toBe('restart-canary-entry-2')
+        expect((await again(viewer).post(`/api/vaults/${vaultId}/entries`, {})).body.code).toBe('ROLE_REQUIRED')
+      } finally {
+        await second.stop()
+      }
+    },
+  )
 })
 
 describe('account deletion and shared vaults', () => {

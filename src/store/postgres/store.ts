@@ -2,7 +2,11 @@
 // in the database (document.ts) so that two or more instances share them. Nothing of a user is
 // written to the data folder. Open vaults are cached like the file store's; every use of one
 // first asks the database for newer versions (refresh), so an answer never comes from data
-// another instance has changed since.
+// another instance has changed since. As there, a closed vault that something still holds (a
+// request between two awaits, its audit log closing) is the one revived when it is opened again:
+// one document per vault in an instance. Two would be two writers on one document in one
+// process, each write of one a version conflict for the other, and under a small SVC_OPEN_VAULTS
+// an open, close and reopen of vaults whose writes never settle.
 import type { DatabaseMetrics, DataStore } from '../data-store'
 import { DeletedVaultError } from '../errors'
 import { ACCOUNTS_LISTS, FORMAT_VERSION, VAULT_LISTS, type AccountsDocument, type VaultDocument } from '../records'
@@ -40,6 +44,11 @@ interface CachedVault {
 export class PgStore implements DataStore {
   readonly kind = 'postgres'
   private readonly vaults = new Map<string, CachedVault>()
+  /** Closed vaults, reachable while something still holds them (see the top of this file). */
+  private readonly closed = new Map<string, WeakRef<PgDocument<VaultDocument>>>()
+  private readonly forgetClosed = new FinalizationRegistry<string>((userId) => {
+    if (this.closed.get(userId)?.deref() === undefined) this.closed.delete(userId)
+  })
   private readonly deleted = new Set<string>()
   private readonly now: () => number
   private sweepTimer: ReturnType<typeof setInterval> | null = null
@@ -108,6 +117,11 @@ export class PgStore implements DataStore {
       this.deleted.add(id)
       const known = this.vaults.get(id)?.document
       if (known instanceof PgDocument) known.retire(() => new DeletedVaultError())
+      this.closed
+        .get(id)
+        ?.deref()
+        ?.retire(() => new DeletedVaultError())
+      this.closed.delete(id)
       if (this.vaults.delete(id)) this.options.onVaultClosed?.(id)
       return
     }
@@ -135,6 +149,15 @@ export class PgStore implements DataStore {
       const document = await known.document
       await document.refresh()
       return document
+    }
+    // Still held somewhere since it was closed: the same document, never a second one.
+    const revived = this.closed.get(userId)?.deref()
+    if (revived) {
+      this.closed.delete(userId)
+      this.vaults.set(userId, { document: revived, usedAt: this.now() })
+      this.closeBeyondLimit()
+      await revived.refresh()
+      return revived
     }
     const opening = this.openVault(userId, create)
     const cached: CachedVault = { document: opening, usedAt: this.now() }
@@ -177,8 +200,11 @@ export class PgStore implements DataStore {
     this.vaults.set(userId, cached)
   }
 
-  private closeVault(userId: string): void {
+  /** Closes one open vault: out of the cache, its key forgotten; kept reachable while held. */
+  private closeVault(userId: string, document: PgDocument<VaultDocument>): void {
     this.vaults.delete(userId)
+    this.closed.set(userId, new WeakRef(document))
+    this.forgetClosed.register(document, userId)
     this.options.onVaultClosed?.(userId)
   }
 
@@ -187,7 +213,7 @@ export class PgStore implements DataStore {
     for (const [userId, cached] of this.vaults) {
       if (excess <= 0) break
       if (!(cached.document instanceof PgDocument)) continue
-      this.closeVault(userId)
+      this.closeVault(userId, cached.document)
       excess--
     }
   }
@@ -198,7 +224,7 @@ export class PgStore implements DataStore {
     for (const [userId, cached] of this.vaults) {
       if (cached.usedAt > before) break
       if (!(cached.document instanceof PgDocument)) continue
-      this.closeVault(userId)
+      this.closeVault(userId, cached.document)
       closed++
     }
     return closed
@@ -216,8 +242,9 @@ export class PgStore implements DataStore {
   /** Deletes a vault for good: its changes go, a tombstone stays (no instance creates it again). */
   async deleteVault(userId: string): Promise<void> {
     this.deleted.add(userId)
-    const known = this.vaults.get(userId)?.document
+    const known = this.vaults.get(userId)?.document ?? this.closed.get(userId)?.deref()
     this.vaults.delete(userId)
+    this.closed.delete(userId)
     const vault = known ? await Promise.resolve(known).catch(() => null) : null
     await vault?.settle()
     vault?.retire(() => new DeletedVaultError())
@@ -250,8 +277,9 @@ export class PgStore implements DataStore {
     if (this.sweepTimer) clearInterval(this.sweepTimer)
     await this.state.close()
     await this.accounts.settle().catch(() => {})
-    for (const cached of this.vaults.values()) {
-      const vault = await Promise.resolve(cached.document).catch(() => null)
+    const documents = [...[...this.vaults.values()].map((cached) => cached.document), ...[...this.closed.values()].map((ref) => ref.deref())]
+    for (const known of documents) {
+      const vault = await Promise.resolve(known).catch(() => null)
       await vault?.settle().catch(() => {})
     }
     await this.db.close()
