@@ -114,6 +114,27 @@ describe.skipIf(!NODE)('the served CLI on Node', () => {
     expect(check).toMatchObject({ code: 1, stdout: 'SENTRY_DSN: missing in development (in production)\n' })
   })
 
+  test('svc run sends its export before loading the rest, once per run, and never for arguments it refuses', async () => {
+    const exports = async () =>
+      ((await owner.get('/api/audit?limit=500')).body.items as { action: string }[]).filter((event) => event.action === 'export.read').length
+    const before = await exports()
+    expect((await served(['run', '-e', 'production', '--no-mask', '--', 'true'], keyEnv)).code).toBe(0)
+    expect(await exports()).toBe(before + 1)
+    const existing = join(tempDir(), 'taken.env')
+    writeFileSync(existing, '')
+    // Each would be a valid export (-e production) but for one argument.
+    for (const args of [
+      ['run', '-e', 'production', '--interval', '5', '--', 'true'],
+      ['run', '-e', 'production', '-e', 'nowhere', '--', 'true'],
+      ['run', '-e', 'production', '--mask', '--no-mask', '--', 'true'],
+      ['run', '-e', 'production', '--mount', existing, '--', 'true'],
+    ]) {
+      const refused = await served(args, keyEnv)
+      expect({ args, code: refused.code }).toEqual({ args, code: args[3] === '--mount' ? 1 : 2 })
+    }
+    expect(await exports()).toBe(before + 1)
+  })
+
   test('a vault on https: the served file loads TLS when the URL asks for it and trusts NODE_EXTRA_CA_CERTS', async () => {
     const dir = tempDir('svc-tls-')
     const [key, cert] = [join(dir, 'key.pem'), join(dir, 'cert.pem')]

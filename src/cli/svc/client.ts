@@ -31,6 +31,7 @@ export class VaultClient {
   /** The shared vault the resource paths go to, once known (null: the personal vault). */
   private vaultId: string | null
   private resolving: Promise<void> | null = null
+  private sentListener: (() => void) | null = null
 
   constructor(
     readonly url: string,
@@ -47,6 +48,11 @@ export class VaultClient {
   static signedIn(creds: Credentials, vaultName?: string): VaultClient {
     const known = creds.keySource === 'config' ? (creds.stored?.vaultId ?? null) : null
     return new VaultClient(creds.url, creds.key, creds.keySource, vaultName ?? null, known)
+  }
+
+  /** Calls `listener` once the next request is on its way to the vault (or has failed). */
+  onceSent(listener: () => void): void {
+    this.sentListener = listener
   }
 
   /** Any answer, errors included (the caller decides); only an unreachable vault throws. */
@@ -93,8 +99,10 @@ export class VaultClient {
     const all: Record<string, string> = { accept: 'application/json', 'user-agent': USER_AGENT, ...headers }
     if (this.key) all.authorization = `Bearer ${this.key}`
     if (body !== undefined) all['content-type'] = 'application/json'
+    const onSent = this.sentListener
+    this.sentListener = null
     try {
-      return await httpSend(new URL(this.url + path), method, all, body === undefined ? undefined : JSON.stringify(body))
+      return await httpSend(new URL(this.url + path), method, all, body === undefined ? undefined : JSON.stringify(body), onSent)
     } catch (error) {
       throw new CliError(`cannot reach the vault at ${this.url}: ${reason(error)}`, 1, true)
     }
@@ -150,7 +158,7 @@ export class VaultClient {
  * (loading undici) and its pooled socket keeps the process alive after the answer. No redirect is
  * followed; no connection is kept.
  */
-async function httpSend(url: URL, method: string, headers: Record<string, string>, body: string | undefined): Promise<ApiAnswer> {
+async function httpSend(url: URL, method: string, headers: Record<string, string>, body: string | undefined, onSent: (() => void) | null): Promise<ApiAnswer> {
   // node:https (and TLS under it) only when the vault is on https: it is a third of Node's start-up.
   const send = url.protocol === 'https:' ? (await import('node:https')).request : httpRequest
   return new Promise((resolve, reject) => {
@@ -169,6 +177,7 @@ async function httpSend(url: URL, method: string, headers: Record<string, string
       })
     })
     request.on('error', reject)
+    if (onSent) request.once('finish', onSent)
     request.end(body)
   })
 }

@@ -8,10 +8,7 @@ import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } f
 import { chmodSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { homedir } from 'node:os'
 import { join } from 'node:path'
-import { usageError } from './errors'
 import { writeSecretFile } from './files'
-
-export const DEFAULT_FALLBACK_MAX_AGE_MS = 24 * 3600_000
 
 /** What a cached answer is for: the selection's four parts (absent ones as null). */
 export const selectionKey = (selection: { environment?: string; name?: string; project?: string; file?: string }) =>
@@ -108,13 +105,4 @@ export function hasFallback(who: FallbackKey, selection: string, env = process.e
   } catch {
     return false
   }
-}
-
-/** `--fallback-max-age`: 24h, 90m, 30s, 2d, or 0 (off); a bare number is seconds. */
-export function parseMaxAge(raw: string | undefined): number {
-  if (raw === undefined) return DEFAULT_FALLBACK_MAX_AGE_MS
-  const match = /^(\d{1,9})(s|m|h|d)?$/.exec(raw.trim())
-  if (!match) throw usageError(`--fallback-max-age must be a duration such as 24h, 90m or 0 (off), got ${raw}`)
-  const unit = { s: 1000, m: 60_000, h: 3600_000, d: 86_400_000 }[match[2] ?? 's']!
-  return Number(match[1]) * unit
 }

@@ -5,22 +5,20 @@
 // variables change; --mount also writes them as a dotenv file (0600, atomic) that is removed
 // when CMD exits.
 import { type ChildProcess, spawn } from 'node:child_process'
-import { existsSync, rmSync } from 'node:fs'
-import { resolve } from 'node:path'
+import { rmSync } from 'node:fs'
 import type { Writable } from 'node:stream'
+import { isatty } from 'node:tty'
 import { envLine } from '../../modules/export/render'
-import { parseArgs, str } from './args'
 import { VaultClient } from './client'
-import { credentials } from './config'
-import { dropFallbacks, hasFallback, loadFallback, parseMaxAge, saveFallback, selectionKey } from './fallback'
+import { dropFallbacks, hasFallback, loadFallback, saveFallback, selectionKey } from './fallback'
 import { Masker } from './mask'
-import { CliError, escapeControl, isCliError, usageError } from './errors'
+import { CliError, escapeControl, isCliError } from './errors'
 import { refusedHooks } from './env-hooks'
 import { writeSecretFile } from './files'
-import { ENVIRONMENTS, environmentName, resolveEnvironment } from './templates'
-import { describeSelection, fetchExport, withProject, type Selection, type Variables } from './variables'
+import { planRun, takeStartedRun } from './run-plan'
+import { resolveEnvironment } from './templates'
+import { describeSelection, fetchExport, withProject, type Variables } from './variables'
 
-const DEFAULT_INTERVAL_S = 10
 /** After SIGTERM on a restart, CMD has this long to stop before SIGKILL. */
 const RESTART_GRACE_MS = 5_000
 /** Signals that usually end a program: passed on, and svc then ends as CMD does. */
@@ -28,41 +26,6 @@ const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'] as const
 type Forwarded = (typeof FORWARDED)[number]
 /** Signals programs use for their own purposes (reload, rotate logs): passed on only. */
 const PASSED_ON = ['SIGUSR1', 'SIGUSR2'] as const
-
-export const RUN_OPTIONS = [
-  { name: 'env', short: 'e', value: true },
-  { name: 'name', short: 'n', value: true },
-  { name: 'project', value: true },
-  { name: 'file', value: true },
-  { name: 'watch' },
-  { name: 'interval', value: true },
-  { name: 'mount', value: true },
-  { name: 'override' },
-  { name: 'mask' },
-  { name: 'no-mask' },
-  { name: 'fallback-max-age', value: true },
-  { name: 'allow-env', value: true, repeat: true },
-  { name: 'pass-token' },
-  { name: 'vault', value: true },
-]
-
-export function selectionFrom(options: Record<string, string | boolean | undefined>): Selection {
-  if (options.file !== undefined && options.project === undefined) throw usageError('--file needs --project')
-  const raw = str(options.env)
-  const environment = raw === undefined ? undefined : environmentName(raw)
-  if (environment !== undefined && !(ENVIRONMENTS as readonly string[]).includes(environment)) {
-    throw usageError(`-e takes ${ENVIRONMENTS.join(', ')} (or dev, stage, prod), got ${raw}`)
-  }
-  return { environment, name: str(options.name), project: str(options.project), file: str(options.file) }
-}
-
-function parseInterval(raw: string | undefined): number {
-  if (raw === undefined) return DEFAULT_INTERVAL_S * 1000
-  const match = /^(\d+(?:\.\d+)?)(ms|s|m)?$/.exec(raw.trim())
-  const ms = match ? Number(match[1]) * (match[2] === 'ms' ? 1 : match[2] === 'm' ? 60_000 : 1000) : NaN
-  if (!Number.isFinite(ms) || ms < 100 || ms > 86_400_000) throw usageError(`--interval must be seconds (e.g. 10, 2.5, 500ms, 1m), got ${raw}`)
-  return ms
-}
 
 /**
  * The child's environment: the vault's variables added; ones already set win unless `override`.
@@ -85,9 +48,6 @@ const sameVariables = (a: Variables, b: Variables) => {
   const keys = Object.keys(a)
   return keys.length === Object.keys(b).length && keys.every((key) => Object.hasOwn(b, key) && a[key] === b[key])
 }
-
-/** CI=true, CI=1 and the like; unset, empty, 0 and false are off. */
-const isSet = (value: string | undefined) => value !== undefined && value !== '' && !/^(0|false|no)$/i.test(value)
 
 function formatAge(ms: number): string {
   if (ms < 120_000) return `${Math.round(ms / 1000)} s`
@@ -153,30 +113,13 @@ const SIGNAL_NUMBERS: Record<string, number> = {
 }
 
 export async function run(argv: string[]): Promise<never> {
-  const { options, positionals, rest, lists } = parseArgs(argv, RUN_OPTIONS, { stopAtPositional: true })
-  const command = [...positionals, ...rest]
-  if (command.length === 0) throw usageError('svc run needs a command: svc run [options] -- CMD ARGS')
-  const selection = selectionFrom(options)
-  const override = options.override === true
-  const watch = options.watch === true
-  const intervalMs = parseInterval(str(options.interval))
-  const passToken = options['pass-token'] === true
-  const allowed = new Set(lists['allow-env'] ?? [])
-  for (const name of allowed) if (!/^[^=\u0000]+$/.test(name)) throw usageError(`--allow-env takes a variable name, got ${name}`)
+  // The served file has planned the run and sent its first request already (run-plan.ts).
+  const started = takeStartedRun(argv)
+  const plan = started?.plan ?? planRun(argv)
+  const { command, selection, override, watch, intervalMs, passToken, allowed, mountPath, masking, maxAgeMs, creds } = plan
   const refusal = (names: string[]) =>
     `the vault sets ${names.join(', ')}, which make${names.length === 1 ? 's' : ''} programs load or run other code: refused (if you trust ${names.length === 1 ? 'it' : 'them'}, add ${names.map((name) => `--allow-env ${name}`).join(' ')})`
-  if (options.interval !== undefined && !watch) throw usageError('--interval needs --watch')
-  const mountPath = str(options.mount) === undefined ? undefined : resolve(str(options.mount)!)
-  if (mountPath !== undefined && existsSync(mountPath)) {
-    throw new CliError(`--mount: ${mountPath} already exists; remove it or choose another path (svc removes the file it writes)`)
-  }
-
-  if (options.mask === true && options['no-mask'] === true) throw usageError('--mask and --no-mask exclude each other')
-  const masking = options['no-mask'] === true ? false : options.mask === true || isSet(process.env.CI)
-  const maxAgeMs = parseMaxAge(str(options['fallback-max-age']))
-
-  const creds = credentials()
-  const client = VaultClient.signedIn(creds, str(options.vault))
+  const client = started?.client ?? VaultClient.signedIn(creds, plan.vault)
   const cacheKey = { url: creds.url, key: creds.key }
   const cacheSelection = selectionKey(selection)
   /** A key the vault refused must not keep working from a cache. */
@@ -188,7 +131,7 @@ export async function run(argv: string[]): Promise<never> {
   let variables: Variables
   let keepCopy: (() => void) | null = null
   try {
-    const first = (await fetchExport(client, selection))!
+    const first = (await (started?.first ?? fetchExport(client, selection)))!
     exported = first.variables
     etag = first.etag
     variables = await withProject(client, selection, exported)
@@ -252,7 +195,7 @@ export async function run(argv: string[]): Promise<never> {
   let finished = false
   // Ctrl-C at a terminal sends SIGINT to the whole foreground process group, CMD included: passing
   // it on as well would make it two, which many programs read as "force quit".
-  const terminalDeliversSigint = process.stdin.isTTY === true
+  const terminalDeliversSigint = isatty(0)
   for (const signal of FORWARDED) {
     process.on(signal, () => {
       stopping = signal

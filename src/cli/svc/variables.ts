@@ -1,8 +1,10 @@
 // The variables a command works with: the export's selection (-e environment, -n entry name),
 // plus, with --project, the variables of that env project's file, which win on conflict.
-import { parse as parseDotenv } from 'dotenv'
 import { errorBody, type VaultClient } from './client'
 import { CliError } from './errors'
+
+/** dotenv's parser, loaded when first needed: svc run's start (run-plan.ts) rarely needs it. */
+const parseDotenv = (text: string): Variables => (require('dotenv') as typeof import('dotenv')).parse(text)
 
 export interface Selection {
   environment?: string
