@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { chmodSync, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { saveFallback, selectionKey } from '../../src/cli/svc/fallback'
+import { readFallback, saveFallback, selectionKey } from '../../src/cli/svc/fallback'
 import { hasChromium, openBrowser } from '../support/browser'
 import { signUp, type Client } from '../support/client'
 import { startTestServer, tempDir, type TestServer } from '../support/server'
@@ -385,6 +385,46 @@ describe.skipIf(!NODE)('svc run offline: the encrypted copy of the last good ans
     expect(old).toMatchObject({ code: 1, stdout: '' })
     expect(old.stderr).toContain('older than 24 h')
     expect((await served(['run', '-e', 'production', '--fallback-max-age', '26h', '--', 'printenv', 'OPENAI_API_KEY'], env)).stdout).toBe(`${PROD_KEY}\n`)
+  }, 60_000)
+
+  test('an answer with the copy’s ETag runs the copy’s values (not rewritten unless a minute old); a changed answer runs its own, and the copy follows', async () => {
+    const other = await startTestServer()
+    try {
+      const user = await signUp(other.url)
+      const category = await user.post('/api/categories', { name: 'OpenAI', keyType: 'simple', envVarName: 'OPENAI_API_KEY' })
+      const entry = await user.post('/api/entries', { categoryId: category.body.id, name: 'blog', value: PROD_KEY, environment: 'production' })
+      const created = await user.post('/api/access-keys', { name: 'ci', scopes: ['export:read'] })
+      const made = svcHome({ SVC_URL: other.url, SVC_TOKEN: created.body.key })
+      const who = { url: other.url, key: created.body.key as string }
+      const selection = selectionKey({ environment: 'production' })
+      const args = ['run', '-e', 'production', '--', 'printenv', 'OPENAI_API_KEY']
+      expect(await served(args, made.env)).toMatchObject({ code: 0, stdout: `${PROD_KEY}\n` })
+      const copy = readFallback(who, selection, made.env)!
+      expect(copy.variables).toEqual({ OPENAI_API_KEY: PROD_KEY })
+      expect(copy.etag).toMatch(/^"[\w-]+"$/)
+
+      // Confirmed by the ETag: the copy is what runs (one made by the same code with other values
+      // shows it), and it is not written again.
+      saveFallback(who, selection, { OPENAI_API_KEY: 'from-the-copy' }, copy.savedAt, made.env, copy.etag)
+      expect((await served(args, made.env)).stdout).toBe('from-the-copy\n')
+      expect(readFallback(who, selection, made.env)!.savedAt).toBe(copy.savedAt)
+      // A confirmed copy more than a minute old is dated anew.
+      saveFallback(who, selection, copy.variables, Date.now() - 120_000, made.env, copy.etag)
+      expect((await served(args, made.env)).stdout).toBe(`${PROD_KEY}\n`)
+      expect(readFallback(who, selection, made.env)!.savedAt).toBeGreaterThan(Date.now() - 60_000)
+      // A copy without an ETag (as earlier versions wrote it) is never taken for the answer.
+      saveFallback(who, selection, { OPENAI_API_KEY: 'from-the-copy' }, Date.now(), made.env, null)
+      expect((await served(args, made.env)).stdout).toBe(`${PROD_KEY}\n`)
+
+      // The value changes in the vault: another ETag, the new value runs, and the copy has it.
+      expect((await user.put(`/api/entries/${entry.body.id}`, { value: 'sk-prod-rotated-42' })).status).toBe(200)
+      expect((await served(args, made.env)).stdout).toBe('sk-prod-rotated-42\n')
+      const after = readFallback(who, selection, made.env)!
+      expect(after.variables).toEqual({ OPENAI_API_KEY: 'sk-prod-rotated-42' })
+      expect(after.etag).not.toBe(copy.etag)
+    } finally {
+      await other.stop()
+    }
   }, 60_000)
 
   test('a key the vault refused (401) drops its copy: after the vault stops, svc run refuses', async () => {

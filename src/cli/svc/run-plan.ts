@@ -9,7 +9,7 @@ import { VaultClient } from './client'
 import { credentials, type Credentials } from './config'
 import { ENVIRONMENTS, environmentName } from './environments'
 import { CliError, usageError } from './errors'
-import { fetchExport, type Fetched, type Selection } from './variables'
+import { fetchExportUnparsed, type Fetched, type Selection } from './variables'
 
 const DEFAULT_INTERVAL_S = 10
 export const DEFAULT_FALLBACK_MAX_AGE_MS = 24 * 3600_000
@@ -113,7 +113,7 @@ export function planRun(argv: string[]): RunPlan {
 export interface StartedRun {
   plan: RunPlan
   client: VaultClient
-  /** The first export, as fetchExport answers it (a rejection is svc run's to report). */
+  /** The first export, unparsed (a rejection is svc run's to report). */
   first: Promise<Fetched | null>
 }
 
@@ -133,7 +133,7 @@ export function startRun(argv: string[]): Promise<void> {
   }
   const client = VaultClient.signedIn(plan.creds, plan.vault)
   const sent = new Promise<void>((done) => client.onceSent(done))
-  const first = fetchExport(client, plan.selection)
+  const first = fetchExportUnparsed(client, plan.selection)
   // Awaited by run(); this only keeps an early failure from being reported as unhandled.
   first.catch(() => {})
   started = { argv: argv.slice(1), run: { plan, client, first } }

@@ -10,15 +10,20 @@ import type { Writable } from 'node:stream'
 import { isatty } from 'node:tty'
 import { envLine } from '../../modules/export/render'
 import { VaultClient } from './client'
-import { dropFallbacks, hasFallback, loadFallback, saveFallback, selectionKey } from './fallback'
+import { dropFallbacks, hasFallback, loadFallback, readFallback, saveFallback, selectionKey } from './fallback'
 import { Masker } from './mask'
 import { CliError, escapeControl, isCliError } from './errors'
 import { refusedHooks } from './env-hooks'
 import { writeSecretFile } from './files'
 import { planRun, takeStartedRun } from './run-plan'
 import { resolveEnvironment } from './templates'
-import { describeSelection, fetchExport, withProject, type Variables } from './variables'
+import { describeSelection, fetchExport, fetchExportUnparsed, withProject, type Variables } from './variables'
 
+/**
+ * An offline copy the vault's answer confirms (same ETag) is written again, to date it anew, only
+ * when it is older than this: its age then says at most this much more than the last answer's.
+ */
+const RESEAL_AFTER_MS = 60_000
 /** After SIGTERM on a restart, CMD has this long to stop before SIGKILL. */
 const RESTART_GRACE_MS = 5_000
 /** Signals that usually end a program: passed on, and svc then ends as CMD does. */
@@ -130,16 +135,25 @@ export async function run(argv: string[]): Promise<never> {
   let etag: string | null
   let variables: Variables
   let keepCopy: (() => void) | null = null
+  const firstAnswer = started?.first ?? fetchExportUnparsed(client, selection)
+  // Read while the vault answers. An answer with the copy's ETag holds the copy's values: its
+  // text is not parsed, and the copy is not written again unless it is RESEAL_AFTER_MS old.
+  const copy = maxAgeMs > 0 && selection.project === undefined ? readFallback(cacheKey, cacheSelection) : null
   try {
-    const first = (await (started?.first ?? fetchExport(client, selection)))!
-    exported = first.variables
+    const first = (await firstAnswer)!
+    const confirmed = copy !== null && copy.etag !== null && first.etag === copy.etag
+    exported = confirmed ? copy.variables : first.variables
     etag = first.etag
     variables = await withProject(client, selection, exported)
     if ((selection.name || selection.environment) && Object.keys(exported).length === 0) {
       throw new CliError(`nothing matched: the export of ${describeSelection(selection)} holds no variable`)
     }
-    // Kept once the command has started, so that the copy's encryption and write overlap it.
-    if (maxAgeMs > 0) keepCopy = () => saveFallback(cacheKey, cacheSelection, variables)
+    // Kept once the command has started, so that the copy's encryption and write overlap it. The
+    // ETag only for the export as it came: an env project file's variables are not in it.
+    const copyEtag = selection.project === undefined ? etag : null
+    if (maxAgeMs > 0 && !(confirmed && Date.now() - copy.savedAt < RESEAL_AFTER_MS)) {
+      keepCopy = () => saveFallback(cacheKey, cacheSelection, variables, Date.now(), process.env, copyEtag)
+    }
   } catch (error) {
     forgetIfRefused(error)
     if (!(isCliError(error) && error.unreachable)) throw error
