@@ -1,7 +1,7 @@
 // HTTP to the vault: every failure becomes one clear line (CliError), never a stack trace.
-import { request as httpRequest } from 'node:http'
 import { VERSION } from '../../version'
 import { CliError } from './errors'
+import { request1 } from './http1'
 import type { Credentials } from './config'
 
 /** An answer's headers by lower-case name (not the Web `Headers`: on Node its first use loads undici). */
@@ -154,32 +154,14 @@ export class VaultClient {
 }
 
 /**
- * One request with node:http(s), not fetch: on Node, fetch's first use costs much more
- * (loading undici) and its pooled socket keeps the process alive after the answer. No redirect is
- * followed; no connection is kept.
+ * One request, written and read by http1.ts rather than with fetch or node:http: on Node, fetch's
+ * first use loads undici and keeps a pooled socket alive, and node:http's first request takes
+ * longer to leave than svc run's whole wait for the vault. No redirect is followed; no connection
+ * is kept.
  */
 async function httpSend(url: URL, method: string, headers: Record<string, string>, body: string | undefined, onSent: (() => void) | null): Promise<ApiAnswer> {
-  // node:https (and TLS under it) only when the vault is on https: it is a third of Node's start-up.
-  const send = url.protocol === 'https:' ? (await import('node:https')).request : httpRequest
-  return new Promise((resolve, reject) => {
-    const all = body === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) }
-    const request = send(url, { method, headers: all, agent: false }, (response) => {
-      const chunks: Buffer[] = []
-      response.on('data', (chunk: Buffer) => chunks.push(chunk))
-      response.on('error', reject)
-      response.on('end', () => {
-        const received = response.headers
-        const get = (name: string) => {
-          const value = received[name.toLowerCase()]
-          return value === undefined ? null : Array.isArray(value) ? value.join(', ') : value
-        }
-        resolve({ status: response.statusCode ?? 0, headers: { get }, text: Buffer.concat(chunks).toString('utf8') })
-      })
-    })
-    request.on('error', reject)
-    if (onSent) request.once('finish', onSent)
-    request.end(body)
-  })
+  const answer = await request1(url, method, headers, body, onSent)
+  return { status: answer.status, headers: { get: (name) => answer.headers.get(name.toLowerCase()) ?? null }, text: answer.body.toString('utf8') }
 }
 
 export function errorBody(text: string): { code?: string; error?: string } {
