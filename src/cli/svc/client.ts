@@ -161,7 +161,16 @@ export class VaultClient {
  */
 async function httpSend(url: URL, method: string, headers: Record<string, string>, body: string | undefined, onSent: (() => void) | null): Promise<ApiAnswer> {
   const answer = await request1(url, method, headers, body, onSent)
-  return { status: answer.status, headers: { get: (name) => answer.headers.get(name.toLowerCase()) ?? null }, text: answer.body.toString('utf8') }
+  let text: string | undefined
+  return {
+    status: answer.status,
+    headers: { get: (name) => answer.headers.get(name.toLowerCase()) ?? null },
+    // Decoded when read: svc run does not read an export its offline copy already holds.
+    get text() {
+      text ??= answer.body.toString('utf8')
+      return text
+    },
+  }
 }
 
 export function errorBody(text: string): { code?: string; error?: string } {

@@ -75,14 +75,19 @@ export async function fetchExportUnparsed(client: VaultClient, selection: Select
   if (answer.status === 304) return null
   const type = answer.headers.get('content-type') ?? ''
   let variables: Variables | undefined
+  const fetched = answer
   return {
     get variables() {
-      variables ??= exportVariables(answer.text, type)
+      variables ??= exportVariables(fetched.text, type)
       return variables
     },
     etag: answer.headers.get('etag'),
-    dotenv: type.includes('json') ? null : answer.text,
-    text: answer.text,
+    get dotenv() {
+      return type.includes('json') ? null : fetched.text
+    },
+    get text() {
+      return fetched.text
+    },
   }
 }
 
