@@ -422,6 +422,20 @@ describe.skipIf(!NODE)('svc run offline: the encrypted copy of the last good ans
       const after = readFallback(who, selection, made.env)!
       expect(after.variables).toEqual({ OPENAI_API_KEY: 'sk-prod-rotated-42' })
       expect(after.etag).not.toBe(copy.etag)
+
+      // What a confirmed copy runs is still decided by this run's flags: --allow-env, --override.
+      const hooks = await user.post('/api/categories', { name: 'Node', keyType: 'simple', envVarName: 'NODE_OPTIONS' })
+      await user.post('/api/entries', { categoryId: hooks.body.id, name: 'blog', value: '--no-warnings', environment: 'production' })
+      const allowed = ['run', '-e', 'production', '--allow-env', 'NODE_OPTIONS', '--', 'printenv', 'NODE_OPTIONS']
+      expect(await served(allowed, made.env)).toMatchObject({ code: 0, stdout: '--no-warnings\n' })
+      expect(readFallback(who, selection, made.env)!.etag).not.toBe(after.etag)
+      const refused = await served(args, made.env)
+      expect(refused).toMatchObject({ code: 1, stdout: '' })
+      expect(refused.stderr).toContain('--allow-env NODE_OPTIONS')
+      const own = { ...made.env, OPENAI_API_KEY: 'mine' }
+      const printKey = ['--', 'printenv', 'OPENAI_API_KEY']
+      expect((await served(['run', '-e', 'production', '--allow-env', 'NODE_OPTIONS', ...printKey], own)).stdout).toBe('mine\n')
+      expect((await served(['run', '-e', 'production', '--allow-env', 'NODE_OPTIONS', '--override', ...printKey], own)).stdout).toBe('sk-prod-rotated-42\n')
     } finally {
       await other.stop()
     }

@@ -139,6 +139,14 @@ export async function run(argv: string[]): Promise<never> {
   // Read while the vault answers. An answer with the copy's ETag holds the copy's values: its
   // text is not parsed, and the copy is not written again unless it is RESEAL_AFTER_MS old.
   const copy = maxAgeMs > 0 && selection.project === undefined ? readFallback(cacheKey, cacheSelection) : null
+  const ownEnv = Object.fromEntries(Object.entries(process.env).filter((entry): entry is [string, string] => entry[1] !== undefined))
+  // Also while the vault answers: the checks and the environment the copy's values make, used
+  // only if the answer confirms the copy (the same objects below, compared by identity).
+  const ready = copy && {
+    variables: copy.variables,
+    hooks: refusedHooks(Object.keys(copy.variables), allowed),
+    env: childEnvironment(copy.variables, override, ownEnv, passToken),
+  }
   try {
     const first = (await firstAnswer)!
     const confirmed = copy !== null && copy.etag !== null && first.etag === copy.etag
@@ -172,10 +180,8 @@ export async function run(argv: string[]): Promise<never> {
     variables = cached.variables
   }
   // Values of the form svc://NAME/ENV/VARIABLE in svc's own environment name a vault variable.
-  const baseEnv = await resolveEnvironment(
-    client,
-    Object.fromEntries(Object.entries(process.env).filter((entry): entry is [string, string] => entry[1] !== undefined)),
-  )
+  const baseEnv = await resolveEnvironment(client, ownEnv)
+  const prepared = ready && variables === ready.variables && baseEnv === ownEnv ? ready : null
   const masker = masking
     ? (current: Variables) => {
         const values = [
@@ -188,7 +194,7 @@ export async function run(argv: string[]): Promise<never> {
       }
     : null
   // Before anything is written or started.
-  const hooks = refusedHooks(Object.keys(variables), allowed)
+  const hooks = prepared?.hooks ?? refusedHooks(Object.keys(variables), allowed)
   if (hooks.length > 0) throw new CliError(refusal(hooks))
 
   let mounted = false
@@ -229,7 +235,8 @@ export async function run(argv: string[]): Promise<never> {
 
   const start = async () => {
     try {
-      child = await startChild(command, childEnvironment(variables, override, baseEnv, passToken), masker ? masker(variables) : null)
+      const env = prepared && variables === prepared.variables ? prepared.env : childEnvironment(variables, override, baseEnv, passToken)
+      child = await startChild(command, env, masker ? masker(variables) : null)
       // A signal that came while svc was still fetching goes to CMD at once.
       if (stopping !== null) child.kill(stopping)
     } catch (error) {
