@@ -38,9 +38,14 @@ const PASSED_ON = ['SIGUSR1', 'SIGUSR2'] as const
  * would otherwise reach everything the command starts.
  */
 export function childEnvironment(variables: Variables, override: boolean, base: NodeJS.ProcessEnv = process.env, passToken = false): Record<string, string> {
+  // for…in, not Object.entries: run once over thousands of variables, before the JIT warms up,
+  // the entries' arrays cost Node ten times as much (docs/cli.md, "Speed").
   const env: Record<string, string> = {}
-  for (const [name, value] of Object.entries(base)) if (value !== undefined && (passToken || name !== 'SVC_TOKEN')) env[name] = value
-  for (const [name, value] of Object.entries(variables)) if (override || env[name] === undefined) env[name] = value
+  for (const name in base) {
+    const value = base[name]
+    if (Object.hasOwn(base, name) && value !== undefined && (passToken || name !== 'SVC_TOKEN')) env[name] = value
+  }
+  for (const name in variables) if (Object.hasOwn(variables, name) && (override || env[name] === undefined)) env[name] = variables[name]
   return env
 }
 
