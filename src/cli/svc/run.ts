@@ -39,7 +39,7 @@ const PASSED_ON = ['SIGUSR1', 'SIGUSR2'] as const
  */
 export function childEnvironment(variables: Variables, override: boolean, base: NodeJS.ProcessEnv = process.env, passToken = false): Record<string, string> {
   // for…in, not Object.entries: run once over thousands of variables, before the JIT warms up,
-  // the entries' arrays cost Node ten times as much (docs/cli.md, "Speed").
+  // Object.entries and its arrays cost Node several times as much (docs/cli.md, "Speed").
   const env: Record<string, string> = {}
   for (const name in base) {
     const value = base[name]
