@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { chmodSync, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { saveFallback, selectionKey } from '../../src/cli/svc/fallback'
+import { readFallback, saveFallback, selectionKey } from '../../src/cli/svc/fallback'
 import { hasChromium, openBrowser } from '../support/browser'
 import { signUp, type Client } from '../support/client'
 import { startTestServer, tempDir, type TestServer } from '../support/server'
@@ -112,6 +112,27 @@ describe.skipIf(!NODE)('the served CLI on Node', () => {
     expect((await served(cases[5], keyEnv)).stdout).toBe(`key: ${PROD_KEY}\ndsn: ${SENTRY}\n`)
     const check = await served(cases[6], keyEnv)
     expect(check).toMatchObject({ code: 1, stdout: 'SENTRY_DSN: missing in development (in production)\n' })
+  })
+
+  test('svc run sends its export before loading the rest, once per run, and never for arguments it refuses', async () => {
+    const exports = async () =>
+      ((await owner.get('/api/audit?limit=500')).body.items as { action: string }[]).filter((event) => event.action === 'export.read').length
+    const before = await exports()
+    expect((await served(['run', '-e', 'production', '--no-mask', '--', 'true'], keyEnv)).code).toBe(0)
+    expect(await exports()).toBe(before + 1)
+    const existing = join(tempDir(), 'taken.env')
+    writeFileSync(existing, '')
+    // Each would be a valid export (-e production) but for one argument.
+    for (const args of [
+      ['run', '-e', 'production', '--interval', '5', '--', 'true'],
+      ['run', '-e', 'production', '-e', 'nowhere', '--', 'true'],
+      ['run', '-e', 'production', '--mask', '--no-mask', '--', 'true'],
+      ['run', '-e', 'production', '--mount', existing, '--', 'true'],
+    ]) {
+      const refused = await served(args, keyEnv)
+      expect({ args, code: refused.code }).toEqual({ args, code: args[3] === '--mount' ? 1 : 2 })
+    }
+    expect(await exports()).toBe(before + 1)
   })
 
   test('a vault on https: the served file loads TLS when the URL asks for it and trusts NODE_EXTRA_CA_CERTS', async () => {
@@ -364,6 +385,60 @@ describe.skipIf(!NODE)('svc run offline: the encrypted copy of the last good ans
     expect(old).toMatchObject({ code: 1, stdout: '' })
     expect(old.stderr).toContain('older than 24 h')
     expect((await served(['run', '-e', 'production', '--fallback-max-age', '26h', '--', 'printenv', 'OPENAI_API_KEY'], env)).stdout).toBe(`${PROD_KEY}\n`)
+  }, 60_000)
+
+  test('an answer with the copy’s ETag runs the copy’s values (not rewritten unless a minute old); a changed answer runs its own, and the copy follows', async () => {
+    const other = await startTestServer()
+    try {
+      const user = await signUp(other.url)
+      const category = await user.post('/api/categories', { name: 'OpenAI', keyType: 'simple', envVarName: 'OPENAI_API_KEY' })
+      const entry = await user.post('/api/entries', { categoryId: category.body.id, name: 'blog', value: PROD_KEY, environment: 'production' })
+      const created = await user.post('/api/access-keys', { name: 'ci', scopes: ['export:read'] })
+      const made = svcHome({ SVC_URL: other.url, SVC_TOKEN: created.body.key })
+      const who = { url: other.url, key: created.body.key as string }
+      const selection = selectionKey({ environment: 'production' })
+      const args = ['run', '-e', 'production', '--', 'printenv', 'OPENAI_API_KEY']
+      expect(await served(args, made.env)).toMatchObject({ code: 0, stdout: `${PROD_KEY}\n` })
+      const copy = readFallback(who, selection, made.env)!
+      expect(copy.variables).toEqual({ OPENAI_API_KEY: PROD_KEY })
+      expect(copy.etag).toMatch(/^"[\w-]+"$/)
+
+      // Confirmed by the ETag: the copy is what runs (one made by the same code with other values
+      // shows it), and it is not written again.
+      saveFallback(who, selection, { OPENAI_API_KEY: 'from-the-copy' }, copy.savedAt, made.env, copy.etag)
+      expect((await served(args, made.env)).stdout).toBe('from-the-copy\n')
+      expect(readFallback(who, selection, made.env)!.savedAt).toBe(copy.savedAt)
+      // A confirmed copy more than a minute old is dated anew.
+      saveFallback(who, selection, copy.variables, Date.now() - 120_000, made.env, copy.etag)
+      expect((await served(args, made.env)).stdout).toBe(`${PROD_KEY}\n`)
+      expect(readFallback(who, selection, made.env)!.savedAt).toBeGreaterThan(Date.now() - 60_000)
+      // A copy without an ETag (as earlier versions wrote it) is never taken for the answer.
+      saveFallback(who, selection, { OPENAI_API_KEY: 'from-the-copy' }, Date.now(), made.env, null)
+      expect((await served(args, made.env)).stdout).toBe(`${PROD_KEY}\n`)
+
+      // The value changes in the vault: another ETag, the new value runs, and the copy has it.
+      expect((await user.put(`/api/entries/${entry.body.id}`, { value: 'sk-prod-rotated-42' })).status).toBe(200)
+      expect((await served(args, made.env)).stdout).toBe('sk-prod-rotated-42\n')
+      const after = readFallback(who, selection, made.env)!
+      expect(after.variables).toEqual({ OPENAI_API_KEY: 'sk-prod-rotated-42' })
+      expect(after.etag).not.toBe(copy.etag)
+
+      // What a confirmed copy runs is still decided by this run's flags: --allow-env, --override.
+      const hooks = await user.post('/api/categories', { name: 'Node', keyType: 'simple', envVarName: 'NODE_OPTIONS' })
+      await user.post('/api/entries', { categoryId: hooks.body.id, name: 'blog', value: '--no-warnings', environment: 'production' })
+      const allowed = ['run', '-e', 'production', '--allow-env', 'NODE_OPTIONS', '--', 'printenv', 'NODE_OPTIONS']
+      expect(await served(allowed, made.env)).toMatchObject({ code: 0, stdout: '--no-warnings\n' })
+      expect(readFallback(who, selection, made.env)!.etag).not.toBe(after.etag)
+      const refused = await served(args, made.env)
+      expect(refused).toMatchObject({ code: 1, stdout: '' })
+      expect(refused.stderr).toContain('--allow-env NODE_OPTIONS')
+      const own = { ...made.env, OPENAI_API_KEY: 'mine' }
+      const printKey = ['--', 'printenv', 'OPENAI_API_KEY']
+      expect((await served(['run', '-e', 'production', '--allow-env', 'NODE_OPTIONS', ...printKey], own)).stdout).toBe('mine\n')
+      expect((await served(['run', '-e', 'production', '--allow-env', 'NODE_OPTIONS', '--override', ...printKey], own)).stdout).toBe('sk-prod-rotated-42\n')
+    } finally {
+      await other.stop()
+    }
   }, 60_000)
 
   test('a key the vault refused (401) drops its copy: after the vault stops, svc run refuses', async () => {

@@ -1,7 +1,7 @@
 // HTTP to the vault: every failure becomes one clear line (CliError), never a stack trace.
-import { request as httpRequest } from 'node:http'
 import { VERSION } from '../../version'
 import { CliError } from './errors'
+import { request1 } from './http1'
 import type { Credentials } from './config'
 
 /** An answer's headers by lower-case name (not the Web `Headers`: on Node its first use loads undici). */
@@ -31,6 +31,7 @@ export class VaultClient {
   /** The shared vault the resource paths go to, once known (null: the personal vault). */
   private vaultId: string | null
   private resolving: Promise<void> | null = null
+  private sentListener: (() => void) | null = null
 
   constructor(
     readonly url: string,
@@ -47,6 +48,11 @@ export class VaultClient {
   static signedIn(creds: Credentials, vaultName?: string): VaultClient {
     const known = creds.keySource === 'config' ? (creds.stored?.vaultId ?? null) : null
     return new VaultClient(creds.url, creds.key, creds.keySource, vaultName ?? null, known)
+  }
+
+  /** Calls `listener` once the next request is on its way to the vault (or has failed). */
+  onceSent(listener: () => void): void {
+    this.sentListener = listener
   }
 
   /** Any answer, errors included (the caller decides); only an unreachable vault throws. */
@@ -93,8 +99,10 @@ export class VaultClient {
     const all: Record<string, string> = { accept: 'application/json', 'user-agent': USER_AGENT, ...headers }
     if (this.key) all.authorization = `Bearer ${this.key}`
     if (body !== undefined) all['content-type'] = 'application/json'
+    const onSent = this.sentListener
+    this.sentListener = null
     try {
-      return await httpSend(new URL(this.url + path), method, all, body === undefined ? undefined : JSON.stringify(body))
+      return await httpSend(new URL(this.url + path), method, all, body === undefined ? undefined : JSON.stringify(body), onSent)
     } catch (error) {
       throw new CliError(`cannot reach the vault at ${this.url}: ${reason(error)}`, 1, true)
     }
@@ -146,31 +154,23 @@ export class VaultClient {
 }
 
 /**
- * One request with node:http(s), not fetch: on Node, fetch's first use costs much more
- * (loading undici) and its pooled socket keeps the process alive after the answer. No redirect is
- * followed; no connection is kept.
+ * One request, written and read by http1.ts rather than with fetch or node:http: on Node, fetch's
+ * first use loads undici and keeps a pooled socket alive, and node:http's first request takes
+ * longer to leave than svc run's whole wait for the vault. No redirect is followed; no connection
+ * is kept.
  */
-async function httpSend(url: URL, method: string, headers: Record<string, string>, body: string | undefined): Promise<ApiAnswer> {
-  // node:https (and TLS under it) only when the vault is on https: it is a third of Node's start-up.
-  const send = url.protocol === 'https:' ? (await import('node:https')).request : httpRequest
-  return new Promise((resolve, reject) => {
-    const all = body === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) }
-    const request = send(url, { method, headers: all, agent: false }, (response) => {
-      const chunks: Buffer[] = []
-      response.on('data', (chunk: Buffer) => chunks.push(chunk))
-      response.on('error', reject)
-      response.on('end', () => {
-        const received = response.headers
-        const get = (name: string) => {
-          const value = received[name.toLowerCase()]
-          return value === undefined ? null : Array.isArray(value) ? value.join(', ') : value
-        }
-        resolve({ status: response.statusCode ?? 0, headers: { get }, text: Buffer.concat(chunks).toString('utf8') })
-      })
-    })
-    request.on('error', reject)
-    request.end(body)
-  })
+async function httpSend(url: URL, method: string, headers: Record<string, string>, body: string | undefined, onSent: (() => void) | null): Promise<ApiAnswer> {
+  const answer = await request1(url, method, headers, body, onSent)
+  let text: string | undefined
+  return {
+    status: answer.status,
+    headers: { get: (name) => answer.headers.get(name.toLowerCase()) ?? null },
+    // Decoded when read: svc run does not read an export its offline copy already holds.
+    get text() {
+      text ??= answer.body.toString('utf8')
+      return text
+    },
+  }
 }
 
 export function errorBody(text: string): { code?: string; error?: string } {

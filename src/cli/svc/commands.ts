@@ -9,8 +9,8 @@ import { credentials, normalizeUrl, readConfig, removeConfig, writeConfig, type 
 import { CliError, escapeControl as esc, isCliError, printable, usageError } from './errors'
 import { VERSION } from '../../version'
 import { writeSecretFile } from './files'
-import { selectionFrom } from './run'
-import { ENVIRONMENTS } from './templates'
+import { selectionFrom } from './run-plan'
+import { ENVIRONMENTS } from './environments'
 import { describeSelection, exportQuery, fetchExport, withProject, type Selection } from './variables'
 
 const out = (text: string) => process.stdout.write(text)

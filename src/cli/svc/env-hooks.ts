@@ -67,13 +67,19 @@ export const HOOK_NAMES: readonly string[] = [
 export const HOOK_PREFIXES: readonly string[] = ['LD_', 'DYLD_', 'BASH_FUNC_', 'GIT_CONFIG']
 
 const NAMES = new Set(HOOK_NAMES)
+const PREFIX = new RegExp(`^(?:${HOOK_PREFIXES.map((prefix) => prefix.replace(/[^A-Z0-9_]/g, '\\$&')).join('|')})`)
 
 export function isHook(name: string): boolean {
   const upper = name.toUpperCase()
-  return NAMES.has(upper) || HOOK_PREFIXES.some((prefix) => upper.startsWith(prefix))
+  return NAMES.has(upper) || PREFIX.test(upper)
 }
 
-/** The hook variables among `names` not allowed by --allow-env (exact names), sorted. */
+/**
+ * The hook variables among `names` not allowed by --allow-env (exact names), sorted. A plain
+ * loop: svc run checks every variable of the vault (thousands) once, before the JIT warms up.
+ */
 export function refusedHooks(names: Iterable<string>, allowed: ReadonlySet<string>): string[] {
-  return [...names].filter((name) => isHook(name) && !allowed.has(name)).sort()
+  const refused: string[] = []
+  for (const name of names) if (isHook(name) && !allowed.has(name)) refused.push(name)
+  return refused.sort()
 }

@@ -4,14 +4,13 @@
 // is useless; each file is AES-256-GCM with the selection as associated data, 0600 in a 0700
 // folder under $XDG_CACHE_HOME/svc-vault (else ~/.cache/svc-vault). The folder is named by a
 // hash of (vault URL, key): a key refused by the vault (401/403) drops its whole folder.
+// The copy also keeps the export's ETag: when the vault's next answer has the same one, svc run
+// uses the copy's values, already decrypted while it waited, instead of parsing the answer.
 import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from 'node:crypto'
 import { chmodSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { homedir } from 'node:os'
 import { join } from 'node:path'
-import { usageError } from './errors'
 import { writeSecretFile } from './files'
-
-export const DEFAULT_FALLBACK_MAX_AGE_MS = 24 * 3600_000
 
 /** What a cached answer is for: the selection's four parts (absent ones as null). */
 export const selectionKey = (selection: { environment?: string; name?: string; project?: string; file?: string }) =>
@@ -43,15 +42,26 @@ function filePath(who: FallbackKey, selection: string, env = process.env): strin
 }
 
 interface Sealed {
-  v: 1
+  /** 1: the data is the variables; 2: the data is { etag, variables }. */
+  v: 1 | 2
   savedAt: number
   iv: string
   data: string
   tag: string
 }
 
-/** Keeps `variables` as the last good answer for `selection` (a failure to write is only a note). */
-export function saveFallback(who: FallbackKey, selection: string, variables: Record<string, string>, now = Date.now(), env = process.env): void {
+/**
+ * Keeps `variables` as the last good answer for `selection` (a failure to write is only a note),
+ * with the export's ETag when they are the export as it came (no env project file added).
+ */
+export function saveFallback(
+  who: FallbackKey,
+  selection: string,
+  variables: Record<string, string>,
+  now = Date.now(),
+  env = process.env,
+  etag: string | null = null,
+): void {
   try {
     const dir = keyDir(who, env)
     mkdirSync(dir, { recursive: true, mode: 0o700 })
@@ -59,8 +69,10 @@ export function saveFallback(who: FallbackKey, selection: string, variables: Rec
     const iv = randomBytes(12)
     const cipher = createCipheriv('aes-256-gcm', fileKey(who), iv)
     cipher.setAAD(Buffer.from(`${selection}\0${now}`))
-    const data = Buffer.concat([cipher.update(JSON.stringify(variables), 'utf8'), cipher.final()])
-    const sealed: Sealed = { v: 1, savedAt: now, iv: iv.toString('base64'), data: data.toString('base64'), tag: cipher.getAuthTag().toString('base64') }
+    // The ETag inside the encrypted part: tied to the values by the tag, so that no one can
+    // pair an older copy with a current ETag.
+    const data = Buffer.concat([cipher.update(JSON.stringify({ etag, variables }), 'utf8'), cipher.final()])
+    const sealed: Sealed = { v: 2, savedAt: now, iv: iv.toString('base64'), data: data.toString('base64'), tag: cipher.getAuthTag().toString('base64') }
     const path = filePath(who, selection, env)
     rmSync(path, { force: true })
     // Not synced: after a crash the copy may be missing or fail its tag, and is then not used.
@@ -73,24 +85,34 @@ export function saveFallback(who: FallbackKey, selection: string, variables: Rec
 export interface Fallback {
   variables: Record<string, string>
   savedAt: number
+  /** The ETag of the export the variables are (null: unknown, or an env project file added). */
+  etag: string | null
 }
 
 /** The cached answer for `selection`, when there is one younger than `maxAgeMs`. */
 export function loadFallback(who: FallbackKey, selection: string, maxAgeMs: number, now = Date.now(), env = process.env): Fallback | null {
   if (maxAgeMs <= 0) return null
+  const copy = readFallback(who, selection, env)
+  return copy && now - copy.savedAt <= maxAgeMs && copy.savedAt <= now + 60_000 ? copy : null
+}
+
+/** The cached answer for `selection`, whatever its age (the vault can confirm it by its ETag). */
+export function readFallback(who: FallbackKey, selection: string, env = process.env): Fallback | null {
   let sealed: Sealed
   try {
     sealed = JSON.parse(readFileSync(filePath(who, selection, env), 'utf8')) as Sealed
   } catch {
     return null
   }
-  if (sealed.v !== 1 || typeof sealed.savedAt !== 'number' || now - sealed.savedAt > maxAgeMs || sealed.savedAt > now + 60_000) return null
+  if ((sealed.v !== 1 && sealed.v !== 2) || typeof sealed.savedAt !== 'number') return null
   try {
     const decipher = createDecipheriv('aes-256-gcm', fileKey(who), Buffer.from(sealed.iv, 'base64'))
     decipher.setAAD(Buffer.from(`${selection}\0${sealed.savedAt}`))
     decipher.setAuthTag(Buffer.from(sealed.tag, 'base64'))
     const text = Buffer.concat([decipher.update(Buffer.from(sealed.data, 'base64')), decipher.final()]).toString('utf8')
-    return { variables: JSON.parse(text) as Record<string, string>, savedAt: sealed.savedAt }
+    if (sealed.v === 1) return { variables: JSON.parse(text) as Record<string, string>, savedAt: sealed.savedAt, etag: null }
+    const data = JSON.parse(text) as { etag: string | null; variables: Record<string, string> }
+    return { variables: data.variables, savedAt: sealed.savedAt, etag: typeof data.etag === 'string' ? data.etag : null }
   } catch {
     return null
   }
@@ -108,13 +130,4 @@ export function hasFallback(who: FallbackKey, selection: string, env = process.e
   } catch {
     return false
   }
-}
-
-/** `--fallback-max-age`: 24h, 90m, 30s, 2d, or 0 (off); a bare number is seconds. */
-export function parseMaxAge(raw: string | undefined): number {
-  if (raw === undefined) return DEFAULT_FALLBACK_MAX_AGE_MS
-  const match = /^(\d{1,9})(s|m|h|d)?$/.exec(raw.trim())
-  if (!match) throw usageError(`--fallback-max-age must be a duration such as 24h, 90m or 0 (off), got ${raw}`)
-  const unit = { s: 1000, m: 60_000, h: 3600_000, d: 86_400_000 }[match[2] ?? 's']!
-  return Number(match[1]) * unit
 }

@@ -5,22 +5,25 @@
 // variables change; --mount also writes them as a dotenv file (0600, atomic) that is removed
 // when CMD exits.
 import { type ChildProcess, spawn } from 'node:child_process'
-import { existsSync, rmSync } from 'node:fs'
-import { resolve } from 'node:path'
+import { rmSync } from 'node:fs'
 import type { Writable } from 'node:stream'
+import { isatty } from 'node:tty'
 import { envLine } from '../../modules/export/render'
-import { parseArgs, str } from './args'
 import { VaultClient } from './client'
-import { credentials } from './config'
-import { dropFallbacks, hasFallback, loadFallback, parseMaxAge, saveFallback, selectionKey } from './fallback'
+import { dropFallbacks, hasFallback, loadFallback, readFallback, saveFallback, selectionKey } from './fallback'
 import { Masker } from './mask'
-import { CliError, escapeControl, isCliError, usageError } from './errors'
+import { CliError, escapeControl, isCliError } from './errors'
 import { refusedHooks } from './env-hooks'
 import { writeSecretFile } from './files'
-import { ENVIRONMENTS, environmentName, resolveEnvironment } from './templates'
-import { describeSelection, fetchExport, withProject, type Selection, type Variables } from './variables'
+import { planRun, takeStartedRun } from './run-plan'
+import { resolveEnvironment } from './templates'
+import { describeSelection, fetchExport, fetchExportUnparsed, withProject, type Variables } from './variables'
 
-const DEFAULT_INTERVAL_S = 10
+/**
+ * An offline copy the vault's answer confirms (same ETag) is written again, to date it anew, only
+ * when it is older than this: its age then says at most this much more than the last answer's.
+ */
+const RESEAL_AFTER_MS = 60_000
 /** After SIGTERM on a restart, CMD has this long to stop before SIGKILL. */
 const RESTART_GRACE_MS = 5_000
 /** Signals that usually end a program: passed on, and svc then ends as CMD does. */
@@ -29,50 +32,20 @@ type Forwarded = (typeof FORWARDED)[number]
 /** Signals programs use for their own purposes (reload, rotate logs): passed on only. */
 const PASSED_ON = ['SIGUSR1', 'SIGUSR2'] as const
 
-export const RUN_OPTIONS = [
-  { name: 'env', short: 'e', value: true },
-  { name: 'name', short: 'n', value: true },
-  { name: 'project', value: true },
-  { name: 'file', value: true },
-  { name: 'watch' },
-  { name: 'interval', value: true },
-  { name: 'mount', value: true },
-  { name: 'override' },
-  { name: 'mask' },
-  { name: 'no-mask' },
-  { name: 'fallback-max-age', value: true },
-  { name: 'allow-env', value: true, repeat: true },
-  { name: 'pass-token' },
-  { name: 'vault', value: true },
-]
-
-export function selectionFrom(options: Record<string, string | boolean | undefined>): Selection {
-  if (options.file !== undefined && options.project === undefined) throw usageError('--file needs --project')
-  const raw = str(options.env)
-  const environment = raw === undefined ? undefined : environmentName(raw)
-  if (environment !== undefined && !(ENVIRONMENTS as readonly string[]).includes(environment)) {
-    throw usageError(`-e takes ${ENVIRONMENTS.join(', ')} (or dev, stage, prod), got ${raw}`)
-  }
-  return { environment, name: str(options.name), project: str(options.project), file: str(options.file) }
-}
-
-function parseInterval(raw: string | undefined): number {
-  if (raw === undefined) return DEFAULT_INTERVAL_S * 1000
-  const match = /^(\d+(?:\.\d+)?)(ms|s|m)?$/.exec(raw.trim())
-  const ms = match ? Number(match[1]) * (match[2] === 'ms' ? 1 : match[2] === 'm' ? 60_000 : 1000) : NaN
-  if (!Number.isFinite(ms) || ms < 100 || ms > 86_400_000) throw usageError(`--interval must be seconds (e.g. 10, 2.5, 500ms, 1m), got ${raw}`)
-  return ms
-}
-
 /**
  * The child's environment: the vault's variables added; ones already set win unless `override`.
  * svc's own key (SVC_TOKEN) stays out unless `passToken`: the command has no need of it, and it
  * would otherwise reach everything the command starts.
  */
 export function childEnvironment(variables: Variables, override: boolean, base: NodeJS.ProcessEnv = process.env, passToken = false): Record<string, string> {
+  // for…in, not Object.entries: run once over thousands of variables, before the JIT warms up,
+  // Object.entries and its arrays cost Node several times as much (docs/cli.md, "Speed").
   const env: Record<string, string> = {}
-  for (const [name, value] of Object.entries(base)) if (value !== undefined && (passToken || name !== 'SVC_TOKEN')) env[name] = value
-  for (const [name, value] of Object.entries(variables)) if (override || env[name] === undefined) env[name] = value
+  for (const name in base) {
+    const value = base[name]
+    if (Object.hasOwn(base, name) && value !== undefined && (passToken || name !== 'SVC_TOKEN')) env[name] = value
+  }
+  for (const name in variables) if (Object.hasOwn(variables, name) && (override || env[name] === undefined)) env[name] = variables[name]
   return env
 }
 
@@ -85,9 +58,6 @@ const sameVariables = (a: Variables, b: Variables) => {
   const keys = Object.keys(a)
   return keys.length === Object.keys(b).length && keys.every((key) => Object.hasOwn(b, key) && a[key] === b[key])
 }
-
-/** CI=true, CI=1 and the like; unset, empty, 0 and false are off. */
-const isSet = (value: string | undefined) => value !== undefined && value !== '' && !/^(0|false|no)$/i.test(value)
 
 function formatAge(ms: number): string {
   if (ms < 120_000) return `${Math.round(ms / 1000)} s`
@@ -153,30 +123,13 @@ const SIGNAL_NUMBERS: Record<string, number> = {
 }
 
 export async function run(argv: string[]): Promise<never> {
-  const { options, positionals, rest, lists } = parseArgs(argv, RUN_OPTIONS, { stopAtPositional: true })
-  const command = [...positionals, ...rest]
-  if (command.length === 0) throw usageError('svc run needs a command: svc run [options] -- CMD ARGS')
-  const selection = selectionFrom(options)
-  const override = options.override === true
-  const watch = options.watch === true
-  const intervalMs = parseInterval(str(options.interval))
-  const passToken = options['pass-token'] === true
-  const allowed = new Set(lists['allow-env'] ?? [])
-  for (const name of allowed) if (!/^[^=\u0000]+$/.test(name)) throw usageError(`--allow-env takes a variable name, got ${name}`)
+  // The served file has planned the run and sent its first request already (run-plan.ts).
+  const started = takeStartedRun(argv)
+  const plan = started?.plan ?? planRun(argv)
+  const { command, selection, override, watch, intervalMs, passToken, allowed, mountPath, masking, maxAgeMs, creds } = plan
   const refusal = (names: string[]) =>
     `the vault sets ${names.join(', ')}, which make${names.length === 1 ? 's' : ''} programs load or run other code: refused (if you trust ${names.length === 1 ? 'it' : 'them'}, add ${names.map((name) => `--allow-env ${name}`).join(' ')})`
-  if (options.interval !== undefined && !watch) throw usageError('--interval needs --watch')
-  const mountPath = str(options.mount) === undefined ? undefined : resolve(str(options.mount)!)
-  if (mountPath !== undefined && existsSync(mountPath)) {
-    throw new CliError(`--mount: ${mountPath} already exists; remove it or choose another path (svc removes the file it writes)`)
-  }
-
-  if (options.mask === true && options['no-mask'] === true) throw usageError('--mask and --no-mask exclude each other')
-  const masking = options['no-mask'] === true ? false : options.mask === true || isSet(process.env.CI)
-  const maxAgeMs = parseMaxAge(str(options['fallback-max-age']))
-
-  const creds = credentials()
-  const client = VaultClient.signedIn(creds, str(options.vault))
+  const client = started?.client ?? VaultClient.signedIn(creds, plan.vault)
   const cacheKey = { url: creds.url, key: creds.key }
   const cacheSelection = selectionKey(selection)
   /** A key the vault refused must not keep working from a cache. */
@@ -187,16 +140,33 @@ export async function run(argv: string[]): Promise<never> {
   let etag: string | null
   let variables: Variables
   let keepCopy: (() => void) | null = null
+  const firstAnswer = started?.first ?? fetchExportUnparsed(client, selection)
+  // Read while the vault answers. An answer with the copy's ETag holds the copy's values: its
+  // text is not parsed, and the copy is not written again unless it is RESEAL_AFTER_MS old.
+  const copy = maxAgeMs > 0 && selection.project === undefined ? readFallback(cacheKey, cacheSelection) : null
+  const ownEnv = Object.fromEntries(Object.entries(process.env).filter((entry): entry is [string, string] => entry[1] !== undefined))
+  // Also while the vault answers: the checks and the environment the copy's values make, used
+  // only if the answer confirms the copy (the same objects below, compared by identity).
+  const ready = copy && {
+    variables: copy.variables,
+    hooks: refusedHooks(Object.keys(copy.variables), allowed),
+    env: childEnvironment(copy.variables, override, ownEnv, passToken),
+  }
   try {
-    const first = (await fetchExport(client, selection))!
-    exported = first.variables
+    const first = (await firstAnswer)!
+    const confirmed = copy !== null && copy.etag !== null && first.etag === copy.etag
+    exported = confirmed ? copy.variables : first.variables
     etag = first.etag
     variables = await withProject(client, selection, exported)
     if ((selection.name || selection.environment) && Object.keys(exported).length === 0) {
       throw new CliError(`nothing matched: the export of ${describeSelection(selection)} holds no variable`)
     }
-    // Kept once the command has started, so that the copy's encryption and write overlap it.
-    if (maxAgeMs > 0) keepCopy = () => saveFallback(cacheKey, cacheSelection, variables)
+    // Kept once the command has started, so that the copy's encryption and write overlap it. The
+    // ETag only for the export as it came: an env project file's variables are not in it.
+    const copyEtag = selection.project === undefined ? etag : null
+    if (maxAgeMs > 0 && !(confirmed && Date.now() - copy.savedAt < RESEAL_AFTER_MS)) {
+      keepCopy = () => saveFallback(cacheKey, cacheSelection, variables, Date.now(), process.env, copyEtag)
+    }
   } catch (error) {
     forgetIfRefused(error)
     if (!(isCliError(error) && error.unreachable)) throw error
@@ -215,10 +185,8 @@ export async function run(argv: string[]): Promise<never> {
     variables = cached.variables
   }
   // Values of the form svc://NAME/ENV/VARIABLE in svc's own environment name a vault variable.
-  const baseEnv = await resolveEnvironment(
-    client,
-    Object.fromEntries(Object.entries(process.env).filter((entry): entry is [string, string] => entry[1] !== undefined)),
-  )
+  const baseEnv = await resolveEnvironment(client, ownEnv)
+  const prepared = ready && variables === ready.variables && baseEnv === ownEnv ? ready : null
   const masker = masking
     ? (current: Variables) => {
         const values = [
@@ -231,7 +199,7 @@ export async function run(argv: string[]): Promise<never> {
       }
     : null
   // Before anything is written or started.
-  const hooks = refusedHooks(Object.keys(variables), allowed)
+  const hooks = prepared?.hooks ?? refusedHooks(Object.keys(variables), allowed)
   if (hooks.length > 0) throw new CliError(refusal(hooks))
 
   let mounted = false
@@ -252,7 +220,7 @@ export async function run(argv: string[]): Promise<never> {
   let finished = false
   // Ctrl-C at a terminal sends SIGINT to the whole foreground process group, CMD included: passing
   // it on as well would make it two, which many programs read as "force quit".
-  const terminalDeliversSigint = process.stdin.isTTY === true
+  const terminalDeliversSigint = isatty(0)
   for (const signal of FORWARDED) {
     process.on(signal, () => {
       stopping = signal
@@ -272,7 +240,8 @@ export async function run(argv: string[]): Promise<never> {
 
   const start = async () => {
     try {
-      child = await startChild(command, childEnvironment(variables, override, baseEnv, passToken), masker ? masker(variables) : null)
+      const env = prepared && variables === prepared.variables ? prepared.env : childEnvironment(variables, override, baseEnv, passToken)
+      child = await startChild(command, env, masker ? masker(variables) : null)
       // A signal that came while svc was still fetching goes to CMD at once.
       if (stopping !== null) child.kill(stopping)
     } catch (error) {

@@ -8,16 +8,8 @@ import { parseArgs, str } from './args'
 import type { VaultClient } from './client'
 import { CliError, isCliError, usageError } from './errors'
 import { writeSecretFile } from './files'
+import { ENVIRONMENTS, environmentName } from './environments'
 import { describeSelection, fetchExport, fetchExportText, type Selection, type Variables } from './variables'
-
-export const ENVIRONMENTS = ['development', 'staging', 'production'] as const
-const ALIASES: Record<string, string> = { dev: 'development', develop: 'development', stage: 'staging', stg: 'staging', prod: 'production', prd: 'production' }
-
-/** development, staging or production; the usual short forms (dev, stage, prod) name them too. */
-export function environmentName(raw: string): string {
-  const name = raw.trim().toLowerCase()
-  return ALIASES[name] ?? name
-}
 
 export interface Reference {
   /** As written, for messages: svc://blog/production/DATABASE_URL */

@@ -1,8 +1,10 @@
 // The variables a command works with: the export's selection (-e environment, -n entry name),
 // plus, with --project, the variables of that env project's file, which win on conflict.
-import { parse as parseDotenv } from 'dotenv'
 import { errorBody, type VaultClient } from './client'
 import { CliError } from './errors'
+
+/** dotenv's parser, loaded when first needed: svc run's start (run-plan.ts) rarely needs it. */
+const parseDotenv = (text: string): Variables => (require('dotenv') as typeof import('dotenv')).parse(text)
 
 export interface Selection {
   environment?: string
@@ -52,6 +54,17 @@ export interface Fetched {
  * (nothing changed).
  */
 export async function fetchExport(client: VaultClient, selection: Selection, etag: string | null = null): Promise<Fetched | null> {
+  const fetched = await fetchExportUnparsed(client, selection, etag)
+  // Parsed, and its form checked, here: the callers expect a failure from this call.
+  if (fetched) void fetched.variables
+  return fetched
+}
+
+/**
+ * As fetchExport, but the answer's text is parsed when `variables` is first read (and fails
+ * there): svc run need not parse an answer its offline copy already holds.
+ */
+export async function fetchExportUnparsed(client: VaultClient, selection: Selection, etag: string | null = null): Promise<Fetched | null> {
   const conditional: Record<string, string> = etag ? { 'if-none-match': etag } : {}
   let answer = await client.raw('GET', exportQuery(selection, 'json'), undefined, conditional)
   // A vault from before the JSON format refuses the parameter: its .env text will do.
@@ -61,11 +74,20 @@ export async function fetchExport(client: VaultClient, selection: Selection, eta
   if (answer.status !== 200 && answer.status !== 304) throw client.failure(answer)
   if (answer.status === 304) return null
   const type = answer.headers.get('content-type') ?? ''
+  let variables: Variables | undefined
+  const fetched = answer
   return {
-    variables: exportVariables(answer.text, type),
+    get variables() {
+      variables ??= exportVariables(fetched.text, type)
+      return variables
+    },
     etag: answer.headers.get('etag'),
-    dotenv: type.includes('json') ? null : answer.text,
-    text: answer.text,
+    get dotenv() {
+      return type.includes('json') ? null : fetched.text
+    },
+    get text() {
+      return fetched.text
+    },
   }
 }
 
