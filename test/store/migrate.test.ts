@@ -87,6 +87,36 @@ function auditFiles(dataDir: string): Record<string, string> {
   return files
 }
 
+/** The audit logs in a database, in their file form (lines joined by newlines, a trailing one), by bundle path. */
+async function databaseAuditFiles(url: string): Promise<Record<string, string>> {
+  const db = new Database(url, { max: 1 })
+  try {
+    const files: Record<string, string> = {}
+    const logs: { log_id: string }[] = await db.run((sql) => sql`SELECT log_id FROM svc_audit_logs ORDER BY log_id`)
+    for (const { log_id: id } of logs) {
+      const lines: { line: string }[] = await db.run((sql) => sql`SELECT line FROM svc_audit_lines WHERE log_id = ${id} ORDER BY seq`)
+      // A log without lines is no file in a folder.
+      if (lines.length === 0) continue
+      const text = `${lines.map((row) => row.line).join('\n')}\n`
+      files[id === 'server' ? 'audit.log' : `vaults/${id}.audit.log`] = Buffer.from(text).toString('latin1')
+    }
+    return files
+  } finally {
+    await db.close()
+  }
+}
+
+/** A folder's audit logs without the server log's anchor (a database keeps it in a row). */
+function auditLogFiles(dataDir: string): Record<string, string> {
+  const { 'audit.chain.json': _anchor, ...logs } = auditFiles(dataDir)
+  return logs
+}
+
+/** audit-verify reading a database. */
+async function verifyDatabase(url: string): Promise<{ code: number; output: string }> {
+  return svcVault(['audit-verify'], { SVC_DATABASE_URL: url, SVC_DATA_DIR: dir(), SVC_MASTER_KEY: TEST_MASTER_KEY })
+}
+
 /** Every record equal: the same documents, each list's records equal one by one (toEqual names the first that is not). */
 function expectSameRecords(copy: Record<string, unknown>, source: Record<string, unknown>) {
   expect(Object.keys(copy).sort()).toEqual(Object.keys(source).sort())
@@ -136,7 +166,7 @@ async function expectReadable(env: Record<string, string | undefined>, dataDir: 
   }
 }
 
-/** A database filled from a copy of the fixture by migrate --to; the folder keeps its audit logs. */
+/** A database filled from a copy of the fixture by migrate --to (its audit logs too). */
 async function migratedDatabase(): Promise<{ url: string; folder: string }> {
   const folder = folderCopy()
   const url = await freshDatabase()
@@ -172,15 +202,23 @@ describeNeeding(missingPostgres)('moving between the file store and PostgreSQL',
     const source = folderDocuments(fixture.folder)
     expect(Object.keys(source)).toHaveLength(4)
     expectSameRecords(await databaseDocuments(url), source)
-    // The audit logs stay where the database store reads them for now (its SVC_DATA_DIR), untouched.
+    // The audit logs are in the database, byte for byte; the folder (the source) is left as it was.
+    expect(await databaseAuditFiles(url)).toEqual(auditLogFiles(fixture.folder))
+    expect(Object.keys(await databaseAuditFiles(url))).toHaveLength(3)
     expect(auditFiles(folder)).toEqual(auditFiles(fixture.folder))
-    await expectReadable({ SVC_DATABASE_URL: url }, folder)
+    const verified = await verifyDatabase(url)
+    expect(verified.output).toContain('4 audit log(s) verified')
+    expect(verified.output).not.toContain('FAIL')
+    expect(verified.code).toBe(0)
+    // A server on the database needs nothing of the folder.
+    await expectReadable({ SVC_DATABASE_URL: url }, dir())
   }, 60_000)
 
   test('migrate --to-dir copies a database into a new folder: every record and audit log equal, audit-verify passes', async () => {
-    const { url, folder } = await migratedDatabase()
+    const { url } = await migratedDatabase()
     const target = join(dir(), 'copy')
-    const migrated = await svcVault(['migrate', '--to-dir', target], { SVC_DATABASE_URL: url, SVC_DATA_DIR: folder, SVC_MASTER_KEY: TEST_MASTER_KEY })
+    // The audit logs come out of the database: SVC_DATA_DIR names an empty folder.
+    const migrated = await svcVault(['migrate', '--to-dir', target], { SVC_DATABASE_URL: url, SVC_DATA_DIR: dir(), SVC_MASTER_KEY: TEST_MASTER_KEY })
     expect(migrated.output).toMatch(
       /^migrate: \d+ records in .*; verified 4 document\(s\) with \d+ record\(s\) and 3 audit log\(s\) equal from the database into /m,
     )
@@ -261,7 +299,10 @@ describeNeeding(missingPostgres)('moving between the file store and PostgreSQL',
     expect(intoDb.output).toContain('into the database')
     expect(intoDb.code).toBe(0)
     expectSameRecords(await databaseDocuments(restoredDb), folderDocuments(fixture.folder))
-    expect(auditFiles(auditHome)).toEqual(auditFiles(fixture.folder))
+    // The audit logs went into the database, not into its SVC_DATA_DIR.
+    expect(readdirSync(auditHome)).toEqual([])
+    expect(await databaseAuditFiles(restoredDb)).toEqual(auditLogFiles(fixture.folder))
+    expect((await verifyDatabase(restoredDb)).code).toBe(0)
     // Into a database that holds data: refused.
     const again = await svcVault(['restore', join(bundles, 'dir.json')], { SVC_DATABASE_URL: restoredDb, SVC_DATA_DIR: dir(), SVC_MASTER_KEY: TEST_MASTER_KEY })
     expect(again.code).toBe(1)
