@@ -210,8 +210,13 @@ describeNeeding(missingPostgres)('moving between the file store and PostgreSQL',
     expect(verified.output).toContain('4 audit log(s) verified')
     expect(verified.output).not.toContain('FAIL')
     expect(verified.code).toBe(0)
-    // A server on the database needs nothing of the folder.
+    // A server on the database needs nothing of the folder; the lines it appends chain from the
+    // heads the migration wrote (audit-verify again).
     await expectReadable({ SVC_DATABASE_URL: url }, dir())
+    const after = await verifyDatabase(url)
+    expect(after.output).not.toContain('FAIL')
+    expect(after.code).toBe(0)
+    expect(Object.values(await databaseAuditFiles(url)).join('').length).toBeGreaterThan(Object.values(auditLogFiles(fixture.folder)).join('').length)
   }, 60_000)
 
   test('migrate --to-dir copies a database into a new folder: every record and audit log equal, audit-verify passes', async () => {
