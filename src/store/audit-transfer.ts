@@ -76,9 +76,8 @@ function assertAuditFilesFit(home: { dataDir: string }, files: readonly BackupFi
 }
 
 /**
- * Writes audit files into a home. A file already there with the same bytes is left (a migration
- * from a folder into a database whose SVC_DATA_DIR is that folder); one with other bytes is an
- * error: an audit log is never overwritten.
+ * Writes audit files into a folder. A file already there with the same bytes is left; one with
+ * other bytes is an error: an audit log is never overwritten.
  */
 async function writeAuditFiles(home: { dataDir: string }, files: readonly BackupFile[]): Promise<number> {
   let written = 0
