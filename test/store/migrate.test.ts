@@ -7,6 +7,8 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { cpSync, existsSync, readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { writeAuditLogsTo } from '../../src/store/audit-transfer'
+import { backupEntry, createBackup } from '../../src/store/backup'
 import { Database } from '../../src/store/postgres/database'
 import { loadDocument } from '../../src/store/postgres/document'
 import { readLoggedDocumentSync } from '../../src/store/document'
@@ -314,6 +316,28 @@ describeNeeding(missingPostgres)('moving between the file store and PostgreSQL',
     expect(again.output).toContain('is not empty')
     await expectReadable({ SVC_DATABASE_URL: restoredDb }, auditHome)
   }, 90_000)
+
+  test('an audit log in the database is never overwritten: the same lines are left, other lines refused', async () => {
+    const { url } = await migratedDatabase()
+    const bundle = createBackup(fixture.folder)
+    const logs = bundle.files.filter((file) => file.path.endsWith('.audit.log'))
+    expect(logs.length).toBeGreaterThan(0)
+    const db = new Database(url, { max: 1 })
+    try {
+      // The same lines again: nothing written.
+      expect(await db.sql.begin((tx) => writeAuditLogsTo({ sql: tx }, logs, bundle.files))).toBe(0)
+      // A log whose last line is missing: refused, and the row keeps its lines.
+      const [first] = logs
+      const text = Buffer.from(first.data, 'base64').toString('utf8')
+      const shorter = backupEntry(first.path, Buffer.from(text.slice(0, text.lastIndexOf('\n', text.length - 2) + 1)))
+      const before = await databaseAuditFiles(url)
+      const refused = await db.sql.begin((tx) => writeAuditLogsTo({ sql: tx }, [shorter], bundle.files)).catch((error: Error) => error)
+      expect(String(refused)).toContain('exists already in the database and differs')
+      expect(await databaseAuditFiles(url)).toEqual(before)
+    } finally {
+      await db.close()
+    }
+  }, 60_000)
 
   test('rotate-master-key --rekey on a database: new data keys, no old ciphertext left in a row, refused while an instance runs', async () => {
     const { url, folder } = await migratedDatabase()
