@@ -139,10 +139,17 @@ function anchorFile(anchor: AuditAnchor): Buffer {
 async function readAuditRows(sql: Sql): Promise<BackupFile[]> {
   const rows: { log_id: string; head: string; lines: string | number; bytes: string | number; anchor: string }[] =
     await sql`SELECT log_id, head, lines, bytes, anchor::text AS anchor FROM svc_audit_logs ORDER BY log_id`
+  // Every line in one query (not one per log: thousands of vaults), grouped by log.
+  const all: { log_id: string; line: string }[] = await sql`SELECT log_id, line FROM svc_audit_lines ORDER BY log_id, seq`
+  const linesOf = new Map<string, string[]>()
+  for (const { log_id: id, line } of all) {
+    const lines = linesOf.get(id)
+    if (lines) lines.push(line)
+    else linesOf.set(id, [line])
+  }
   const files: BackupFile[] = []
   for (const row of rows) {
-    const lines: { line: string }[] = await sql`SELECT line FROM svc_audit_lines WHERE log_id = ${row.log_id} ORDER BY seq`
-    const text = Buffer.from(joinAuditLines(lines.map((one) => one.line)))
+    const text = Buffer.from(joinAuditLines(linesOf.get(row.log_id) ?? []))
     if (row.log_id === SERVER_LOG_ID) {
       const stored = JSON.parse(row.anchor) as AuditAnchor
       const anchor = { ...stored, head: row.head, lines: Number(row.lines), bytes: Number(row.bytes) }
