@@ -109,7 +109,11 @@ export async function readAuditLogsOf(home: AuditHome): Promise<BackupFile[]> {
 /** Throws when writing these files would overwrite an audit log, or they are no audit logs (checked before anything is written). */
 export async function assertAuditLogsFit(home: AuditHome, files: readonly BackupFile[], bundle: readonly BackupFile[] = []): Promise<void> {
   if ('dataDir' in home) return assertAuditFilesFit(home, files)
-  for (const log of logsOf(files, bundle)) await assertRowFits(home.sql, log)
+  const present = await presentLogs(home.sql)
+  for (const log of logsOf(files, bundle)) {
+    for (const line of log.lines) hashOf(line, log.path)
+    if (present.has(log.id)) await assertRowFits(home.sql, log)
+  }
 }
 
 /**
@@ -120,9 +124,17 @@ export async function assertAuditLogsFit(home: AuditHome, files: readonly Backup
  */
 export async function writeAuditLogsTo(home: AuditHome, files: readonly BackupFile[], bundle: readonly BackupFile[] = []): Promise<number> {
   if ('dataDir' in home) return writeAuditFiles(home, files)
-  let written = 0
-  for (const log of logsOf(files, bundle)) if (await writeRow(home.sql, log)) written++
-  return written
+  const sql = home.sql
+  const logs = logsOf(files, bundle)
+  const present = await presentLogs(sql)
+  const fresh: LogToWrite[] = []
+  for (const log of logs) {
+    // One already there: left when it holds these very lines, refused otherwise.
+    if (present.has(log.id)) await assertRowFits(sql, log)
+    else fresh.push(log)
+  }
+  await insertRows(sql, fresh)
+  return fresh.length
 }
 
 /**
@@ -169,11 +181,12 @@ interface LogToWrite {
   anchor: AuditAnchor
 }
 
-const HASH_AT_END = /,"hash":"([0-9a-f]{64})"\}$/
+/** A line's last 75 characters: `,"hash":"<64 hex>"}` (only those are matched: linear in nothing). */
+const HASH_AT_END = /^,"hash":"([0-9a-f]{64})"\}$/
 
 /** The hash the next line chains from, after `line` (its own `hash` field, the last one). */
 function hashOf(line: string, path: string): string {
-  const found = HASH_AT_END.exec(line)
+  const found = HASH_AT_END.exec(line.slice(-75))
   if (!found) throw new BackupError(`${path} holds a line that is not an audit event; nothing was restored`)
   return found[1]
 }
@@ -209,34 +222,54 @@ function logsOf(files: readonly BackupFile[], bundle: readonly BackupFile[]): Lo
 
 const VAULT_LOG_PATH = new RegExp(`^${VAULTS_DIR}/[0-9a-f-]{36}\\.audit\\.log$`)
 
-/** Throws unless the log's row is absent or holds these very lines (an audit log is never overwritten). */
-async function assertRowFits(sql: Sql, log: LogToWrite): Promise<boolean> {
-  for (const line of log.lines) hashOf(line, log.path)
-  const [row] = await sql`SELECT log_id FROM svc_audit_logs WHERE log_id = ${log.id}`
-  if (!row) return true
+/** Throws unless the log's row (there already) holds these very lines: an audit log is never overwritten. */
+async function assertRowFits(sql: Sql, log: LogToWrite): Promise<void> {
   const lines: { line: string }[] = await sql`SELECT line FROM svc_audit_lines WHERE log_id = ${log.id} ORDER BY seq`
   if (joinAuditLines(lines.map((one) => one.line)) !== joinAuditLines(log.lines)) {
     throw new BackupError(`the audit log ${log.path} exists already in the database and differs: an audit log is never overwritten`)
   }
-  return false
 }
 
-/** Lines per INSERT (a statement's JSON array of them). */
-const LINES_PER_INSERT = 2000
+/** Rows, or lines, per INSERT (a statement's JSON array of them), and the most bytes of lines in one. */
+const ROWS_PER_INSERT = 2000
+const BYTES_PER_INSERT = 4 * 1024 * 1024
 
-/** The log's row and lines, as PgAuditLogStore keeps them; false when the same log was there already. */
-async function writeRow(sql: Sql, log: LogToWrite): Promise<boolean> {
-  if (!(await assertRowFits(sql, log))) return false
-  const last = log.lines.at(-1)
-  // The head: what the next line chains from (the last line's hash; with none, the checkpoint or start).
-  const head = last === undefined ? (log.anchor.checkpoint ?? log.anchor.start) : hashOf(last, log.path)
-  const bytes = log.lines.reduce((sum, line) => sum + Buffer.byteLength(line, 'utf8') + 1, 0)
-  await sql`INSERT INTO svc_audit_logs (log_id, head, lines, bytes, anchor)
-    VALUES (${log.id}, ${head}, ${log.lines.length}, ${bytes}, ${storedAnchor(log.anchor)}::text::jsonb)`
-  for (let from = 0; from < log.lines.length; from += LINES_PER_INSERT) {
-    const chunk = log.lines.slice(from, from + LINES_PER_INSERT)
-    await sql`INSERT INTO svc_audit_lines (log_id, seq, line)
-      SELECT ${log.id}, ${from} + t.n, t.line FROM json_array_elements_text(${JSON.stringify(chunk)}::text::json) WITH ORDINALITY AS t (line, n)`
+/** The logs' rows and lines, as PgAuditLogStore keeps them, many per statement (a restore of thousands of vaults). */
+async function insertRows(sql: Sql, logs: readonly LogToWrite[]): Promise<void> {
+  const rows = logs.map((log) => {
+    const last = log.lines.at(-1)
+    // The head: what the next line chains from (the last line's hash; with none, the checkpoint or start).
+    const head = last === undefined ? (log.anchor.checkpoint ?? log.anchor.start) : hashOf(last, log.path)
+    const bytes = log.lines.reduce((sum, line) => sum + Buffer.byteLength(line, 'utf8') + 1, 0)
+    return { log_id: log.id, head, lines: log.lines.length, bytes, anchor: JSON.parse(storedAnchor(log.anchor)) as unknown }
+  })
+  for (let from = 0; from < rows.length; from += ROWS_PER_INSERT) {
+    const chunk = JSON.stringify(rows.slice(from, from + ROWS_PER_INSERT))
+    await sql`INSERT INTO svc_audit_logs (log_id, head, lines, bytes, anchor)
+      SELECT log_id, head, lines, bytes, anchor FROM json_to_recordset(${chunk}::text::json) AS t (log_id text, head text, lines bigint, bytes bigint, anchor jsonb)`
   }
-  return true
+  // The lines as json strings (json, not jsonb: kept as sent), numbered from 1 in each log.
+  let batch: { log_id: string; seq: number; line: string }[] = []
+  let bytes = 0
+  const flush = async () => {
+    if (batch.length === 0) return
+    const chunk = JSON.stringify(batch)
+    batch = []
+    bytes = 0
+    await sql`INSERT INTO svc_audit_lines (log_id, seq, line)
+      SELECT log_id, seq, line FROM json_to_recordset(${chunk}::text::json) AS t (log_id text, seq bigint, line text)`
+  }
+  for (const log of logs) {
+    for (let i = 0; i < log.lines.length; i++) {
+      batch.push({ log_id: log.id, seq: i + 1, line: log.lines[i] })
+      bytes += log.lines[i].length
+      if (batch.length >= ROWS_PER_INSERT || bytes >= BYTES_PER_INSERT) await flush()
+    }
+  }
+  await flush()
+}
+
+/** The ids of the logs a database holds. */
+async function presentLogs(sql: Sql): Promise<Set<string>> {
+  return new Set(((await sql`SELECT log_id FROM svc_audit_logs`) as { log_id: string }[]).map((row) => row.log_id))
 }
