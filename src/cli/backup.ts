@@ -40,8 +40,6 @@ async function main() {
       const key = args.includeMasterKey ? masterKeyFromEnv(process.env) : undefined
       if (args.includeMasterKey && !key) throw new BackupError('--include-master-key: the master key is not given (SVC_MASTER_KEY or SVC_MASTER_KEY_FILE)')
       bundle = await createDatabaseBackup(databaseUrl, {
-        // The database store's audit logs are in its SVC_DATA_DIR for now (src/store/audit-transfer.ts).
-        audit: { dataDir: args.dataDir },
         masterKeyFile: key ? Buffer.from(`${Buffer.from(key).toString('base64')}\n`) : undefined,
         progress,
       })

@@ -6,6 +6,7 @@
 // Both read the source as a backup bundle (one format for both stores: src/store/backup.ts,
 // src/store/postgres/bundle.ts), refuse a target that holds anything, write it, then read the
 // copy back and compare it with the source record by record and every audit log byte for byte.
+// The audit logs move with the documents: into the database's tables, or out of them into files.
 // The master key comes from SVC_MASTER_KEY or SVC_MASTER_KEY_FILE (a database store takes it
 // from there only) and must pass the source's key check. The source must not change meanwhile:
 // the data folder is locked (a running server makes this refuse), and a database with other
@@ -82,11 +83,10 @@ export async function migrate(target: Target, options: MigrateOptions = {}): Pro
     if (target.to === 'postgres') {
       shown.finish(await toDatabase(target.url, dataDir, ring, shown))
       log('start the server with SVC_DATABASE_URL set to that database and the same master key (SVC_MASTER_KEY or SVC_MASTER_KEY_FILE)')
-      log(`the audit logs stay in ${dataDir}: keep SVC_DATA_DIR set to it (the database store reads them there for now)`)
     } else {
       const url = databaseUrlFromEnv(env)
       if (!url) throw new ConfigError('--to-dir copies the database SVC_DATABASE_URL (or SVC_DATABASE_URL_FILE) names: set one')
-      shown.finish(await toFolder(url, target.dir, dataDir, ring, shown))
+      shown.finish(await toFolder(url, target.dir, ring, shown))
       log(`start the server with SVC_DATA_DIR=${target.dir}, SVC_DATABASE_URL unset and the same master key (SVC_MASTER_KEY or SVC_MASTER_KEY_FILE)`)
     }
   } catch (error) {
@@ -110,17 +110,17 @@ async function toDatabase(url: string, dataDir: string, ring: Keyring, progress:
     await ring.assertKeyCheck(accountsOf(source).keyCheck ?? '').catch(() => {
       throw new MasterKeyMismatchError(`the master key given does not match the data in ${dataDir}; nothing was copied`)
     })
-    // The database store's audit logs are in its SVC_DATA_DIR for now, which is this folder (audit-transfer.ts).
-    await restoreDatabaseBackup(source, url, { audit: { dataDir }, progress, described: 'the target database' })
-    const copy = await createDatabaseBackup(url, { audit: { dataDir } })
+    // The audit logs go into the database with the documents (audit-transfer.ts).
+    await restoreDatabaseBackup(source, url, { progress, described: 'the target database' })
+    const copy = await createDatabaseBackup(url, {})
     return `${verified(source, copy)} from ${dataDir} into the database`
   } finally {
     release()
   }
 }
 
-/** The database into a new, empty folder (its audit logs from `auditDir`); the summary's detail. */
-async function toFolder(url: string, dir: string, auditDir: string, ring: Keyring, progress: Progress): Promise<string> {
+/** The database (its audit logs too) into a new, empty folder; the summary's detail. */
+async function toFolder(url: string, dir: string, ring: Keyring, progress: Progress): Promise<string> {
   const present = occupants(dir)
   if (present.length > 0) {
     throw new BackupError(`${dir} is not empty (${present.slice(0, 3).join(', ')}${present.length > 3 ? ', …' : ''}); migrate only into an empty folder`)
@@ -131,7 +131,7 @@ async function toFolder(url: string, dir: string, auditDir: string, ring: Keyrin
   } finally {
     await db.close()
   }
-  const source = await createDatabaseBackup(url, { audit: { dataDir: auditDir } })
+  const source = await createDatabaseBackup(url, {})
   await ring.assertKeyCheck(accountsOf(source).keyCheck ?? '').catch(() => {
     throw new MasterKeyMismatchError('the master key given does not match the data in the database; nothing was copied')
   })

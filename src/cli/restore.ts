@@ -50,8 +50,8 @@ async function main() {
   const keyChecked = databaseUrl ? await checkKey(bundle) : false
   const progress = new Progress({ label: 'restore', total: 0 })
   try {
-    // The database store's audit logs are in its SVC_DATA_DIR for now (src/store/audit-transfer.ts).
-    if (databaseUrl) await restoreDatabaseBackup(bundle, databaseUrl, { audit: { dataDir: args.dataDir }, progress })
+    // With a database its audit logs go into its tables too (src/store/audit-transfer.ts).
+    if (databaseUrl) await restoreDatabaseBackup(bundle, databaseUrl, { progress })
     else await restoreBackup(bundle, args.dataDir, progress)
   } catch (error) {
     progress.abandon()

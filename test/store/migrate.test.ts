@@ -7,6 +7,8 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { cpSync, existsSync, readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { writeAuditLogsTo } from '../../src/store/audit-transfer'
+import { backupEntry, createBackup } from '../../src/store/backup'
 import { Database } from '../../src/store/postgres/database'
 import { loadDocument } from '../../src/store/postgres/document'
 import { readLoggedDocumentSync } from '../../src/store/document'
@@ -87,6 +89,36 @@ function auditFiles(dataDir: string): Record<string, string> {
   return files
 }
 
+/** The audit logs in a database, in their file form (lines joined by newlines, a trailing one), by bundle path. */
+async function databaseAuditFiles(url: string): Promise<Record<string, string>> {
+  const db = new Database(url, { max: 1 })
+  try {
+    const files: Record<string, string> = {}
+    const logs: { log_id: string }[] = await db.run((sql) => sql`SELECT log_id FROM svc_audit_logs ORDER BY log_id`)
+    for (const { log_id: id } of logs) {
+      const lines: { line: string }[] = await db.run((sql) => sql`SELECT line FROM svc_audit_lines WHERE log_id = ${id} ORDER BY seq`)
+      // A log without lines is no file in a folder.
+      if (lines.length === 0) continue
+      const text = `${lines.map((row) => row.line).join('\n')}\n`
+      files[id === 'server' ? 'audit.log' : `vaults/${id}.audit.log`] = Buffer.from(text).toString('latin1')
+    }
+    return files
+  } finally {
+    await db.close()
+  }
+}
+
+/** A folder's audit logs without the server log's anchor (a database keeps it in a row). */
+function auditLogFiles(dataDir: string): Record<string, string> {
+  const { 'audit.chain.json': _anchor, ...logs } = auditFiles(dataDir)
+  return logs
+}
+
+/** audit-verify reading a database. */
+async function verifyDatabase(url: string): Promise<{ code: number; output: string }> {
+  return svcVault(['audit-verify'], { SVC_DATABASE_URL: url, SVC_DATA_DIR: dir(), SVC_MASTER_KEY: TEST_MASTER_KEY })
+}
+
 /** Every record equal: the same documents, each list's records equal one by one (toEqual names the first that is not). */
 function expectSameRecords(copy: Record<string, unknown>, source: Record<string, unknown>) {
   expect(Object.keys(copy).sort()).toEqual(Object.keys(source).sort())
@@ -136,7 +168,7 @@ async function expectReadable(env: Record<string, string | undefined>, dataDir: 
   }
 }
 
-/** A database filled from a copy of the fixture by migrate --to; the folder keeps its audit logs. */
+/** A database filled from a copy of the fixture by migrate --to (its audit logs too). */
 async function migratedDatabase(): Promise<{ url: string; folder: string }> {
   const folder = folderCopy()
   const url = await freshDatabase()
@@ -172,15 +204,28 @@ describeNeeding(missingPostgres)('moving between the file store and PostgreSQL',
     const source = folderDocuments(fixture.folder)
     expect(Object.keys(source)).toHaveLength(4)
     expectSameRecords(await databaseDocuments(url), source)
-    // The audit logs stay where the database store reads them for now (its SVC_DATA_DIR), untouched.
+    // The audit logs are in the database, byte for byte; the folder (the source) is left as it was.
+    expect(await databaseAuditFiles(url)).toEqual(auditLogFiles(fixture.folder))
+    expect(Object.keys(await databaseAuditFiles(url))).toHaveLength(3)
     expect(auditFiles(folder)).toEqual(auditFiles(fixture.folder))
-    await expectReadable({ SVC_DATABASE_URL: url }, folder)
+    const verified = await verifyDatabase(url)
+    expect(verified.output).toContain('4 audit log(s) verified')
+    expect(verified.output).not.toContain('FAIL')
+    expect(verified.code).toBe(0)
+    // A server on the database needs nothing of the folder; the lines it appends chain from the
+    // heads the migration wrote (audit-verify again).
+    await expectReadable({ SVC_DATABASE_URL: url }, dir())
+    const after = await verifyDatabase(url)
+    expect(after.output).not.toContain('FAIL')
+    expect(after.code).toBe(0)
+    expect(Object.values(await databaseAuditFiles(url)).join('').length).toBeGreaterThan(Object.values(auditLogFiles(fixture.folder)).join('').length)
   }, 60_000)
 
   test('migrate --to-dir copies a database into a new folder: every record and audit log equal, audit-verify passes', async () => {
-    const { url, folder } = await migratedDatabase()
+    const { url } = await migratedDatabase()
     const target = join(dir(), 'copy')
-    const migrated = await svcVault(['migrate', '--to-dir', target], { SVC_DATABASE_URL: url, SVC_DATA_DIR: folder, SVC_MASTER_KEY: TEST_MASTER_KEY })
+    // The audit logs come out of the database: SVC_DATA_DIR names an empty folder.
+    const migrated = await svcVault(['migrate', '--to-dir', target], { SVC_DATABASE_URL: url, SVC_DATA_DIR: dir(), SVC_MASTER_KEY: TEST_MASTER_KEY })
     expect(migrated.output).toMatch(
       /^migrate: \d+ records in .*; verified 4 document\(s\) with \d+ record\(s\) and 3 audit log\(s\) equal from the database into /m,
     )
@@ -261,13 +306,38 @@ describeNeeding(missingPostgres)('moving between the file store and PostgreSQL',
     expect(intoDb.output).toContain('into the database')
     expect(intoDb.code).toBe(0)
     expectSameRecords(await databaseDocuments(restoredDb), folderDocuments(fixture.folder))
-    expect(auditFiles(auditHome)).toEqual(auditFiles(fixture.folder))
+    // The audit logs went into the database, not into its SVC_DATA_DIR.
+    expect(readdirSync(auditHome)).toEqual([])
+    expect(await databaseAuditFiles(restoredDb)).toEqual(auditLogFiles(fixture.folder))
+    expect((await verifyDatabase(restoredDb)).code).toBe(0)
     // Into a database that holds data: refused.
     const again = await svcVault(['restore', join(bundles, 'dir.json')], { SVC_DATABASE_URL: restoredDb, SVC_DATA_DIR: dir(), SVC_MASTER_KEY: TEST_MASTER_KEY })
     expect(again.code).toBe(1)
     expect(again.output).toContain('is not empty')
     await expectReadable({ SVC_DATABASE_URL: restoredDb }, auditHome)
   }, 90_000)
+
+  test('an audit log in the database is never overwritten: the same lines are left, other lines refused', async () => {
+    const { url } = await migratedDatabase()
+    const bundle = createBackup(fixture.folder)
+    const logs = bundle.files.filter((file) => file.path.endsWith('.audit.log'))
+    expect(logs.length).toBeGreaterThan(0)
+    const db = new Database(url, { max: 1 })
+    try {
+      // The same lines again: nothing written.
+      expect(await db.sql.begin((tx) => writeAuditLogsTo({ sql: tx }, logs, bundle.files))).toBe(0)
+      // A log whose last line is missing: refused, and the row keeps its lines.
+      const [first] = logs
+      const text = Buffer.from(first.data, 'base64').toString('utf8')
+      const shorter = backupEntry(first.path, Buffer.from(text.slice(0, text.lastIndexOf('\n', text.length - 2) + 1)))
+      const before = await databaseAuditFiles(url)
+      const refused = await db.sql.begin((tx) => writeAuditLogsTo({ sql: tx }, [shorter], bundle.files)).catch((error: Error) => error)
+      expect(String(refused)).toContain('exists already in the database and differs')
+      expect(await databaseAuditFiles(url)).toEqual(before)
+    } finally {
+      await db.close()
+    }
+  }, 60_000)
 
   test('rotate-master-key --rekey on a database: new data keys, no old ciphertext left in a row, refused while an instance runs', async () => {
     const { url, folder } = await migratedDatabase()

@@ -18,7 +18,7 @@ import type { Database, Sql } from './database'
 import { loadDocument } from './document'
 
 /** The server's own log's id (vault ids are UUIDs). */
-const SERVER_LOG_ID = 'server'
+export const SERVER_LOG_ID = 'server'
 /** Lines read per query by the readers (a page of events; an export a chunk at a time). */
 const PAGE_LINES = 500
 /** Lines per query when a whole log is read (the check at open). */
@@ -50,7 +50,7 @@ async function selectRow(sql: Sql, id: string, lock = false): Promise<LogRow | n
 }
 
 /** The anchor's own fields (start, checkpoint, keying time); head, lines and bytes are columns. */
-function storedAnchor(anchor: AuditAnchor): string {
+export function storedAnchor(anchor: AuditAnchor): string {
   return JSON.stringify({ start: anchor.start, checkpoint: anchor.checkpoint ?? null, keyedSince: anchor.keyedSince ?? null })
 }
 

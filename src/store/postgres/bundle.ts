@@ -4,17 +4,18 @@
 // between the stores is a bundle read from one and written into the other (src/cli/migrate.ts).
 //
 // A backup reads every document in one REPEATABLE READ transaction: one instant of the whole
-// database, beside running instances. A restore writes every document in one transaction, the
+// database (audit logs too), beside running instances. A restore writes every document and audit log in one transaction, the
 // accounts last: a restore cut short leaves the database empty, never half-filled.
 //
-// The audit logs go through audit-transfer.ts (the one place that knows where a store keeps them).
+// The audit logs go through audit-transfer.ts (the one place that knows where a store keeps them):
+// read in the backup's transaction, written in the restore's.
 import { KEY_CHECK_REKEYING, KEY_CHECK_ROTATING } from '../../crypto/keyring'
-import { assertAuditLogsFit, readAuditLogsOf, writeAuditLogsTo, type AuditHome } from '../audit-transfer'
+import { assertAuditLogsFit, readAuditLogsOf, writeAuditLogsTo } from '../audit-transfer'
 import { BACKUP_FORMAT, BACKUP_VERSION, backupEntry, BackupError, ownerOf, ownersOf, type BackupBundle, type BackupFile, type ProgressSink } from '../backup'
 import { ACCOUNTS_LISTS, VAULT_LISTS } from '../records'
 import { ACCOUNTS_FILE, VAULTS_DIR } from '../store'
 import { Database, type Sql } from './database'
-import { loadAllDocumentsIn, loadDocument, loadDocumentIn } from './document'
+import { loadAllDocumentsIn, loadDocumentIn } from './document'
 import { migrate, SCHEMA_VERSION } from './migrations'
 import { ACCOUNTS_ID } from './store'
 
@@ -75,8 +76,6 @@ async function schemaVersion(sql: Sql): Promise<number> {
 }
 
 export interface DatabaseBackupOptions {
-  /** Where the database store's audit logs are (audit-transfer.ts). */
-  audit: AuditHome
   /** The master key, as <data>/master.key holds it, when the bundle is to include it. */
   masterKeyFile?: Buffer
   now?: () => number
@@ -87,15 +86,9 @@ export interface DatabaseBackupOptions {
 export async function createDatabaseBackup(url: string, options: DatabaseBackupOptions): Promise<BackupBundle> {
   const db = toolDatabase(url)
   try {
-    let documents = await readDocuments(db, options.progress)
-    // Audit logs after the documents: their anchors' heads are lines of the logs read (backup.ts).
-    let logs = readAuditLogsOf(options.audit)
-    // A compaction between the two reads moves where a chain starts: read both again.
-    for (let attempt = 0; (await movedAnchors(db, documents.vaults, logs)) > 0; attempt++) {
-      if (attempt >= 5) throw new BackupError("the audit chains' anchors kept changing while they were read; try again")
-      documents = await readDocuments(db)
-      logs = readAuditLogsOf(options.audit)
-    }
+    // The audit logs in the documents' transaction: one instant of both (their anchors agree).
+    const documents = await readDocuments(db, options.progress)
+    const logs = documents.logs
     const owners = ownersOf(documents.accounts)
     const files: BackupFile[] = []
     for (const { id, text } of documents.vaults) if (owners.has(id)) files.push(backupEntry(`${VAULTS_DIR}/${id}.json`, text))
@@ -120,44 +113,10 @@ export async function createDatabaseBackup(url: string, options: DatabaseBackupO
 interface ReadVault {
   id: string
   text: Buffer
-  version: number
-  /** Where its audit chain starts (start and checkpoint), as JSON. */
-  anchor: string
-}
-
-const anchorOf = (data: unknown) => {
-  const chain = (data as { auditChain?: { start?: unknown; checkpoint?: unknown } }).auditChain
-  return JSON.stringify(chain ? { start: chain.start, checkpoint: chain.checkpoint } : null)
-}
-
-/**
- * How many vaults with an audit log read have had their chain's start moved since their document
- * was read (a compaction rewrote the log meanwhile). Only vaults written since are read again.
- */
-async function movedAnchors(db: Database, vaults: readonly ReadVault[], logs: readonly BackupFile[]): Promise<number> {
-  const withLog = new Set(logs.filter((log) => log.path.startsWith(`${VAULTS_DIR}/`)).map((log) => ownerOf(log.path)))
-  const read = vaults.filter((vault) => withLog.has(vault.id))
-  if (read.length === 0) return 0
-  const now = new Map<string, number>()
-  // In groups: a statement takes at most 65,535 parameters.
-  for (let start = 0; start < read.length; start += 10_000) {
-    const ids = read.slice(start, start + 10_000).map((vault) => vault.id)
-    const rows = await db.run(
-      (sql) => sql`SELECT document_id AS id, max(version) AS version FROM svc_changes WHERE document_id IN ${sql(ids)} GROUP BY document_id`,
-    )
-    for (const row of rows as { id: string; version: number | string }[]) now.set(row.id, Number(row.version))
-  }
-  let moved = 0
-  for (const vault of read) {
-    if (now.get(vault.id) === vault.version) continue
-    const loaded = await loadDocument(db, vault.id, VAULT_LISTS)
-    if (!loaded || loaded.deleted || anchorOf(loaded.data) !== vault.anchor) moved++
-  }
-  return moved
 }
 
 /** The accounts and every vault (deleted ones left out), read at one instant. */
-async function readDocuments(db: Database, progress?: ProgressSink): Promise<{ accounts: Buffer; vaults: ReadVault[] }> {
+async function readDocuments(db: Database, progress?: ProgressSink): Promise<{ accounts: Buffer; vaults: ReadVault[]; logs: BackupFile[] }> {
   for (let attempt = 0; attempt < 5; attempt++) {
     const read = await db.run((sql) =>
       sql.begin('isolation level repeatable read read only', async (tx) => {
@@ -171,10 +130,11 @@ async function readDocuments(db: Database, progress?: ProgressSink): Promise<{ a
         progress?.setTotal(loaded.size + 1)
         const vaults: ReadVault[] = []
         for (const [id, document] of loaded) {
-          vaults.push({ id, text: Buffer.from(JSON.stringify(document.data)), version: document.version, anchor: anchorOf(document.data) })
+          vaults.push({ id, text: Buffer.from(JSON.stringify(document.data)) })
           progress?.advance()
         }
-        return { accounts: Buffer.from(JSON.stringify(accounts.data)), vaults, keyCheck: (accounts.data as { keyCheck?: string }).keyCheck }
+        const logs = await readAuditLogsOf({ sql: tx })
+        return { accounts: Buffer.from(JSON.stringify(accounts.data)), vaults, logs, keyCheck: (accounts.data as { keyCheck?: string }).keyCheck }
       }),
     )
     // A master key rotation under way: the vaults may be wrapped under either key.
@@ -200,13 +160,13 @@ export async function assertEmptyDatabase(db: Database, described: string): Prom
 
 /**
  * Fills an empty database from a bundle: the schema, then every document in one transaction (a
- * restore cut short leaves nothing), then the audit logs. The master key in a bundle is not
+ * restore cut short leaves nothing) with the audit logs. The master key in a bundle is not
  * written anywhere: a database store takes it from SVC_MASTER_KEY(_FILE) only.
  */
 export async function restoreDatabaseBackup(
   bundle: BackupBundle,
   url: string,
-  options: { audit: AuditHome; progress?: ProgressSink; described?: string },
+  options: { progress?: ProgressSink; described?: string },
 ): Promise<{ documents: number; auditLogs: number }> {
   const db = toolDatabase(url)
   try {
@@ -215,7 +175,6 @@ export async function restoreDatabaseBackup(
     await migrate(db)
     const documents = bundle.files.filter((file) => file.path === ACCOUNTS_FILE || (file.path.startsWith(`${VAULTS_DIR}/`) && file.path.endsWith('.json')))
     const logs = bundle.files.filter((file) => file.path !== 'master.key' && !documents.includes(file))
-    assertAuditLogsFit(options.audit, logs)
     options.progress?.setTotal(documents.length + logs.length)
     // Accounts last, as the file store restores them.
     documents.sort((a, b) => Number(a.path === ACCOUNTS_FILE) - Number(b.path === ACCOUNTS_FILE))
@@ -246,10 +205,12 @@ export async function restoreDatabaseBackup(
           if (batch.length >= INSERT_BATCH || bytes >= INSERT_BATCH_BYTES) await flush()
         }
         await flush()
+        // The audit logs with the documents (their anchors are in them): all or nothing.
+        await assertAuditLogsFit({ sql: tx }, logs, bundle.files)
+        await writeAuditLogsTo({ sql: tx }, logs, bundle.files)
+        options.progress?.advance(logs.length)
       }),
     )
-    await writeAuditLogsTo(options.audit, logs)
-    options.progress?.advance(logs.length)
     return { documents: documents.length, auditLogs: logs.length }
   } finally {
     await db.close()
