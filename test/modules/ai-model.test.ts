@@ -16,7 +16,7 @@ const API_KEY = 'sk-ant-test-fake-key'
 
 beforeAll(async () => {
   fake = await startFakeAnthropic()
-  server = await startTestServer({ env: { ANTHROPIC_API_KEY: API_KEY, ANTHROPIC_BASE_URL: fake.url, SVC_AI_TIMEOUT: '1s' } })
+  server = await startTestServer({ env: { ANTHROPIC_API_KEY: API_KEY, ANTHROPIC_BASE_URL: fake.url, SVC_AI_TIMEOUT: '3s' } })
   alice = await signUp(server.url)
   bob = await signUp(server.url)
 })

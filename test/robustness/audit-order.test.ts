@@ -1,5 +1,7 @@
 // Recorded before the secret leaves (issue 17), seen from the system calls: under strace, the
 // reveal's audit line is written and fdatasync'ed before the answer holding the value is sent.
+// The file store's system calls: on the file store in both passes of the suite (on PostgreSQL the
+// line is in the transaction that commits before the answer: test/audit/two-instances.test.ts).
 import { expect, test } from 'bun:test'
 import { spawnSync } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
@@ -12,7 +14,7 @@ const hasStrace = spawnSync('strace', ['-V'], { stdio: 'ignore' }).status === 0
 test.skipIf(!hasStrace)(
   'the audit line is on disk (write, then fdatasync) before the revealed value is sent',
   async () => {
-    const server = await spawnServer()
+    const server = await spawnServer({ store: 'file' })
     const traceDir = tempDir('svc-vault-strace-')
     try {
       const owner = await signUp(server.url)

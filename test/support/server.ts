@@ -90,7 +90,8 @@ export interface SpawnedServer {
  * (`entry`: dist/index.js for the bundle `bun run start` runs).
  */
 export async function spawnServer(
-  options: { env?: Record<string, string | undefined>; dataDir?: string; entry?: string; command?: string[]; cwd?: string } = {},
+  /** `store: 'file'`: on the file store in the PostgreSQL pass too (a test of the data folder's own files). */
+  options: { env?: Record<string, string | undefined>; dataDir?: string; entry?: string; command?: string[]; cwd?: string; store?: 'file' } = {},
 ): Promise<SpawnedServer> {
   const dataDir = options.dataDir ?? tempDir()
   let output = ''
@@ -101,7 +102,7 @@ export async function spawnServer(
     SVC_MASTER_KEY: TEST_MASTER_KEY,
     PORT: '0',
     ...TEST_SIGNUP_ENV,
-    ...(await storeEnv(dataDir, options.env)),
+    ...(options.store === 'file' ? {} : await storeEnv(dataDir, options.env)),
     ...options.env,
     SVC_DATA_DIR: dataDir,
   }
