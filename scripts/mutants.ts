@@ -215,8 +215,8 @@ export const MUTANTS: Mutant[] = [
     name: 'open-moves-head-without-checking',
     guarantee: 'audit evidence: opening a log checks that it still reaches its anchor before the anchor moves (issue 29)',
     file: 'src/audit/recorder.ts',
-    search: 'const check = checkLogFile(path, anchor, { verified: this.verified, mac: this.mac, dataDir: this.deps.config.dataDir })',
-    replace: 'const check = { ok: true as const, lines: readAuditLog(path).lines.length }',
+    search: 'const check = await checkLog(file, anchor, { verified: this.verified, mac: this.mac, serverAnchor: () => this.logStore.serverAnchor() })',
+    replace: 'const check = { ok: true as const, lines: (await file.read()).lines.length }',
     test: 'test/audit/tamper-matrix.test.ts',
   },
   {
