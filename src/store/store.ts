@@ -1,13 +1,9 @@
 // Every file of the vault: the accounts document and one vault document per user. Only this
 // folder touches the data files.
 //
-// Open vaults are bounded by the active set, not by the number of users: a vault unused for
-// `vaultIdleMs`, or the least recently used beyond `maxOpenVaults`, is closed (dropped from the
-// cache; its data key is forgotten through `onVaultClosed`). Closing never races a request: a
-// closed document stays reachable through a weak reference for as long as anything still holds
-// it (a request between two awaits, a write under way), and opening that vault again revives
-// that same document instead of reading the file beside it. Only a document nothing holds any
-// more is left to the garbage collector, so there is never more than one writer per file.
+// Open vaults are bounded by the active set, not by the number of users (vault-cache.ts): a
+// closed vault still held somewhere is revived, never read from its file a second time beside
+// it, so there is never more than one writer per file.
 import { mkdirSync, readdirSync, unlinkSync } from 'node:fs'
 import { fsyncDir } from './atomic-file'
 import { join } from 'node:path'
@@ -15,10 +11,10 @@ import { isTempFile, onFsync, probeWritable } from './atomic-file'
 import type { DataStore } from './data-store'
 import { MemoryState } from './shared-state'
 import { Document } from './document'
-import { DeletedVaultError } from './errors'
 import { acquireLock } from './lock'
 import { createHash } from 'node:crypto'
 import { ACCOUNTS_LISTS, FORMAT_VERSION, VAULT_LISTS, type AccountsDocument, type VaultDocument } from './records'
+import { VaultCache } from './vault-cache'
 import { VERSION } from '../version'
 
 export const ACCOUNTS_FILE = 'accounts.json'
@@ -106,31 +102,10 @@ export interface StoreOptions {
   now?: () => number
 }
 
-export const DEFAULT_MAX_OPEN_VAULTS = 1000
-export const DEFAULT_VAULT_IDLE_MS = 10 * 60_000
-const TOUCH_GRANULARITY_MS = 1000
-
-interface CachedVault {
-  document: Document<VaultDocument> | Promise<Document<VaultDocument>>
-  usedAt: number
-}
-
 export class Store implements DataStore {
-  /** Each open vault: the promise while it opens, the document once open. Least recently used first. */
-  private readonly vaults = new Map<string, CachedVault>()
-  /** Closed vaults, reachable while something still holds them (see the top of this file). */
-  private readonly closed = new Map<string, WeakRef<Document<VaultDocument>>>()
-  /**
-   * Vaults deleted since start (account deletion): never opened, so never created, again. Kept in
-   * memory only: what could still reach them (device sign-ins, deliveries, late audit events)
-   * lives in memory too and ends with the process; user ids are random UUIDs, never reused.
-   */
-  private readonly deleted = new Set<string>()
-  private readonly forgetClosed = new FinalizationRegistry<string>((userId) => {
-    if (this.closed.get(userId)?.deref() === undefined) this.closed.delete(userId)
-  })
+  /** The open vaults, and the closed ones still held. */
+  private readonly vaults: VaultCache<Document<VaultDocument>>
   private readonly now: () => number
-  private sweepTimer: ReturnType<typeof setInterval> | null = null
   /** Set by close(): the store takes no more writes. */
   private stopped = false
   private readonly stopObservingFsync: () => void
@@ -146,11 +121,13 @@ export class Store implements DataStore {
     this.stopObservingFsync = options.onFsync ? onFsync(options.onFsync) : () => {}
     this.now = options.now ?? Date.now
     this.state = new MemoryState(this.now)
-    const idle = options.vaultIdleMs ?? DEFAULT_VAULT_IDLE_MS
-    if (options.lock !== false) {
-      this.sweepTimer = setInterval(() => this.closeIdleVaults(), Math.min(Math.max(idle / 4, 1000), 60_000))
-      this.sweepTimer.unref?.()
-    }
+    this.vaults = new VaultCache({
+      now: this.now,
+      maxOpenVaults: options.maxOpenVaults,
+      vaultIdleMs: options.vaultIdleMs,
+      onVaultClosed: options.onVaultClosed,
+      sweep: options.lock !== false,
+    })
   }
 
   static async open(dataDir: string, options: StoreOptions): Promise<Store> {
@@ -198,65 +175,25 @@ export class Store implements DataStore {
     return this.vaults.size
   }
 
-  /**
-   * Marks a vault used now: it moves to the end of the least-recently-used order. Within a
-   * second of the last mark it stays where it is (the order is kept to the second): the hot
-   * reads then skip the reordering.
-   */
-  private touch(userId: string, cached: CachedVault): void {
-    const now = this.now()
-    if (now - cached.usedAt < TOUCH_GRANULARITY_MS) return
-    cached.usedAt = now
-    this.vaults.delete(userId)
-    this.vaults.set(userId, cached)
-  }
-
   /** The user's vault document when it is open already (no promise to wait on). */
   openedVault(userId: string): Document<VaultDocument> | undefined {
-    const cached = this.vaults.get(userId)
-    if (!cached || !(cached.document instanceof Document)) return undefined
-    this.touch(userId, cached)
-    return cached.document
+    return this.vaults.opened(userId)
   }
 
   /** The user's vault document, opened on first use and kept while used; `create` makes a new one. */
   vault(userId: string, create: () => VaultDocument): Promise<Document<VaultDocument>> {
-    if (this.deleted.has(userId)) return Promise.reject(new DeletedVaultError())
-    const known = this.vaults.get(userId)
-    if (known) {
-      this.touch(userId, known)
-      return Promise.resolve(known.document)
-    }
-    // Still held somewhere since it was closed: the same document, never a second one.
-    const revived = this.closed.get(userId)?.deref()
-    if (revived) {
-      this.closed.delete(userId)
-      this.vaults.set(userId, { document: revived, usedAt: this.now() })
-      this.closeBeyondLimit()
-      return Promise.resolve(revived)
-    }
-    const path = this.vaultPath(userId)
-    // Vaults grow (entries, env files up to 1 MiB each): a write appends its changes to a log
-    // instead of rewriting the whole vault. The accounts document is small and rewritten.
-    const opening = Document.open<VaultDocument>(path, {
-      create,
-      migrate: (data) => withAllLists(checkVersion<VaultDocument>(path)(data)),
-      persistMigration: this.options.lock !== false,
-      onWriteError: this.options.onWriteError,
-      loggedLists: VAULT_LISTS,
+    return this.vaults.vault(userId, () => {
+      const path = this.vaultPath(userId)
+      // Vaults grow (entries, env files up to 1 MiB each): a write appends its changes to a log
+      // instead of rewriting the whole vault. The accounts document is small and rewritten.
+      return Document.open<VaultDocument>(path, {
+        create,
+        migrate: (data) => withAllLists(checkVersion<VaultDocument>(path)(data)),
+        persistMigration: this.options.lock !== false,
+        onWriteError: this.options.onWriteError,
+        loggedLists: VAULT_LISTS,
+      })
     })
-    const cached: CachedVault = { document: opening, usedAt: this.now() }
-    this.vaults.set(userId, cached)
-    opening.then(
-      (document) => {
-        cached.document = document
-        this.closeBeyondLimit()
-      },
-      () => {
-        if (this.vaults.get(userId) === cached) this.vaults.delete(userId)
-      },
-    )
-    return opening
   }
 
   /** Throws unless the store is open and its data folder takes a durable write (GET /readyz). */
@@ -272,14 +209,7 @@ export class Store implements DataStore {
    */
   async deleteVault(userId: string): Promise<void> {
     const path = this.vaultPath(userId)
-    this.deleted.add(userId)
-    const known = this.vaults.get(userId)?.document ?? this.closed.get(userId)?.deref()
-    this.vaults.delete(userId)
-    this.closed.delete(userId)
-    const vault = known ? await Promise.resolve(known).catch(() => null) : null
-    await vault?.settle()
-    // A holder of the document (a delivery, an audit anchor) can no longer write it back.
-    vault?.retire(() => new DeletedVaultError())
+    await this.vaults.delete(userId)
     for (const file of [`${path}.log`, path]) {
       try {
         unlinkSync(file)
@@ -290,43 +220,14 @@ export class Store implements DataStore {
     await fsyncDir(join(this.dataDir, VAULTS_DIR))
   }
 
-  /** Closes one open vault: out of the cache, its key forgotten; kept reachable while held. */
-  private closeVault(userId: string, document: Document<VaultDocument>): void {
-    this.vaults.delete(userId)
-    this.closed.set(userId, new WeakRef(document))
-    this.forgetClosed.register(document, userId)
-    this.options.onVaultClosed?.(userId)
-    // Nothing to wait for: each write was durable before its request was answered.
-  }
-
-  /** Closes the least recently used vaults beyond the limit (still-opening ones stay). */
-  private closeBeyondLimit(): void {
-    let excess = this.vaults.size - (this.options.maxOpenVaults ?? DEFAULT_MAX_OPEN_VAULTS)
-    for (const [userId, cached] of this.vaults) {
-      if (excess <= 0) break
-      if (!(cached.document instanceof Document)) continue
-      this.closeVault(userId, cached.document)
-      excess--
-    }
-  }
-
   /** Closes every vault unused for the idle time (run by a timer; tests call it with their clock). */
   closeIdleVaults(): number {
-    const before = this.now() - (this.options.vaultIdleMs ?? DEFAULT_VAULT_IDLE_MS)
-    let closed = 0
-    for (const [userId, cached] of this.vaults) {
-      // Least recently used first: the first one used since is where the idle ones end.
-      if (cached.usedAt > before) break
-      if (!(cached.document instanceof Document)) continue
-      this.closeVault(userId, cached.document)
-      closed++
-    }
-    return closed
+    return this.vaults.closeIdleVaults()
   }
 
   /** Whether the vault was deleted since start (a pass over vaultIds() skips it). */
   wasDeleted(userId: string): boolean {
-    return this.deleted.has(userId)
+    return this.vaults.wasDeleted(userId)
   }
 
   /** Ids of every vault on disk. */
@@ -347,12 +248,8 @@ export class Store implements DataStore {
     this.stopObservingFsync()
     // Folded too: after a clean stop each file alone holds its document.
     await this.accounts.fold().catch(() => {})
-    if (this.sweepTimer) clearInterval(this.sweepTimer)
-    const documents = [...[...this.vaults.values()].map((cached) => cached.document), ...[...this.closed.values()].map((ref) => ref.deref())]
-    for (const known of documents) {
-      const vault = await Promise.resolve(known).catch(() => null)
-      await vault?.fold().catch(() => {})
-    }
+    this.vaults.stop()
+    await this.vaults.finishAll((vault) => vault.fold())
     this.releaseLock()
   }
 }

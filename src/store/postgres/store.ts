@@ -1,16 +1,17 @@
 // The PostgreSQL store: the same documents as the file store (the accounts, one per vault), kept
 // in the database (document.ts) so that two or more instances share them. Nothing of a user is
-// written to the data folder. Open vaults are cached like the file store's; every use of one
-// first asks the database for newer versions (refresh), so an answer never comes from data
-// another instance has changed since. As there, a closed vault that something still holds (a
-// request between two awaits, its audit log closing) is the one revived when it is opened again:
-// one document per vault in an instance. Two would be two writers on one document in one
-// process, each write of one a version conflict for the other, and under a small SVC_OPEN_VAULTS
-// an open, close and reopen of vaults whose writes never settle.
+// written to the data folder. Open vaults are cached like the file store's (vault-cache.ts);
+// every use of one first asks the database for newer versions (refresh), so an answer never
+// comes from data another instance has changed since. As there, a closed vault that something
+// still holds is the one revived when it is opened again: one document per vault in an
+// instance. Two would be two writers on one document in one process, each write of one a
+// version conflict for the other, and under a small SVC_OPEN_VAULTS an open, close and reopen
+// of vaults whose writes never settle.
 import type { DatabaseMetrics, DataStore } from '../data-store'
 import { DeletedVaultError } from '../errors'
 import { ACCOUNTS_LISTS, FORMAT_VERSION, VAULT_LISTS, type AccountsDocument, type VaultDocument } from '../records'
-import { checkVersion, DEFAULT_MAX_OPEN_VAULTS, DEFAULT_VAULT_IDLE_MS, withAllLists, withSessionIds } from '../store'
+import { checkVersion, withAllLists, withSessionIds } from '../store'
+import { VaultCache } from '../vault-cache'
 import type { Change } from '../changes'
 import { Database, type DatabaseOptions } from './database'
 import { loadDocument, PgDocument } from './document'
@@ -36,22 +37,11 @@ export interface PgStoreOptions extends DatabaseOptions {
   readOnly?: boolean
 }
 
-interface CachedVault {
-  document: PgDocument<VaultDocument> | Promise<PgDocument<VaultDocument>>
-  usedAt: number
-}
-
 export class PgStore implements DataStore {
   readonly kind = 'postgres'
-  private readonly vaults = new Map<string, CachedVault>()
-  /** Closed vaults, reachable while something still holds them (see the top of this file). */
-  private readonly closed = new Map<string, WeakRef<PgDocument<VaultDocument>>>()
-  private readonly forgetClosed = new FinalizationRegistry<string>((userId) => {
-    if (this.closed.get(userId)?.deref() === undefined) this.closed.delete(userId)
-  })
-  private readonly deleted = new Set<string>()
+  /** The open vaults, and the closed ones still held. */
+  private readonly vaults: VaultCache<PgDocument<VaultDocument>>
   private readonly now: () => number
-  private sweepTimer: ReturnType<typeof setInterval> | null = null
   private stopped = false
   /** Throttle counts, used challenges, pending device sign-ins: in the database, for every instance. */
   readonly state: PgState
@@ -63,11 +53,14 @@ export class PgStore implements DataStore {
   ) {
     this.now = options.now ?? Date.now
     this.state = new PgState(db, this.now, { sweep: !options.readOnly })
-    if (!options.readOnly) {
-      const idle = options.vaultIdleMs ?? DEFAULT_VAULT_IDLE_MS
-      this.sweepTimer = setInterval(() => this.closeIdleVaults(), Math.min(Math.max(idle / 4, 1000), 60_000))
-      this.sweepTimer.unref?.()
-    }
+    this.vaults = new VaultCache({
+      now: this.now,
+      maxOpenVaults: options.maxOpenVaults,
+      vaultIdleMs: options.vaultIdleMs,
+      onVaultClosed: options.onVaultClosed,
+      sweep: !options.readOnly,
+      refresh: (document) => document.refresh(),
+    })
   }
 
   static async open(url: string, options: PgStoreOptions): Promise<PgStore> {
@@ -108,26 +101,18 @@ export class PgStore implements DataStore {
   private notified(payload: string): void {
     if (payload === '*') {
       void this.accounts.refresh().catch(() => {})
-      for (const [, cached] of this.vaults) if (cached.document instanceof PgDocument) void cached.document.refresh().catch(() => {})
+      for (const document of this.vaults.openDocuments()) void document.refresh().catch(() => {})
       return
     }
     const colon = payload.lastIndexOf(':')
     const id = payload.slice(0, colon)
     if (payload.endsWith(':deleted')) {
-      this.deleted.add(id)
-      const known = this.vaults.get(id)?.document
-      if (known instanceof PgDocument) known.retire(() => new DeletedVaultError())
-      this.closed
-        .get(id)
-        ?.deref()
-        ?.retire(() => new DeletedVaultError())
-      this.closed.delete(id)
-      if (this.vaults.delete(id)) this.options.onVaultClosed?.(id)
+      this.vaults.deletedElsewhere(id)
       return
     }
     const version = Number(payload.slice(colon + 1))
-    const document = id === ACCOUNTS_ID ? this.accounts : this.vaults.get(id)?.document
-    if (!(document instanceof PgDocument) || document.heldVersion >= version) return
+    const document = id === ACCOUNTS_ID ? this.accounts : this.vaults.peek(id)
+    if (!document || document.heldVersion >= version) return
     void document.refresh().catch(() => {})
   }
 
@@ -142,36 +127,8 @@ export class PgStore implements DataStore {
 
   async vault(userId: string, create: () => VaultDocument): Promise<PgDocument<VaultDocument>> {
     if (!VAULT_ID.test(userId)) throw new Error('invalid user id')
-    if (this.deleted.has(userId)) throw new DeletedVaultError()
-    const known = this.vaults.get(userId)
-    if (known) {
-      this.touch(userId, known)
-      const document = await known.document
-      await document.refresh()
-      return document
-    }
-    // Still held somewhere since it was closed: the same document, never a second one.
-    const revived = this.closed.get(userId)?.deref()
-    if (revived) {
-      this.closed.delete(userId)
-      this.vaults.set(userId, { document: revived, usedAt: this.now() })
-      this.closeBeyondLimit()
-      await revived.refresh()
-      return revived
-    }
-    const opening = this.openVault(userId, create)
-    const cached: CachedVault = { document: opening, usedAt: this.now() }
-    this.vaults.set(userId, cached)
-    opening.then(
-      (document) => {
-        cached.document = document
-        this.closeBeyondLimit()
-      },
-      () => {
-        if (this.vaults.get(userId) === cached) this.vaults.delete(userId)
-      },
-    )
-    return opening
+    // A cached or revived one is refreshed first (the cache's `refresh`); a new one is fresh.
+    return this.vaults.vault(userId, () => this.openVault(userId, create))
   }
 
   private async openVault(userId: string, create: () => VaultDocument): Promise<PgDocument<VaultDocument>> {
@@ -181,7 +138,7 @@ export class PgStore implements DataStore {
       loaded = await loadDocument(this.db, userId, VAULT_LISTS)
     }
     if (!loaded || loaded.deleted) {
-      this.deleted.add(userId)
+      this.vaults.markDeleted(userId)
       throw new DeletedVaultError()
     }
     const check = checkVersion<VaultDocument>(`vault ${userId}`)
@@ -192,42 +149,8 @@ export class PgStore implements DataStore {
     })
   }
 
-  private touch(userId: string, cached: CachedVault): void {
-    const now = this.now()
-    if (now - cached.usedAt < 1000) return
-    cached.usedAt = now
-    this.vaults.delete(userId)
-    this.vaults.set(userId, cached)
-  }
-
-  /** Closes one open vault: out of the cache, its key forgotten; kept reachable while held. */
-  private closeVault(userId: string, document: PgDocument<VaultDocument>): void {
-    this.vaults.delete(userId)
-    this.closed.set(userId, new WeakRef(document))
-    this.forgetClosed.register(document, userId)
-    this.options.onVaultClosed?.(userId)
-  }
-
-  private closeBeyondLimit(): void {
-    let excess = this.vaults.size - (this.options.maxOpenVaults ?? DEFAULT_MAX_OPEN_VAULTS)
-    for (const [userId, cached] of this.vaults) {
-      if (excess <= 0) break
-      if (!(cached.document instanceof PgDocument)) continue
-      this.closeVault(userId, cached.document)
-      excess--
-    }
-  }
-
   closeIdleVaults(): number {
-    const before = this.now() - (this.options.vaultIdleMs ?? DEFAULT_VAULT_IDLE_MS)
-    let closed = 0
-    for (const [userId, cached] of this.vaults) {
-      if (cached.usedAt > before) break
-      if (!(cached.document instanceof PgDocument)) continue
-      this.closeVault(userId, cached.document)
-      closed++
-    }
-    return closed
+    return this.vaults.closeIdleVaults()
   }
 
   async vaultIds(): Promise<string[]> {
@@ -236,18 +159,12 @@ export class PgStore implements DataStore {
   }
 
   wasDeleted(userId: string): boolean {
-    return this.deleted.has(userId)
+    return this.vaults.wasDeleted(userId)
   }
 
   /** Deletes a vault for good: its changes go, a tombstone stays (no instance creates it again). */
   async deleteVault(userId: string): Promise<void> {
-    this.deleted.add(userId)
-    const known = this.vaults.get(userId)?.document ?? this.closed.get(userId)?.deref()
-    this.vaults.delete(userId)
-    this.closed.delete(userId)
-    const vault = known ? await Promise.resolve(known).catch(() => null) : null
-    await vault?.settle()
-    vault?.retire(() => new DeletedVaultError())
+    await this.vaults.delete(userId)
     await this.db.run((sql) =>
       sql.begin(async (tx) => {
         await tx`INSERT INTO svc_documents (id, kind, snapshot, snapshot_version, deleted) VALUES (${userId}, 'vault', '{}', 0, true)
@@ -274,14 +191,10 @@ export class PgStore implements DataStore {
   async close(): Promise<void> {
     if (this.stopped) return
     this.stopped = true
-    if (this.sweepTimer) clearInterval(this.sweepTimer)
+    this.vaults.stop()
     await this.state.close()
     await this.accounts.settle().catch(() => {})
-    const documents = [...[...this.vaults.values()].map((cached) => cached.document), ...[...this.closed.values()].map((ref) => ref.deref())]
-    for (const known of documents) {
-      const vault = await Promise.resolve(known).catch(() => null)
-      await vault?.settle().catch(() => {})
-    }
+    await this.vaults.finishAll((vault) => vault.settle())
     await this.db.close()
   }
 }
