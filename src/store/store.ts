@@ -84,6 +84,11 @@ export function withSessionIds(data: AccountsDocument): AccountsDocument {
   return data
 }
 
+/** The accounts document of a new data folder (or database): no one yet. */
+export function newAccounts(keyCheck: string): AccountsDocument {
+  return { version: FORMAT_VERSION, keyCheck, users: [], sessions: [], accessKeys: [], sharedVaults: [], vaultInvites: [], moves: [] }
+}
+
 export interface StoreOptions {
   /** Sealed key-check value for a new data folder. */
   createKeyCheck: () => string
@@ -141,16 +146,7 @@ export class Store implements DataStore {
       // Like a vault, a write appends what changed (a session, a key) to a log: its cost does not
       // grow with the number of accounts.
       const accounts = await Document.open<AccountsDocument>(path, {
-        create: () => ({
-          version: FORMAT_VERSION,
-          keyCheck: options.createKeyCheck(),
-          users: [],
-          sessions: [],
-          accessKeys: [],
-          sharedVaults: [],
-          vaultInvites: [],
-          moves: [],
-        }),
+        create: () => newAccounts(options.createKeyCheck()),
         beforeLog: withSessionIds,
         migrate: (data) => withSessionIds(checkAccounts(data)),
         persistMigration: options.lock !== false,

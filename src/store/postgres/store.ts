@@ -9,8 +9,8 @@
 // of vaults whose writes never settle.
 import type { DatabaseMetrics, DataStore } from '../data-store'
 import { DeletedVaultError } from '../errors'
-import { ACCOUNTS_LISTS, FORMAT_VERSION, VAULT_LISTS, type AccountsDocument, type VaultDocument } from '../records'
-import { checkVersion, withAllLists, withSessionIds } from '../store'
+import { ACCOUNTS_LISTS, VAULT_LISTS, type AccountsDocument, type VaultDocument } from '../records'
+import { checkVersion, newAccounts, withAllLists, withSessionIds } from '../store'
 import { VaultCache } from '../vault-cache'
 import type { Change } from '../changes'
 import { Database, type DatabaseOptions } from './database'
@@ -67,16 +67,7 @@ export class PgStore implements DataStore {
     const db = new Database(url, options)
     try {
       await migrate(db)
-      await createDocument(db, ACCOUNTS_ID, 'accounts', () => ({
-        version: FORMAT_VERSION,
-        keyCheck: options.createKeyCheck(),
-        users: [],
-        sessions: [],
-        accessKeys: [],
-        sharedVaults: [],
-        vaultInvites: [],
-        moves: [],
-      }))
+      await createDocument(db, ACCOUNTS_ID, 'accounts', () => newAccounts(options.createKeyCheck()))
       // Nothing is served yet: the accounts may take longer than a request's bound to read.
       const loaded = await loadDocument(db, ACCOUNTS_ID, ACCOUNTS_LISTS, START_LOAD_TIMEOUT_MS)
       if (!loaded) throw new Error('the accounts document is missing from the database')
