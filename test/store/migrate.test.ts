@@ -10,7 +10,7 @@ import { join } from 'node:path'
 import { writeAuditLogsTo } from '../../src/store/audit-transfer'
 import { backupEntry, createBackup } from '../../src/store/backup'
 import { Database } from '../../src/store/postgres/database'
-import { loadDocument } from '../../src/store/postgres/document'
+import { loadDocument, snapshotText } from '../../src/store/postgres/document'
 import { readLoggedDocumentSync } from '../../src/store/document'
 import { ACCOUNTS_LISTS, VAULT_LISTS } from '../../src/store/records'
 import { Client, PASSWORD, signUp } from '../support/client'
@@ -360,8 +360,8 @@ describeNeeding(missingPostgres)('moving between the file store and PostgreSQL',
     expect(rotated.code).toBe(0)
     const db = new Database(url, { max: 1 })
     try {
-      const rows = await db.run((sql) => sql`SELECT snapshot AS text FROM svc_documents UNION ALL SELECT changes FROM svc_changes`)
-      const everything = rows.map((row: { text: string }) => row.text).join('\n')
+      const rows = await db.run((sql) => sql`SELECT snapshot AS text, packed FROM svc_documents UNION ALL SELECT changes, NULL FROM svc_changes`)
+      const everything = (await Promise.all(rows.map((row: { text: string; packed: Uint8Array | null }) => snapshotText(row)))).join('\n')
       for (const sealed of sealedBefore) expect(everything).not.toContain(sealed)
     } finally {
       await db.close()

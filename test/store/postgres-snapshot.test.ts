@@ -127,4 +127,60 @@ suite(`PostgreSQL snapshots${TEST_POSTGRES ? '' : ' (skipped: SVC_TEST_POSTGRES 
     const copy = await (await open(url)).vault(id, emptyVault)
     expect(copy.data.categories).toEqual(vault.data.categories)
   })
+
+  test('a snapshot is stored packed (zstd of the JSON, no text); one stored as text still loads', async () => {
+    const url = await freshDatabase()
+    const store = await open(url)
+    const admin = new SQL(url, { max: 1 })
+    opened.push(admin)
+    const id = crypto.randomUUID()
+    const vault = await store.vault(id, emptyVault)
+    // A vault as created is stored as text (version 0): nothing packed yet.
+    expect((await admin`SELECT snapshot, packed FROM svc_documents WHERE id = ${id}`)[0].packed).toBeNull()
+    for (let n = 0; n < 40; n++) await vault.update((_, write) => write.categories.push(category(n)))
+    let row = (await admin`SELECT snapshot, packed, snapshot_version FROM svc_documents WHERE id = ${id}`)[0]
+    for (let i = 0; i < 200 && row.packed === null; i++) {
+      await Bun.sleep(10)
+      row = (await admin`SELECT snapshot, packed, snapshot_version FROM svc_documents WHERE id = ${id}`)[0]
+    }
+    expect(row.snapshot).toBe('')
+    const json = Bun.zstdDecompressSync(row.packed).toString('utf8')
+    expect(JSON.parse(json).categories.length).toBe(Number(row.snapshot_version))
+    // Far smaller than the JSON it holds (the 2 KB descriptions repeat).
+    expect(row.packed.length).toBeLessThan(json.length / 10)
+    // The same document stored as text (as a database from before packing holds it) reads the same.
+    const other = await open(url)
+    const packedCopy = await other.vault(id, emptyVault)
+    await admin`UPDATE svc_documents SET snapshot = ${json}, packed = NULL WHERE id = ${id}`
+    const third = await open(url)
+    const textCopy = await third.vault(id, emptyVault)
+    expect(packedCopy.data.categories).toEqual(vault.data.categories)
+    expect(textCopy.data.categories).toEqual(vault.data.categories)
+  })
+
+  test('an instance that stops stores the accounts whole: the next start replays no change; a read-only one writes nothing', async () => {
+    const url = await freshDatabase()
+    const admin = new SQL(url, { max: 1 })
+    opened.push(admin)
+    const head = async () =>
+      (
+        await admin`SELECT d.snapshot_version::int AS snapshot, (SELECT max(version)::int FROM svc_changes WHERE document_id = 'accounts') AS version
+          FROM svc_documents d WHERE d.id = 'accounts'`
+      )[0]
+    const store = await PgStore.open(url, { createKeyCheck: () => 'key-check' })
+    // A few changes, under the weight that stores a snapshot while serving.
+    for (let n = 0; n < 3; n++)
+      await store.accounts.update((_, write) => write.users.push({ id: crypto.randomUUID(), email: `u${n}@example.test`, name: null } as any))
+    const before = await head()
+    expect(before.version).toBe(3)
+    expect(before.snapshot).toBe(0)
+    // A read-only tool (a backup) closing writes nothing.
+    const tool = await PgStore.open(url, { createKeyCheck: () => 'key-check', readOnly: true })
+    await tool.close()
+    expect(await head()).toEqual(before)
+    await store.close()
+    expect(await head()).toEqual({ snapshot: 3, version: 3 })
+    const again = await open(url)
+    expect(again.accounts.data.users.map((user) => user.email)).toEqual(['u0@example.test', 'u1@example.test', 'u2@example.test'])
+  })
 })

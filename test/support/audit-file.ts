@@ -6,6 +6,7 @@ import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from '
 import { join } from 'node:path'
 import { SQL } from 'bun'
 import type { AppDeps } from '../../src/app'
+import { snapshotText } from '../../src/store/postgres/document'
 import { PgStore } from '../../src/store/postgres/store'
 import { databaseFor, ON_POSTGRES } from './postgres'
 
@@ -150,11 +151,14 @@ export async function storedTexts(server: AuditHolder): Promise<{ where: string;
   const sql = new SQL(url, { max: 1 })
   try {
     const rows = await sql`
-      SELECT 'svc_documents ' || id AS where, snapshot AS text FROM svc_documents
-      UNION ALL SELECT 'svc_changes ' || document_id || ' ' || version, changes FROM svc_changes
-      UNION ALL SELECT 'svc_audit_lines ' || log_id || ' ' || seq, line FROM svc_audit_lines
-      UNION ALL SELECT 'svc_audit_logs ' || log_id, anchor::text FROM svc_audit_logs`
-    return rows.map((row: { where: string; text: string }) => ({ where: row.where, text: row.text }))
+      SELECT 'svc_documents ' || id AS where, snapshot AS text, packed FROM svc_documents
+      UNION ALL SELECT 'svc_changes ' || document_id || ' ' || version, changes, NULL FROM svc_changes
+      UNION ALL SELECT 'svc_audit_lines ' || log_id || ' ' || seq, line, NULL FROM svc_audit_lines
+      UNION ALL SELECT 'svc_audit_logs ' || log_id, anchor::text, NULL FROM svc_audit_logs`
+    // A packed snapshot unpacked: a plaintext in it must be found, not hidden by the packing.
+    return Promise.all(
+      rows.map(async (row: { where: string; text: string; packed: Uint8Array | null }) => ({ where: row.where, text: await snapshotText(row) })),
+    )
   } finally {
     await sql.close()
   }

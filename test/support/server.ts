@@ -8,7 +8,7 @@ import { loadConfig } from '../../src/config'
 import { forgetVault, watchVault } from './answer-check'
 import { ACCOUNTS_FILE, Store, VAULTS_DIR } from '../../src/store/store'
 import type { StoredDocument } from '../../src/store/data-store'
-import { loadDocument } from '../../src/store/postgres/document'
+import { loadDocument, snapshotText } from '../../src/store/postgres/document'
 import { ACCOUNTS_ID as PG_ACCOUNTS_ID, PgStore } from '../../src/store/postgres/store'
 import { ACCOUNTS_LISTS, VAULT_LISTS, type VaultDocument } from '../../src/store/records'
 import { storeEnv } from './postgres'
@@ -187,12 +187,14 @@ export async function durableDocument<T = VaultDocument>(server: { deps: AppDeps
   const store = server.deps.store
   if (store instanceof PgStore) {
     const rows = await store.db.run(
-      (sql) => sql`SELECT snapshot AS text FROM svc_documents WHERE id = ${id}
-        UNION ALL SELECT changes FROM svc_changes WHERE document_id = ${id}`,
+      (sql) => sql`SELECT snapshot AS text, packed FROM svc_documents WHERE id = ${id}
+        UNION ALL SELECT changes, NULL FROM svc_changes WHERE document_id = ${id}`,
     )
     const loaded = await loadDocument(store.db, id, id === ACCOUNTS ? ACCOUNTS_LISTS : VAULT_LISTS)
     if (!loaded || loaded.deleted) throw new Error(`no document ${id} in the database`)
-    return { text: rows.map((row: { text: string }) => row.text).join('\n'), data: loaded.data as T }
+    // A packed snapshot unpacked: a plaintext in it must be found, not hidden by the packing.
+    const texts = await Promise.all(rows.map((row: { text: string; packed: Uint8Array | null }) => snapshotText(row)))
+    return { text: texts.join('\n'), data: loaded.data as T }
   }
   const files = fileStore(server as { deps: AppDeps })
   const document = id === ACCOUNTS ? files.accounts : files.openedVault(id)

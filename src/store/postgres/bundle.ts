@@ -15,7 +15,7 @@ import { BACKUP_FORMAT, BACKUP_VERSION, backupEntry, BackupError, ownerOf, owner
 import { ACCOUNTS_LISTS, VAULT_LISTS } from '../records'
 import { ACCOUNTS_FILE, VAULTS_DIR } from '../store'
 import { Database, type Sql } from './database'
-import { loadAllDocumentsIn, loadDocumentIn } from './document'
+import { loadAllDocumentsIn, loadDocumentIn, pack } from './document'
 import { migrate, SCHEMA_VERSION } from './migrations'
 import { ACCOUNTS_ID } from './store'
 
@@ -184,7 +184,7 @@ export async function restoreDatabaseBackup(
         const [row] = await tx`SELECT count(*)::int AS n FROM svc_documents`
         if (Number(row.n) > 0) throw new BackupError(`${described} is not empty (svc_documents has rows); use an empty database as the target`)
         // Many documents per statement (one round trip each is most of the time otherwise).
-        let batch: { id: string; kind: string; snapshot: string; snapshot_version: number }[] = []
+        let batch: { id: string; kind: string; snapshot: string; packed: Uint8Array; snapshot_version: number }[] = []
         let bytes = 0
         const flush = async () => {
           if (batch.length === 0) return
@@ -200,7 +200,8 @@ export async function restoreDatabaseBackup(
           const id = file.path === ACCOUNTS_FILE ? ACCOUNTS_ID : file.path.slice(VAULTS_DIR.length + 1, -'.json'.length)
           // The accounts in a statement of their own, after every vault.
           if (id === ACCOUNTS_ID) await flush()
-          batch.push({ id, kind: id === ACCOUNTS_ID ? 'accounts' : 'vault', snapshot, snapshot_version: 0 })
+          // Packed as the store keeps its snapshots (document.ts): the first start reads them so.
+          batch.push({ id, kind: id === ACCOUNTS_ID ? 'accounts' : 'vault', snapshot: '', packed: await pack(snapshot), snapshot_version: 0 })
           bytes += snapshot.length
           if (batch.length >= INSERT_BATCH || bytes >= INSERT_BATCH_BYTES) await flush()
         }
