@@ -101,7 +101,7 @@ export const MUTANTS: Mutant[] = [
   {
     name: 'reply-before-durable',
     guarantee: 'crash safety: a write is answered only once it is on disk',
-    file: 'src/store/document.ts',
+    file: 'src/store/group-commit.ts',
     search: 'return batch.promise',
     replace: 'return Promise.resolve()',
     test: 'test/robustness/durability-order.test.ts',
@@ -109,7 +109,7 @@ export const MUTANTS: Mutant[] = [
   {
     name: 'overlapping-flushes',
     guarantee: 'no lost updates: one write of a document at a time (group commit)',
-    file: 'src/store/document.ts',
+    file: 'src/store/group-commit.ts',
     search: 'if (!this.flushing) this.flush()',
     replace: 'this.flush()',
     test: 'test/robustness/concurrency.test.ts',

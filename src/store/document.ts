@@ -12,8 +12,9 @@ import { writeFileAtomic } from './atomic-file'
 import { ChangeLog, readLogSync } from './change-log'
 import type { StoredDocument } from './data-store'
 import { CorruptDocumentError } from './errors'
-import { applyChanges, freezeLists, PendingChanges, type Change } from './changes'
-import { createWriter, type Writer } from './writer'
+import { applyChanges, freezeLists, type Change } from './changes'
+import { GroupCommit } from './group-commit'
+import type { Writer } from './writer'
 
 /** The log is folded into the file once it is this long at least (and as long as the file). */
 const MIN_LOG_BYTES_TO_FOLD = 64 * 1024
@@ -79,22 +80,6 @@ function applyLog(path: string, data: unknown, lists: readonly string[], batches
   }
 }
 
-interface Waiter {
-  promise: Promise<void>
-  resolve: () => void
-  reject: (error: unknown) => void
-}
-
-function waiter(): Waiter {
-  let resolve!: () => void
-  let reject!: (error: unknown) => void
-  const promise = new Promise<void>((res, rej) => {
-    resolve = res
-    reject = rej
-  })
-  return { promise, resolve, reject }
-}
-
 export interface DocumentOptions<T> {
   /** Data for a file that does not exist yet; it is written at once. */
   create: () => T
@@ -118,34 +103,20 @@ export interface DocumentOptions<T> {
   loggedLists?: readonly string[]
 }
 
-export class Document<T> implements StoredDocument<T> {
-  private current: T = null as T
+export class Document<T> extends GroupCommit<T> implements StoredDocument<T> {
   /** Length of the file's text when last read or written; 0 when there is no file. */
   private fileLength = 0
-  private flushing: Promise<void> | null = null
-  private next: Waiter | null = null
-  private lazyTimer: ReturnType<typeof setTimeout> | null = null
   private log: ChangeLog | null = null
-  /** What the writer changed since the last write began (the next write's log line). */
-  private readonly pending = new PendingChanges()
   /** The changes of the write under way (put back when it fails and the file cannot be read again). */
   private writing: Change[] = []
-  private readonly writer: Writer<T>
   private fileExists = false
   private foldWanted = false
-  private readonly beforeWriteHooks: ((data: T, write: Writer<T>) => void)[] = []
-  /** Set once the document's files were deleted: every later commit fails with this error, writing nothing. */
-  private retired: (() => Error) | null = null
 
   private constructor(
     readonly path: string,
     private readonly options: DocumentOptions<T>,
   ) {
-    this.writer = createWriter<T>(
-      () => this.current,
-      options.loggedLists ?? [],
-      (change) => this.pending.record(change),
-    )
+    super(options.loggedLists ?? [])
   }
 
   private takePending(): Change[] {
@@ -196,38 +167,11 @@ export class Document<T> implements StoredDocument<T> {
     return this.current as Record<string, unknown>
   }
 
-  get data(): T {
-    return this.current
-  }
-
   /** Applies a synchronous mutation, made through `write`, and resolves once it is on disk. */
   async update<R>(mutate: (data: T, write: Writer<T>) => R): Promise<R> {
     const result = mutate(this.current, this.writer)
     await this.commit()
     return result
-  }
-
-  /** Applies a synchronous mutation now, written with the next commit (whoever makes it). */
-  stage<R>(mutate: (data: T, write: Writer<T>) => R): R {
-    return mutate(this.current, this.writer)
-  }
-
-  /** Resolves once the current in-memory data is durable; shares a write with concurrent callers. */
-  commit(): Promise<void> {
-    if (this.retired) return Promise.reject(this.retired())
-    const batch = (this.next ??= waiter())
-    if (!this.flushing) this.flush()
-    return batch.promise
-  }
-
-  /** For bookkeeping that may reach disk later (lastUsedAt): commits within `delayMs`. */
-  commitSoon(delayMs: number): void {
-    if (this.lazyTimer) return
-    this.lazyTimer = setTimeout(() => {
-      this.lazyTimer = null
-      this.commit().catch(() => {})
-    }, delayMs)
-    this.lazyTimer.unref?.()
   }
 
   /** Folds the change log into the file, so the file alone holds the document (a clean stop). */
@@ -238,47 +182,8 @@ export class Document<T> implements StoredDocument<T> {
     await this.commit()
   }
 
-  /** After the document's files were deleted: nothing writes them again (commits fail with `error()`). */
-  retire(error: () => Error): void {
-    this.retired = error
-    if (this.lazyTimer) clearTimeout(this.lazyTimer)
-    this.lazyTimer = null
-  }
-
-  /** Waits for every write under way or queued. */
-  async settle(): Promise<void> {
-    if (this.lazyTimer) {
-      clearTimeout(this.lazyTimer)
-      this.lazyTimer = null
-      await this.commit().catch(() => {})
-    }
-    while (this.flushing) await this.flushing.catch(() => {})
-  }
-
-  private flush(): void {
-    const batch = this.next!
-    this.next = null
-    this.flushing = this.write().then(
-      () => batch.resolve(),
-      (error) => this.fail(batch, error),
-    )
-    this.flushing.finally(() => {
-      this.flushing = null
-      if (this.next) this.flush()
-    })
-  }
-
-  /**
-   * Runs `apply` just before each write (synchronously, with the write): bookkeeping kept
-   * outside the records until then (access keys' lastUsedAt) goes into them there.
-   */
-  beforeWrite(apply: (data: T, write: Writer<T>) => void): void {
-    this.beforeWriteHooks.push(apply)
-  }
-
   /** Starts the write of everything committed so far (synchronously: it sees one instant). */
-  private write(): Promise<void> {
-    for (const apply of this.beforeWriteHooks) apply(this.current, this.writer)
+  protected write(): Promise<void> {
     // Taken now: whatever changes after this instant belongs to the next write.
     const changes = this.takePending()
     this.writing = changes
@@ -310,10 +215,8 @@ export class Document<T> implements StoredDocument<T> {
     }
   }
 
-  private fail(batch: Waiter, error: unknown): void {
-    // Everything not yet durable is dropped: the batch that failed and any queued behind it.
-    const queued = this.next
-    this.next = null
+  /** The file and its log read again (the data as on disk); unreadable: the failed changes go with the next write. */
+  protected recover(error: unknown): void {
     try {
       const file = readDocumentSync<T>(this.path)
       if (file !== null && file.data !== null && file.data !== undefined) {
@@ -333,7 +236,5 @@ export class Document<T> implements StoredDocument<T> {
       this.pending.restore(this.writing)
     }
     this.options.onWriteError?.(this.path, error)
-    batch.reject(error)
-    queued?.reject(error)
   }
 }

@@ -13,10 +13,11 @@
 // after it outweigh it as stored, a commit writes a new one and drops the changes from before the
 // previous one, so that an instance a little behind still finds every version after its own. An
 // instance that stops writes one too, so that the next start reads the document whole.
-import { applyChanges, deepFreeze, freezeLists, PendingChanges, type Change } from '../changes'
+import { applyChanges, deepFreeze, freezeLists, type Change } from '../changes'
 import type { StoredDocument } from '../data-store'
 import { CorruptDocumentError, DeletedVaultError, StoreUnavailableError, VersionConflictError } from '../errors'
-import { createWriter, type Writer } from '../writer'
+import { GroupCommit } from '../group-commit'
+import type { Writer } from '../writer'
 import { CHANNEL, sqlState, type Database, type Sql } from './database'
 
 /** A new snapshot once the changes since the last one are this long at least (and as long as it, stored). */
@@ -28,22 +29,6 @@ const SNAPSHOT_TIMEOUT_MS = 60_000
 const SNAPSHOT_RETRY_MS = 60_000
 /** Attempts of one update against writes of other instances before it gives up (503). */
 const MAX_ATTEMPTS = 20
-
-interface Waiter {
-  promise: Promise<void>
-  resolve: () => void
-  reject: (error: unknown) => void
-}
-
-function waiter(): Waiter {
-  let resolve!: () => void
-  let reject!: (error: unknown) => void
-  const promise = new Promise<void>((res, rej) => {
-    resolve = res
-    reject = rej
-  })
-  return { promise, resolve, reject }
-}
 
 export interface PgDocumentOptions<T> {
   lists: readonly string[]
@@ -165,24 +150,16 @@ function apply(id: string, data: unknown, lists: readonly string[], batches: rea
   }
 }
 
-export class PgDocument<T> implements StoredDocument<T> {
-  private current: T
+export class PgDocument<T> extends GroupCommit<T> implements StoredDocument<T> {
   /** The version `current` is at (the last change row applied or written). */
   private version: number
   private snapshotVersion: number
   private changeBytes: number
   private snapshotBytes: number
-  private readonly pending = new PendingChanges()
-  private readonly writer: Writer<T>
-  private flushing: Promise<void> | null = null
-  private next: Waiter | null = null
-  private lazyTimer: ReturnType<typeof setTimeout> | null = null
-  private readonly beforeWriteHooks: ((data: T, write: Writer<T>) => void)[] = []
   private refreshing: Promise<void> | null = null
   /** The snapshot being stored, if one is. */
   private snapshotting: Promise<void> | null = null
   private snapshotRetryAt = 0
-  private retired: (() => Error) | null = null
 
   constructor(
     private readonly db: Database,
@@ -190,16 +167,12 @@ export class PgDocument<T> implements StoredDocument<T> {
     loaded: Loaded,
     private readonly options: PgDocumentOptions<T>,
   ) {
+    super(options.lists)
     this.current = this.prepare(loaded.data as T)
     this.version = loaded.version
     this.snapshotVersion = loaded.snapshotVersion
     this.changeBytes = loaded.changeBytes
     this.snapshotBytes = loaded.snapshotBytes
-    this.writer = createWriter<T>(
-      () => this.current,
-      options.lists,
-      (change) => this.pending.record(change),
-    )
   }
 
   private prepare(data: T): T {
@@ -211,10 +184,6 @@ export class PgDocument<T> implements StoredDocument<T> {
   /** The version held (tests and the migration's check). */
   get heldVersion(): number {
     return this.version
-  }
-
-  get data(): T {
-    return this.current
   }
 
   async update<R>(mutate: (data: T, write: Writer<T>) => R): Promise<R> {
@@ -230,39 +199,6 @@ export class PgDocument<T> implements StoredDocument<T> {
         // fail() brought the data up to date: the mutation runs again on it.
       }
     }
-  }
-
-  stage<R>(mutate: (data: T, write: Writer<T>) => R): R {
-    return mutate(this.current, this.writer)
-  }
-
-  commit(): Promise<void> {
-    if (this.retired) return Promise.reject(this.retired())
-    const batch = (this.next ??= waiter())
-    if (!this.flushing) this.flush()
-    return batch.promise
-  }
-
-  commitSoon(delayMs: number): void {
-    if (this.lazyTimer) return
-    this.lazyTimer = setTimeout(() => {
-      this.lazyTimer = null
-      this.commit().catch(() => {})
-    }, delayMs)
-    this.lazyTimer.unref?.()
-  }
-
-  beforeWrite(apply: (data: T, write: Writer<T>) => void): void {
-    this.beforeWriteHooks.push(apply)
-  }
-
-  async settle(): Promise<void> {
-    if (this.lazyTimer) {
-      clearTimeout(this.lazyTimer)
-      this.lazyTimer = null
-      await this.commit().catch(() => {})
-    }
-    while (this.flushing) await this.flushing.catch(() => {})
   }
 
   /**
@@ -298,13 +234,6 @@ export class PgDocument<T> implements StoredDocument<T> {
     await this.writeSnapshot(this.version, JSON.stringify(this.current))
   }
 
-  /** After the document was deleted: nothing writes it again. */
-  retire(error: () => Error): void {
-    this.retired = error
-    if (this.lazyTimer) clearTimeout(this.lazyTimer)
-    this.lazyTimer = null
-  }
-
   /**
    * Brings the data up to what the database holds: the versions after the one held, applied.
    * Concurrent callers share one query; a write under way is waited for first (its own version
@@ -320,7 +249,7 @@ export class PgDocument<T> implements StoredDocument<T> {
   }
 
   private async fetchNewer(): Promise<void> {
-    while (this.flushing) await this.flushing.catch(() => {})
+    while (this.writeUnderWay) await this.writeUnderWay.catch(() => {})
     const held = this.version
     const rows = await this.db.run(
       (sql) => sql`
@@ -328,7 +257,7 @@ export class PgDocument<T> implements StoredDocument<T> {
         WHERE document_id = ${this.id} AND version >= ${held} ORDER BY version`,
     )
     // A write of ours began meanwhile: it holds what it needs; the next refresh looks again.
-    if (this.version !== held || this.flushing) return
+    if (this.version !== held || this.writeUnderWay) return
     if (rows.length === 1) return
     if (rows.length === 0 || Number(rows[0].version) !== held) return this.reload()
     const batches = rows.slice(1).map((row: { changes: string }) => parse(this.id, row.changes) as Change[])
@@ -358,22 +287,8 @@ export class PgDocument<T> implements StoredDocument<T> {
     this.options.onReload?.(this.current)
   }
 
-  private flush(): void {
-    const batch = this.next!
-    this.next = null
-    this.flushing = this.write().then(
-      () => batch.resolve(),
-      (error) => this.fail(batch, error),
-    )
-    this.flushing.finally(() => {
-      this.flushing = null
-      if (this.next) this.flush()
-    })
-  }
-
   /** Writes everything changed so far as the next version (synchronously taken: one instant). */
-  private async write(): Promise<void> {
-    for (const apply of this.beforeWriteHooks) apply(this.current, this.writer)
+  protected async write(): Promise<void> {
     const changes = this.pending.take()
     if (changes.length === 0) return
     const version = this.version + 1
@@ -446,21 +361,14 @@ export class PgDocument<T> implements StoredDocument<T> {
     return this.snapshotting
   }
 
-  private fail(batch: Waiter, error: unknown): Promise<void> {
-    // Everything not yet written is dropped: the batch that failed and any queued behind it.
-    const queued = this.next
-    this.next = null
+  /** The document read again from the database (what was staged goes with it). */
+  protected recover(error: unknown): Promise<void> {
     this.pending.take()
     if (!(error instanceof VersionConflictError)) this.options.onWriteError?.(this.id, error)
     // The data goes back to what the database holds before anyone is told (update() runs its
     // mutation again on it). Unreachable: the reload fails too, and the next refresh tries again.
-    return this.reload()
-      .catch(() => {
-        this.version = -1
-      })
-      .then(() => {
-        batch.reject(error)
-        queued?.reject(error)
-      })
+    return this.reload().catch(() => {
+      this.version = -1
+    })
   }
 }
