@@ -152,7 +152,7 @@ describeOnPostgres({ ownCluster: true })('the database going away', () => {
     )
   }, 60_000)
 
-  test('a cut network (every process of the cluster stopped, nothing answers): 503 STORE_UNAVAILABLE after the one-second bound, never hanging; back by itself', async () => {
+  test('a cut network (every process of the cluster stopped, nothing answers): 503 STORE_UNAVAILABLE within a second, never hanging; back by itself', async () => {
     const cluster: Cluster = await ownCluster()
     cleanup.push(() => cluster.remove())
     const a: TestServer = await startTestServer({ env: { SVC_DATABASE_URL: cluster.url } })
@@ -202,8 +202,8 @@ describeOnPostgres({ ownCluster: true })('the database going away', () => {
     for (const answer of cut) {
       expect({ what: answer.what, status: answer.status, error: answer.error }).toEqual({ what: answer.what, status: 503, error: undefined })
       if (answer.what !== 'readyz') expect(answer.code).toBe('STORE_UNAVAILABLE')
-      // The bound is one second per query; the answer follows it at once.
-      expect(answer.ms).toBeLessThan(1500)
+      // Within a second, whatever the request's queries (they share one bound, under a second).
+      expect(answer.ms).toBeLessThan(1000)
     }
 
     for (const base of both) {
