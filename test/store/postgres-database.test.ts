@@ -126,7 +126,7 @@ describeNeeding(missingPostgres)('Database.run on PostgreSQL', () => {
 })
 
 describeNeeding(missingPostgres)('a bug inside a query over HTTP', () => {
-  test('answers 500 INTERNAL_ERROR, not 503; /readyz stays 200', async () => {
+  test("a bug answers 500 INTERNAL_ERROR, not 503, and /readyz stays 200; two slow queries share the request's one bound", async () => {
     const server = await startTestServer({ env: { SVC_DATABASE_URL: await freshDatabase() } })
     try {
       const user = await signUp(server.url)
@@ -146,6 +146,25 @@ describeNeeding(missingPostgres)('a bug inside a query over HTTP', () => {
         accounts.fresh = fresh
       }
       expect((await user.get('/api/auth/me')).status).toBe(200)
+
+      // The app gives each request its one bound: two slow queries in one request answer 503
+      // once the bound is spent, not after two bounds (nor 200 after both).
+      const slow = () => db.run((sql) => sql`SELECT pg_sleep(${(QUERY_TIMEOUT_MS * 0.6) / 1000})`)
+      accounts.fresh = async () => {
+        await slow()
+        await slow()
+      }
+      try {
+        const started = performance.now()
+        const answer = await user.get('/api/auth/me')
+        expect({ status: answer.status, code: answer.body.code }).toEqual({ status: 503, code: 'STORE_UNAVAILABLE' })
+        expect(performance.now() - started).toBeLessThan(1000)
+      } finally {
+        accounts.fresh = fresh
+      }
+      // Outside any request (background work), each query has the whole bound.
+      await slow()
+      await slow()
     } finally {
       await server.stop()
       removeDir(server.dataDir)
