@@ -81,7 +81,14 @@ export function isConnectionFailure(error: unknown): boolean {
   return typeof code === 'string' && CONNECTION_CODES.has(code)
 }
 
-/** What the queries of one request have waited so far (beginRequest); `open` until it answered. */
+/**
+ * How long a query may take and still count as answered at once: only its wait beyond this is
+ * charged to its request's bound. A request that reads a long audit log runs hundreds of quick
+ * queries (a page each); together they may take seconds, and that is work, not a database away.
+ */
+export const QUICK_QUERY_MS = 50
+
+/** What the queries of one request have waited beyond quick so far (beginRequest); `open` until it answered. */
 interface RequestBudget {
   spentMs: number
   open: boolean
@@ -91,9 +98,11 @@ const requests = new AsyncLocalStorage<RequestBudget>()
 
 /**
  * Called as a request begins (app.ts, on the PostgreSQL store): from here, the queries it runs
- * wait at most QUERY_TIMEOUT_MS together, not each, so that a second query after a slow first
- * does not start a fresh bound. Answers the call that closes it once the request has answered:
- * work it left running (an audit summary, a listener) then has the usual per-query bound.
+ * wait at most QUERY_TIMEOUT_MS together beyond QUICK_QUERY_MS each, not QUERY_TIMEOUT_MS each,
+ * so that a second query after a slow first does not start a fresh bound (a cut network: the
+ * request answers 503 within QUERY_TIMEOUT_MS and a quick query or two, under a second). Answers
+ * the call that closes it once the request has answered: work it left running (an audit summary,
+ * a listener) then has the usual per-query bound.
  */
 export function beginRequest(): () => void {
   const budget: RequestBudget = { spentMs: 0, open: true }
@@ -172,11 +181,13 @@ export class Database {
       }
       this.stats.failures++
       this.reachable = false
+      // The request's later queries (an error handled on its way) fail at once: it has had its bound.
+      if (budget) budget.spentMs = this.timeoutMs
       if (error instanceof StoreUnavailableError) throw error
       throw new StoreUnavailableError(`the database is unavailable (${describe(error)})`)
     } finally {
       clearTimeout(timer)
-      if (budget) budget.spentMs += performance.now() - started
+      if (budget && budget.spentMs < this.timeoutMs) budget.spentMs += Math.max(0, performance.now() - started - QUICK_QUERY_MS)
       this.inFlight--
       this.stats.queries++
       const seconds = (performance.now() - started) / 1000
