@@ -279,6 +279,15 @@ export const MUTANTS: Mutant[] = [
     test: 'test/postgres/two-instances.test.ts',
     postgres: true,
   },
+  {
+    name: 'pg-audit-budget-per-instance',
+    guarantee: 'failed sign-ins written one by one: at most 20 per log per hour across all instances on one database, the rest counted (PostgreSQL store)',
+    file: 'src/audit/unauthenticated.ts',
+    search: "this.sharedBudgets = deps.state?.shared ? deps.state.entries('audit-unauthenticated-budget') : null",
+    replace: 'this.sharedBudgets = null',
+    test: 'test/audit/two-instances.test.ts',
+    postgres: true,
+  },
 ]
 
 const ROOT = join(import.meta.dir, '..')

@@ -20,6 +20,7 @@ import { authRoutes } from './modules/auth'
 import { Vaults } from './modules/vault-access'
 import { holdsVaults, Store, type StoreOptions } from './store/store'
 import { PgStore, type PgStoreOptions } from './store/postgres/store'
+import { beginRequest } from './store/postgres/database'
 import { PgAuditLogStore } from './store/postgres/audit-log'
 import { FileAuditLogStore } from './store/audit-log-store'
 import type { DataStore } from './store/data-store'
@@ -195,6 +196,23 @@ function freshAccounts(deps: AppDeps) {
   })
 }
 
+/**
+ * On the database store, all the queries of one request wait at most one bound together (not
+ * each): a cut network answers 503 within a second, however many queries the request runs.
+ */
+function requestBudget(deps: AppDeps) {
+  if (!(deps.store instanceof PgStore)) return new Elysia()
+  const open = new WeakMap<Request, () => void>()
+  return new Elysia({ name: 'request-budget' })
+    .onRequest(({ request }) => {
+      open.set(request, beginRequest())
+    })
+    .onAfterResponse({ as: 'global' }, ({ request }) => {
+      open.get(request)?.()
+      open.delete(request)
+    })
+}
+
 /** The routes of a vault's resources, on the personal vault or (vaultMount "shared") a shared one. */
 function resourceRoutes(deps: AppDeps) {
   return new Elysia()
@@ -225,6 +243,7 @@ export function createApp(deps: AppDeps) {
     // refused before any of it is read), up to a 10 MB file handed to the 2FA import.
     serve: { maxRequestBodySize: MAX_BODY_BYTES * 8 },
   })
+    .use(requestBudget(deps))
     .use(securityHeaders)
     .use(hostCheck(deps.config, deps.log))
     // Per-request work (ids, counters, log lines) only when something reads it: /metrics or request logs.

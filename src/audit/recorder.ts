@@ -115,6 +115,7 @@ export class AuditService {
       now: deps.now,
       write: (userId, event) => this.record(userId, event),
       diskLow: () => this.disk().low,
+      state: deps.store.state,
     })
     // With the audit keys of earlier master keys (rotate-master-key keeps them in accounts.json).
     this.mac = deps.keyring?.auditKeys(deps.store.accounts.data.auditKeys ?? []) ?? null

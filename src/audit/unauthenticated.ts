@@ -5,12 +5,15 @@
 //   per log, method and reason and per 15-minute window, with the count, the client addresses and
 //   the first and last time.
 // - Each log takes at most INDIVIDUAL_BUDGET single events of this kind an hour; past that, they
-//   are counted into the summary as well.
+//   are counted into the summary as well. With a shared state (PostgreSQL: every instance on the
+//   database) the budget is counted there, so that all instances together write at most that many;
+//   each instance writes its own summaries of what it counted.
 // - While the data folder's free space is under SVC_DISK_FLOOR, nothing of this kind is written:
 //   the counts wait in memory (bounded) and in /metrics, and are written once there is room.
 // A summary is written when its window ends (at the next attempt of its kind, or the minute's
 // check), when the owner reads the log (so the Activity page shows the counts at once), and at
 // shutdown.
+import type { Entries, SharedState } from '../store/shared-state'
 import type { AuditEvent } from './events'
 
 /** Single events of unauthenticated clients per log per hour; the rest are counted. */
@@ -48,6 +51,8 @@ export interface UnauthenticatedDeps {
   write: (userId: string | null, event: UnauthenticatedEvent) => Promise<void>
   /** Whether the data folder's free space is under the floor. */
   diskLow: () => boolean
+  /** The store's shared state: when other instances share it, the budgets are counted there. */
+  state?: SharedState
 }
 
 export class UnauthenticatedEvents {
@@ -55,13 +60,16 @@ export class UnauthenticatedEvents {
   readonly counted: Record<CountedBecause, number> = { throttled: 0, budget: 0, disk_low: 0 }
   /** Open summaries, by log, method and reason. */
   private readonly summaries = new Map<string, Summary>()
-  /** Single events written per log in the current hour. */
+  /** Single events written per log in the current hour (this process's own count). */
   private readonly budgets = new Map<string, { since: number; used: number }>()
+  /** The same count shared by every instance (a database), when there is one. */
+  private readonly sharedBudgets: Entries | null
   /** Summary writes under way, by log. */
   private readonly writing = new Map<string, Set<Promise<void>>>()
   private readonly timer: ReturnType<typeof setInterval>
 
   constructor(private readonly deps: UnauthenticatedDeps) {
+    this.sharedBudgets = deps.state?.shared ? deps.state.entries('audit-unauthenticated-budget') : null
     this.timer = setInterval(() => void this.flushDue(), FLUSH_EVERY_MS)
     this.timer.unref?.()
   }
@@ -78,22 +86,30 @@ export class UnauthenticatedEvents {
    */
   async add(userId: string | null, event: UnauthenticatedEvent, throttled: boolean, email?: string): Promise<void> {
     const now = this.deps.now()
-    const because: CountedBecause | null = throttled ? 'throttled' : this.deps.diskLow() ? 'disk_low' : this.spend(userId, now) ? null : 'budget'
-    if (because === null) {
-      try {
+    let because: CountedBecause | null = throttled ? 'throttled' : this.deps.diskLow() ? 'disk_low' : null
+    try {
+      if (because === null) {
+        // In memory the budget is taken at once (in the order of the calls); shared, once the database answered.
+        const spent = this.spend(userId, now)
+        if (!(typeof spent === 'boolean' ? spent : await spent)) because = 'budget'
+      }
+      if (because === null) {
         await this.deps.write(userId, event)
         return
-      } catch {
-        // Counted instead: the summary tries again later.
       }
-    } else this.counted[because]++
+      this.counted[because]++
+    } catch {
+      // Not written (or the shared budget could not be asked): counted instead, the summary tries again later.
+    }
     // The same key's ended window is written here; other logs' by the minute's flushDue.
     this.count(userId, event, now, email)
   }
 
   /** Takes one of the log's single events for this hour; false when none is left. */
-  private spend(userId: string | null, now: number): boolean {
+  private spend(userId: string | null, now: number): boolean | Promise<boolean> {
     const key = userId ?? ''
+    // One count for all instances: the first of the hour starts it, each takes one (atomically).
+    if (this.sharedBudgets) return Promise.resolve(this.sharedBudgets.increment(key, 1, now + BUDGET_WINDOW_MS)).then((used) => used <= INDIVIDUAL_BUDGET)
     let budget = this.budgets.get(key)
     if (!budget || now - budget.since >= BUDGET_WINDOW_MS || now < budget.since) {
       if (this.budgets.size > 100_000) this.pruneBudgets(now)
@@ -224,6 +240,8 @@ export class UnauthenticatedEvents {
   forget(userId: string): void {
     for (const [key, summary] of this.summaries) if (summary.userId === userId) this.summaries.delete(key)
     this.budgets.delete(userId)
+    // Expires within the hour anyway: a failure to delete it now changes nothing.
+    if (this.sharedBudgets) void Promise.resolve(this.sharedBudgets.remove(userId)).catch(() => {})
   }
 
   stop(): void {

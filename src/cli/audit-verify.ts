@@ -26,6 +26,7 @@ import { readPgAuditChains } from '../store/postgres/audit-log'
 import { loadDocument } from '../store/postgres/document'
 import { ACCOUNTS_ID } from '../store/postgres/store'
 import { ACCOUNTS_LISTS, VAULT_LISTS } from '../store/records'
+import { Args } from './args'
 
 const USAGE =
   'usage: bun run audit-verify [--data-dir DIR] [--expect-last HASH] [--from-export FILE]   (svc-vault audit-verify ... in the executable; with SVC_DATABASE_URL or SVC_DATABASE_URL_FILE: the logs in that database)'
@@ -36,19 +37,14 @@ function parseArgs(argv: string[]): { dataDir: string; expectLast: string[]; fro
   let dataDir = process.env.SVC_DATA_DIR?.trim() || './data'
   const expectLast: string[] = []
   const fromExport: string[] = []
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]
-    const value = (name: string) => {
-      if (arg === name && argv[i + 1] !== undefined) return argv[++i]
-      if (arg.startsWith(`${name}=`)) return arg.slice(name.length + 1)
-      return undefined
-    }
+  const args = new Args(argv)
+  for (let arg = args.next(); arg !== undefined; arg = args.next()) {
     let v: string | undefined
-    if ((v = value('--data-dir')) !== undefined) dataDir = v
-    else if ((v = value('--expect-last')) !== undefined) {
+    if ((v = args.value('--data-dir')) !== undefined) dataDir = v
+    else if ((v = args.value('--expect-last')) !== undefined) {
       if (!/^[0-9a-f]{64}$/.test(v)) throw new UsageError(`--expect-last takes a line's hash (64 hex digits), got "${v.slice(0, 80)}"\n${USAGE}`)
       expectLast.push(v)
-    } else if ((v = value('--from-export')) !== undefined) fromExport.push(resolve(v))
+    } else if ((v = args.value('--from-export')) !== undefined) fromExport.push(resolve(v))
     else if (arg === '-h' || arg === '--help') return null
     else throw new UsageError(`unexpected argument ${arg}\n${USAGE}`)
   }

@@ -7,6 +7,7 @@ import { ConfigError, databaseUrlFromEnv, masterKeyFromEnv } from '../config'
 import { BackupError, createBackup, describeBundle, writeBackup } from '../store/backup'
 import { StoreUnavailableError } from '../store/errors'
 import { createDatabaseBackup } from '../store/postgres/bundle'
+import { Args } from './args'
 import { Progress } from './progress'
 
 const USAGE = 'usage: bun run backup <file> [--data-dir DIR] [--include-master-key]   (with SVC_DATABASE_URL: a backup of the database)'
@@ -15,11 +16,11 @@ function parseArgs(argv: string[]) {
   let file: string | undefined
   let dataDir = process.env.SVC_DATA_DIR?.trim() || './data'
   let includeMasterKey = false
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]
+  const args = new Args(argv)
+  for (let arg = args.next(); arg !== undefined; arg = args.next()) {
+    let v: string | undefined
     if (arg === '--include-master-key') includeMasterKey = true
-    else if (arg === '--data-dir' && argv[i + 1] !== undefined) dataDir = argv[++i]
-    else if (arg.startsWith('--data-dir=')) dataDir = arg.slice('--data-dir='.length)
+    else if ((v = args.value('--data-dir')) !== undefined) dataDir = v
     else if (arg === '-h' || arg === '--help') return null
     else if (!arg.startsWith('-') && file === undefined) file = arg
     else throw new BackupError(`unexpected argument ${arg}\n${USAGE}`)

@@ -21,6 +21,7 @@ import { DataDirLockedError, acquireLock } from '../store/lock'
 import { assertAlone, assertEmptyDatabase, createDatabaseBackup, restoreDatabaseBackup, toolDatabase } from '../store/postgres/bundle'
 import { StoreUnavailableError } from '../store/errors'
 import { SchemaTooNewError } from '../store/postgres/migrations'
+import { Args } from './args'
 import { Progress, type ProgressStream } from './progress'
 
 const USAGE = `usage: svc-vault migrate --to postgres://…   copy the data folder (SVC_DATA_DIR) into an empty database
@@ -37,16 +38,11 @@ export function parseMigrateArgs(argv: string[]): Target | null {
     if (target) throw new UsageError(`give one target: --to or --to-dir\n${USAGE}`)
     target = next
   }
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]
-    const value = (name: string) => {
-      if (arg === name && argv[i + 1] !== undefined) return argv[++i]
-      if (arg.startsWith(`${name}=`)) return arg.slice(name.length + 1)
-      return undefined
-    }
+  const args = new Args(argv)
+  for (let arg = args.next(); arg !== undefined; arg = args.next()) {
     let v: string | undefined
-    if ((v = value('--to')) !== undefined) set({ to: 'postgres', url: parseDatabaseUrl(v, '--to') })
-    else if ((v = value('--to-dir')) !== undefined) set({ to: 'dir', dir: resolve(v) })
+    if ((v = args.value('--to')) !== undefined) set({ to: 'postgres', url: parseDatabaseUrl(v, '--to') })
+    else if ((v = args.value('--to-dir')) !== undefined) set({ to: 'dir', dir: resolve(v) })
     else if (arg === '-h' || arg === '--help') return null
     else throw new UsageError(`unexpected argument ${arg}\n${USAGE}`)
   }

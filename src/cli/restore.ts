@@ -9,6 +9,7 @@ import { BackupError, describeBundle, readBackup, restoreBackup, type BackupBund
 import { StoreUnavailableError } from '../store/errors'
 import { restoreDatabaseBackup } from '../store/postgres/bundle'
 import { SchemaTooNewError } from '../store/postgres/migrations'
+import { Args } from './args'
 import { Progress } from './progress'
 
 const USAGE = 'usage: bun run restore <file> [--data-dir DIR]   (with SVC_DATABASE_URL: into that empty database)'
@@ -16,10 +17,10 @@ const USAGE = 'usage: bun run restore <file> [--data-dir DIR]   (with SVC_DATABA
 function parseArgs(argv: string[]) {
   let file: string | undefined
   let dataDir = process.env.SVC_DATA_DIR?.trim() || './data'
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]
-    if (arg === '--data-dir' && argv[i + 1] !== undefined) dataDir = argv[++i]
-    else if (arg.startsWith('--data-dir=')) dataDir = arg.slice('--data-dir='.length)
+  const args = new Args(argv)
+  for (let arg = args.next(); arg !== undefined; arg = args.next()) {
+    let v: string | undefined
+    if ((v = args.value('--data-dir')) !== undefined) dataDir = v
     else if (arg === '-h' || arg === '--help') return null
     else if (!arg.startsWith('-') && file === undefined) file = arg
     else throw new BackupError(`unexpected argument ${arg}\n${USAGE}`)

@@ -1,10 +1,13 @@
 // Issue 34: the audit logs on the PostgreSQL store. Two instances on one database recording
 // events for one vault at once make one chain, never a fork (an append locks the log's row and
 // seals against the head read there), and audit-verify, reading the database, accepts it. With a
-// database nothing of a user is written to the data folder: it is not even created.
+// database nothing of a user is written to the data folder: it is not even created. The budget of
+// failed sign-ins written one by one (20 per log per hour) counts across the instances.
 import { afterAll, expect } from 'bun:test'
 import { existsSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
+import { INDIVIDUAL_BUDGET } from '../../src/audit/unauthenticated'
+import { testClock } from '../account/support'
 import { storedAuditLines } from '../support/audit-file'
 import { Client, PASSWORD, signUp, uniqueEmail } from '../support/client'
 import { freshDatabase, TEST_POSTGRES } from '../support/postgres'
@@ -120,6 +123,70 @@ needsPostgres(
     expect((await storedAuditLines(server, null)).length).toBe(2)
     expect(existsSync(dataDir) ? readdirSync(dataDir, { recursive: true }) : 'absent').toBe('absent')
     removeDir(join(dataDir, '..'))
+  },
+  60_000,
+)
+
+needsPostgres(
+  'failed sign-ins through two instances: at most 20 single events per log per hour in all, the rest counted in summaries',
+  async () => {
+    const url = await freshDatabase()
+    const clock = testClock(Date.now())
+    const one = await startTestServer({ now: clock.now, env: { SVC_DATABASE_URL: url, SVC_TRUST_PROXY: 'loopback' } })
+    started.push(one)
+    const two = await startTestServer({ now: clock.now, env: { SVC_DATABASE_URL: url, SVC_TRUST_PROXY: 'loopback' } })
+    started.push(two)
+    const victim = await signUp(one.url)
+    const stranger = uniqueEmail('nobody')
+    // Straight to each instance's audit service (no password check: fast), all at once, alternating.
+    const source = (n: number) => ({
+      request: new Request(one.url),
+      server: { requestIP: () => ({ address: `192.0.2.${n}`, family: 'IPv4', port: 1 }) } as any,
+    })
+    const failed = (server: TestServer, userId: string | null, n: number) =>
+      server.deps.audit.signIn({ userId, email: stranger, method: 'password', ok: false, source: source(n), reason: 'invalid_credentials' })
+    const attempts = 2 * INDIVIDUAL_BUDGET + 10
+    await Promise.all(Array.from({ length: attempts }, (_, n) => [failed(n % 2 ? two : one, victim.user.id, n), failed(n % 2 ? one : two, null, n)]).flat())
+    // Through HTTP too, once the budget is spent: a wrong password on either instance is only counted.
+    for (const server of [one, two]) {
+      const answer = await fetch(`${server.url}/api/auth/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-forwarded-for': '198.51.100.9' },
+        body: JSON.stringify({ email: victim.email, password: 'wrong password' }),
+      })
+      expect(answer.status).toBe(401)
+    }
+    for (const server of [one, two]) await server.deps.audit.unauthenticated.flushAll()
+    for (const server of [one, two]) await server.deps.audit.settle()
+
+    const failures = async (userId: string | null) =>
+      (await storedAuditLines(one, userId)).map((line) => JSON.parse(line)).filter((event) => event.action === 'auth.login_failed')
+    for (const [userId, total] of [
+      [victim.user.id, attempts + 2],
+      [null, attempts],
+    ] as const) {
+      const events = await failures(userId)
+      const singles = events.filter((event) => !event.details.summary)
+      const summaries = events.filter((event) => event.details.summary)
+      // Each instance writes its own summary of what it counted; together they hold every attempt.
+      expect({ userId, singles: singles.length, counted: summaries.reduce((sum, event) => sum + event.details.count, 0) }).toEqual({
+        userId,
+        singles: INDIVIDUAL_BUDGET,
+        counted: total - INDIVIDUAL_BUDGET,
+      })
+      expect(summaries.length).toBeLessThanOrEqual(2)
+    }
+    // An hour on, the log's budget is back on both: a failed sign-in is an event of its own again.
+    clock.advance(61 * 60_000)
+    await failed(two, victim.user.id, 200)
+    await failed(one, victim.user.id, 201)
+    await one.deps.audit.settle()
+    await two.deps.audit.settle()
+    const latest = (await failures(victim.user.id)).slice(-2)
+    expect(latest.map((event) => [event.details.summary ?? false, event.clientAddress])).toEqual([
+      [false, '192.0.2.200'],
+      [false, '192.0.2.201'],
+    ])
   },
   60_000,
 )

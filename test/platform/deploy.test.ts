@@ -6,6 +6,7 @@
 // compose.postgres.yaml and deploy/Caddyfile.postgres: two instances on PostgreSQL behind Caddy
 // (run for real when SVC_TEST_POSTGRES names a cluster).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import type { Subprocess } from 'bun'
 import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Client, signUp } from '../support/client'
@@ -41,6 +42,54 @@ function scratch(): string {
   const dir = tempDir('svc-vault-deploy-')
   dirs.push(dir)
   return dir
+}
+
+/** `caddy adapt` of one of deploy/'s Caddyfiles with `env` set: Caddy's JSON config. */
+function adapt(caddy: string, file: string, env: Record<string, string>): any {
+  const adapted = Bun.spawnSync([caddy, 'adapt', '--config', join(ROOT, 'deploy', file), '--adapter', 'caddyfile'], {
+    env: { ...process.env, ...env },
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
+  expect({ code: adapted.exitCode, error: adapted.exitCode === 0 ? '' : adapted.stderr.toString() }).toEqual({ code: 0, error: '' })
+  return JSON.parse(adapted.stdout.toString())
+}
+
+/** Caddy run from `dir` with `config` (its admin endpoint off), once `ready` answers 200 through it. */
+async function runCaddy(caddy: string, dir: string, config: any, ready: string): Promise<Subprocess> {
+  config.admin = { disabled: true }
+  writeFileSync(join(dir, 'caddy.json'), JSON.stringify(config))
+  const proxy = Bun.spawn([caddy, 'run', '--config', join(dir, 'caddy.json')], {
+    env: { ...process.env, HOME: dir, XDG_DATA_HOME: dir, XDG_CONFIG_HOME: dir },
+    stdout: 'ignore',
+    stderr: 'pipe',
+  })
+  let up = false
+  for (let i = 0; i < 100 && !up; i++) {
+    up = await fetch(ready).then(
+      (r) => r.status === 200,
+      () => false,
+    )
+    if (!up) await Bun.sleep(50)
+  }
+  if (!up) {
+    await stopCaddy(proxy)
+    throw new Error(`${ready} did not answer 200 through Caddy`)
+  }
+  return proxy
+}
+
+async function stopCaddy(proxy: Subprocess | undefined): Promise<void> {
+  proxy?.kill('SIGTERM')
+  await proxy?.exited
+}
+
+/** A new user signed up through `origin`, with a category of secrets. */
+async function userWithCategory(origin: string): Promise<{ user: Client; categoryId: string }> {
+  const user = await signUp(origin)
+  const category = await user.post('/api/categories', { name: 'Stripe', keyType: 'simple', envVarName: 'STRIPE_KEY' }, { origin })
+  expect(category.status).toBe(201)
+  return { user, categoryId: category.body.id }
 }
 
 /** The unit file's [Service] settings, each key with every value it was given. */
@@ -139,41 +188,18 @@ describe('reverse proxy snippets', () => {
         dataDir: join(dir, 'data'),
         env: { SVC_SIGNUP: 'open', SVC_TRUST_PROXY: 'loopback', SVC_BASE_URL: origin, SVC_LOG_FORMAT: 'json' },
       })
-      const adapted = Bun.spawnSync([caddy, 'adapt', '--config', join(ROOT, 'deploy', 'Caddyfile'), '--adapter', 'caddyfile'], {
-        env: { ...process.env, VAULT_DOMAIN: origin, VAULT_UPSTREAM: new URL(behind.url).host },
-        stdout: 'pipe',
-        stderr: 'pipe',
-      })
-      expect(adapted.exitCode).toBe(0)
-      const config = JSON.parse(adapted.stdout.toString())
-      config.admin = { disabled: true }
-      writeFileSync(join(dir, 'caddy.json'), JSON.stringify(config))
-      const proxy = Bun.spawn([caddy, 'run', '--config', join(dir, 'caddy.json')], {
-        env: { ...process.env, HOME: dir, XDG_DATA_HOME: dir, XDG_CONFIG_HOME: dir },
-        stdout: 'ignore',
-        stderr: 'pipe',
-      })
+      let proxy: Subprocess | undefined
       try {
-        let up = false
-        for (let i = 0; i < 100 && !up; i++) {
-          up = await fetch(`${origin}/healthz`).then(
-            (r) => r.status === 200,
-            () => false,
-          )
-          if (!up) await Bun.sleep(50)
-        }
-        expect(up).toBe(true)
-        const user = await signUp(origin)
-        const category = await user.post('/api/categories', { name: 'Stripe', keyType: 'simple', envVarName: 'STRIPE_KEY' }, { origin })
-        expect(category.status).toBe(201)
-        const entry = await user.post('/api/entries', { categoryId: category.body.id, name: 'shop', value: 'sk_behind_caddy' }, { origin })
+        const config = adapt(caddy, 'Caddyfile', { VAULT_DOMAIN: origin, VAULT_UPSTREAM: new URL(behind.url).host })
+        proxy = await runCaddy(caddy, dir, config, `${origin}/healthz`)
+        const { user, categoryId } = await userWithCategory(origin)
+        const entry = await user.post('/api/entries', { categoryId, name: 'shop', value: 'sk_behind_caddy' }, { origin })
         expect((await user.post(`/api/entries/${entry.body.id}/reveal`, undefined, { origin })).body.value).toBe('sk_behind_caddy')
         // Caddy's request id reaches the vault, which answers with it (JSON logs on, as in production).
         const answer = await new Client(origin).get('/healthz')
         expect(answer.headers.get('x-request-id')).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-/)
       } finally {
-        proxy.kill('SIGTERM')
-        await proxy.exited
+        await stopCaddy(proxy)
         await behind.stop()
       }
     },
@@ -269,15 +295,6 @@ describe('Dockerfile and compose.yaml (no container runtime here: checked by wha
 })
 
 describe('PostgreSQL with two instances behind Caddy (compose.postgres.yaml, deploy/Caddyfile.postgres)', () => {
-  const adapt = (caddy: string, env: Record<string, string>) => {
-    const adapted = Bun.spawnSync([caddy, 'adapt', '--config', join(ROOT, 'deploy', 'Caddyfile.postgres'), '--adapter', 'caddyfile'], {
-      env: { ...process.env, ...env },
-      stdout: 'pipe',
-      stderr: 'pipe',
-    })
-    expect({ code: adapted.exitCode, error: adapted.exitCode === 0 ? '' : adapted.stderr.toString() }).toEqual({ code: 0, error: '' })
-    return JSON.parse(adapted.stdout.toString())
-  }
   /** The reverse_proxy handler in Caddy's JSON config. */
   const proxyOf = (config: any): any => {
     const found: any[] = []
@@ -333,7 +350,7 @@ describe('PostgreSQL with two instances behind Caddy (compose.postgres.yaml, dep
   })
 
   withTool('caddy')('deploy/Caddyfile.postgres adapts: round robin over VAULT_UPSTREAMS, health checks on /readyz', () => {
-    const handler = proxyOf(adapt(needTool('caddy'), { VAULT_DOMAIN: 'vault.example.com', VAULT_UPSTREAMS: 'vault-1:3000 vault-2:3000' }))
+    const handler = proxyOf(adapt(needTool('caddy'), 'Caddyfile.postgres', { VAULT_DOMAIN: 'vault.example.com', VAULT_UPSTREAMS: 'vault-1:3000 vault-2:3000' }))
     expect(handler.upstreams).toEqual([{ dial: 'vault-1:3000' }, { dial: 'vault-2:3000' }])
     expect(handler.load_balancing.selection_policy.policy).toBe('round_robin')
     expect(handler.health_checks.active).toMatchObject({ uri: '/readyz', expect_status: 200 })
@@ -353,32 +370,16 @@ describe('PostgreSQL with two instances behind Caddy (compose.postgres.yaml, dep
         await spawnServer({ command: [executable], cwd: dir, dataDir: join(dir, 'one'), env }),
         await spawnServer({ command: [executable], cwd: dir, dataDir: join(dir, 'two'), env }),
       ]
-      const config = adapt(caddy, { VAULT_DOMAIN: origin, VAULT_UPSTREAMS: instances.map((i) => new URL(i.url).host).join(' ') })
-      config.admin = { disabled: true }
+      const config = adapt(caddy, 'Caddyfile.postgres', { VAULT_DOMAIN: origin, VAULT_UPSTREAMS: instances.map((i) => new URL(i.url).host).join(' ') })
       // Checked every 200 ms here, so that the test need not wait 5 s for a stopped instance to be seen.
       proxyOf(config).health_checks.active.interval = 200_000_000
-      writeFileSync(join(dir, 'caddy.json'), JSON.stringify(config))
-      const proxy = Bun.spawn([caddy, 'run', '--config', join(dir, 'caddy.json')], {
-        env: { ...process.env, HOME: dir, XDG_DATA_HOME: dir, XDG_CONFIG_HOME: dir },
-        stdout: 'ignore',
-        stderr: 'pipe',
-      })
+      let proxy: Subprocess | undefined
       try {
-        let up = false
-        for (let i = 0; i < 100 && !up; i++) {
-          up = await fetch(`${origin}/readyz`).then(
-            (r) => r.status === 200,
-            () => false,
-          )
-          if (!up) await Bun.sleep(50)
-        }
-        expect(up).toBe(true)
-        const user = await signUp(origin)
-        const category = await user.post('/api/categories', { name: 'Stripe', keyType: 'simple', envVarName: 'STRIPE_KEY' }, { origin })
-        expect(category.status).toBe(201)
+        proxy = await runCaddy(caddy, dir, config, `${origin}/readyz`)
+        const { user, categoryId } = await userWithCategory(origin)
         const names: string[] = []
         for (let i = 0; i < 8; i++) {
-          const entry = await user.post('/api/entries', { categoryId: category.body.id, name: `shop-${i}`, value: `sk_${i}` }, { origin })
+          const entry = await user.post('/api/entries', { categoryId, name: `shop-${i}`, value: `sk_${i}` }, { origin })
           expect(entry.status).toBe(201)
           names.push(entry.body.name)
           // Written through one instance, read through the next: the same answer.
@@ -393,8 +394,7 @@ describe('PostgreSQL with two instances behind Caddy (compose.postgres.yaml, dep
           expect(list.body.map((e: { name: string }) => e.name).sort()).toEqual(names.sort())
         }
       } finally {
-        proxy.kill('SIGTERM')
-        await proxy.exited
+        await stopCaddy(proxy)
         for (const instance of instances) await instance.stop()
       }
     },

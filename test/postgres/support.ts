@@ -4,6 +4,7 @@ import { UPSTREAM_HEADER } from '../support/caddy'
 import { clusterMissing } from '../support/pg-cluster'
 import { missingPostgres } from '../support/postgres'
 import { describeNeeding, missingCommand } from '../support/requirements'
+import type { TestServer } from '../support/server'
 
 /**
  * `describe` when what the tests need is here; else skipped saying why, or failing under CI=true
@@ -43,4 +44,25 @@ export function whenEvent(subscribe: (fire: () => void) => void, check: () => bo
     subscribe(fire)
     fire()
   })
+}
+
+/**
+ * Runs `act` (a request to another instance), then waits until `check` holds on `server`, tested
+ * each time `server` takes in other instances' writes to the accounts (Accounts.takeIn: by
+ * NOTIFY, with no request to it); rejects after 5 s.
+ */
+export async function takenIn(server: TestServer, act: () => Promise<unknown>, check: () => boolean, what: string): Promise<void> {
+  const accounts = server.deps.accounts
+  const listeners: (() => void)[] = []
+  const takeIn = accounts.takeIn.bind(accounts)
+  accounts.takeIn = (changes) => {
+    takeIn(changes)
+    for (const listener of listeners) listener()
+  }
+  try {
+    await act()
+    await whenEvent((fire) => listeners.push(fire), check, 5000, what)
+  } finally {
+    accounts.takeIn = takeIn
+  }
 }

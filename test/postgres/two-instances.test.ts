@@ -10,7 +10,7 @@ import { Client, PASSWORD, sessionCookie, signUp, type Answer } from '../support
 import { PgStore } from '../../src/store/postgres/store'
 import { freshDatabase } from '../support/postgres'
 import { removeDir, spawnServer, startTestServer, type SpawnedServer, type TestServer } from '../support/server'
-import { at, describeOnPostgres, login, upstreamOf, whenEvent } from './support'
+import { at, describeOnPostgres, login, takenIn, upstreamOf } from './support'
 
 let a: TestServer
 let b: SpawnedServer
@@ -254,29 +254,16 @@ suite('two instances on one database, behind Caddy', () => {
   test('a revocation reaches an instance by notification, without a request of its own', async () => {
     const { user } = await userThroughBalancer()
     for (const base of both()) expect((await at(user, base).get('/api/auth/me')).status).toBe(200)
-    const accounts = a.deps.accounts
     const holds = () => a.deps.store.accounts.data.sessions.some((session) => session.userId === user.user.id)
     expect(holds()).toBe(true)
     // A takes in other instances' writes into its account indexes (takeIn): wait for that event.
-    const listeners: (() => void)[] = []
-    const takeIn = accounts.takeIn.bind(accounts)
-    accounts.takeIn = (changes) => {
-      takeIn(changes)
-      for (const listener of listeners) listener()
-    }
-    try {
-      const signedOut = await at(user, b.url).post('/api/auth/logout')
-      expect(signedOut.status).toBe(204)
-      // No request reaches A meanwhile: only B's NOTIFY can tell it.
-      await whenEvent(
-        (fire) => listeners.push(fire),
-        () => !holds(),
-        5000,
-        'A dropped the session B ended',
-      )
-    } finally {
-      accounts.takeIn = takeIn
-    }
+    // No request reaches A meanwhile: only B's NOTIFY can tell it.
+    await takenIn(
+      a,
+      async () => expect((await at(user, b.url).post('/api/auth/logout')).status).toBe(204),
+      () => !holds(),
+      'A dropped the session B ended',
+    )
     expect((await at(user, a.url).get('/api/auth/me')).status).toBe(401)
   })
 })

@@ -27,30 +27,63 @@ async function open(url: string): Promise<PgStore> {
   return store
 }
 
+/** A store on a fresh database, an admin connection of the test's own, and one empty vault. */
+async function vaultOnFreshDatabase() {
+  const url = await freshDatabase()
+  const store = await open(url)
+  const admin = new SQL(url, { max: 2 })
+  opened.push(admin)
+  const id = crypto.randomUUID()
+  const vault = await store.vault(id, emptyVault)
+  const snapshotVersion = async () => Number((await admin`SELECT snapshot_version FROM svc_documents WHERE id = ${id}`)[0].snapshot_version)
+  return {
+    url,
+    admin,
+    id,
+    vault,
+    snapshotVersion,
+    /** The snapshot's version once it is past `than` (stored apart from the writes: looked for up to 2 s). */
+    async snapshotPast(than: number): Promise<number> {
+      let at = await snapshotVersion()
+      for (let i = 0; i < 200 && at === than; i++) {
+        await Bun.sleep(10)
+        at = await snapshotVersion()
+      }
+      return at
+    },
+    /**
+     * Runs `writes` while another session holds a lock (`lock`, in a transaction of its own), checks
+     * that one statement (the snapshot) waits for it meanwhile, then lets go; answers the writes' time.
+     */
+    async whileLocked(lock: (holder: SQL) => Promise<unknown>, writes: () => Promise<void>): Promise<number> {
+      const holder = await admin.reserve()
+      try {
+        await holder`BEGIN`
+        await lock(holder)
+        const started = performance.now()
+        await writes()
+        const took = performance.now() - started
+        const [waiting] = await admin`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`
+        expect(waiting.n).toBe(1)
+        await holder`COMMIT`
+        return took
+      } finally {
+        holder.release()
+      }
+    },
+  }
+}
+
 suite(`PostgreSQL snapshots${TEST_POSTGRES ? '' : ' (skipped: SVC_TEST_POSTGRES is not set)'}`, () => {
   test('a snapshot is stored once the changes outweigh it; a fresh read equals memory; older changes go', async () => {
-    const url = await freshDatabase()
-    const store = await open(url)
-    const admin = new SQL(url, { max: 1 })
-    opened.push(admin)
-    const id = crypto.randomUUID()
-    const vault = await store.vault(id, emptyVault)
-    const snapshotVersion = async () => Number((await admin`SELECT snapshot_version FROM svc_documents WHERE id = ${id}`)[0].snapshot_version)
+    const { url, admin, id, vault, snapshotPast } = await vaultOnFreshDatabase()
     // 64 KB of changes: the first snapshot.
     for (let n = 0; n < 40; n++) await vault.update((_, write) => write.categories.push(category(n)))
-    let at = await snapshotVersion()
-    for (let i = 0; i < 200 && at === 0; i++) {
-      await Bun.sleep(10)
-      at = await snapshotVersion()
-    }
+    const at = await snapshotPast(0)
     expect(at).toBeGreaterThan(0)
     // Enough again for a second one, which takes the changes from before the first away.
     for (let n = 40; n < 140; n++) await vault.update((_, write) => write.categories.push(category(n)))
-    let second = at
-    for (let i = 0; i < 200 && second === at; i++) {
-      await Bun.sleep(10)
-      second = await snapshotVersion()
-    }
+    const second = await snapshotPast(at)
     expect(second).toBeGreaterThan(at)
     const [{ oldest }] = await admin`SELECT min(version)::int AS oldest FROM svc_changes WHERE document_id = ${id}`
     // Kept from the previous snapshot on (an instance a little behind still finds its version).
@@ -63,67 +96,39 @@ suite(`PostgreSQL snapshots${TEST_POSTGRES ? '' : ' (skipped: SVC_TEST_POSTGRES 
   })
 
   test('a snapshot held up by the database holds up no write; it is stored once the database lets it', async () => {
-    const url = await freshDatabase()
-    const store = await open(url)
-    const admin = new SQL(url, { max: 2 })
-    opened.push(admin)
-    const id = crypto.randomUUID()
-    const vault = await store.vault(id, emptyVault)
+    const { url, id, vault, snapshotPast, whileLocked } = await vaultOnFreshDatabase()
     await vault.update((_, write) => write.categories.push(category(0)))
     // Another session holds the document's row (as a long snapshot of another instance would):
     // a snapshot waits for it; a change row (which only needs the row to exist) does not.
-    const holder = await admin.reserve()
-    try {
-      await holder`BEGIN`
-      await holder`SELECT 1 FROM svc_documents WHERE id = ${id} FOR NO KEY UPDATE`
-      const started = performance.now()
-      for (let n = 1; n < 80; n++) await vault.update((_, write) => write.categories.push(category(n)))
-      // Every write answered, the snapshot among them waiting, each well within the 1 s bound.
-      expect(performance.now() - started).toBeLessThan(5000)
-      const [waiting] = await admin`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`
-      expect(waiting.n).toBe(1)
-      await holder`COMMIT`
-    } finally {
-      holder.release()
-    }
-    let at = 0
-    for (let i = 0; i < 200 && at === 0; i++) {
-      await Bun.sleep(10)
-      at = Number((await admin`SELECT snapshot_version FROM svc_documents WHERE id = ${id}`)[0].snapshot_version)
-    }
-    expect(at).toBeGreaterThan(0)
+    const took = await whileLocked(
+      (holder) => holder`SELECT 1 FROM svc_documents WHERE id = ${id} FOR NO KEY UPDATE`,
+      async () => {
+        for (let n = 1; n < 80; n++) await vault.update((_, write) => write.categories.push(category(n)))
+      },
+    )
+    // Every write answered, the snapshot among them waiting, each well within the query bound.
+    expect(took).toBeLessThan(5000)
+    expect(await snapshotPast(0)).toBeGreaterThan(0)
     const copy = await (await open(url)).vault(id, emptyVault)
     expect(copy.data.categories).toEqual(vault.data.categories)
   })
 
   test('a snapshot under way (holding its document row) holds up no write either', async () => {
-    const url = await freshDatabase()
-    const store = await open(url)
-    const admin = new SQL(url, { max: 2 })
-    opened.push(admin)
-    const id = crypto.randomUUID()
-    const vault = await store.vault(id, emptyVault)
-    const snapshotVersion = async () => Number((await admin`SELECT snapshot_version FROM svc_documents WHERE id = ${id}`)[0].snapshot_version)
+    const { url, id, vault, snapshotVersion, whileLocked } = await vaultOnFreshDatabase()
     let n = 0
     while ((await snapshotVersion()) === 0 && n < 400) await vault.update((_, write) => write.categories.push(category(n++)))
     const first = await snapshotVersion()
     expect(first).toBeGreaterThan(0)
     // The next snapshot deletes the changes before the first one; version 0's row is held, so it
     // stops there, after it has taken its document row.
-    const holder = await admin.reserve()
-    try {
-      await holder`BEGIN`
-      await holder`SELECT 1 FROM svc_changes WHERE document_id = ${id} AND version = 0 FOR UPDATE`
-      const started = performance.now()
-      const until = n + 200
-      while (n < until) await vault.update((_, write) => write.categories.push(category(n++)))
-      expect(performance.now() - started).toBeLessThan(10_000)
-      const [waiting] = await admin`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`
-      expect(waiting.n).toBe(1)
-      await holder`COMMIT`
-    } finally {
-      holder.release()
-    }
+    const until = n + 200
+    const took = await whileLocked(
+      (holder) => holder`SELECT 1 FROM svc_changes WHERE document_id = ${id} AND version = 0 FOR UPDATE`,
+      async () => {
+        while (n < until) await vault.update((_, write) => write.categories.push(category(n++)))
+      },
+    )
+    expect(took).toBeLessThan(10_000)
     const copy = await (await open(url)).vault(id, emptyVault)
     expect(copy.data.categories).toEqual(vault.data.categories)
   })

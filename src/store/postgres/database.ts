@@ -1,11 +1,17 @@
 // The connection to PostgreSQL (Bun.sql: Bun's own client, no dependency), with what the store
-// needs around it: a time bound on every query (a cut network must not hang a request: it
-// answers 503 STORE_UNAVAILABLE), the figures /metrics shows, and LISTEN with a reconnect.
+// needs around it: a time bound on every query and on all of a request's queries together (a cut
+// network must not hang a request: it answers 503 STORE_UNAVAILABLE within a second), the figures
+// /metrics shows, and LISTEN with a reconnect.
+import { AsyncLocalStorage } from 'node:async_hooks'
 import { SQL } from 'bun'
 import { StoreUnavailableError } from '../errors'
 
-/** How long a query may take before its request answers 503 (the pool reconnects by itself). */
-export const QUERY_TIMEOUT_MS = 1000
+/**
+ * How long a query may take before its request answers 503 (the pool reconnects by itself); also
+ * what all the queries of one request may wait together (beginRequest), so that the request
+ * answers within a second with the time the server itself takes around them.
+ */
+export const QUERY_TIMEOUT_MS = 700
 /** The channel instances tell each other about written documents on. */
 export const CHANNEL = 'svc_vault'
 
@@ -37,8 +43,74 @@ export function sqlState(error: unknown): string | undefined {
   return typeof errno === 'string' && /^[0-9A-Z]{5}$/.test(errno) ? errno : undefined
 }
 
-/** Integrity errors are the data's (a unique key taken), not the database's being away. */
-const DATA_ERRORS = /^(23|22|42|40)/
+/**
+ * Bun.sql's own codes for a connection that failed, closed or timed out, and the system's for a
+ * socket that did (a cluster stopped: its Unix socket is gone; a network cut: reset, timed out).
+ */
+const CONNECTION_CODES = new Set([
+  'ERR_POSTGRES_CONNECTION_CLOSED',
+  'ERR_POSTGRES_CONNECTION_REFUSED',
+  'ERR_POSTGRES_CONNECTION_FAILED',
+  'ERR_POSTGRES_CONNECTION_TIMEOUT',
+  'ERR_POSTGRES_IDLE_TIMEOUT',
+  'ERR_POSTGRES_LIFETIME_TIMEOUT',
+  'ERR_POSTGRES_TLS_UPGRADE_FAILED',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'ENOENT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+])
+
+/**
+ * Whether an error says the database cannot be reached (503, the instance marks it away) rather
+ * than that something is wrong with a query or with our code (passed on unchanged: a unique key
+ * taken is the caller's to handle, a syntax or type error is a 500 like any other bug). SQLSTATE
+ * classes 08 (connection exception) and 53 (insufficient resources), and 57P01-57P03 (the server
+ * shutting down or not yet accepting connections: a restart or a failover).
+ */
+export function isConnectionFailure(error: unknown): boolean {
+  if (error instanceof StoreUnavailableError) return true
+  const state = sqlState(error)
+  if (state !== undefined) return /^(08|53)/.test(state) || /^57P0[123]$/.test(state)
+  const code = (error as { code?: unknown })?.code
+  return typeof code === 'string' && CONNECTION_CODES.has(code)
+}
+
+/**
+ * How long a query may take and still count as answered at once: only its wait beyond this is
+ * charged to its request's bound. A request that reads a long audit log runs hundreds of quick
+ * queries (a page each); together they may take seconds, and that is work, not a database away.
+ */
+export const QUICK_QUERY_MS = 50
+
+/** What the queries of one request have waited beyond quick so far (beginRequest); `open` until it answered. */
+interface RequestBudget {
+  spentMs: number
+  open: boolean
+}
+
+const requests = new AsyncLocalStorage<RequestBudget>()
+
+/**
+ * Called as a request begins (app.ts, on the PostgreSQL store): from here, the queries it runs
+ * wait at most QUERY_TIMEOUT_MS together beyond QUICK_QUERY_MS each, not QUERY_TIMEOUT_MS each,
+ * so that a second query after a slow first does not start a fresh bound (a cut network: the
+ * request answers 503 within QUERY_TIMEOUT_MS and a quick query or two, under a second). Answers
+ * the call that closes it once the request has answered: work it left running (an audit summary,
+ * a listener) then has the usual per-query bound.
+ */
+export function beginRequest(): () => void {
+  const budget: RequestBudget = { spentMs: 0, open: true }
+  requests.enterWith(budget)
+  return () => {
+    budget.open = false
+  }
+}
 
 export class Database {
   readonly sql: Sql
@@ -75,35 +147,47 @@ export class Database {
   }
 
   /**
-   * Runs a query (or a transaction) within the time bound (`timeoutMs`: a longer one for work no
-   * request waits on, such as a large snapshot). A database that is away, or slower than the
-   * bound, is a StoreUnavailableError (503); errors of the data itself pass unchanged.
+   * Runs a query (or a transaction) within the time bound: within a request, what is left of the
+   * request's (beginRequest); else the database's; `timeoutMs` gives work no request waits on a
+   * longer one of its own (a large snapshot). A database that is away, or slower than the bound,
+   * is a StoreUnavailableError (503); any other error (the data's, such as a unique key taken, or
+   * a bug) passes unchanged.
    */
   async run<R>(query: (sql: Sql) => Promise<R>, options: { timeoutMs?: number } = {}): Promise<R> {
     if (this.closed) throw new StoreUnavailableError('the store is closed')
+    const request = options.timeoutMs === undefined ? requests.getStore() : undefined
+    const budget = request?.open ? request : undefined
+    const bound = budget ? Math.min(this.timeoutMs, this.timeoutMs - budget.spentMs) : (options.timeoutMs ?? this.timeoutMs)
+    if (bound <= 0) {
+      this.stats.failures++
+      this.reachable = false
+      throw new StoreUnavailableError(`the database did not answer within ${this.timeoutMs} ms`)
+    }
     const started = performance.now()
     this.inFlight++
-    const bound = options.timeoutMs ?? this.timeoutMs
     let timer: ReturnType<typeof setTimeout> | undefined
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new StoreUnavailableError(`the database did not answer within ${bound} ms`)), bound)
+      timer = setTimeout(() => reject(new StoreUnavailableError(`the database did not answer within ${this.timeoutMs} ms`)), bound)
     })
     try {
       const result = await Promise.race([query(this.sql), timeout])
       this.recovered()
       return result
     } catch (error) {
-      const state = sqlState(error)
-      if (state !== undefined && DATA_ERRORS.test(state)) {
-        this.recovered()
+      if (!isConnectionFailure(error)) {
+        // The server answered (a data error): it is reachable. A bug of ours says nothing either way.
+        if (sqlState(error) !== undefined) this.recovered()
         throw error
       }
       this.stats.failures++
       this.reachable = false
+      // The request's later queries (an error handled on its way) fail at once: it has had its bound.
+      if (budget) budget.spentMs = this.timeoutMs
       if (error instanceof StoreUnavailableError) throw error
       throw new StoreUnavailableError(`the database is unavailable (${describe(error)})`)
     } finally {
       clearTimeout(timer)
+      if (budget && budget.spentMs < this.timeoutMs) budget.spentMs += Math.max(0, performance.now() - started - QUICK_QUERY_MS)
       this.inFlight--
       this.stats.queries++
       const seconds = (performance.now() - started) / 1000
