@@ -4,7 +4,7 @@
 // key). Besides the wall time (which other work on a shared machine stretches), the CPU time the
 // process spent until that answer: every thread's run time (/proc/PID/task/*/schedstat, in ns)
 // and user+sys from /proc/PID/stat (10 ms ticks, counting threads that have already ended).
-//   bun bench/startup.ts [--starts=10] [--command="dist/svc-vault" ...]   (after `bun run build`)
+//   bun run bench:startup [--starts=10] [--command="dist/svc-vault" ...]   (after `bun run build`)
 // Several --command options are started in turn (a start of each, then the next round), so that a
 // busy moment of a shared machine weighs on each alike: before/after comparisons in one run.
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
