@@ -19,10 +19,9 @@ import { accessKeyRoutes } from './modules/access-keys'
 import { authRoutes } from './modules/auth'
 import { Vaults } from './modules/vault-access'
 import { holdsVaults, Store, type StoreOptions } from './store/store'
-import { PgStore, type PgStoreOptions } from './store/postgres/store'
-import { beginRequest } from './store/postgres/database'
-import { PgAuditLogStore } from './store/postgres/audit-log'
-import { FileAuditLogStore } from './store/audit-log-store'
+import type { PgStoreOptions } from './store/postgres/store'
+import { FileAuditLogStore, type AuditLogStore } from './store/audit-log-store'
+import type { DataSync } from './store/audit-log'
 import type { DataStore } from './store/data-store'
 import type { AppDeps } from './deps'
 import { categoryRoutes } from './modules/categories'
@@ -126,7 +125,19 @@ export async function openVault(
     },
     now,
   }
-  const store: DataStore = config.databaseUrl ? await PgStore.open(config.databaseUrl, storeOptions) : await Store.open(config.dataDir, storeOptions)
+  let store: DataStore
+  let auditLogs: (dataSync?: DataSync) => AuditLogStore
+  if (config.databaseUrl) {
+    // Loaded only with a database: its module reads Bun's SQL client, whose set-up a file store's
+    // start need not pay (docs/performance.md, "Start-up").
+    const [{ PgStore }, { PgAuditLogStore }] = await Promise.all([import('./store/postgres/store'), import('./store/postgres/audit-log')])
+    const pgStore = await PgStore.open(config.databaseUrl, storeOptions)
+    store = pgStore
+    auditLogs = () => new PgAuditLogStore(pgStore.db)
+  } else {
+    store = await Store.open(config.dataDir, storeOptions)
+    auditLogs = (dataSync) => new FileAuditLogStore(config.dataDir, dataSync)
+  }
   try {
     await keyring.assertKeyCheck(store.accounts.data.keyCheck)
     if (!keyCheckIsCurrent(store.accounts.data.keyCheck)) {
@@ -139,8 +150,7 @@ export async function openVault(
   accounts = new Accounts(store.accounts, config, now, store.state)
   accessKeys = new AccessKeys(store.accounts, now)
   const vaults = new Vaults(store, keyring)
-  const logStore = store instanceof PgStore ? new PgAuditLogStore(store.db) : new FileAuditLogStore(config.dataDir)
-  audit = new AuditService({ config, store, vaults, now, log, keyring, logStore })
+  audit = new AuditService({ config, store, vaults, now, log, keyring, auditLogs })
   await audit.start().catch((error) => log(`error: could not record when audit keying began: ${(error as Error).message}`))
   if (!config.audit.enabled) log('warning: SVC_AUDIT=off: nothing is recorded in the audit log; this switch is for the benchmark only')
   const protection = createAccountProtection({ accounts, vaults, keyring, now, state: store.state })
@@ -175,7 +185,25 @@ export async function openVault(
     await store.close()
     throw error
   }
-  return { config, store, keyring, accounts, accessKeys, vaults, log, now, metrics, logRequest, audit, protection, notifier, sharedVaults, invites, moves }
+  return {
+    config,
+    store,
+    keyring,
+    accounts,
+    accessKeys,
+    vaults,
+    log,
+    now,
+    metrics,
+    logRequest,
+    audit,
+    auditLogs,
+    protection,
+    notifier,
+    sharedVaults,
+    invites,
+    moves,
+  }
 }
 
 /**
@@ -201,11 +229,12 @@ function freshAccounts(deps: AppDeps) {
  * each): a cut network answers 503 within a second, however many queries the request runs.
  */
 function requestBudget(deps: AppDeps) {
-  if (!(deps.store instanceof PgStore)) return new Elysia()
+  const begin = deps.store.beginRequest?.bind(deps.store)
+  if (!begin) return new Elysia()
   const open = new WeakMap<Request, () => void>()
   return new Elysia({ name: 'request-budget' })
     .onRequest(({ request }) => {
-      open.set(request, beginRequest())
+      open.set(request, begin())
     })
     .onAfterResponse({ as: 'global' }, ({ request }) => {
       open.get(request)?.()

@@ -11,6 +11,8 @@ import type { Vaults } from './modules/vault-access'
 import type { AuditService } from './modules/audit/service'
 import type { Notifier } from './modules/account/notifications'
 import type { DataStore } from './store/data-store'
+import type { AuditLogStore } from './store/audit-log-store'
+import type { DataSync } from './store/audit-log'
 import type { SharedVaults } from './modules/vaults/service'
 import type { VaultInvites } from './modules/vaults/invites'
 import type { Moves } from './modules/vaults/move'
@@ -30,6 +32,8 @@ export interface AppDeps {
   logRequest?: (record: RequestRecord) => void
   /** The audit log. */
   audit: AuditService
+  /** Where this store keeps audit logs (the data folder's files, or the database); `dataSync`: a file store's syncs (tests). */
+  auditLogs: (dataSync?: DataSync) => AuditLogStore
   /** Second step, passkeys, sign-in challenges and re-authentication, shared by /api/auth and /api/account. */
   protection: AccountProtection
   /** The due-items and security-alert webhook (routes, the background pass and alerts share it). */

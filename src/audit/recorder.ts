@@ -9,8 +9,6 @@ import type { AuditKeys } from '../crypto/audit-mac'
 import type { DataSync } from '../store/audit-log'
 import { FileAuditLogStore, newAnchor, type AnchorHolder, type AuditLog, type AuditLogStore } from '../store/audit-log-store'
 import type { DataStore } from '../store/data-store'
-import { PgAuditLogStore } from '../store/postgres/audit-log'
-import { PgStore } from '../store/postgres/store'
 import { freeDiskBytes } from '../store/disk-space'
 import type { Vaults } from '../vault-access'
 import { lineEvent, parseLine, sealLine, type ChainAnchor } from './chain'
@@ -99,13 +97,12 @@ export class AuditService {
       keyring?: { auditKeys(sealed?: readonly string[]): AuditKeys }
       /** Free bytes of the data folder's filesystem (tests stand in for a full disk). */
       freeBytes?: () => number | null
-      /** Where the logs are kept; default: the database of a PostgreSQL store, else the data folder. */
-      logStore?: AuditLogStore
+      /** Where the logs are kept (openVault gives the store's own); default: the data folder. */
+      auditLogs?: (dataSync?: DataSync) => AuditLogStore
     },
   ) {
     this.enabled = deps.config.audit.enabled
-    this.logStore =
-      deps.logStore ?? (deps.store instanceof PgStore ? new PgAuditLogStore(deps.store.db) : new FileAuditLogStore(deps.config.dataDir, deps.dataSync))
+    this.logStore = deps.auditLogs ? deps.auditLogs(deps.dataSync) : new FileAuditLogStore(deps.config.dataDir, deps.dataSync)
     this.repeats = new RepeatWindows({
       now: deps.now,
       record: (userId, event) => this.record(userId, event),

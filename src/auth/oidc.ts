@@ -5,19 +5,19 @@
 // one sealed, short-lived transaction that is good for one callback only.
 // Type only: openid-client loads when OIDC is first used, not at start-up.
 import type * as OpenId from 'openid-client'
-
-let openIdClient: Promise<typeof OpenId> | undefined
-const loadOpenIdClient = () => (openIdClient ??= import('openid-client'))
 import type { Config, OidcConfig } from '../config'
 import { isLoopbackHost } from '../config'
 import type { Keyring } from '../crypto/keyring'
 import { constantTimeEqual, randomToken } from '../crypto/tokens'
 import { AppError } from '../http/errors'
+import { lazy } from '../http/lazy'
 import type { Logger } from '../http/error-handler'
 import type { UserRecord } from '../store/records'
 import { MemoryState, type Entries, type SharedState } from '../store/shared-state'
 import { normalizeEmail, type Accounts, type SignedIn } from './accounts'
 import { EMAIL_PATTERN } from './model'
+
+const loadOpenIdClient = lazy('OpenID Connect sign-in', () => import('openid-client'))
 
 export const OIDC_CALLBACK_PATH = '/api/auth/oidc/callback'
 /** The cookie holding the sealed transaction; sent only to the callback path. */

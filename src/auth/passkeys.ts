@@ -14,13 +14,13 @@ import type {
 import type { Config } from '../config'
 import { isLoopbackHost } from '../config'
 import { AppError } from '../http/errors'
+import { lazy } from '../http/lazy'
 import { constantTimeEqual, sha256Hex } from '../crypto/tokens'
 import type { PasskeyRecord, UserRecord } from '../store/records'
 import { MemoryState, type Entries, type SharedState } from '../store/shared-state'
 import type { Accounts } from './accounts'
 
-let library: Promise<typeof import('@simplewebauthn/server')> | undefined
-const webauthn = () => (library ??= import('@simplewebauthn/server'))
+const webauthn = lazy('Passkeys', () => import('@simplewebauthn/server'))
 
 export const PASSKEY_CHALLENGE_TTL_MS = 5 * 60_000
 export const PASSKEY_SIGN_IN_COOKIE = 'svc_passkey'

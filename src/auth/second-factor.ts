@@ -10,6 +10,10 @@ import type { UserRecord } from '../store/records'
 import type { Accounts } from './accounts'
 import { MemoryState, type Entries, type SharedState, type WindowCounter } from '../store/shared-state'
 import { tooManyAttempts } from './login-throttle'
+import { lazy } from '../http/lazy'
+
+// Loaded on first use: neither is needed to start or to sign in.
+const loadSetupLibraries = lazy('Two-factor set-up', () => Promise.all([import('otpauth'), import('uqr')]))
 
 export const RECOVERY_CODE_COUNT = 10
 /** How long the password step of a two-factor sign-in stays good. */
@@ -200,8 +204,7 @@ export class TwoFactorSignIn {
   /** A new secret for the user, kept (sealed) as pending until a code from it enables it. */
   async setup(user: UserRecord): Promise<{ secret: string; uri: string; qr: string }> {
     if (user.twoFactor) throw new AppError(409, 'TWO_FACTOR_ALREADY_ENABLED', 'Two-factor sign-in is on already; turn it off first to set it up again')
-    // Loaded on first use: neither is needed to start or to sign in.
-    const [OTPAuth, { renderSVG }] = await Promise.all([import('otpauth'), import('uqr')])
+    const [OTPAuth, { renderSVG }] = await loadSetupLibraries()
     const secret = new OTPAuth.Secret({ size: 20 }).base32
     const uri = new OTPAuth.TOTP({ issuer: ISSUER, label: user.email, secret: OTPAuth.Secret.fromBase32(secret) }).toString()
     const cipher = await this.cipher(user.id)

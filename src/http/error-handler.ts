@@ -4,6 +4,7 @@ import { Elysia, ValidationError } from 'elysia'
 import { INVALID_JSON_BODY } from './body'
 import { AppError } from './errors'
 import { DeletedVaultError, StoreUnavailableError } from '../store/errors'
+import { LazyLoadError } from './lazy'
 
 export type Logger = (line: string) => void
 
@@ -100,6 +101,12 @@ export function errorHandler(log: Logger) {
     if (code === 'PARSE') {
       set.status = 400
       return errorBody('The request body is not valid JSON', 'INVALID_JSON')
+    }
+    // A library loaded on first use could not be (http/lazy.ts): this feature only, the server goes on.
+    if (error instanceof LazyLoadError) {
+      log(`error: ${error.message}`)
+      set.status = 500
+      return errorBody(`${error.feature} could not be loaded on this server; see its log`, 'INTERNAL_ERROR')
     }
     if (code === 'NOT_FOUND') {
       set.status = 404

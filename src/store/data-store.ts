@@ -74,6 +74,11 @@ export interface DataStore {
   checkWritable(): Promise<void>
   /** The database's figures for /metrics; absent on the file store. */
   databaseMetrics?(): DatabaseMetrics
+  /**
+   * Starts one request's time bound for all its queries together; answers the call that ends it.
+   * Absent on the file store (no query to bound).
+   */
+  beginRequest?(): () => void
   /** Waits for every write, then releases what the store holds (the data folder's lock). */
   close(): Promise<void>
 }

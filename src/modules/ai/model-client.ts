@@ -8,6 +8,9 @@ import type Anthropic from '@anthropic-ai/sdk'
 import type { AiConfig } from '../../config'
 import type { Logger } from '../../http/error-handler'
 import type { EntryMetadata } from './classifier'
+import { lazy } from '../../http/lazy'
+
+const loadSdk = lazy('The AI model client', () => import('@anthropic-ai/sdk'))
 
 export const PICK_ENTRIES_TOOL = 'select_entries'
 export const FILE_KEYS_TOOL = 'file_keys'
@@ -103,7 +106,7 @@ export class AnthropicModel implements ExtractionModel {
   ) {}
 
   private sdk(): Promise<Anthropic> {
-    this.client ??= import('@anthropic-ai/sdk').then(
+    this.client ??= loadSdk().then(
       ({ default: Sdk }) =>
         new Sdk({
           apiKey: this.config.apiKey,
@@ -113,6 +116,11 @@ export class AnthropicModel implements ExtractionModel {
           // One attempt: a retry would stack another timeout on top of the first.
           maxRetries: 0,
         }),
+      // Not kept: the next call tries to load the SDK again (meanwhile the built-in classifier answers).
+      (error: unknown) => {
+        this.client = undefined
+        throw error
+      },
     )
     return this.client
   }

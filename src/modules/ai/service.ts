@@ -17,10 +17,10 @@ import { classifyKeys, pickEntries, PLAIN_VARIABLES, type EntryMetadata, type Im
 import type { ImportInput } from './model'
 import type { ExtractionModel } from './model-client'
 import type { ParsedKey } from './parse-config'
+import { lazy } from '../../http/lazy'
 
 // The parser brings dotenv; it loads with the first import request.
-let parserModule: Promise<typeof import('./parse-config')> | undefined
-const loadParser = () => (parserModule ??= import('./parse-config'))
+const loadParser = lazy('Config parsing', () => import('./parse-config'))
 
 export type ExtractionSource = 'ai' | 'builtin'
 

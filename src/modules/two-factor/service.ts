@@ -13,11 +13,10 @@ import type { ParsedOtpSecret } from './totp'
 import type { VaultCipher } from '../../crypto/keyring'
 import type { ExportFormat, ExportResult, ExportToken, ImportFormat, ParsedImport } from './transfer'
 import { DEFAULT_TOTP_PARAMETERS, hotpCode, normalizedBase32, steamCode, totpCode, type OtpType, type TotpParameters } from './totp-code'
+import { lazy } from '../../http/lazy'
 // otpauth (megabytes resident) loads with the first 2FA create or update.
-let totpModule: Promise<typeof import('./totp')> | undefined
-const loadTotp = () => (totpModule ??= import('./totp'))
-let transferModule: Promise<typeof import('./transfer')> | undefined
-const loadTransfer = () => (transferModule ??= import('./transfer'))
+const loadTotp = lazy('Two-factor secret parsing', () => import('./totp'))
+const loadTransfer = lazy('Two-factor import and export', () => import('./transfer'))
 
 /** The token's code parameters; a token stored before they were kept is SHA1, 6 digits, 30 s. */
 export const totpParameters = (r: TwoFactorRecord): TotpParameters => ({

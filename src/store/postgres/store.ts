@@ -13,7 +13,7 @@ import { ACCOUNTS_LISTS, VAULT_LISTS, type AccountsDocument, type VaultDocument 
 import { checkVersion, newAccounts, withAllLists, withSessionIds } from '../store'
 import { VaultCache } from '../vault-cache'
 import type { Change } from '../changes'
-import { Database, type DatabaseOptions } from './database'
+import { beginRequest, Database, type DatabaseOptions } from './database'
 import { loadDocument, PgDocument } from './document'
 import { migrate } from './migrations'
 import { PgState } from './state'
@@ -179,6 +179,10 @@ export class PgStore implements DataStore {
   }
 
   /** Waits for every write under way, then closes the connections. */
+  beginRequest(): () => void {
+    return beginRequest()
+  }
+
   async close(): Promise<void> {
     if (this.stopped) return
     this.stopped = true
