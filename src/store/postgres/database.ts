@@ -7,9 +7,9 @@ import { SQL } from 'bun'
 import { StoreUnavailableError } from '../errors'
 
 /**
- * How long a query may take before its request answers 503 (the pool reconnects by itself); also
- * what all the queries of one request may wait together (beginRequest), so that the request
- * answers within a second with the time the server itself takes around them.
+ * How long a query may take before its request answers 503 (the pool reconnects by itself): with
+ * a request's later queries failing at once after it (beginRequest), the request answers within
+ * a second with the time the server itself takes around them.
  */
 export const QUERY_TIMEOUT_MS = 700
 /** The channel instances tell each other about written documents on. */
@@ -70,45 +70,41 @@ const CONNECTION_CODES = new Set([
  * Whether an error says the database cannot be reached (503, the instance marks it away) rather
  * than that something is wrong with a query or with our code (passed on unchanged: a unique key
  * taken is the caller's to handle, a syntax or type error is a 500 like any other bug). SQLSTATE
- * classes 08 (connection exception) and 53 (insufficient resources), and 57P01-57P03 (the server
- * shutting down or not yet accepting connections: a restart or a failover).
+ * classes 08 (connection exception), 28 (the server refuses our role: pg_hba.conf, a password
+ * changed; no query can run until an operator acts) and 53 (insufficient resources), and
+ * 57P01-57P03 (the server shutting down or not yet accepting connections: a restart or a failover).
  */
 export function isConnectionFailure(error: unknown): boolean {
   if (error instanceof StoreUnavailableError) return true
   const state = sqlState(error)
-  if (state !== undefined) return /^(08|53)/.test(state) || /^57P0[123]$/.test(state)
+  if (state !== undefined) return /^(08|28|53)/.test(state) || /^57P0[123]$/.test(state)
   const code = (error as { code?: unknown })?.code
   return typeof code === 'string' && CONNECTION_CODES.has(code)
 }
 
-/**
- * How long a query may take and still count as answered at once: only its wait beyond this is
- * charged to its request's bound. A request that reads a long audit log runs hundreds of quick
- * queries (a page each); together they may take seconds, and that is work, not a database away.
- */
-export const QUICK_QUERY_MS = 50
-
-/** What the queries of one request have waited beyond quick so far (beginRequest); `open` until it answered. */
-interface RequestBudget {
-  spentMs: number
+/** One request's queries (beginRequest): whether one found the database away; `open` until it answered. */
+interface RequestState {
+  away: boolean
   open: boolean
 }
 
-const requests = new AsyncLocalStorage<RequestBudget>()
+const requests = new AsyncLocalStorage<RequestState>()
 
 /**
- * Called as a request begins (app.ts, on the PostgreSQL store): from here, the queries it runs
- * wait at most QUERY_TIMEOUT_MS together beyond QUICK_QUERY_MS each, not QUERY_TIMEOUT_MS each,
- * so that a second query after a slow first does not start a fresh bound (a cut network: the
- * request answers 503 within QUERY_TIMEOUT_MS and a quick query or two, under a second). Answers
- * the call that closes it once the request has answered: work it left running (an audit summary,
- * a listener) then has the usual per-query bound.
+ * Called as a request begins (app.ts, on the PostgreSQL store): once a query of the request found
+ * the database away (its bound passed, or the connection failed), the request's later queries
+ * fail at once instead of each waiting a bound of its own: a cut network answers 503 within
+ * QUERY_TIMEOUT_MS and a little, however many queries the request would run (an error handled
+ * on its way, a write after a read). Slow queries that answer are not charged: a busy database
+ * is not an absent one, and a request of many quick queries (a long audit log read page by
+ * page) is work. Answers the call that closes it once the request has answered: work it left
+ * running (an audit summary, a listener) then runs as any background work does.
  */
 export function beginRequest(): () => void {
-  const budget: RequestBudget = { spentMs: 0, open: true }
-  requests.enterWith(budget)
+  const state: RequestState = { away: false, open: true }
+  requests.enterWith(state)
   return () => {
-    budget.open = false
+    state.open = false
   }
 }
 
@@ -156,18 +152,14 @@ export class Database {
   async run<R>(query: (sql: Sql) => Promise<R>, options: { timeoutMs?: number } = {}): Promise<R> {
     if (this.closed) throw new StoreUnavailableError('the store is closed')
     const request = options.timeoutMs === undefined ? requests.getStore() : undefined
-    const budget = request?.open ? request : undefined
-    const bound = budget ? Math.min(this.timeoutMs, this.timeoutMs - budget.spentMs) : (options.timeoutMs ?? this.timeoutMs)
-    if (bound <= 0) {
-      this.stats.failures++
-      this.reachable = false
-      throw new StoreUnavailableError(`the database did not answer within ${this.timeoutMs} ms`)
-    }
+    const state = request?.open ? request : undefined
+    if (state?.away) throw new StoreUnavailableError('the database did not answer this request')
+    const bound = options.timeoutMs ?? this.timeoutMs
     const started = performance.now()
     this.inFlight++
     let timer: ReturnType<typeof setTimeout> | undefined
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new StoreUnavailableError(`the database did not answer within ${this.timeoutMs} ms`)), bound)
+      timer = setTimeout(() => reject(new StoreUnavailableError(`the database did not answer within ${bound} ms`)), bound)
     })
     try {
       const result = await Promise.race([query(this.sql), timeout])
@@ -182,12 +174,11 @@ export class Database {
       this.stats.failures++
       this.reachable = false
       // The request's later queries (an error handled on its way) fail at once: it has had its bound.
-      if (budget) budget.spentMs = this.timeoutMs
+      if (state) state.away = true
       if (error instanceof StoreUnavailableError) throw error
       throw new StoreUnavailableError(`the database is unavailable (${describe(error)})`)
     } finally {
       clearTimeout(timer)
-      if (budget && budget.spentMs < this.timeoutMs) budget.spentMs += Math.max(0, performance.now() - started - QUICK_QUERY_MS)
       this.inFlight--
       this.stats.queries++
       const seconds = (performance.now() - started) / 1000
