@@ -3,7 +3,16 @@
 //
 // `svc run` sends its export request first and loads the rest of the CLI (main.ts and all it
 // imports: node:child_process, node:crypto, every command) while the vault answers: on Node, that
-// loading is a good part of the start-up, and the vault's answer takes as long.
+// loading is a good part of the start-up, and the vault's answer takes as long. The rest comes as
+// text (SVC_REST, set by the build: src/web/cli-bundle.ts), compiled only then: V8 parses every
+// function of a script when it compiles it, so as code of this file it would delay the request.
+import { runInThisContext } from 'node:vm'
 import { startRun } from './run-plan'
 
-void startRun(process.argv.slice(2)).then(() => require('./main'))
+declare const SVC_REST: string
+
+void startRun(process.argv.slice(2)).then(() => {
+  const rest = runInThisContext(`(function (exports, require, module, __filename, __dirname) {${SVC_REST}\n})`, { filename: __filename })
+  const module = { exports: {} }
+  rest(module.exports, require, module, __filename, __dirname)
+})

@@ -92,30 +92,34 @@ function pipeMasked(from: NodeJS.ReadableStream, masker: Masker, target: Writabl
 }
 
 /**
- * spawn(), on Node (POSIX) without its check of every variable: before it forks, Node's spawn
- * validates each name and value of the environment in JavaScript and builds two messages per
- * variable in case one fails, about 2 ms for 2,000 variables in a process whose code has not
- * warmed up. The environment goes to the same ChildProcess#spawn as `NAME=value` pairs (what
- * spawn() hands it), checked for NUL bytes at once. Bun, Windows (case-insensitive names), and
- * anything unusual take the public spawn().
+ * The environment as the `NAME=value` pairs Node's spawn() would make of it, or null where svc
+ * leaves that to spawn(): on Bun, on Windows (whose names are case-insensitive), and for a value
+ * with a NUL byte (which spawn() refuses). Before it forks, spawn() checks every name and value in
+ * JavaScript and builds two messages per variable in case one fails: about 2 ms for 2,000
+ * variables in a process whose code has not warmed up. svc run makes the pairs of its offline
+ * copy's values while the vault answers, and hands them to the same ChildProcess#spawn.
  */
-function spawnChild(command: string[], env: Record<string, string>, stdio: StdioOptions): ChildProcess {
-  if (!process.versions.bun && process.platform !== 'win32' && command[0] !== '') {
-    const pairs: string[] = []
-    for (const name in env) pairs.push(`${name}=${env[name]}`)
-    if (!pairs.join('').includes('\0') && !command.join('').includes('\0')) {
-      const child = new ChildProcess()
-      ;(child as unknown as { spawn(options: object): void }).spawn({ file: command[0], args: command, envPairs: pairs, stdio })
-      return child
-    }
+export function envPairs(env: Record<string, string>): string[] | null {
+  if (process.versions.bun || process.platform === 'win32') return null
+  const pairs: string[] = []
+  for (const name in env) pairs.push(`${name}=${env[name]}`)
+  return pairs.join('').includes('\0') ? null : pairs
+}
+
+/** spawn(), with the environment's pairs made already when there are (see envPairs). */
+function spawnChild(command: string[], env: Record<string, string>, pairs: string[] | null, stdio: StdioOptions): ChildProcess {
+  if (pairs !== null && command[0] !== '' && !command.join('').includes('\0')) {
+    const child = new ChildProcess()
+    ;(child as unknown as { spawn(options: object): void }).spawn({ file: command[0], args: command, envPairs: pairs, stdio })
+    return child
   }
   return spawn(command[0], command.slice(1), { stdio, env })
 }
 
 /** CMD started with node:child_process (the CLI runs on Node as well as on Bun). */
-function startChild(command: string[], env: Record<string, string>, mask: { out: Masker; err: Masker } | null): Promise<Child> {
+function startChild(command: string[], env: Record<string, string>, pairs: string[] | null, mask: { out: Masker; err: Masker } | null): Promise<Child> {
   return new Promise((started, failed) => {
-    const proc = spawnChild(command, env, ['inherit', mask ? 'pipe' : 'inherit', mask ? 'pipe' : 'inherit'])
+    const proc = spawnChild(command, env, pairs, ['inherit', mask ? 'pipe' : 'inherit', mask ? 'pipe' : 'inherit'])
     const exited = new Promise<{ code: number | null; signal: string | null }>((done) => proc.once('exit', (code, signal) => done({ code, signal })))
     const drained = mask
       ? Promise.all([pipeMasked(proc.stdout!, mask.out, process.stdout), pipeMasked(proc.stderr!, mask.err, process.stderr)]).then(() => {})
@@ -168,10 +172,12 @@ export async function run(argv: string[]): Promise<never> {
   const ownEnv = Object.fromEntries(Object.entries(process.env).filter((entry): entry is [string, string] => entry[1] !== undefined))
   // Also while the vault answers: the checks and the environment the copy's values make, used
   // only if the answer confirms the copy (the same objects below, compared by identity).
+  const readyEnv = copy && childEnvironment(copy.variables, override, ownEnv, passToken)
   const ready = copy && {
     variables: copy.variables,
     hooks: refusedHooks(Object.keys(copy.variables), allowed),
-    env: childEnvironment(copy.variables, override, ownEnv, passToken),
+    env: readyEnv!,
+    pairs: envPairs(readyEnv!),
   }
   try {
     const first = (await firstAnswer)!
@@ -261,8 +267,9 @@ export async function run(argv: string[]): Promise<never> {
 
   const start = async () => {
     try {
-      const env = prepared && variables === prepared.variables ? prepared.env : childEnvironment(variables, override, baseEnv, passToken)
-      child = await startChild(command, env, masker ? masker(variables) : null)
+      const same = prepared !== null && variables === prepared.variables
+      const env = same ? prepared.env : childEnvironment(variables, override, baseEnv, passToken)
+      child = await startChild(command, env, same ? prepared.pairs : envPairs(env), masker ? masker(variables) : null)
       // A signal that came while svc was still fetching goes to CMD at once.
       if (stopping !== null) child.kill(stopping)
     } catch (error) {
