@@ -12,7 +12,9 @@ import { startRun } from './run-plan'
 declare const SVC_REST: string
 
 void startRun(process.argv.slice(2)).then(() => {
-  const rest = runInThisContext(`(function (exports, require, module, __filename, __dirname) {${SVC_REST}\n})`, { filename: __filename })
+  // The file's own path from argv: a bundler may replace __filename with the build's.
+  const file = process.argv[1] ?? 'svc'
+  const rest = runInThisContext(`(function (exports, require, module) {${SVC_REST}\n})`, { filename: file })
   const module = { exports: {} }
-  rest(module.exports, require, module, __filename, __dirname)
+  rest(module.exports, require, module)
 })
