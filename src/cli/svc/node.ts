@@ -6,7 +6,6 @@
 // loading is a good part of the start-up, and the vault's answer takes as long. The rest comes as
 // text (SVC_REST, set by the build: src/web/cli-bundle.ts), compiled only then: V8 parses every
 // function of a script when it compiles it, so as code of this file it would delay the request.
-import { runInThisContext } from 'node:vm'
 import { startRun } from './run-plan'
 
 declare const SVC_REST: string
@@ -14,6 +13,8 @@ declare const SVC_REST: string
 void startRun(process.argv.slice(2)).then(() => {
   // The file's own path from argv: a bundler may replace __filename with the build's.
   const file = process.argv[1] ?? 'svc'
+  // node:vm too only now: loading it is a few tenths of a millisecond.
+  const { runInThisContext } = require('node:vm') as typeof import('node:vm')
   const rest = runInThisContext(`(function (exports, require, module) {${SVC_REST}\n})`, { filename: file })
   const module = { exports: {} }
   rest(module.exports, require, module)
