@@ -22,7 +22,8 @@ async function bundle(entry: string, define: Record<string, string> = {}): Promi
  */
 export async function buildCliScript(): Promise<Uint8Array<ArrayBuffer>> {
   const rest = await bundle('rest.ts')
-  const text = await bundle('node.ts', { SVC_REST: JSON.stringify(rest) })
+  const hash = new Bun.CryptoHasher('sha256').update(rest).digest('hex').slice(0, 32)
+  const text = await bundle('node.ts', { SVC_REST: JSON.stringify(rest), SVC_REST_HASH: JSON.stringify(hash) })
   return new TextEncoder().encode(`#!/usr/bin/env node\n${text}`) as Uint8Array<ArrayBuffer>
 }
 
