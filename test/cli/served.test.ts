@@ -141,6 +141,10 @@ describe.skipIf(!NODE)('the served CLI on Node', () => {
     chmodSync(shared, 0o777)
     expect(await served(args, { ...keyEnv, TMPDIR: open })).toMatchObject({ code: 0, stdout: `${PROD_KEY}\n`, stderr: '' })
     expect(readdirSync(shared)).toEqual([])
+    // Bun runs the file as well, without a V8 code cache.
+    const bunTmp = tempDir('svc-tmp-')
+    expect(await runProgram([process.execPath, servedFile, ...args], { ...keyEnv, TMPDIR: bunTmp })).toMatchObject({ code: 0, stdout: `${PROD_KEY}\n` })
+    expect(readdirSync(bunTmp)).toEqual([])
   })
 
   test('svc run sends its export before loading the rest, once per run, and never for arguments it refuses', async () => {
