@@ -4,18 +4,26 @@
 import { join } from 'node:path'
 import { prebuiltWeb } from './prebuilt'
 
-const ENTRY = join(import.meta.dir, '..', 'cli', 'svc', 'node.ts')
+const SVC = join(import.meta.dir, '..', 'cli', 'svc')
+
+/** One entry bundled for Node as CommonJS, without a Bun shebang or Bun's `// @bun` pragma. */
+async function bundle(entry: string, define: Record<string, string> = {}): Promise<string> {
+  const result = await Bun.build({ entrypoints: [join(SVC, entry)], target: 'node', format: 'cjs', minify: true, define })
+  if (!result.success) throw new Error(`svc bundle failed: ${result.logs.map(String).join('\n')}`)
+  return (await result.outputs[0].text()).replace(/^#![^\n]*\n/, '').replace(/^\/\/ @bun[^\n]*\n/, '')
+}
 
 /**
  * Bundles src/cli/svc for Node (which Bun runs as well), with a node shebang. CommonJS, because
  * Node before 20.19 reads a file without an extension as CommonJS (an `import` is a syntax
- * error there), and later ones try CommonJS first and parse an ES module twice.
+ * error there), and later ones try CommonJS first and parse an ES module twice. Two parts: what
+ * svc run needs to send its request (node.ts), and the whole CLI as a string in it (rest.ts),
+ * compiled once the request is sent.
  */
 export async function buildCliScript(): Promise<Uint8Array<ArrayBuffer>> {
-  const result = await Bun.build({ entrypoints: [ENTRY], target: 'node', format: 'cjs', minify: true })
-  if (!result.success) throw new Error(`svc bundle failed: ${result.logs.map(String).join('\n')}`)
-  // Neither a Bun shebang nor Bun's `// @bun` pragma may stay: the file is for Node.
-  const text = (await result.outputs[0].text()).replace(/^#![^\n]*\n/, '').replace(/^\/\/ @bun[^\n]*\n/, '')
+  const rest = await bundle('rest.ts')
+  const hash = new Bun.CryptoHasher('sha256').update(rest).digest('hex').slice(0, 32)
+  const text = await bundle('node.ts', { SVC_REST: JSON.stringify(rest), SVC_REST_HASH: JSON.stringify(hash) })
   return new TextEncoder().encode(`#!/usr/bin/env node\n${text}`) as Uint8Array<ArrayBuffer>
 }
 

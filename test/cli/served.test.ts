@@ -2,7 +2,7 @@
 // not Bun: sign-in by device approval in Chromium, then run, export, get, inject and check give
 // what the compiled executable gives. Also the offline copy, masking, templates and checks.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { chmodSync, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { readFallback, saveFallback, selectionKey } from '../../src/cli/svc/fallback'
 import { hasChromium, openBrowser } from '../support/browser'
@@ -112,6 +112,39 @@ describe.skipIf(!NODE)('the served CLI on Node', () => {
     expect((await served(cases[5], keyEnv)).stdout).toBe(`key: ${PROD_KEY}\ndsn: ${SENTRY}\n`)
     const check = await served(cases[6], keyEnv)
     expect(check).toMatchObject({ code: 1, stdout: 'SENTRY_DSN: missing in development (in production)\n' })
+  })
+
+  test('the second part’s code cache: made once, 0600 in a 0700 folder of TMPDIR; a damaged one is compiled anew; a folder others can write is not used', async () => {
+    const tmp = tempDir('svc-tmp-')
+    const env = { ...keyEnv, TMPDIR: tmp }
+    const args = ['run', '-e', 'production', '--no-mask', '--', 'printenv', 'OPENAI_API_KEY']
+    expect(await served(args, env)).toMatchObject({ code: 0, stdout: `${PROD_KEY}\n`, stderr: '' })
+    const dir = join(tmp, `svc-vault-code-${process.getuid!()}`)
+    expect(statSync(dir).mode & 0o777).toBe(0o700)
+    const files = readdirSync(dir)
+    expect(files).toHaveLength(1)
+    expect(files[0]).toMatch(/^[0-9a-f]{32}-.+\.bin$/)
+    const cache = join(dir, files[0])
+    expect(statSync(cache).mode & 0o777).toBe(0o600)
+    const made = statSync(cache).mtimeMs
+    // Used as it is: not written again.
+    expect(await served(args, env)).toMatchObject({ code: 0, stdout: `${PROD_KEY}\n`, stderr: '' })
+    expect(statSync(cache).mtimeMs).toBe(made)
+    // Damaged (V8 refuses it): the text is compiled, the run is the same, and the cache made anew.
+    writeFileSync(cache, Buffer.alloc(statSync(cache).size, 7))
+    expect(await served(args, env)).toMatchObject({ code: 0, stdout: `${PROD_KEY}\n`, stderr: '' })
+    expect(readFileSync(cache).equals(Buffer.alloc(statSync(cache).size, 7))).toBe(false)
+    // A folder group or others may write to is not this user's alone: nothing read or written.
+    const open = tempDir('svc-tmp-')
+    const shared = join(open, `svc-vault-code-${process.getuid!()}`)
+    mkdirSync(shared, { mode: 0o777 })
+    chmodSync(shared, 0o777)
+    expect(await served(args, { ...keyEnv, TMPDIR: open })).toMatchObject({ code: 0, stdout: `${PROD_KEY}\n`, stderr: '' })
+    expect(readdirSync(shared)).toEqual([])
+    // Bun runs the file as well, without a V8 code cache.
+    const bunTmp = tempDir('svc-tmp-')
+    expect(await runProgram([process.execPath, servedFile, ...args], { ...keyEnv, TMPDIR: bunTmp })).toMatchObject({ code: 0, stdout: `${PROD_KEY}\n` })
+    expect(readdirSync(bunTmp)).toEqual([])
   })
 
   test('svc run sends its export before loading the rest, once per run, and never for arguments it refuses', async () => {

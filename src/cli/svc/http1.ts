@@ -43,7 +43,11 @@ export async function request1(
   const port = Number(url.port || (secure ? 443 : 80))
   // TLS (and node:tls) only for an https vault; the name checked against its certificate is the
   // host's, as node:https checks it (servername, for SNI, only when it is not an address).
-  const socket: Socket = secure ? (await import('node:tls')).connect({ host, port, servername: isIP(host) ? undefined : host }) : connect({ host, port })
+  // required, not imported: the served file compiles most of its code with node:vm, where an
+  // import() has no loader to go to (ERR_VM_DYNAMIC_IMPORT_CALLBACK_MISSING).
+  const socket: Socket = secure
+    ? (require('node:tls') as typeof import('node:tls')).connect({ host, port, servername: isIP(host) ? undefined : host })
+    : connect({ host, port })
 
   return new Promise<RawAnswer>((resolve, reject) => {
     const chunks: Buffer[] = []

@@ -117,7 +117,12 @@ export interface StartedRun {
   first: Promise<Fetched | null>
 }
 
-let started: { argv: string[]; run: StartedRun } | null = null
+/**
+ * The run startRun began, kept on globalThis: the served file holds two copies of this module,
+ * one compiled before the request and one with the rest of the CLI after it (src/cli/svc/node.ts).
+ */
+const STARTED = Symbol.for('svc-vault: svc run started')
+const holder = globalThis as { [STARTED]?: { argv: string[]; run: StartedRun } | null }
 
 /**
  * For `svc run`, plans it and sends the export request at once; resolves when the request is on
@@ -136,7 +141,7 @@ export function startRun(argv: string[]): Promise<void> {
   const first = fetchExportUnparsed(client, plan.selection)
   // Awaited by run(); this only keeps an early failure from being reported as unhandled.
   first.catch(() => {})
-  started = { argv: argv.slice(1), run: { plan, client, first } }
+  holder[STARTED] = { argv: argv.slice(1), run: { plan, client, first } }
   return Promise.race([
     sent,
     first.then(
@@ -148,8 +153,8 @@ export function startRun(argv: string[]): Promise<void> {
 
 /** The run startRun began for these arguments, once. */
 export function takeStartedRun(argv: string[]): StartedRun | null {
-  const found = started
-  started = null
+  const found = holder[STARTED] ?? null
+  holder[STARTED] = null
   if (!found || found.argv.length !== argv.length || found.argv.some((arg, i) => arg !== argv[i])) return null
   return found.run
 }
