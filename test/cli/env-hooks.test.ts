@@ -3,7 +3,7 @@
 import { describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
 import { HOOK_NAMES, HOOK_PREFIXES, isHook, refusedHooks } from '../../src/cli/svc/env-hooks'
-import { childEnvironment, pairsOf } from '../../src/cli/svc/run'
+import { childEnvironment } from '../../src/cli/svc/run'
 
 const byRule = (names: string[], allowed: Set<string>) => names.filter((name) => isHook(name) && !allowed.has(name)).sort()
 
@@ -49,24 +49,5 @@ describe('childEnvironment', () => {
     expect(childEnvironment(vault, true, own)).toEqual({ HOME: '/home/a', SHARED: 'vault', NEW: 'n', toString: 'kept as a name', constructor: 'too' })
     expect(childEnvironment(vault, false, own, true)).toMatchObject({ SVC_TOKEN: 'svc_secret' })
     expect(childEnvironment({ SVC_TOKEN: 'from-the-vault' }, false, own)).toEqual({ HOME: '/home/a', SHARED: 'mine', SVC_TOKEN: 'from-the-vault' })
-  })
-})
-
-describe('pairsOf (the pairs svc run hands to spawn on Node)', () => {
-  test('hold exactly what childEnvironment holds, whatever the names', () => {
-    const name = fc.oneof(
-      fc.constantFrom('SVC_TOKEN', '__proto__', 'toString', 'constructor', 'PATH', 'HOME', 'A'),
-      fc.stringMatching(/^[A-Za-z_][A-Za-z0-9_]{0,8}$/),
-    )
-    const record = fc.dictionary(name, fc.string({ maxLength: 8 }), { maxKeys: 30 })
-    fc.assert(
-      fc.property(record, record, fc.boolean(), fc.boolean(), (vault, own, override, passToken) => {
-        // As JSON.parse makes them: "__proto__" an own property.
-        const variables = JSON.parse(JSON.stringify(vault)) as Record<string, string>
-        const expected = Object.entries(childEnvironment(variables, override, own, passToken)).map(([k, v]) => `${k}=${v}`)
-        expect(pairsOf(variables, override, own, passToken).sort()).toEqual(expected.sort())
-      }),
-      { numRuns: 300 },
-    )
   })
 })

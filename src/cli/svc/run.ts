@@ -4,7 +4,7 @@
 // signal). --watch polls the export with a conditional request and restarts CMD when the
 // variables change; --mount also writes them as a dotenv file (0600, atomic) that is removed
 // when CMD exits.
-import { ChildProcess, spawn, type StdioOptions } from 'node:child_process'
+import { type ChildProcess, spawn } from 'node:child_process'
 import { rmSync } from 'node:fs'
 import type { Writable } from 'node:stream'
 import { isatty } from 'node:tty'
@@ -96,48 +96,10 @@ function pipeMasked(from: NodeJS.ReadableStream, masker: Masker, target: Writabl
   })
 }
 
-/**
- * childEnvironment's result as the `NAME=value` pairs Node's spawn() would make of it, made from
- * its parts without the merged object; or null where svc leaves that to spawn(): on Bun, on
- * Windows (whose names are case-insensitive), and for a value with a NUL byte (which spawn()
- * refuses). Before it forks, spawn() checks every name and value in JavaScript and builds two
- * messages per variable in case one fails: about 2 ms for 2,000 variables in a process whose code
- * has not warmed up. svc run makes the pairs of its offline copy's values while the vault answers,
- * and hands them to the same ChildProcess#spawn.
- */
-export function envPairs(variables: Variables, override: boolean, base: NodeJS.ProcessEnv = process.env, passToken = false): string[] | null {
-  if (process.versions.bun || process.platform === 'win32') return null
-  const pairs = pairsOf(variables, override, base, passToken)
-  return pairs.join('').includes('\0') ? null : pairs
-}
-
-/** The pairs of childEnvironment's result, in some order (envPairs without its checks). */
-export function pairsOf(variables: Variables, override: boolean, base: NodeJS.ProcessEnv, passToken: boolean): string[] {
-  const own = ownVariables(base, passToken)
-  const pairs: string[] = []
-  // __proto__ never becomes a variable of childEnvironment's object (assigning it sets the
-  // prototype, and a string is ignored there): left out here as well.
-  for (const name in own) if (name !== '__proto__' && !(override && Object.hasOwn(variables, name))) pairs.push(`${name}=${own[name]}`)
-  for (const name in variables) {
-    if (name !== '__proto__' && Object.hasOwn(variables, name) && (override || !Object.hasOwn(own, name))) pairs.push(`${name}=${variables[name]}`)
-  }
-  return pairs
-}
-
-/** spawn(), with the environment's pairs made already when there are (see envPairs). */
-function spawnChild(command: string[], env: () => Record<string, string>, pairs: string[] | null, stdio: StdioOptions): ChildProcess {
-  if (pairs !== null && command[0] !== '' && !command.join('').includes('\0')) {
-    const child = new ChildProcess()
-    ;(child as unknown as { spawn(options: object): void }).spawn({ file: command[0], args: command, envPairs: pairs, stdio })
-    return child
-  }
-  return spawn(command[0], command.slice(1), { stdio, env: env() })
-}
-
 /** CMD started with node:child_process (the CLI runs on Node as well as on Bun). */
-function startChild(command: string[], env: () => Record<string, string>, pairs: string[] | null, mask: { out: Masker; err: Masker } | null): Promise<Child> {
+function startChild(command: string[], env: Record<string, string>, mask: { out: Masker; err: Masker } | null): Promise<Child> {
   return new Promise((started, failed) => {
-    const proc = spawnChild(command, env, pairs, ['inherit', mask ? 'pipe' : 'inherit', mask ? 'pipe' : 'inherit'])
+    const proc: ChildProcess = spawn(command[0], command.slice(1), { stdio: ['inherit', mask ? 'pipe' : 'inherit', mask ? 'pipe' : 'inherit'], env })
     const exited = new Promise<{ code: number | null; signal: string | null }>((done) => proc.once('exit', (code, signal) => done({ code, signal })))
     const drained = mask
       ? Promise.all([pipeMasked(proc.stdout!, mask.out, process.stdout), pipeMasked(proc.stderr!, mask.err, process.stderr)]).then(() => {})
@@ -193,7 +155,7 @@ export async function run(argv: string[]): Promise<never> {
   const ready = copy && {
     variables: copy.variables,
     hooks: refusedHooks(Object.keys(copy.variables), allowed),
-    pairs: envPairs(copy.variables, override, ownEnv, passToken),
+    env: childEnvironment(copy.variables, override, ownEnv, passToken),
   }
   try {
     const first = (await firstAnswer)!
@@ -283,10 +245,8 @@ export async function run(argv: string[]): Promise<never> {
 
   const start = async () => {
     try {
-      // The copy's pairs were made for svc's own environment, which the answer left as it was.
-      const pairs = prepared !== null && variables === prepared.variables ? prepared.pairs : envPairs(variables, override, baseEnv, passToken)
-      const env = () => childEnvironment(variables, override, baseEnv, passToken)
-      child = await startChild(command, env, pairs, masker ? masker(variables) : null)
+      const env = prepared && variables === prepared.variables ? prepared.env : childEnvironment(variables, override, baseEnv, passToken)
+      child = await startChild(command, env, masker ? masker(variables) : null)
       // A signal that came while svc was still fetching goes to CMD at once.
       if (stopping !== null) child.kill(stopping)
     } catch (error) {
