@@ -288,6 +288,16 @@ export const MUTANTS: Mutant[] = [
     test: 'test/audit/two-instances.test.ts',
     postgres: true,
   },
+  {
+    name: 'pg-audit-append-over-moved-head',
+    guarantee:
+      'one audit chain per log across instances: an append sealed against the head an instance holds is written only if the row still holds that head, else sealed again under the row lock (PostgreSQL store)',
+    file: 'src/store/postgres/audit-log.ts',
+    search: 'WHERE log_id = ${this.key} AND (head, lines, bytes) = (${held}, ${lines}, ${bytes})',
+    replace: 'WHERE log_id = ${this.key}',
+    test: 'test/audit/two-instances.test.ts',
+    postgres: true,
+  },
 ]
 
 const ROOT = join(import.meta.dir, '..')

@@ -307,39 +307,19 @@ class PgAuditLog<E> implements AuditLog<E> {
     })
   }
 
-  /** One transaction for what is queued: lock the row, seal against its head, insert, move the head. */
+  /**
+   * Writes what is queued: sealed against the head this instance holds, in one statement that
+   * moves the head only if the row still holds it (one round trip: every audited request waits on
+   * it); when another instance appended meanwhile, it moved nothing, and one transaction locks the
+   * row, seals against the head found there, inserts and moves it.
+   */
   private flush(): void {
     if (this.paused || this.writing || this.queue.length === 0) return
     const batch = this.queue
     this.queue = []
     this.writing = (async () => {
       try {
-        const row = await this.db.run((sql) =>
-          sql.begin(async (tx) => {
-            const row = await selectRow(tx, this.key, true)
-            if (!row) throw new Error(`the audit log ${this.name} was deleted`)
-            let head = row.head
-            let bytes = row.bytes
-            const texts = batch.map((pending) => {
-              const sealed = this.seal(pending.event, head)
-              head = sealed.hash
-              bytes += bytesOf(sealed.text)
-              return sealed.text
-            })
-            const next = { ...row, head, lines: row.lines + texts.length, bytes }
-            // One statement (a round trip less on every audited request): the lines go after the
-            // last one stored (the row lock keeps other appends out meanwhile), and the head moves.
-            // The lines travel as a JSON array of strings (json, not jsonb: kept as sent).
-            await tx`WITH added AS (
-                INSERT INTO svc_audit_lines (log_id, seq, line)
-                SELECT ${this.key}, (SELECT coalesce(max(seq), 0) FROM svc_audit_lines WHERE log_id = ${this.key}) + t.n, t.line
-                FROM json_array_elements_text(${JSON.stringify(texts)}::text::json) WITH ORDINALITY AS t (line, n)
-                RETURNING 1
-              )
-              UPDATE svc_audit_logs SET head = ${head}, lines = ${next.lines}, bytes = ${bytes} WHERE log_id = ${this.key}`
-            return { ...next, anchor: { ...row.anchor, head, lines: next.lines, bytes } }
-          }),
-        )
+        const row = (await this.appendAtHeld(batch)) ?? (await this.appendLocked(batch))
         this.taken(row)
         for (const pending of batch) pending.resolve()
       } catch (error) {
@@ -350,6 +330,70 @@ class PgAuditLog<E> implements AuditLog<E> {
       this.writing = null
       this.flush()
     })
+  }
+
+  /**
+   * The batch sealed against the head held, written if the row still holds that head, line count
+   * and size (nothing appended or cut by another instance since): the row update and the lines in
+   * one statement. Row-level locking makes a concurrent append of another instance wait, and the
+   * condition is checked again on the row it committed. Null when the row had moved on.
+   */
+  private async appendAtHeld(batch: readonly { event: E }[]): Promise<LogRow | null> {
+    const [held, lines, bytes] = [this.head, this.lines, this.bytes]
+    let head = held
+    let added = 0
+    const texts = batch.map((pending) => {
+      const sealed = this.seal(pending.event, head)
+      head = sealed.hash
+      added += bytesOf(sealed.text)
+      return sealed.text
+    })
+    const rows = await this.db.run(
+      (sql) => sql`
+        WITH moved AS (
+          UPDATE svc_audit_logs SET head = ${head}, lines = lines + ${texts.length}, bytes = bytes + ${added}
+          WHERE log_id = ${this.key} AND (head, lines, bytes) = (${held}, ${lines}, ${bytes})
+          RETURNING head, lines, bytes, anchor::text AS anchor
+        ), written AS (
+          INSERT INTO svc_audit_lines (log_id, seq, line)
+          SELECT ${this.key}, (SELECT coalesce(max(seq), 0) FROM svc_audit_lines WHERE log_id = ${this.key}) + t.n, t.line
+          FROM moved, json_array_elements_text(${JSON.stringify(texts)}::text::json) WITH ORDINALITY AS t (line, n)
+          RETURNING 1
+        )
+        SELECT head, lines, bytes, anchor FROM moved`,
+    )
+    return rows.length > 0 ? logRow(rows[0]) : null
+  }
+
+  /** One transaction: lock the row, seal against its head, insert, move the head. */
+  private async appendLocked(batch: readonly { event: E }[]): Promise<LogRow> {
+    const row = await this.db.run((sql) =>
+      sql.begin(async (tx) => {
+        const row = await selectRow(tx, this.key, true)
+        if (!row) throw new Error(`the audit log ${this.name} was deleted`)
+        let head = row.head
+        let bytes = row.bytes
+        const texts = batch.map((pending) => {
+          const sealed = this.seal(pending.event, head)
+          head = sealed.hash
+          bytes += bytesOf(sealed.text)
+          return sealed.text
+        })
+        const next = { ...row, head, lines: row.lines + texts.length, bytes }
+        // One statement (a round trip less on every audited request): the lines go after the
+        // last one stored (the row lock keeps other appends out meanwhile), and the head moves.
+        // The lines travel as a JSON array of strings (json, not jsonb: kept as sent).
+        await tx`WITH added AS (
+            INSERT INTO svc_audit_lines (log_id, seq, line)
+            SELECT ${this.key}, (SELECT coalesce(max(seq), 0) FROM svc_audit_lines WHERE log_id = ${this.key}) + t.n, t.line
+            FROM json_array_elements_text(${JSON.stringify(texts)}::text::json) WITH ORDINALITY AS t (line, n)
+            RETURNING 1
+          )
+          UPDATE svc_audit_logs SET head = ${head}, lines = ${next.lines}, bytes = ${bytes} WHERE log_id = ${this.key}`
+        return { ...next, anchor: { ...row.anchor, head, lines: next.lines, bytes } }
+      }),
+    )
+    return row
   }
 
   async settle(): Promise<void> {
