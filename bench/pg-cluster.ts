@@ -15,6 +15,8 @@ export interface BenchCluster {
   createDatabase(name: string): Promise<string>
   /** Runs one statement on the cluster's `postgres` database (settings for the report). */
   setting(name: string): Promise<string>
+  /** Writes back what the seed left in the cluster's buffers (a checkpoint), before measuring. */
+  checkpoint(): Promise<void>
   close(): Promise<void>
 }
 
@@ -92,6 +94,9 @@ export async function openBenchCluster(given = process.env.SVC_TEST_POSTGRES?.tr
     async setting(name) {
       const [row] = await admin.unsafe(`SELECT current_setting('${name.replace(/[^a-z_]/g, '')}') AS value`)
       return String(row.value)
+    },
+    async checkpoint() {
+      await admin.unsafe('CHECKPOINT')
     },
     async close() {
       try {
