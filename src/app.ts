@@ -225,8 +225,9 @@ function freshAccounts(deps: AppDeps) {
 }
 
 /**
- * On the database store, all the queries of one request wait at most one bound together (not
- * each): a cut network answers 503 within a second, however many queries the request runs.
+ * On the database store, a request whose query found the database away fails its later queries
+ * at once (store/postgres/database.ts, beginRequest): a cut network answers 503 within a second,
+ * however many queries the request would run.
  */
 function requestBudget(deps: AppDeps) {
   const begin = deps.store.beginRequest?.bind(deps.store)
