@@ -153,13 +153,19 @@ describe.skipIf(!hasChromium())('web page: shared vaults (issue 33)', () => {
       const vault = await created(admin.post('/api/vaults', { name: 'Invited' }))
       const browser = await browserFor(admin.email)
       const page = await openTab(browser, base, `/vaults/${vault.id}`)
+      let last = ''
       const createLink = async (role: string) => {
         await page.locator('select[name="invite-role"]').selectOption(role)
         await page.getByRole('button', { name: 'Create invite link' }).click()
-        const shown = page.getByTestId('invite-url')
-        await shown.waitFor()
-        const url = (await shown.textContent())!
+        // The new link, not the one shown before it (once read too early, the next step accepted
+        // the first link again, already used, and never reached the Dashboard).
+        await page.waitForFunction((previous) => {
+          const text = document.querySelector('[data-testid="invite-url"]')?.textContent
+          return !!text && text !== previous
+        }, last)
+        const url = (await page.getByTestId('invite-url').textContent())!
         expect(url).toContain('/invite/')
+        last = url
         return url
       }
       const url = await createLink('editor')

@@ -339,6 +339,8 @@ function Invites(props: { base: string }) {
   const submit = async (event: Event) => {
     event.preventDefault()
     setError(null)
+    // The last link goes at once: a link still shown while the next is made would be copied for it.
+    setCreated(null)
     await run(async () => {
       const invite = await api<CreatedInvite>('POST', `${props.base}/invites`, { role, ...(email.trim() ? { email: email.trim() } : {}) })
       setCreated(invite.url ? invite : null)
