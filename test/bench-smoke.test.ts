@@ -6,15 +6,16 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ROOT } from './support/server'
 
+/** `bun bench/run.ts` with these arguments: its output and exit code. */
+async function bench(args: string[], env: Record<string, string | undefined>) {
+  const proc = Bun.spawn(['bun', 'bench/run.ts', ...args], { cwd: ROOT, env, stdout: 'pipe', stderr: 'pipe' })
+  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
+  return { stdout, stderr, code }
+}
+
 test('bun run bench --smoke completes and prints the table', async () => {
   const out = join(tmpdir(), `svc-vault-bench-smoke-test-${process.pid}-${Date.now()}.json`)
-  const proc = Bun.spawn(['bun', 'bench/run.ts', '--smoke', `--out=${out}`], {
-    cwd: ROOT,
-    env: { ...process.env, BENCH_SMOKE: '1' },
-    stdout: 'pipe',
-    stderr: 'pipe',
-  })
-  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
+  const { stdout, stderr, code } = await bench(['--smoke', `--out=${out}`], { ...process.env, BENCH_SMOKE: '1' })
   try {
     if (code !== 0) console.error(stdout, stderr)
     expect(code).toBe(0)
@@ -53,13 +54,7 @@ pgTest(
   async () => {
     if (!process.env.SVC_TEST_POSTGRES) throw new Error('SVC_TEST_POSTGRES is not set: under CI the PostgreSQL tests must run')
     const out = join(tmpdir(), `svc-vault-bench-pg-smoke-test-${process.pid}-${Date.now()}.json`)
-    const proc = Bun.spawn(['bun', 'bench/run.ts', '--store', 'postgres', '--smoke', `--out=${out}`], {
-      cwd: ROOT,
-      env: process.env,
-      stdout: 'pipe',
-      stderr: 'pipe',
-    })
-    const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
+    const { stdout, stderr, code } = await bench(['--store', 'postgres', '--smoke', `--out=${out}`], process.env)
     try {
       if (code !== 0) console.error(stdout, stderr)
       expect(code).toBe(0)

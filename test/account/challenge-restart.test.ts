@@ -13,7 +13,8 @@ import { enableTwoFactor, oathtool, post, testClock } from './support'
 const onFiles = ON_POSTGRES ? () => {} : test
 const onPostgres = ON_POSTGRES ? test : () => {}
 
-onFiles('a two-factor challenge issued before a restart is refused after it', async () => {
+/** A user with a second factor, signed in with the password (a challenge issued) by a server that then stopped. */
+async function challengeBeforeRestart() {
   const clock = testClock()
   const dataDir = tempDir()
   const first = await startTestServer({ dataDir, now: clock.now })
@@ -24,6 +25,11 @@ onFiles('a two-factor challenge issued before a restart is refused after it', as
   expect(password.body).toEqual({ twoFactorRequired: true })
   const challenge = password.cookies.svc_2fa
   await first.stop()
+  return { clock, dataDir, alice, secret, challenge }
+}
+
+onFiles('a two-factor challenge issued before a restart is refused after it', async () => {
+  const { clock, dataDir, alice, secret, challenge } = await challengeBeforeRestart()
 
   const second = await startTestServer({ dataDir, now: clock.now })
   try {
@@ -43,15 +49,7 @@ onFiles('a two-factor challenge issued before a restart is refused after it', as
 })
 
 onPostgres('on PostgreSQL a two-factor challenge issued before a restart is good once after it', async () => {
-  const clock = testClock()
-  const dataDir = tempDir()
-  const first = await startTestServer({ dataDir, now: clock.now })
-  const alice = await signUp(first.url)
-  const { secret } = await enableTwoFactor(alice, clock.now())
-  clock.advance(60_000)
-  const password = await post(first.url, '/api/auth/login', { email: alice.email, password: PASSWORD })
-  const challenge = password.cookies.svc_2fa
-  await first.stop()
+  const { clock, dataDir, alice, secret, challenge } = await challengeBeforeRestart()
   let second = await startTestServer({ dataDir, now: clock.now })
   try {
     const late = await post(second.url, '/api/auth/login/2fa', { code: oathtool(secret, clock.now()) }, { svc_2fa: challenge })

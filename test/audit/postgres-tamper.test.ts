@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, expect } from 'bun:test'
 import { SQL } from 'bun'
 import { databaseAuditLines, writeDatabaseAuditLines } from '../support/audit-file'
+import { post } from '../account/support'
 import { PASSWORD, signUp } from '../support/client'
 import { copyDatabase, freshDatabase, TEST_POSTGRES } from '../support/postgres'
 import { testNeeding } from '../support/requirements'
@@ -120,12 +121,7 @@ for (const c of CASES) {
       const server = await startTestServer({ env: { SVC_DATABASE_URL: url } })
       dirs.push(server.dataDir)
       try {
-        const login = await fetch(`${server.url}/api/auth/login`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ email, password: PASSWORD }),
-        })
-        expect(login.status).toBe(200)
+        expect((await post(server.url, '/api/auth/login', { email, password: PASSWORD })).status).toBe(200)
         await server.deps.audit.settle()
         const events = (await databaseAuditLines(url, userId)).map((line) => JSON.parse(line))
         const broken = events.filter((event) => event.action === 'chain.broken')

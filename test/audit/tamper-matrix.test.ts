@@ -13,6 +13,7 @@ import { join } from 'node:path'
 import { readLoggedDocumentSync } from '../../src/store/document'
 import { VAULT_LISTS } from '../../src/store/records'
 import { auditFileLines } from '../support/audit-file'
+import { post } from '../account/support'
 import { PASSWORD, signUp } from '../support/client'
 import { removeDir, ROOT, startTestServer, tempDir, TEST_MASTER_KEY } from '../support/server'
 
@@ -213,12 +214,7 @@ describe('the tamper matrix', () => {
       // A server started on it, one sign-in.
       const server = await startTestServer({ dataDir, store: 'file' })
       try {
-        const login = await fetch(`${server.url}/api/auth/login`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ email, password: PASSWORD }),
-        })
-        expect(login.status).toBe(200)
+        expect((await post(server.url, '/api/auth/login', { email, password: PASSWORD })).status).toBe(200)
         await server.deps.audit.settle()
         const events = auditFileLines(logOf(dataDir)).map((line) => JSON.parse(line))
         const broken = events.filter((event) => event.action === 'chain.broken')
