@@ -298,6 +298,16 @@ export const MUTANTS: Mutant[] = [
     test: 'test/audit/two-instances.test.ts',
     postgres: true,
   },
+  {
+    name: 'pg-audit-delete-lines-before-row',
+    guarantee:
+      "deleting an audit log leaves none of its lines, also those of another instance's append committing meanwhile (PostgreSQL store: no foreign key does it since migration 5)",
+    file: 'src/store/postgres/audit-log.ts',
+    search: '        await tx`DELETE FROM svc_audit_logs WHERE log_id = ${id}`\n        await tx`DELETE FROM svc_audit_lines WHERE log_id = ${id}`',
+    replace: '        await tx`DELETE FROM svc_audit_lines WHERE log_id = ${id}`\n        await tx`DELETE FROM svc_audit_logs WHERE log_id = ${id}`',
+    test: 'test/store/postgres-audit-log.test.ts',
+    postgres: true,
+  },
 ]
 
 const ROOT = join(import.meta.dir, '..')

@@ -59,11 +59,12 @@ function rehash(lines: string[], from: number): string[] {
   })
 }
 
-/** Deletes the vault's log row, and with it its lines (its anchor copy in the vault's document stays). */
+/** Deletes the vault's log row and its lines (its anchor copy in the vault's document stays). */
 async function deleteLogRow(url: string): Promise<void> {
   const sql = new SQL(url, { max: 1 })
   try {
     await sql`DELETE FROM svc_audit_logs WHERE log_id = ${userId}`
+    await sql`DELETE FROM svc_audit_lines WHERE log_id = ${userId}`
   } finally {
     await sql.close()
   }

@@ -34,6 +34,16 @@ interface LogRow {
 const rowId = (id: string | null) => id ?? SERVER_LOG_ID
 const bytesOf = (line: string) => Buffer.byteLength(line, 'utf8') + 1
 
+/**
+ * A batch's lines as one text, a line each (string_to_table splits it in the statement: cheaper
+ * for the database than a JSON array). A sealed line is one line of JSON, as in a data folder,
+ * where a newline inside it would cut it in two as well.
+ */
+function linesText(texts: readonly string[]): string {
+  if (texts.some((text) => text.includes('\n'))) throw new Error('an audit line holds a newline')
+  return texts.join('\n')
+}
+
 function logRow(row: Record<string, unknown>): LogRow {
   const anchor = JSON.parse(row.anchor as string) as AuditAnchor
   const head = row.head as string
@@ -158,9 +168,19 @@ export class PgAuditLogStore implements AuditLogStore {
     })
   }
 
+  /**
+   * The row first: an append under way holds it, so the delete waits for that append to commit,
+   * and the lines' delete that follows (a statement of its own, seeing what committed before it)
+   * takes that append's lines too. An append after it finds no row and writes nothing.
+   */
   async delete(id: string): Promise<void> {
     checkLogId(id)
-    await this.db.run((sql) => sql`DELETE FROM svc_audit_logs WHERE log_id = ${id}`)
+    await this.db.run((sql) =>
+      sql.begin(async (tx) => {
+        await tx`DELETE FROM svc_audit_logs WHERE log_id = ${id}`
+        await tx`DELETE FROM svc_audit_lines WHERE log_id = ${id}`
+      }),
+    )
   }
 
   /** Every log with its anchor (the verifier; the migration), read in one snapshot. */
@@ -357,7 +377,7 @@ class PgAuditLog<E> implements AuditLog<E> {
         ), written AS (
           INSERT INTO svc_audit_lines (log_id, seq, line)
           SELECT ${this.key}, (SELECT coalesce(max(seq), 0) FROM svc_audit_lines WHERE log_id = ${this.key}) + t.n, t.line
-          FROM moved, json_array_elements_text(${JSON.stringify(texts)}::text::json) WITH ORDINALITY AS t (line, n)
+          FROM moved, string_to_table(${linesText(texts)}::text, E'\\n') WITH ORDINALITY AS t (line, n)
           RETURNING 1
         )
         SELECT head, lines, bytes, anchor FROM moved`,
@@ -382,11 +402,10 @@ class PgAuditLog<E> implements AuditLog<E> {
         const next = { ...row, head, lines: row.lines + texts.length, bytes }
         // One statement (a round trip less on every audited request): the lines go after the
         // last one stored (the row lock keeps other appends out meanwhile), and the head moves.
-        // The lines travel as a JSON array of strings (json, not jsonb: kept as sent).
         await tx`WITH added AS (
             INSERT INTO svc_audit_lines (log_id, seq, line)
             SELECT ${this.key}, (SELECT coalesce(max(seq), 0) FROM svc_audit_lines WHERE log_id = ${this.key}) + t.n, t.line
-            FROM json_array_elements_text(${JSON.stringify(texts)}::text::json) WITH ORDINALITY AS t (line, n)
+            FROM string_to_table(${linesText(texts)}::text, E'\\n') WITH ORDINALITY AS t (line, n)
             RETURNING 1
           )
           UPDATE svc_audit_logs SET head = ${head}, lines = ${next.lines}, bytes = ${bytes} WHERE log_id = ${this.key}`
