@@ -44,7 +44,7 @@ export interface PgDocumentOptions<T> {
   onWriteError?: (id: string, error: unknown) => void
 }
 
-interface Loaded {
+export interface Loaded {
   data: unknown
   version: number
   snapshotVersion: number
