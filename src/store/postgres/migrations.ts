@@ -123,8 +123,8 @@ export const MIGRATIONS: readonly { name: string; up: (tx: Sql) => Promise<unkno
     name: 'audit lines without a foreign key',
     up: async (tx) => {
       // The key's check ran once per line appended: a lookup of the log's row that the same
-      // statement had just locked to move its head, so a second lock on it as well. It was a
-      // quarter of the database's work on an audited request (docs/scaling.md). Lines are only
+      // statement had just locked to move its head, so a second lock on it as well: some sixth
+      // of the database's CPU time on an audited reveal (docs/scaling.md). Lines are only
       // ever written by a statement that moved their log's row, and deleting a log deletes its
       // lines in the same transaction (postgres/audit-log.ts), which is what the key guarded.
       await tx`ALTER TABLE svc_audit_lines DROP CONSTRAINT IF EXISTS svc_audit_lines_log_id_fkey`
