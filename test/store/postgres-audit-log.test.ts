@@ -69,6 +69,20 @@ describeNeeding(missingPostgres)('PostgreSQL audit logs', () => {
     expect(await store.db.run((sql) => sql`SELECT log_id FROM svc_audit_logs WHERE log_id = ${id}`)).toHaveLength(0)
   })
 
+  test('a line holding a newline is refused whole, never stored as two lines', async () => {
+    const id = crypto.randomUUID()
+    const log = await logs.open<object>(id, {
+      headOf: (_, anchor) => anchor.head ?? anchor.start,
+      seal: (event, prev) => {
+        const sealed = sealLine(event, prev)
+        return { ...sealed, text: sealed.text.replace('"action"', '"action"\n') }
+      },
+    })
+    expect(log.append({ action: 'split' })).rejects.toThrow('newline')
+    await log.settle()
+    expect(await linesOf(id)).toEqual([])
+  })
+
   test('an append after the delete writes nothing: no line without its log', async () => {
     const id = crypto.randomUUID()
     const log = await open(id)

@@ -360,14 +360,7 @@ class PgAuditLog<E> implements AuditLog<E> {
    */
   private async appendAtHeld(batch: readonly { event: E }[]): Promise<LogRow | null> {
     const [held, lines, bytes] = [this.head, this.lines, this.bytes]
-    let head = held
-    let added = 0
-    const texts = batch.map((pending) => {
-      const sealed = this.seal(pending.event, head)
-      head = sealed.hash
-      added += bytesOf(sealed.text)
-      return sealed.text
-    })
+    const { texts, head, added } = this.sealBatch(batch, held)
     const rows = await this.db.run(
       (sql) => sql`
         WITH moved AS (
@@ -385,20 +378,27 @@ class PgAuditLog<E> implements AuditLog<E> {
     return rows.length > 0 ? logRow(rows[0]) : null
   }
 
+  /** The batch's lines sealed in order from `from`: their texts, the head after them, their bytes as a file holds them. */
+  private sealBatch(batch: readonly { event: E }[], from: string): { texts: string[]; head: string; added: number } {
+    let head = from
+    let added = 0
+    const texts = batch.map((pending) => {
+      const sealed = this.seal(pending.event, head)
+      head = sealed.hash
+      added += bytesOf(sealed.text)
+      return sealed.text
+    })
+    return { texts, head, added }
+  }
+
   /** One transaction: lock the row, seal against its head, insert, move the head. */
   private async appendLocked(batch: readonly { event: E }[]): Promise<LogRow> {
     const row = await this.db.run((sql) =>
       sql.begin(async (tx) => {
         const row = await selectRow(tx, this.key, true)
         if (!row) throw new Error(`the audit log ${this.name} was deleted`)
-        let head = row.head
-        let bytes = row.bytes
-        const texts = batch.map((pending) => {
-          const sealed = this.seal(pending.event, head)
-          head = sealed.hash
-          bytes += bytesOf(sealed.text)
-          return sealed.text
-        })
+        const { texts, head, added } = this.sealBatch(batch, row.head)
+        const bytes = row.bytes + added
         const next = { ...row, head, lines: row.lines + texts.length, bytes }
         // One statement (a round trip less on every audited request): the lines go after the
         // last one stored (the row lock keeps other appends out meanwhile), and the head moves.
