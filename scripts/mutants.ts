@@ -308,6 +308,16 @@ export const MUTANTS: Mutant[] = [
     test: 'test/store/postgres-audit-log.test.ts',
     postgres: true,
   },
+  {
+    name: 'pg-refresh-shares-older-query',
+    guarantee:
+      'a read on one instance sees every write another acknowledged before it began, also when a refresh of the document was already under way (PostgreSQL store)',
+    file: 'src/store/postgres/document.ts',
+    search: '    if (under && this.sentAt >= (requestArrivedAt() ?? Infinity)) return under.promise',
+    replace: '    if (under) return under.promise',
+    test: 'test/store/postgres-document.test.ts',
+    postgres: true,
+  },
 ]
 
 const ROOT = join(import.meta.dir, '..')

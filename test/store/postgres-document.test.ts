@@ -2,6 +2,7 @@
 // the version check (a write made on stale data is made again on the new data, never lost),
 // the refresh before a read, and the NOTIFY that brings a document up to date by itself.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { beginRequest } from '../../src/store/postgres/database'
 import { PgStore } from '../../src/store/postgres/store'
 import { FORMAT_VERSION, type VaultDocument } from '../../src/store/records'
 import { freshDatabase, missingPostgres } from '../support/postgres'
@@ -76,6 +77,57 @@ describeNeeding(missingPostgres)('PostgreSQL documents', () => {
     expect(results.filter(Boolean)).toHaveLength(1)
     await onA.refresh()
     expect(onA.data.categories.filter((c) => c.name === 'unique')).toHaveLength(1)
+  })
+
+  test('a read that begins while a refresh is under way waits for one that began after it (never shares an older one)', async () => {
+    const id = crypto.randomUUID()
+    const onA = await a.vault(id, () => vaultOf(id))
+    const onB = await b.vault(id, () => vaultOf(id))
+    // A's refresh has read the database, and its answer is held back (a busy instance).
+    const db = a.db
+    const run = db.run.bind(db)
+    let read!: () => void
+    const queried = new Promise<void>((resolve) => (read = resolve))
+    let release!: () => void
+    const gate = new Promise<void>((resolve) => (release = resolve))
+    db.run = (async (query: never, options?: never) => {
+      const rows = await run(query, options)
+      read()
+      await gate
+      return rows
+    }) as typeof db.run
+    try {
+      const first = onA.refresh()
+      await queried
+      // B's write is acknowledged after A's query read; then a request reaches A.
+      await onB.update((_, write) => write.categories.push(category(crypto.randomUUID(), 'after-the-read')))
+      const answered = beginRequest()
+      const second = onA.refresh()
+      answered()
+      db.run = run
+      release()
+      await first
+      await second
+      expect(onA.data.categories.map((c) => c.name)).toContain('after-the-read')
+    } finally {
+      db.run = run
+      release()
+    }
+  })
+
+  test('a request that began before a refresh was sent shares it (one query)', async () => {
+    const id = crypto.randomUUID()
+    const onA = await a.vault(id, () => vaultOf(id))
+    const answered = beginRequest()
+    try {
+      const queries = a.db.stats.queries
+      const first = onA.refresh()
+      const second = onA.refresh()
+      await Promise.all([first, second])
+      expect(a.db.stats.queries - queries).toBe(1)
+    } finally {
+      answered()
+    }
   })
 
   test('a NOTIFY brings the other instance up to date without a read of its own', async () => {

@@ -86,6 +86,8 @@ export function isConnectionFailure(error: unknown): boolean {
 interface RequestState {
   away: boolean
   open: boolean
+  /** performance.now() as the request began: a refresh sent after it may serve it (document.ts). */
+  arrivedAt: number
 }
 
 const requests = new AsyncLocalStorage<RequestState>()
@@ -101,11 +103,20 @@ const requests = new AsyncLocalStorage<RequestState>()
  * running (an audit summary, a listener) then runs as any background work does.
  */
 export function beginRequest(): () => void {
-  const state: RequestState = { away: false, open: true }
+  const state: RequestState = { away: false, open: true, arrivedAt: performance.now() }
   requests.enterWith(state)
   return () => {
     state.open = false
   }
+}
+
+/**
+ * When the request under way began (performance.now()), or undefined outside one: every write
+ * another instance acknowledged before the request reached this one was committed before it.
+ */
+export function requestArrivedAt(): number | undefined {
+  const state = requests.getStore()
+  return state?.open ? state.arrivedAt : undefined
 }
 
 export class Database {

@@ -7,7 +7,8 @@
 //
 // Reads after another instance's write: refresh() asks for the versions after the one held
 // (one indexed query, usually answering nothing new) and applies them; each request calls it
-// before it reads. A NOTIFY from the writer starts the same refresh at once in the background.
+// before it reads. The documents' refreshes share queries (RefreshWaves), but a request never
+// shares one sent before it began. A NOTIFY from the writer starts a refresh in the background.
 //
 // The document is also kept whole (`snapshot`, packed) as of some version; once the changes
 // after it outweigh it as stored, a commit writes a new one and drops the changes from before the
@@ -18,7 +19,7 @@ import type { StoredDocument } from '../data-store'
 import { CorruptDocumentError, DeletedVaultError, StoreUnavailableError, VersionConflictError } from '../errors'
 import { GroupCommit } from '../group-commit'
 import type { Writer } from '../writer'
-import { CHANNEL, sqlState, type Database, type Sql } from './database'
+import { CHANNEL, requestArrivedAt, sqlState, type Database, type Sql } from './database'
 
 /** A new snapshot once the changes since the last one are this long at least (and as long as it, stored). */
 const MIN_CHANGES_TO_SNAPSHOT = 64 * 1024
@@ -156,7 +157,6 @@ export class PgDocument<T> extends GroupCommit<T> implements StoredDocument<T> {
   private snapshotVersion: number
   private changeBytes: number
   private snapshotBytes: number
-  private refreshing: Promise<void> | null = null
   /** The snapshot being stored, if one is. */
   private snapshotting: Promise<void> | null = null
   private snapshotRetryAt = 0
@@ -236,35 +236,30 @@ export class PgDocument<T> extends GroupCommit<T> implements StoredDocument<T> {
 
   /**
    * Brings the data up to what the database holds: the versions after the one held, applied.
-   * Concurrent callers share one query; a write under way is waited for first (its own version
-   * must not be applied over changes made since it began).
+   * The query is shared with the other documents' refreshes of the same moment (RefreshWaves).
    */
   refresh(): Promise<void> {
     if (this.retired) return Promise.reject(this.retired())
-    if (this.refreshing) return this.refreshing
-    this.refreshing = this.fetchNewer().finally(() => {
-      this.refreshing = null
-    })
-    return this.refreshing
+    return wavesOf(this.db).refresh(this)
   }
 
-  private async fetchNewer(): Promise<void> {
-    while (this.writeUnderWay) await this.writeUnderWay.catch(() => {})
-    const held = this.version
-    const rows = await this.db.run(
-      (sql) => sql`
-        SELECT version, CASE WHEN version = ${held} THEN '' ELSE changes END AS changes FROM svc_changes
-        WHERE document_id = ${this.id} AND version >= ${held} ORDER BY version`,
-    )
+  /** For RefreshWaves: a write of this document under way (the refresh waits for it), or null. */
+  get writing(): Promise<void> | null {
+    return this.writeUnderWay
+  }
+
+  /** For RefreshWaves: the rows read for the version held then (`held`) applied, or the document read again. */
+  async applyNewer(held: number, rows: readonly ChangeRow[]): Promise<void> {
+    if (this.retired) throw this.retired()
     // A write of ours began meanwhile: it holds what it needs; the next refresh looks again.
     if (this.version !== held || this.writeUnderWay) return
     if (rows.length === 1) return
     if (rows.length === 0 || Number(rows[0].version) !== held) return this.reload()
-    const batches = rows.slice(1).map((row: { changes: string }) => parse(this.id, row.changes) as Change[])
+    const batches = rows.slice(1).map((row) => parse(this.id, row.changes) as Change[])
     apply(this.id, this.current, this.options.lists, batches)
     // Only the records just read are new: the rest were frozen when they came in.
     for (const batch of batches) for (const change of batch) if (change[0] === 'put') deepFreeze(change[2])
-    for (const row of rows.slice(1)) this.changeBytes += (row.changes as string).length
+    for (const row of rows.slice(1)) this.changeBytes += row.changes.length
     this.version = Number(rows[rows.length - 1].version)
     if (this.options.onChanges) this.options.onChanges(this.current, batches.flat())
     else this.options.onReload?.(this.current)
@@ -371,4 +366,122 @@ export class PgDocument<T> extends GroupCommit<T> implements StoredDocument<T> {
       this.version = -1
     })
   }
+}
+
+type ChangeRow = { version: number | string; changes: string }
+interface Refreshable {
+  readonly id: string
+  readonly heldVersion: number
+  readonly writing: Promise<void> | null
+  applyNewer(held: number, rows: readonly ChangeRow[]): Promise<void>
+}
+interface Waiting {
+  promise: Promise<void>
+  resolve: () => void
+  reject: (error: unknown) => void
+}
+
+/**
+ * The refreshes of one database's documents, a query at a time: every document asked for while
+ * one is under way goes into the next, which starts once it is done (the accounts of one request
+ * and the vault of another: one round trip). A request may share the query under way only if it
+ * was sent after the request began: one sent before may have read before a write another
+ * instance acknowledged since, and the request may come from the client who saw that answer.
+ * Outside a request (a notification), only a query sent from now on serves.
+ */
+class RefreshWaves {
+  /** The wave whose query is under way (and when it was sent), and the one that starts after it. */
+  private running: Map<Refreshable, Waiting> | null = null
+  private sentAt = 0
+  private next: Map<Refreshable, Waiting> | null = null
+
+  constructor(private readonly db: Database) {}
+
+  refresh(document: Refreshable): Promise<void> {
+    const under = this.running?.get(document)
+    if (under && this.sentAt >= (requestArrivedAt() ?? Infinity)) return under.promise
+    return this.enqueue(document)
+  }
+
+  /** Puts the document in the next wave (`waiting`: a caller's place carried over from a wave it could not go in). */
+  private enqueue(document: Refreshable, waiting?: Waiting): Promise<void> {
+    const wave = (this.next ??= new Map())
+    const found = wave.get(document)
+    if (found) {
+      if (waiting) found.promise.then(waiting.resolve, waiting.reject)
+      return found.promise
+    }
+    if (!waiting) {
+      let resolve!: () => void
+      let reject!: (error: unknown) => void
+      const promise = new Promise<void>((yes, no) => ((resolve = yes), (reject = no)))
+      waiting = { promise, resolve, reject }
+    }
+    wave.set(document, waiting)
+    if (!this.running) this.start()
+    return waiting.promise
+  }
+
+  private start(): void {
+    const wave = this.next
+    this.next = null
+    if (!wave) return
+    this.running = wave
+    // Not sent yet: nobody shares it until it is.
+    this.sentAt = -Infinity
+    void this.run(wave).finally(() => {
+      this.running = null
+      this.start()
+    })
+  }
+
+  private async run(wave: Map<Refreshable, Waiting>): Promise<void> {
+    const held: [Refreshable, Waiting, number][] = []
+    for (const [document, waiting] of wave) {
+      // Its own write under way must not be applied over: it goes in a wave after that write.
+      const writing = document.writing
+      if (writing)
+        void writing
+          .catch(() => {})
+          .then(() => {
+            this.enqueue(document, waiting)
+          })
+      else held.push([document, waiting, document.heldVersion])
+    }
+    if (held.length === 0) return
+    this.sentAt = performance.now()
+    let rows: (ChangeRow & { id: string })[]
+    try {
+      const asked = JSON.stringify(held.map(([document, , version]) => ({ id: document.id, v: version })))
+      // One indexed range per document (LATERAL): the versions from the one held on.
+      rows = await this.db.run(
+        (sql) => sql`
+          SELECT h.id, c.version, c.changes FROM json_to_recordset(${asked}::text::json) AS h (id text, v bigint)
+          CROSS JOIN LATERAL (
+            SELECT version, CASE WHEN version = h.v THEN '' ELSE changes END AS changes FROM svc_changes
+            WHERE document_id = h.id AND version >= h.v ORDER BY version
+          ) c
+          ORDER BY h.id, c.version`,
+      )
+    } catch (error) {
+      for (const [, waiting] of held) waiting.reject(error)
+      return
+    }
+    const byId = new Map<string, typeof rows>()
+    for (const row of rows) {
+      const list = byId.get(row.id)
+      if (list) list.push(row)
+      else byId.set(row.id, [row])
+    }
+    await Promise.all(
+      held.map(([document, waiting, version]) => document.applyNewer(version, byId.get(document.id) ?? []).then(waiting.resolve, waiting.reject)),
+    )
+  }
+}
+
+const waves = new WeakMap<Database, RefreshWaves>()
+function wavesOf(db: Database): RefreshWaves {
+  let found = waves.get(db)
+  if (!found) waves.set(db, (found = new RefreshWaves(db)))
+  return found
 }
