@@ -313,8 +313,18 @@ export const MUTANTS: Mutant[] = [
     guarantee:
       'a read on one instance sees every write another acknowledged before it began, also when a refresh of the document was already under way (PostgreSQL store)',
     file: 'src/store/postgres/document.ts',
-    search: '    if (under && this.sentAt >= (requestArrivedAt() ?? Infinity)) return under.promise',
-    replace: '    if (under) return under.promise',
+    search: '      if (under && wave.sentAt >= arrived) return under.promise',
+    replace: '      if (under) return under.promise',
+    test: 'test/store/postgres-document.test.ts',
+    postgres: true,
+  },
+  {
+    name: 'pg-refresh-fresh-before-request',
+    guarantee:
+      'a request reads again a document whose last refresh was sent before the request began (PostgreSQL store: a write another instance acknowledged in between is seen)',
+    file: 'src/store/postgres/document.ts',
+    search: '    if (document.freshAsOf >= arrived) return Promise.resolve()',
+    replace: '    if (document.freshAsOf > -Infinity) return Promise.resolve()',
     test: 'test/store/postgres-document.test.ts',
     postgres: true,
   },

@@ -98,7 +98,7 @@ describeNeeding(missingPostgres)('PostgreSQL documents', () => {
     }) as typeof db.run
     try {
       const first = onA.refresh()
-      await queried
+      await Promise.race([queried, first.then(() => Promise.reject(new Error('the refresh answered without reading the database')))])
       // B's write is acknowledged after A's query read; then a request reaches A.
       await onB.update((_, write) => write.categories.push(category(crypto.randomUUID(), 'after-the-read')))
       const answered = beginRequest()
@@ -112,6 +112,35 @@ describeNeeding(missingPostgres)('PostgreSQL documents', () => {
     } finally {
       db.run = run
       release()
+    }
+  })
+
+  test('a refresh that ended before a request began does not serve it (the request reads again)', async () => {
+    const id = crypto.randomUUID()
+    await a.vault(id, () => vaultOf(id))
+    // No listener: nothing but the request's own refresh can bring the write in.
+    const c = await PgStore.open(a.db.url, { createKeyCheck: () => 'x', readOnly: true })
+    try {
+      const onC = await c.vault(id, () => vaultOf(id))
+      await onC.refresh()
+      const onB = await b.vault(id, () => vaultOf(id))
+      await onB.update((_, write) => write.categories.push(category(crypto.randomUUID(), 'after-the-refresh')))
+      const answered = beginRequest()
+      try {
+        await onC.refresh()
+      } finally {
+        answered()
+      }
+      expect(onC.data.categories.map((c) => c.name)).toContain('after-the-refresh')
+      // A request that began before the last read needs none of its own.
+      const queries = c.db.stats.queries
+      const again = beginRequest()
+      await onC.refresh()
+      await onC.refresh()
+      again()
+      expect(c.db.stats.queries - queries).toBe(1)
+    } finally {
+      await c.close()
     }
   })
 
