@@ -313,8 +313,8 @@ export const MUTANTS: Mutant[] = [
     guarantee:
       'a read on one instance sees every write another acknowledged before it began, also when a refresh of the document was already under way (PostgreSQL store)',
     file: 'src/store/postgres/document.ts',
-    search: '      if (under && wave.sentAt >= arrived) return under.promise',
-    replace: '      if (under) return under.promise',
+    search: '    if (running && running.sentAt >= arrived) {',
+    replace: '    if (running) {',
     test: 'test/store/postgres-document.test.ts',
     postgres: true,
   },

@@ -5,13 +5,14 @@
 import { PendingChanges } from './changes'
 import { createWriter, type Writer } from './writer'
 
-interface Waiter {
+/** A promise with its settling functions (a commit's batch; a refresh's place in a wave, postgres/document.ts). */
+export interface Waiter {
   promise: Promise<void>
   resolve: () => void
   reject: (error: unknown) => void
 }
 
-function waiter(): Waiter {
+export function waiter(): Waiter {
   let resolve!: () => void
   let reject!: (error: unknown) => void
   const promise = new Promise<void>((res, rej) => {

@@ -17,7 +17,7 @@
 import { applyChanges, deepFreeze, freezeLists, type Change } from '../changes'
 import type { StoredDocument } from '../data-store'
 import { CorruptDocumentError, DeletedVaultError, StoreUnavailableError, VersionConflictError } from '../errors'
-import { GroupCommit } from '../group-commit'
+import { GroupCommit, waiter, type Waiter } from '../group-commit'
 import type { Writer } from '../writer'
 import { CHANNEL, requestArrivedAt, sqlState, type Database, type Sql } from './database'
 
@@ -397,83 +397,67 @@ interface Refreshable {
   freshAsOf: number
   applyNewer(held: number, rows: readonly ChangeRow[]): Promise<boolean>
 }
-interface Waiting {
-  promise: Promise<void>
-  resolve: () => void
-  reject: (error: unknown) => void
-}
 interface Wave {
-  documents: Map<Refreshable, Waiting>
+  documents: Map<Refreshable, Waiter>
   sentAt: number
 }
 /**
- * Refresh queries under way at once. Two took twice the queries per audited reveal under load
- * (0.41 against 0.18-0.20 a request), and gained nothing once a document remembers what it is
- * fresh as of (`freshAsOf`): with one, a request that came after a wave was sent waits for it
- * and then for the next.
- */
-const WAVES_IN_FLIGHT = 1
-
-/**
- * The refreshes of one database's documents in shared queries ("waves"): every document asked for
- * goes into the next wave, which starts at once when fewer than WAVES_IN_FLIGHT are under way,
- * else when one ends (the accounts for one request and a vault for another: one round trip). A
- * request needs none when the document is fresh as of a statement sent after the request began
- * (`freshAsOf`), and may share a wave under way only if it was sent after the request began: one
- * sent before may have read before a write another instance acknowledged since, and the request
- * may come from the client who saw that answer. Outside a request (a notification), only a wave
- * sent from now on serves.
+ * The refreshes of one database's documents in shared queries ("waves"), one under way at a time:
+ * every document asked for goes into the next wave, which starts once the one under way ends (the
+ * accounts for one request and a vault for another: one round trip). A request needs none when the
+ * document is fresh as of a statement sent after the request began (`freshAsOf`), and may share
+ * the wave under way only if it was sent after the request began: one sent before may have read
+ * before a write another instance acknowledged since, and the request may come from the client
+ * who saw that answer. Outside a request (a notification), only a wave sent from now on serves.
+ * Two waves under way at once (a request starting its own at once) took twice the queries per
+ * audited reveal under load and answered no faster (docs/scaling.md).
  */
 class RefreshWaves {
-  /** The waves whose queries are under way (each with when it was sent), and the one to start next. */
-  private readonly running = new Set<Wave>()
-  private next: Map<Refreshable, Waiting> | null = null
+  /** The wave whose query is under way (with when it was sent), and the one to start next. */
+  private running: Wave | null = null
+  private next: Map<Refreshable, Waiter> | null = null
 
   constructor(private readonly db: Database) {}
 
   refresh(document: Refreshable): Promise<void> {
     const arrived = requestArrivedAt() ?? Infinity
     if (document.freshAsOf >= arrived) return Promise.resolve()
-    for (const wave of this.running) {
-      const under = wave.documents.get(document)
-      if (under && wave.sentAt >= arrived) return under.promise
+    const running = this.running
+    if (running && running.sentAt >= arrived) {
+      const under = running.documents.get(document)
+      if (under) return under.promise
     }
     return this.enqueue(document)
   }
 
   /** Puts the document in the next wave (`waiting`: a caller's place carried over from a wave it could not go in). */
-  private enqueue(document: Refreshable, waiting?: Waiting): Promise<void> {
+  private enqueue(document: Refreshable, waiting?: Waiter): Promise<void> {
     const documents = (this.next ??= new Map())
     const found = documents.get(document)
     if (found) {
       if (waiting) found.promise.then(waiting.resolve, waiting.reject)
       return found.promise
     }
-    if (!waiting) {
-      let resolve!: () => void
-      let reject!: (error: unknown) => void
-      const promise = new Promise<void>((yes, no) => ((resolve = yes), (reject = no)))
-      waiting = { promise, resolve, reject }
-    }
+    waiting ??= waiter()
     documents.set(document, waiting)
     this.start()
     return waiting.promise
   }
 
   private start(): void {
-    if (!this.next || this.running.size >= WAVES_IN_FLIGHT) return
+    if (!this.next || this.running) return
     // Not sent yet: nobody shares it until it is.
     const wave: Wave = { documents: this.next, sentAt: -Infinity }
     this.next = null
-    this.running.add(wave)
+    this.running = wave
     void this.run(wave).finally(() => {
-      this.running.delete(wave)
+      this.running = null
       this.start()
     })
   }
 
   private async run(wave: Wave): Promise<void> {
-    const held: [Refreshable, Waiting, number][] = []
+    const held: [Refreshable, Waiter, number][] = []
     for (const [document, waiting] of wave.documents) {
       // Its own write under way must not be applied over: it goes in a wave after that write.
       const writing = document.writing
