@@ -148,6 +148,7 @@ cleanup() {
   wait 2>/dev/null || true
   stop_cluster
   [ -z "${pg_log:-}" ] || rm -f "$pg_log"
+  [ -z "${file_log:-}" ] || rm -f "$file_log"
 }
 trap cleanup EXIT
 trap 'exit 130' INT
@@ -203,11 +204,14 @@ if [ "$STORES" = postgres ]; then
 fi
 
 # Both passes at once: the file store's output as it comes, PostgreSQL's after it (one block).
+# The file store's is kept too, so that the last lines name what failed in either pass (a CI log
+# is often read from its tail only, which is the PostgreSQL pass).
 pg_log=$(mktemp "${TMPDIR:-/tmp}/svc-vault-pg-pass.XXXXXX")
+file_log=$(mktemp "${TMPDIR:-/tmp}/svc-vault-file-pass.XXXXXX")
 started=$SECONDS
 postgres_pass "$@" >"$pg_log" 2>&1 &
 pg_pid=$!
-file_pass "$@" &
+file_pass "$@" > >(tee "$file_log") 2>&1 &
 file_pid=$!
 pids+=("$pg_pid" "$file_pid")
 file_status=0
@@ -221,5 +225,15 @@ echo
 echo "==================== the same suites on PostgreSQL (SVC_TEST_STORE=postgres) ===================="
 cat "$pg_log"
 echo
+# The failing tests of each pass (bun test marks them "(fail)"), and a pass that failed without one
+# (a file that did not load, an error between tests): its output above says which.
+for pass in file PostgreSQL; do
+  log=$file_log
+  [ "$pass" = PostgreSQL ] && log=$pg_log
+  if grep -q '^(fail)' "$log"; then
+    echo "failed on the $pass store:"
+    grep '^(fail)' "$log" | sed 's/^/  /'
+  fi
+done
 echo "file store: exit $file_status after ${file_seconds} s; PostgreSQL: exit $pg_status after ${pg_seconds} s"
 [ "$file_status" = 0 ] && [ "$pg_status" = 0 ]

@@ -106,6 +106,7 @@ fi
 echo "url $store \${SVC_TEST_POSTGRES:-none}" >>${log}
 case $store in file) code=${exits.file} ;; *) code=${exits.postgres} ;; esac
 if [ "$code" = sleep ]; then echo "sleeping $store $$" >>${log}; exec sleep 60; fi
+if [ "$code" != 0 ]; then echo "(fail) a test on $store [1.00ms]" >&2; echo "(pass) another on $store"; fi
 exit $code`,
   )
   // Nothing is installed by this test.
@@ -120,7 +121,7 @@ exit $code`,
   const logged = existsSync(log) ? readFileSync(log, 'utf8') : ''
   const url = /url postgres (\S+)/.exec(logged)?.[1] ?? ''
   const cluster = url ? (new URL(url.replace(/^postgres:/, 'http:')).searchParams.get('host') ?? '') : ''
-  return { code, out: out + err, logged, cluster, left: readdirSync(home).filter((file) => file.startsWith('svc-vault-pg')) }
+  return { code, out: out + err, stdout: out, logged, cluster, left: readdirSync(home).filter((file) => file.startsWith('svc-vault-')) }
 }
 
 testWithPostgres(
@@ -128,7 +129,7 @@ testWithPostgres(
   async () => {
     const [passed, failed, stopped] = await Promise.all([
       runScript('passed', { file: 0, postgres: 0 }),
-      runScript('failed', { file: 0, postgres: 3 }, ['--bail', 'test/one.test.ts']),
+      runScript('failed', { file: 2, postgres: 3 }, ['--bail', 'test/one.test.ts']),
       runScript('stopped', { file: 'sleep', postgres: 'sleep' }),
     ])
     // Both passes, at once: the file store's over everything, PostgreSQL's over the suites of issue 34.
@@ -148,7 +149,16 @@ testWithPostgres(
     expect(passed.out).toContain('the same suites on PostgreSQL')
     // One pass failing fails the run. Arguments go to both passes instead of their lists.
     expect(failed.code).not.toBe(0)
-    expect(failed.out).toMatch(/PostgreSQL: exit 3/)
+    expect(failed.out).toMatch(/file store: exit 2 after \d+ s; PostgreSQL: exit 3/)
+    // The last lines name the failing tests of both passes (a CI log is often read from its tail).
+    expect(failed.stdout.trimEnd().split('\n').slice(-5)).toEqual([
+      'failed on the file store:',
+      '  (fail) a test on file [1.00ms]',
+      'failed on the PostgreSQL store:',
+      '  (fail) a test on postgres [1.00ms]',
+      expect.stringMatching(/^file store: exit 2/),
+    ])
+    expect(passed.out).not.toContain('failed on')
     expect(failed.logged).toContain('pass file: test --timeout 60000 --bail test/one.test.ts\n')
     expect(failed.logged).toContain('pass postgres: test --timeout 60000 --bail test/one.test.ts\n')
     // Stopped mid-run: its passes end with it.
