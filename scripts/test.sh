@@ -139,6 +139,8 @@ start_cluster() {
     return 1
   }
   export SVC_TEST_POSTGRES="postgres://postgres@localhost/postgres?host=$cluster"
+  # Removed whole on exit: the tests need not drop the databases they made in it.
+  export SVC_TEST_POSTGRES_THROWAWAY=1
 }
 
 pids=()

@@ -103,7 +103,7 @@ echo "pass $store: $*" >>${log}
 if [ "$store" = postgres ]; then
   psql "$SVC_TEST_POSTGRES" -Atc "SELECT 'settings ' || current_setting('fsync') || ' ' || current_setting('listen_addresses') || '|' || current_setting('max_connections')" >>${log} 2>&1
 fi
-echo "url $store \${SVC_TEST_POSTGRES:-none}" >>${log}
+echo "url $store \${SVC_TEST_POSTGRES:-none}\${SVC_TEST_POSTGRES_THROWAWAY:+ (throwaway)}" >>${log}
 case $store in file) code=${exits.file} ;; *) code=${exits.postgres} ;; esac
 if [ "$code" = sleep ]; then echo "sleeping $store $$" >>${log}; exec sleep 60; fi
 if [ "$code" != 0 ]; then echo "(fail) a test on $store [1.00ms]" >&2; echo "(pass) another on $store"; fi
@@ -145,7 +145,7 @@ testWithPostgres(
     // A cluster of its own on a Unix socket in a temporary folder, no TCP port, fsync on; both passes know its URL.
     expect(passed.logged).toContain('settings on |500')
     expect(passed.cluster).toStartWith(join(dir, 'passed', 'svc-vault-pg.'))
-    expect(passed.logged).toContain(`url file ${/url postgres (\S+)/.exec(passed.logged)![1]}`)
+    expect(passed.logged).toContain(`url file ${/url postgres (\S+)/.exec(passed.logged)![1]} (throwaway)`)
     expect(passed.out).toContain('the same suites on PostgreSQL')
     // One pass failing fails the run. Arguments go to both passes instead of their lists.
     expect(failed.code).not.toBe(0)

@@ -49,6 +49,25 @@ export async function storeEnv(dataDir: string, env: Record<string, string | und
   return { SVC_DATABASE_URL: await databaseFor(dataDir) }
 }
 
+/**
+ * Drops the databases this run made, on a cluster of one's own (they would pile up run after
+ * run). scripts/test.sh's throwaway cluster goes whole (SVC_TEST_POSTGRES_THROWAWAY): nothing to do.
+ * A server a test left running loses its connections (FORCE).
+ */
+export async function dropMadeDatabases(): Promise<void> {
+  if (!admin || made.size === 0 || process.env.SVC_TEST_POSTGRES_THROWAWAY === '1') return
+  const names = [...made]
+  made.clear()
+  // Each DROP DATABASE waits for a checkpoint (some 75 ms): a few at a time.
+  const next = () => names.pop()
+  const drop = async (sql: NonNullable<typeof admin>) => {
+    for (let name = next(); name; name = next()) await sql.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+  }
+  await Promise.all([drop(admin), drop(admin)])
+  await admin.close()
+  admin = null
+}
+
 /** Why a test of the database store cannot run here, or null (for describeNeeding/testNeeding). */
 export const missingPostgres: string | null = TEST_POSTGRES ? null : 'no PostgreSQL cluster: SVC_TEST_POSTGRES is not set (scripts/test.sh starts one)'
 /** A new database copied from `url`'s (nothing may be connected to it meanwhile); its URL. */
