@@ -9,6 +9,7 @@
 import type { AuditKeys } from '../crypto/audit-mac'
 import { sha256Hex } from '../crypto/tokens'
 import type { SealedLine } from '../store/audit-log'
+import { SERVER_AUDIT_LOG, type StoredAuditChain } from '../store/audit-log-reader'
 
 /** The value of `chain` on a keyed line. */
 export const KEYED = 'hmac-sha256'
@@ -241,4 +242,16 @@ function earliest(a: string | null | undefined, b: string | null | undefined): s
   if (!a) return b ?? null
   if (!b) return a
   return a < b ? a : b
+}
+
+/**
+ * Every stored log against its anchor (audit-verify; migrate on its copy); the server log's keying
+ * time holds for every log. `check` is null for a log whose anchor (its chain's start) is missing.
+ */
+export function verifyStoredChains(chains: readonly StoredAuditChain[], keys: AuditKeys | null): { chain: StoredAuditChain; check: ChainCheck | null }[] {
+  const keyedSince = chains.find((chain) => chain.file === SERVER_AUDIT_LOG)?.anchor?.keyedSince
+  return chains.map((chain) => ({
+    chain,
+    check: chain.anchor ? verifyChain(chain.lines, chain.anchor, { keys, keyedSince, torn: chain.torn, missing: chain.missing }) : null,
+  }))
 }

@@ -18,8 +18,8 @@ import { databaseUrlFromEnv, masterKeyFromEnv } from '../config'
 import type { AuditKeys } from '../crypto/audit-mac'
 import { Keyring } from '../crypto/keyring'
 import { MASTER_KEY_FILE, readMasterKeyFile } from '../crypto/master-key'
-import { lineEvent, verifyChain } from '../modules/audit/chain'
-import { readAuditChains, SERVER_AUDIT_LOG, type StoredAuditChain } from '../store/audit-log'
+import { lineEvent, verifyStoredChains } from '../modules/audit/chain'
+import { readAuditChains, type StoredAuditChain } from '../store/audit-log'
 import { readLoggedDocumentSync } from '../store/document'
 import { Database } from '../store/postgres/database'
 import { readPgAuditChains } from '../store/postgres/audit-log'
@@ -139,16 +139,14 @@ async function main(): Promise<number> {
         keys: auditKeys(args.dataDir),
         where: args.dataDir,
       }
-  const serverAnchor = chains.find((chain) => chain.file === SERVER_AUDIT_LOG)?.anchor
   let broken = 0
   let unchecked = false
-  for (const chain of chains) {
-    if (!chain.anchor) {
+  for (const { chain, check } of verifyStoredChains(chains, keys)) {
+    if (!check || !chain.anchor) {
       broken++
       console.log(`FAIL ${chain.file}: its chain's start value is missing (${chain.file === 'audit.log' ? 'audit.chain.json' : 'the vault file'} has none)`)
       continue
     }
-    const check = verifyChain(chain.lines, chain.anchor, { keys, keyedSince: serverAnchor?.keyedSince, torn: chain.torn, missing: chain.missing })
     if (check.ok) {
       unchecked ||= check.unchecked
       const notes = [

@@ -5,18 +5,25 @@
 //
 // Both read the source as a backup bundle (one format for both stores: src/store/backup.ts,
 // src/store/postgres/bundle.ts), refuse a target that holds anything, write it, then read the
-// copy back and compare it with the source record by record and every audit log byte for byte.
+// copy back and compare it with the source record by record and every audit log byte for byte,
+// and check every audit log of the copy against its chain and anchor (as audit-verify does).
 // The audit logs move with the documents: into the database's tables, or out of them into files.
 // The master key comes from SVC_MASTER_KEY or SVC_MASTER_KEY_FILE (a database store takes it
-// from there only) and must pass the source's key check. The source must not change meanwhile:
+// from there only; out of a folder, the key kept in it serves too) and must pass the source's key check. The source must not change meanwhile:
 // the data folder is locked (a running server makes this refuse), and a database with other
 // sessions (running instances) is refused.
-import { resolve } from 'node:path'
+import { join, resolve } from 'node:path'
 import { ConfigError, databaseUrlFromEnv, masterKeyFromEnv } from '../config'
 import { Keyring, MasterKeyMismatchError } from '../crypto/keyring'
+import { MASTER_KEY_FILE, readMasterKeyFile } from '../crypto/master-key'
 import { parseDatabaseUrl } from '../settings'
 import { BackupError, createBackup, occupants, restoreBackup, type BackupBundle } from '../store/backup'
 import { compareBundles } from '../store/bundle-compare'
+import { readAuditChains, type StoredAuditChain } from '../store/audit-log'
+import { readLoggedDocumentSync } from '../store/document'
+import { readPgAuditChains } from '../store/postgres/audit-log'
+import { VAULT_LISTS } from '../store/records'
+import { verifyStoredChains } from '../modules/audit/chain'
 import { DataDirLockedError, acquireLock } from '../store/lock'
 import { assertAlone, assertEmptyDatabase, createDatabaseBackup, restoreDatabaseBackup, toolDatabase } from '../store/postgres/bundle'
 import { StoreUnavailableError } from '../store/errors'
@@ -26,7 +33,7 @@ import { Progress, type ProgressStream } from './progress'
 
 const USAGE = `usage: svc-vault migrate --to postgres://…   copy the data folder (SVC_DATA_DIR) into an empty database
        svc-vault migrate --to-dir DIR       copy the database (SVC_DATABASE_URL or SVC_DATABASE_URL_FILE) into a new, empty folder
-the master key must be given (SVC_MASTER_KEY or SVC_MASTER_KEY_FILE); stop the server first`
+the master key: SVC_MASTER_KEY or SVC_MASTER_KEY_FILE (--to: else the folder's master.key); stop the server first`
 
 class UsageError extends Error {}
 
@@ -56,7 +63,7 @@ export interface MigrateOptions {
   stream?: ProgressStream
 }
 
-function accountsOf(bundle: BackupBundle): { keyCheck?: string } {
+function accountsOf(bundle: BackupBundle): { keyCheck?: string; auditKeys?: string[] } {
   const file = bundle.files.find((f) => f.path === 'accounts.json')!
   return JSON.parse(Buffer.from(file.data, 'base64').toString('utf8'))
 }
@@ -65,20 +72,28 @@ function accountsOf(bundle: BackupBundle): { keyCheck?: string } {
 export async function migrate(target: Target, options: MigrateOptions = {}): Promise<void> {
   const env = options.env ?? process.env
   const log = options.log ?? ((line: string) => console.log(line))
-  const key = masterKeyFromEnv(env)
+  const dataDir = resolve(env.SVC_DATA_DIR?.trim() || './data')
+  // A folder's own key (generated into it at its first start) serves a copy out of it; the
+  // server on the database then takes it from SVC_MASTER_KEY_FILE, never from a folder.
+  const keyFile = join(dataDir, MASTER_KEY_FILE)
+  const folderKey = target.to === 'postgres' && !masterKeyFromEnv(env) ? readMasterKeyFile(keyFile) : null
+  const key = masterKeyFromEnv(env) ?? folderKey
   if (!key) {
     throw new ConfigError(
-      'the master key must be given as SVC_MASTER_KEY or SVC_MASTER_KEY_FILE (for a key kept in <data>/master.key: SVC_MASTER_KEY_FILE=<data>/master.key); a database store takes it from there only',
+      target.to === 'postgres'
+        ? `the master key must be given as SVC_MASTER_KEY or SVC_MASTER_KEY_FILE (${keyFile} does not exist)`
+        : 'the master key must be given as SVC_MASTER_KEY or SVC_MASTER_KEY_FILE; a database store takes it from there only',
     )
   }
   const ring = new Keyring(key)
-  const dataDir = resolve(env.SVC_DATA_DIR?.trim() || './data')
   // Started before the source is read: the summary's time and rate are the whole run's.
   const shown = new Progress({ label: 'migrate', total: 0, stream: options.stream, log })
   try {
     if (target.to === 'postgres') {
       shown.finish(await toDatabase(target.url, dataDir, ring, shown))
-      log('start the server with SVC_DATABASE_URL set to that database and the same master key (SVC_MASTER_KEY or SVC_MASTER_KEY_FILE)')
+      log(
+        `start the server with SVC_DATABASE_URL set to that database and the same master key (${folderKey ? `SVC_MASTER_KEY_FILE=${keyFile}, or that key in SVC_MASTER_KEY` : 'SVC_MASTER_KEY or SVC_MASTER_KEY_FILE'})`,
+      )
     } else {
       const url = databaseUrlFromEnv(env)
       if (!url) throw new ConfigError('--to-dir copies the database SVC_DATABASE_URL (or SVC_DATABASE_URL_FILE) names: set one')
@@ -109,7 +124,13 @@ async function toDatabase(url: string, dataDir: string, ring: Keyring, progress:
     // The audit logs go into the database with the documents (audit-transfer.ts).
     await restoreDatabaseBackup(source, url, { progress, described: 'the target database' })
     const copy = await createDatabaseBackup(url, {})
-    return `${verified(source, copy)} from ${dataDir} into the database`
+    const equal = verified(source, copy)
+    const chains = toolDatabase(url)
+    try {
+      return `${equal} from ${dataDir} into the database; ${chainsIntact(await readPgAuditChains(chains), ring, source)}`
+    } finally {
+      await chains.close()
+    }
   } finally {
     release()
   }
@@ -132,7 +153,27 @@ async function toFolder(url: string, dir: string, ring: Keyring, progress: Progr
     throw new MasterKeyMismatchError('the master key given does not match the data in the database; nothing was copied')
   })
   await restoreBackup(source, dir, progress)
-  return `${verified(source, createBackup(dir))} from the database into ${dir}`
+  const equal = verified(source, createBackup(dir))
+  const chains = readAuditChains(dir, (path) => readLoggedDocumentSync(path, VAULT_LISTS))
+  return `${equal} from the database into ${dir}; ${chainsIntact(chains, ring, source)}`
+}
+
+/**
+ * Every audit log of the copy checked against its chain and anchor, as audit-verify does (keyed
+ * lines against their MAC: the key is at hand); throws naming the first that fails. The copy
+ * equals the source, so a log that fails here fails there too.
+ */
+function chainsIntact(chains: readonly StoredAuditChain[], ring: Keyring, source: BackupBundle): string {
+  const keys = ring.auditKeys(accountsOf(source).auditKeys ?? [])
+  const failed = verifyStoredChains(chains, keys).filter(({ check }) => !check?.ok)
+  if (failed.length > 0) {
+    const [{ chain, check }] = failed
+    const why = check && !check.ok ? check.message : "its chain's start value is missing"
+    throw new BackupError(
+      `the copy is written and equals the source, but ${failed.length} of ${chains.length} audit log(s) fail verification, in the source as in the copy: ${chain.file}: ${why}; svc-vault audit-verify names each`,
+    )
+  }
+  return `${chains.length} audit chain(s) intact`
 }
 
 /** The copy against the source; throws naming what differs. */

@@ -5,7 +5,7 @@
 // own check); a server on the copy reads every secret; audit-verify passes on a copied folder.
 // Needs PostgreSQL (SVC_TEST_POSTGRES): skipped with a reason without it, a failure under CI=true (describeNeeding).
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { cpSync, existsSync, readdirSync, readFileSync } from 'node:fs'
+import { cpSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { writeAuditLogsTo } from '../../src/store/audit-transfer'
 import { backupEntry, createBackup } from '../../src/store/backup'
@@ -176,6 +176,8 @@ async function migratedDatabase(): Promise<{ url: string; folder: string }> {
   expect(migrated.output).toMatch(
     /^migrate: \d+ records in .* \(.* records\/s\); verified \d+ document\(s\) with \d+ record\(s\) and \d+ audit log\(s\) equal/m,
   )
+  // Every log of the copy checked against its chain and anchor too (the server's and three vaults').
+  expect(migrated.output).toContain('; 4 audit chain(s) intact')
   expect(migrated.code).toBe(0)
   return { url, folder }
 }
@@ -229,6 +231,7 @@ describeNeeding(missingPostgres)('moving between the file store and PostgreSQL',
     expect(migrated.output).toMatch(
       /^migrate: \d+ records in .*; verified 4 document\(s\) with \d+ record\(s\) and 3 audit log\(s\) equal from the database into /m,
     )
+    expect(migrated.output).toContain(`into ${target}; 4 audit chain(s) intact`)
     expect(migrated.code).toBe(0)
     expectSameRecords(folderDocuments(target), folderDocuments(fixture.folder))
     expect(auditFiles(target)).toEqual(auditFiles(fixture.folder))
@@ -270,6 +273,37 @@ describeNeeding(missingPostgres)('moving between the file store and PostgreSQL',
     } finally {
       await fresh.close()
     }
+  }, 60_000)
+
+  test("migrate --to takes the key kept in the folder (master.key, generated at its first start) when none is given, and says where the server's comes from", async () => {
+    const folder = folderCopy()
+    const keyFile = join(folder, 'master.key')
+    // As the server writes one when SVC_MASTER_KEY is not set (crypto/master-key.ts).
+    writeFileSync(keyFile, `${TEST_MASTER_KEY}\n`, { mode: 0o600 })
+    const url = await freshDatabase()
+    const migrated = await svcVault(['migrate', '--to', url], { SVC_DATA_DIR: folder })
+    expect(migrated.output).toMatch(/^migrate: \d+ records in .*; verified 4 document\(s\)/m)
+    expect(migrated.output).toContain(`SVC_MASTER_KEY_FILE=${keyFile}`)
+    expect(migrated.code).toBe(0)
+    expectSameRecords(await databaseDocuments(url), folderDocuments(fixture.folder))
+    // Another key file is refused as another key given is.
+    writeFileSync(keyFile, `${NEW_KEY}\n`, { mode: 0o600 })
+    const wrong = await svcVault(['migrate', '--to', await freshDatabase()], { SVC_DATA_DIR: folder })
+    expect(wrong.code).toBe(1)
+    expect(wrong.output).toContain('does not match')
+  }, 60_000)
+
+  test('a source whose audit log fails its chain: the copy is made and equal, and migrate says which log fails (exit 1)', async () => {
+    const folder = folderCopy()
+    const name = readdirSync(join(folder, 'vaults')).find((n) => n.endsWith('.audit.log'))!
+    const path = join(folder, 'vaults', name)
+    // Two lines swapped: every byte still there, the chain broken.
+    const [first, second, ...rest] = readFileSync(path, 'utf8').split('\n')
+    writeFileSync(path, [second, first, ...rest].join('\n'))
+    const migrated = await svcVault(['migrate', '--to', await freshDatabase()], { SVC_DATA_DIR: folder, SVC_MASTER_KEY: TEST_MASTER_KEY })
+    expect(migrated.output).toContain('the copy is written and equals the source, but 1 of 4 audit log(s) fail verification')
+    expect(migrated.output).toContain(`vaults/${name}`)
+    expect(migrated.code).toBe(1)
   }, 60_000)
 
   test("a database's backup restores into a folder, and a folder's into a database: one bundle format", async () => {
