@@ -5,6 +5,7 @@ import { MasterKeyMismatchError } from './crypto/keyring'
 import { CorruptDocumentError } from './store/document'
 import { DataDirLockedError } from './store/lock'
 import { UnsupportedFormatError } from './store/store'
+import { SchemaTooNewError } from './store/postgres/migrations'
 import { VERSION } from './version'
 import { createServerLog } from './log'
 
@@ -23,7 +24,7 @@ const SETTLE_MS = 1000
 
 class PortInUseError extends Error {}
 
-const EXPECTED = [PortInUseError, ConfigError, MasterKeyMismatchError, DataDirLockedError, CorruptDocumentError, UnsupportedFormatError]
+const EXPECTED = [PortInUseError, ConfigError, MasterKeyMismatchError, DataDirLockedError, CorruptDocumentError, UnsupportedFormatError, SchemaTooNewError]
 
 async function main() {
   const config = loadConfig()
@@ -67,7 +68,16 @@ async function main() {
     await deps.store.close()
   }
   const address = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${app.server!.port}`
-  serverLog.info(`svc-vault ${VERSION} listening on ${address} (data: ${config.dataDir})`)
+  serverLog.info(
+    `svc-vault ${VERSION} listening on ${address} (${config.databaseUrl ? `database: ${databaseName(config.databaseUrl)}` : `data: ${config.dataDir}`})`,
+  )
+}
+
+/** Where a database is, for the log: host (or socket folder), port and name; never its user or password. */
+function databaseName(url: string): string {
+  const parsed = new URL(url)
+  const host = parsed.searchParams.get('host') ?? parsed.hostname
+  return `${host}${parsed.port ? `:${parsed.port}` : ''}${parsed.pathname}`
 }
 
 const USAGE = `usage: svc-vault                    start the server (configured by environment variables)
