@@ -22,6 +22,21 @@ async function rows<T>(url: string, query: (sql: Database['sql']) => Promise<T>)
   }
 }
 
+/** The server from the sources on a database (a data folder of its own that it must not use); its output piped. */
+function startServer(url: string) {
+  const dataDir = tempDir('svc-vault-schema-')
+  dirs.push(dataDir)
+  const env = {
+    PATH: process.env.PATH!,
+    HOME: process.env.HOME ?? '/tmp',
+    PORT: '0',
+    SVC_DATA_DIR: dataDir,
+    SVC_DATABASE_URL: url,
+    SVC_MASTER_KEY: TEST_MASTER_KEY,
+  }
+  return { server: Bun.spawn(['bun', 'src/index.ts'], { cwd: ROOT, env, stdout: 'pipe', stderr: 'pipe' }), dataDir }
+}
+
 describeNeeding(missingPostgres)('the schema on PostgreSQL', () => {
   test('instances starting at once on an empty database apply each migration once, and share one accounts document', async () => {
     const url = await freshDatabase()
@@ -55,21 +70,7 @@ describeNeeding(missingPostgres)('the schema on PostgreSQL', () => {
     expect(refused).toBeInstanceOf(SchemaTooNewError)
     expect((refused as Error).message).toContain(`version ${SCHEMA_VERSION + 1}, newer than this svc-vault knows (${SCHEMA_VERSION})`)
 
-    const dataDir = tempDir('svc-vault-schema-')
-    dirs.push(dataDir)
-    const server = Bun.spawn(['bun', 'src/index.ts'], {
-      cwd: ROOT,
-      env: {
-        PATH: process.env.PATH!,
-        HOME: process.env.HOME ?? '/tmp',
-        PORT: '0',
-        SVC_DATA_DIR: dataDir,
-        SVC_DATABASE_URL: url,
-        SVC_MASTER_KEY: TEST_MASTER_KEY,
-      },
-      stdout: 'pipe',
-      stderr: 'pipe',
-    })
+    const { server, dataDir } = startServer(url)
     const [out, err, code] = await Promise.all([new Response(server.stdout).text(), new Response(server.stderr).text(), server.exited])
     expect(code).toBe(1)
     expect(out + err).toContain(`svc-vault: the database's schema is version ${SCHEMA_VERSION + 1}, newer than this svc-vault knows`)
@@ -82,21 +83,7 @@ describeNeeding(missingPostgres)('the schema on PostgreSQL', () => {
     // The test cluster trusts its socket: a password in the URL is sent but not needed.
     url.username = 'postgres'
     url.password = 'not-to-be-logged-7f3a'
-    const dataDir = tempDir('svc-vault-schema-')
-    dirs.push(dataDir)
-    const server = Bun.spawn(['bun', 'src/index.ts'], {
-      cwd: ROOT,
-      env: {
-        PATH: process.env.PATH!,
-        HOME: process.env.HOME ?? '/tmp',
-        PORT: '0',
-        SVC_DATA_DIR: dataDir,
-        SVC_DATABASE_URL: url.toString(),
-        SVC_MASTER_KEY: TEST_MASTER_KEY,
-      },
-      stdout: 'pipe',
-      stderr: 'pipe',
-    })
+    const { server, dataDir } = startServer(url.toString())
     let output = ''
     const decoder = new TextDecoder()
     try {
