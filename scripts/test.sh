@@ -19,10 +19,10 @@ cd "$(dirname "$0")/.."
 # The suites of the second pass (docs/development.md, "Tests"): everything a server answers through
 # its store. Not e2e/ and cli/ (the same API through a browser or the svc command), store/ (the
 # file formats), nor the rest of platform/ (configuration, start-up, deploy files): only its API
-# files are listed, and the canaries (no plaintext in any row) and the throttles.
+# files are listed, the canaries (no plaintext in any row), the throttles and the moved ciphertexts.
 POSTGRES_SUITES=(test/modules test/account test/auth test/audit test/vaults test/robustness
   test/platform/access-keys.test.ts test/platform/auth.test.ts test/platform/errors.test.ts test/platform/signup.test.ts
-  test/platform/canary.test.ts test/platform/throttle.test.ts)
+  test/platform/canary.test.ts test/platform/throttle.test.ts test/platform/ciphertext.test.ts)
 STORES=${SVC_TEST_STORE:-both}
 case "$STORES" in file | postgres | both) ;; *)
   echo "SVC_TEST_STORE must be file or postgres (unset: both), not '$STORES'" >&2

@@ -1,9 +1,14 @@
 // Every sealed field is bound to its user, record kind and record id: a ciphertext moved to another
-// record, or a data key moved to another vault, does not decrypt, and the reveal answers 404.
+// record, or a data key moved to another vault, does not decrypt, and the reveal answers 404: in
+// a vault file, and in the database's rows (values sealed there exactly as in a file, same AAD).
 import { afterAll, describe, expect, test } from 'bun:test'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { Database } from '../../src/store/postgres/database'
+import { loadDocument } from '../../src/store/postgres/document'
+import { VAULT_LISTS } from '../../src/store/records'
 import { Client, signUp } from '../support/client'
+import { databaseFor, ON_POSTGRES } from '../support/postgres'
 import { removeDir, startTestServer, type TestServer } from '../support/server'
 import { created, expectSecretsReadable, seedSecrets } from './secrets'
 
@@ -13,13 +18,36 @@ afterAll(async () => {
 })
 
 const vaultPath = (dataDir: string, userId: string) => join(dataDir, 'vaults', `${userId}.json`)
-const readVault = (dataDir: string, userId: string) => JSON.parse(readFileSync(vaultPath(dataDir, userId), 'utf8'))
-const writeVault = (dataDir: string, userId: string, data: unknown) => writeFileSync(vaultPath(dataDir, userId), JSON.stringify(data))
 
-/** Stops the server, lets `edit` change files on disk, starts a new server on the same folder. */
-async function restartAfter(server: TestServer, edit: () => void): Promise<TestServer> {
+/**
+ * A personal vault's document as stored: its file, or on the database store (the suite's second
+ * pass) its rows, read whole. Written back as the file, or as the document's snapshot at its
+ * latest version (what a server reads at start).
+ */
+async function readVault(dataDir: string, userId: string): Promise<any> {
+  if (!ON_POSTGRES) return JSON.parse(readFileSync(vaultPath(dataDir, userId), 'utf8'))
+  const db = new Database(await databaseFor(dataDir), { max: 1 })
+  try {
+    return (await loadDocument(db, userId, VAULT_LISTS))!.data
+  } finally {
+    await db.close()
+  }
+}
+async function writeVault(dataDir: string, userId: string, data: unknown): Promise<void> {
+  if (!ON_POSTGRES) return writeFileSync(vaultPath(dataDir, userId), JSON.stringify(data))
+  const db = new Database(await databaseFor(dataDir), { max: 1 })
+  try {
+    const { version } = (await loadDocument(db, userId, VAULT_LISTS))!
+    await db.run((sql) => sql`UPDATE svc_documents SET snapshot = ${JSON.stringify(data)}, packed = NULL, snapshot_version = ${version} WHERE id = ${userId}`)
+  } finally {
+    await db.close()
+  }
+}
+
+/** Stops the server, lets `edit` change what it stored, starts a new server on the same folder (and database). */
+async function restartAfter(server: TestServer, edit: () => Promise<void>): Promise<TestServer> {
   await server.stop()
-  edit()
+  await edit()
   const next = await startTestServer({ dataDir: server.dataDir })
   servers.push(next)
   return next
@@ -37,18 +65,18 @@ describe('moved ciphertexts', () => {
     const a2 = await seedSecrets(alice)
     const b1 = await seedSecrets(bob)
 
-    server = await restartAfter(server, () => {
-      const vault = readVault(server.dataDir, alice.user.id)
+    server = await restartAfter(server, async () => {
+      const vault = await readVault(server.dataDir, alice.user.id)
       const byId = (list: any[], id: string) => list.find((record) => record.id === id)
       byId(vault.entries, a2.simple.id).encryptedValue = byId(vault.entries, a1.simple.id).encryptedValue
       byId(vault.entries, a2.group.id).encryptedValue = byId(vault.entries, a1.simple.id).encryptedValue
       byId(vault.twoFactor, a2.totp.id).encryptedSecret = byId(vault.twoFactor, a1.totp.id).encryptedSecret
       byId(vault.envFiles, a2.envFile.id).encryptedContent = byId(vault.envFiles, a1.envFile.id).encryptedContent
-      writeVault(server.dataDir, alice.user.id, vault)
+      await writeVault(server.dataDir, alice.user.id, vault)
       // Across users: bob's entry gets alice's ciphertext.
-      const bobVault = readVault(server.dataDir, bob.user.id)
+      const bobVault = await readVault(server.dataDir, bob.user.id)
       byId(bobVault.entries, b1.simple.id).encryptedValue = byId(vault.entries, a1.simple.id).encryptedValue
-      writeVault(server.dataDir, bob.user.id, bobVault)
+      await writeVault(server.dataDir, bob.user.id, bobVault)
     })
     const aliceNow = reconnect(alice, server.url)
     const bobNow = reconnect(bob, server.url)
@@ -87,15 +115,15 @@ describe('moved ciphertexts', () => {
     const category = await created(alice.post('/api/categories', { name: 'T', keyType: 'simple', envVarName: 'T' }))
     const tampered = await created(alice.post('/api/entries', { categoryId: category.id, name: 't', value: 'tamper me' }))
 
-    server = await restartAfter(server, () => {
-      const aliceVault = readVault(server.dataDir, alice.user.id)
-      const bobVault = readVault(server.dataDir, bob.user.id)
+    server = await restartAfter(server, async () => {
+      const aliceVault = await readVault(server.dataDir, alice.user.id)
+      const bobVault = await readVault(server.dataDir, bob.user.id)
       bobVault.dataKey = aliceVault.dataKey
-      writeVault(server.dataDir, bob.user.id, bobVault)
+      await writeVault(server.dataDir, bob.user.id, bobVault)
       const entry = aliceVault.entries.find((e: any) => e.id === tampered.id)
       const last = entry.encryptedValue.at(-2) === 'A' ? 'B' : 'A'
       entry.encryptedValue = entry.encryptedValue.slice(0, -2) + last + entry.encryptedValue.at(-1)
-      writeVault(server.dataDir, alice.user.id, aliceVault)
+      await writeVault(server.dataDir, alice.user.id, aliceVault)
     })
     const aliceNow = reconnect(alice, server.url)
     const bobNow = reconnect(bob, server.url)
