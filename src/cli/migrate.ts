@@ -60,6 +60,8 @@ export function parseMigrateArgs(argv: string[]): Target | null {
 export interface MigrateOptions {
   env?: Record<string, string | undefined>
   log?: (line: string) => void
+  /** Where the next step is said (stderr by default: standard output holds the one summary line). */
+  note?: (line: string) => void
   stream?: ProgressStream
 }
 
@@ -72,6 +74,7 @@ function accountsOf(bundle: BackupBundle): { keyCheck?: string; auditKeys?: stri
 export async function migrate(target: Target, options: MigrateOptions = {}): Promise<void> {
   const env = options.env ?? process.env
   const log = options.log ?? ((line: string) => console.log(line))
+  const note = options.note ?? ((line: string) => console.error(line))
   const dataDir = resolve(env.SVC_DATA_DIR?.trim() || './data')
   // A folder's own key (generated into it at its first start) serves a copy out of it; the
   // server on the database then takes it from SVC_MASTER_KEY_FILE, never from a folder.
@@ -91,14 +94,14 @@ export async function migrate(target: Target, options: MigrateOptions = {}): Pro
   try {
     if (target.to === 'postgres') {
       shown.finish(await toDatabase(target.url, dataDir, ring, shown))
-      log(
+      note(
         `start the server with SVC_DATABASE_URL set to that database and the same master key (${folderKey ? `SVC_MASTER_KEY_FILE=${keyFile}, or that key in SVC_MASTER_KEY` : 'SVC_MASTER_KEY or SVC_MASTER_KEY_FILE'})`,
       )
     } else {
       const url = databaseUrlFromEnv(env)
       if (!url) throw new ConfigError('--to-dir copies the database SVC_DATABASE_URL (or SVC_DATABASE_URL_FILE) names: set one')
       shown.finish(await toFolder(url, target.dir, ring, shown))
-      log(`start the server with SVC_DATA_DIR=${target.dir}, SVC_DATABASE_URL unset and the same master key (SVC_MASTER_KEY or SVC_MASTER_KEY_FILE)`)
+      note(`start the server with SVC_DATA_DIR=${target.dir}, SVC_DATABASE_URL unset and the same master key (SVC_MASTER_KEY or SVC_MASTER_KEY_FILE)`)
     }
   } catch (error) {
     shown.abandon()

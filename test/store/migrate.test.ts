@@ -178,6 +178,8 @@ async function migratedDatabase(): Promise<{ url: string; folder: string }> {
   )
   // Every log of the copy checked against its chain and anchor too (the server's and three vaults').
   expect(migrated.output).toContain('; 4 audit chain(s) intact')
+  // Not on a terminal: one summary line on standard output (the next step goes to stderr).
+  expect(migrated.stdout.trimEnd().split('\n')).toEqual([expect.stringMatching(/^migrate: \d+ records in /)])
   expect(migrated.code).toBe(0)
   return { url, folder }
 }
