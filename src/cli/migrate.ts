@@ -9,9 +9,9 @@
 // and check every audit log of the copy against its chain and anchor (as audit-verify does).
 // The audit logs move with the documents: into the database's tables, or out of them into files.
 // The master key comes from SVC_MASTER_KEY or SVC_MASTER_KEY_FILE (a database store takes it
-// from there only; out of a folder, the key kept in it serves too) and must pass the source's key check. The source must not change meanwhile:
-// the data folder is locked (a running server makes this refuse), and a database with other
-// sessions (running instances) is refused.
+// from there only; out of a folder, the key kept in it serves too) and must pass the source's key
+// check. The source must not change meanwhile: the data folder is locked (a running server makes
+// this refuse), and a database with other sessions (running instances) is refused.
 import { join, resolve } from 'node:path'
 import { ConfigError, databaseUrlFromEnv, masterKeyFromEnv } from '../config'
 import { Keyring, MasterKeyMismatchError } from '../crypto/keyring'
@@ -79,8 +79,9 @@ export async function migrate(target: Target, options: MigrateOptions = {}): Pro
   // A folder's own key (generated into it at its first start) serves a copy out of it; the
   // server on the database then takes it from SVC_MASTER_KEY_FILE, never from a folder.
   const keyFile = join(dataDir, MASTER_KEY_FILE)
-  const folderKey = target.to === 'postgres' && !masterKeyFromEnv(env) ? readMasterKeyFile(keyFile) : null
-  const key = masterKeyFromEnv(env) ?? folderKey
+  const given = masterKeyFromEnv(env)
+  const folderKey = target.to === 'postgres' && !given ? readMasterKeyFile(keyFile) : null
+  const key = given ?? folderKey
   if (!key) {
     throw new ConfigError(
       target.to === 'postgres'

@@ -150,6 +150,7 @@ export async function storedTexts(server: AuditHolder): Promise<{ where: string;
   }
   const sql = new SQL(url, { max: 1 })
   try {
+    // Documents, changes, audit logs, and the shared state (throttle windows, used challenges, pending device sign-ins).
     const rows = await sql`
       SELECT 'svc_documents ' || id AS where, snapshot AS text, packed FROM svc_documents
       UNION ALL SELECT 'svc_changes ' || document_id || ' ' || version, changes, NULL FROM svc_changes
@@ -157,7 +158,6 @@ export async function storedTexts(server: AuditHolder): Promise<{ where: string;
       UNION ALL SELECT 'svc_audit_logs ' || log_id, anchor::text, NULL FROM svc_audit_logs
       UNION ALL SELECT 'svc_state_entries ' || key, key || ' ' || value, NULL FROM svc_state_entries
       UNION ALL SELECT 'svc_state_windows ' || key, key, NULL FROM svc_state_windows`
-    // The shared state's rows too (throttle windows, used challenges, pending device sign-ins).
     // A packed snapshot unpacked: a plaintext in it must be found, not hidden by the packing.
     return Promise.all(
       rows.map(async (row: { where: string; text: string; packed: Uint8Array | null }) => ({ where: row.where, text: await snapshotText(row) })),
