@@ -225,7 +225,12 @@ interface Sent {
   status: number
   text: string
   contentType: string
+  /** The request line and headers as sent, in bytes (about). */
+  headBytes: number
 }
+
+/** Bun's limit on a request line and headers together. */
+const HEAD_LIMIT = 16 * 1024
 
 async function send(r: RequestSpec, shapedBody?: string): Promise<Sent> {
   const op = operations[r.op % operations.length]
@@ -252,12 +257,31 @@ async function send(r: RequestSpec, shapedBody?: string): Promise<Sent> {
   const method = r.method ?? op.method
   const body = method === 'GET' || method === 'HEAD' ? undefined : (shapedBody ?? r.body)
   const response = await fetch(url, { method, headers, body: body as BodyInit | undefined, redirect: 'manual' })
-  return { method, url: url.slice(0, 200), status: response.status, text: await response.text(), contentType: response.headers.get('content-type') ?? '' }
+  const headBytes = Buffer.byteLength(
+    `${method} ${url.slice(server.url.length)} HTTP/1.1\r\n${Object.entries(headers)
+      .map(([k, v]) => `${k}: ${v}\r\n`)
+      .join('')}`,
+  )
+  return {
+    method,
+    url: url.slice(0, 200),
+    status: response.status,
+    text: await response.text(),
+    contentType: response.headers.get('content-type') ?? '',
+    headBytes,
+  }
 }
 
 function checkAnswer(sent: Sent) {
   const where = `${sent.method} ${sent.url} -> ${sent.status} ${sent.text.slice(0, 200)}`
   expect({ where, serverError: sent.status >= 500 }).toEqual({ where, serverError: false })
+  // A request line and headers over Bun's 16 KiB (a long id in each of a path's four places, a
+  // long query) never reach the vault: Bun's parser answers a bare 431. Only such a request may.
+  if (sent.status === 431) {
+    // fetch adds its own headers (host, user-agent, accept…), well under 1 KiB.
+    expect({ where, headBytes: sent.headBytes > HEAD_LIMIT - 1024, bare: sent.text === '' }).toEqual({ where, headBytes: true, bare: true })
+    return
+  }
   if (sent.status >= 400 && sent.method !== 'HEAD') {
     let body: unknown
     try {
@@ -308,6 +332,14 @@ test('every nasty body to every endpoint: 4xx as { error, code }, nothing change
   expect(({} as Record<string, unknown>).polluted).toBeUndefined()
   expect(Object.prototype).not.toHaveProperty('polluted')
 }, 90_000)
+
+test("a request line over 16 KiB gets Bun's bare 431, nothing changes, and the server answers the next request", async () => {
+  const before = await snapshot()
+  const long = await fetch(`${server.url}/api/entries/${'x'.repeat(HEAD_LIMIT)}`, { headers: { cookie: `svc_session=${alice.credentials.cookie}` } })
+  expect({ status: long.status, text: await long.text() }).toEqual({ status: 431, text: '' })
+  expect((await snapshot()) === before).toBe(true)
+  expect((await fetch(`${server.url}/api/auth/me`, { headers: { cookie: `svc_session=${alice.credentials.cookie}` } })).status).toBe(200)
+})
 
 test('generated requests (fast-check): never 5xx, 4xx as { error, code }, a rejected one changes nothing', async () => {
   let before = await snapshot()

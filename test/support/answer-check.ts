@@ -82,6 +82,9 @@ export function answerProblem(
   const lower = method.toLowerCase()
   const operation = template ? vault.document.paths[template]?.[lower] : undefined
   if (!template || !operation) return undefined
+  // Bun's HTTP parser refuses a request line and headers over 16 KiB with a bare 431 before any
+  // code of the vault runs: no operation's answer (test/robustness/hostile-input.test.ts holds it).
+  if (status === 431 && !contentType && !text) return undefined
   const label = `${method.toUpperCase()} ${template} answered ${status}`
   const responses: Json = operation.responses ?? {}
   const statusKey = [String(status), `${String(status)[0]}XX`, 'default'].find((key) => key in responses)
