@@ -235,7 +235,8 @@ for pass in file PostgreSQL; do
   [ "$pass" = PostgreSQL ] && log=$pg_log
   if grep -q '^(fail)' "$log"; then
     echo "failed on the $pass store:"
-    grep '^(fail)' "$log" | sed 's/^/  /'
+    # bun test names a failure twice (as it happens, and in its recap): once here.
+    grep '^(fail)' "$log" | awk '!seen[$0]++' | sed 's/^/  /'
   fi
 done
 echo "file store: exit $file_status after ${file_seconds} s; PostgreSQL: exit $pg_status after ${pg_seconds} s"

@@ -106,7 +106,8 @@ fi
 echo "url $store \${SVC_TEST_POSTGRES:-none}\${SVC_TEST_POSTGRES_THROWAWAY:+ (throwaway)}" >>${log}
 case $store in file) code=${exits.file} ;; *) code=${exits.postgres} ;; esac
 if [ "$code" = sleep ]; then echo "sleeping $store $$" >>${log}; exec sleep 60; fi
-if [ "$code" != 0 ]; then echo "(fail) a test on $store [1.00ms]" >&2; echo "(pass) another on $store"; fi
+# As bun test does: a failure as it happens, and again in the recap at the end.
+if [ "$code" != 0 ]; then echo "(fail) a test on $store [1.00ms]" >&2; echo "(pass) another on $store"; echo "(fail) a test on $store [1.00ms]" >&2; fi
 exit $code`,
   )
   // Nothing is installed by this test.
