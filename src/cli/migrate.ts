@@ -19,10 +19,9 @@ import { MASTER_KEY_FILE, readMasterKeyFile } from '../crypto/master-key'
 import { parseDatabaseUrl } from '../settings'
 import { BackupError, createBackup, occupants, restoreBackup, type BackupBundle } from '../store/backup'
 import { compareBundles } from '../store/bundle-compare'
-import { readAuditChains, type StoredAuditChain } from '../store/audit-log'
-import { readLoggedDocumentSync } from '../store/document'
-import { readPgAuditChains } from '../store/postgres/audit-log'
-import { VAULT_LISTS } from '../store/records'
+import type { StoredAuditChain } from '../store/audit-log'
+import { FileAuditLogStore } from '../store/audit-log-store'
+import { PgAuditLogStore } from '../store/postgres/audit-log'
 import { verifyStoredChains } from '../modules/audit/chain'
 import { DataDirLockedError, acquireLock } from '../store/lock'
 import { assertAlone, assertEmptyDatabase, createDatabaseBackup, restoreDatabaseBackup, toolDatabase } from '../store/postgres/bundle'
@@ -131,7 +130,7 @@ async function toDatabase(url: string, dataDir: string, ring: Keyring, progress:
     const equal = verified(source, copy)
     const chains = toolDatabase(url)
     try {
-      return `${equal} from ${dataDir} into the database; ${chainsIntact(await readPgAuditChains(chains), ring, source)}`
+      return `${equal} from ${dataDir} into the database; ${chainsIntact(await new PgAuditLogStore(chains).chains(), ring, source)}`
     } finally {
       await chains.close()
     }
@@ -158,8 +157,7 @@ async function toFolder(url: string, dir: string, ring: Keyring, progress: Progr
   })
   await restoreBackup(source, dir, progress)
   const equal = verified(source, createBackup(dir))
-  const chains = readAuditChains(dir, (path) => readLoggedDocumentSync(path, VAULT_LISTS))
-  return `${equal} from the database into ${dir}; ${chainsIntact(chains, ring, source)}`
+  return `${equal} from the database into ${dir}; ${chainsIntact(await new FileAuditLogStore(dir).chains(), ring, source)}`
 }
 
 /**
