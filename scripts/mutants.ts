@@ -328,6 +328,16 @@ export const MUTANTS: Mutant[] = [
     test: 'test/store/postgres-document.test.ts',
     postgres: true,
   },
+  {
+    name: 'pg-refresh-ends-under-own-write',
+    guarantee:
+      'a refresh whose document began a write of its own after the query was sent waits for that write (PostgreSQL store: a write another instance acknowledged before the request is seen)',
+    file: 'src/store/postgres/document.ts',
+    search: '          if (document.freshAsOf >= wave.sentAt) return waiting.resolve()',
+    replace: '          return waiting.resolve()',
+    test: 'test/store/postgres-document.test.ts',
+    postgres: true,
+  },
 ]
 
 const ROOT = join(import.meta.dir, '..')

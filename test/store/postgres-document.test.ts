@@ -144,6 +144,50 @@ describeNeeding(missingPostgres)('PostgreSQL documents', () => {
     }
   })
 
+  test('a write of its own that begins while its refresh is under way: the request waits for it, then reads what another instance acknowledged first', async () => {
+    const id = crypto.randomUUID()
+    await a.vault(id, () => vaultOf(id))
+    // No listener: only the request's refresh (or the write's own conflict) can bring B's write in.
+    const c = await PgStore.open(a.db.url, { createKeyCheck: () => 'x', readOnly: true })
+    const db = c.db
+    const run = db.run.bind(db)
+    try {
+      const onC = await c.vault(id, () => vaultOf(id))
+      const onB = await b.vault(id, () => vaultOf(id))
+      await onB.update((_, write) => write.categories.push(category(crypto.randomUUID(), 'acknowledged-first')))
+      // The refresh's answer is held at the first gate; whatever C reads after it, at the second.
+      let read!: () => void
+      const queried = new Promise<void>((resolve) => (read = resolve))
+      const gates = [Promise.withResolvers<void>(), Promise.withResolvers<void>()]
+      let calls = 0
+      db.run = (async (query: never, options?: never) => {
+        const gate = gates[Math.min(calls++, 1)]
+        const rows = await run(query, options)
+        read()
+        await gate.promise
+        return rows
+      }) as typeof db.run
+      const answered = beginRequest()
+      const refreshed = onC.refresh()
+      answered()
+      const seen = refreshed.then(() => onC.data.categories.map((c) => c.name))
+      await Promise.race([queried, refreshed.then(() => Promise.reject(new Error('the refresh answered without reading the database')))])
+      // C writes on the version it holds (B's is newer): its write is under way when the answer comes.
+      const written = onC.update((_, write) => write.categories.push(category(crypto.randomUUID(), 'mine')))
+      while (!onC.writing) await new Promise((resolve) => setImmediate(resolve))
+      gates[0].resolve()
+      await new Promise((resolve) => setImmediate(resolve))
+      gates[1].resolve()
+      expect(await seen).toContain('acknowledged-first')
+      await written
+      await onC.refresh()
+      expect(onC.data.categories.map((c) => c.name)).toEqual(expect.arrayContaining(['acknowledged-first', 'mine']))
+    } finally {
+      db.run = run
+      await c.close()
+    }
+  })
+
   test('a request that began before a refresh was sent shares it (one query)', async () => {
     const id = crypto.randomUUID()
     await a.vault(id, () => vaultOf(id))

@@ -498,7 +498,16 @@ class RefreshWaves {
       held.map(([document, waiting, version]) =>
         document.applyNewer(version, byId.get(document.id) ?? []).then((fresh) => {
           if (fresh) document.freshAsOf = Math.max(document.freshAsOf, wave.sentAt)
-          waiting.resolve()
+          // Not applied: a write of its own began after the query was sent. Once it has written
+          // (or read the document again after a conflict) the data is fresh as of a statement sent
+          // after every caller of this wave began; if it failed, the next wave looks again.
+          if (document.freshAsOf >= wave.sentAt) return waiting.resolve()
+          void (document.writing ?? Promise.resolve())
+            .catch(() => {})
+            .then(() => {
+              if (document.freshAsOf >= wave.sentAt) waiting.resolve()
+              else this.enqueue(document, waiting)
+            })
         }, waiting.reject),
       ),
     )
