@@ -111,6 +111,19 @@ export abstract class GroupCommit<T> {
     return this.retiredBy
   }
 
+  /**
+   * Drops what was staged, with the data it was made on, which is being replaced (read again):
+   * the commits waiting to write it fail with `error` instead of resolving on a write without it.
+   * (After a failed write, a reload that takes a round trip: updates made meanwhile were made on
+   * the old data, and would otherwise be acknowledged unwritten.)
+   */
+  protected dropStaged(error: Error): void {
+    this.pending.take()
+    const waiting = this.next
+    this.next = null
+    waiting?.reject(error)
+  }
+
   /** The write under way (settled once its commits were told), or null. */
   protected get writeUnderWay(): Promise<void> | null {
     return this.flushing

@@ -90,7 +90,7 @@ describeOnPostgres({ caddy: true })('kill -9 of one instance', () => {
     for (const base of [survivor.url, fresh.url]) {
       const listed = (await at(user, base).get('/api/entries')).body as { id: string; name: string }[]
       const ids = new Set(listed.map((entry) => entry.id))
-      expect(acknowledged.filter((entry) => !ids.has(entry.id))).toEqual([])
+      expect({ base, missing: acknowledged.filter((entry) => !ids.has(entry.id)) }).toEqual({ base, missing: [] })
       // Nothing but what was sent (a write cut by the kill is there whole or not at all).
       expect(listed.filter((entry) => !sent.has(entry.name))).toEqual([])
     }

@@ -188,6 +188,51 @@ describeNeeding(missingPostgres)('PostgreSQL documents', () => {
     }
   })
 
+  test('an update that comes while a conflict is being read again is made on the new data: never acknowledged unwritten', async () => {
+    const id = crypto.randomUUID()
+    await a.vault(id, () => vaultOf(id))
+    // No listener: nothing but C's own conflict brings B's write in.
+    const c = await PgStore.open(a.db.url, { createKeyCheck: () => 'x', readOnly: true })
+    const db = c.db
+    const run = db.run.bind(db)
+    try {
+      const onC = await c.vault(id, () => vaultOf(id))
+      const onB = await b.vault(id, () => vaultOf(id))
+      await onB.update((_, write) => write.categories.push(category(crypto.randomUUID(), 'theirs')))
+      // C's first write conflicts (B took the version); the read of the document that follows is
+      // held until a second update has been made, on the data C held before that read.
+      const reading = Promise.withResolvers<void>()
+      const gate = Promise.withResolvers<void>()
+      let calls = 0
+      db.run = (async (query: never, options?: never) => {
+        if (calls++ === 1) {
+          reading.resolve()
+          await gate.promise
+        }
+        return run(query, options)
+      }) as typeof db.run
+      const first = onC.update((_, write) => write.categories.push(category(crypto.randomUUID(), 'one')))
+      await reading.promise
+      const second = onC.update((_, write) => write.categories.push(category(crypto.randomUUID(), 'two')))
+      gate.resolve()
+      await Promise.all([first, second])
+      db.run = run
+      // Both acknowledged: both in the database (read by an instance that holds nothing of it yet).
+      const d = await PgStore.open(a.db.url, { createKeyCheck: () => 'y', readOnly: true })
+      try {
+        const stored = await d.vault(id, () => vaultOf(id))
+        expect(stored.data.categories.map((c) => c.name).sort()).toEqual(['one', 'theirs', 'two'])
+      } finally {
+        await d.close()
+      }
+      await onC.refresh()
+      expect(onC.data.categories.map((c) => c.name).sort()).toEqual(['one', 'theirs', 'two'])
+    } finally {
+      db.run = run
+      await c.close()
+    }
+  })
+
   test('a request that began before a refresh was sent shares it (one query)', async () => {
     const id = crypto.randomUUID()
     await a.vault(id, () => vaultOf(id))

@@ -296,8 +296,9 @@ export class PgDocument<T> extends GroupCommit<T> implements StoredDocument<T> {
     this.changeBytes = loaded.changeBytes
     this.snapshotBytes = loaded.snapshotBytes
     this.freshAsOf = Math.max(this.freshAsOf, loaded.readAt ?? -Infinity)
-    // Whatever was staged is dropped with the data it was made on.
-    this.pending.take()
+    // Whatever was staged is dropped with the data it was made on; the updates waiting to write it
+    // run again on the data just read (update() makes its mutation again on a conflict).
+    this.dropStaged(new VersionConflictError(this.id))
     this.options.onReload?.(this.current)
   }
 
