@@ -32,6 +32,12 @@ export interface AiConfig {
   timeoutMs: number
 }
 
+/** argon2id's memory (KiB) and passes. */
+export interface PasswordCost {
+  memoryCost: number
+  timeCost: number
+}
+
 export interface Config {
   port: number
   host: string
@@ -66,6 +72,12 @@ export interface Config {
   webhookAllow: BlockList | null
   /** New accounts per client address per hour (SVC_REGISTER_LIMIT); 0 turns the limit off. */
   registerLimit: number
+  /**
+   * argon2id's cost for new password hashes. Never read from the environment: a server hashes at
+   * PASSWORD_COST (src/auth/passwords.ts). Only the test suite's in-process servers pass a cheap one
+   * (test/support/server.ts), so that its CPU goes to what the tests check, not to hashing.
+   */
+  passwordCost?: PasswordCost
   /** Host names (host or host:port, lower case) requests may name, besides loopback names; null: any Host (no DNS-rebinding check). */
   allowedHosts: string[] | null
   /** The session cookie's name: `__Host-svc_session` when SVC_BASE_URL is https. */

@@ -11,7 +11,7 @@ import type { AccountsDocument, Draft, SessionRecord, UserRecord } from '../stor
 import { MemoryState, type SharedState } from '../store/shared-state'
 import type { Writer } from '../store/writer'
 import type { LoginThrottle } from './login-throttle'
-import { hashPassword, Passwords } from './passwords'
+import { Passwords } from './passwords'
 import { LAST_SEEN_FLUSH_MS, newSession, SessionIndex, type SessionMeta } from './sessions'
 import { normalizeEmail, UserIndex } from './users'
 
@@ -70,13 +70,13 @@ export class Accounts {
 
   constructor(
     private readonly doc: StoredDocument<AccountsDocument>,
-    private readonly config: Pick<Config, 'signup' | 'sessionTtlMs'> & Partial<Pick<Config, 'registerLimit'>>,
+    private readonly config: Pick<Config, 'signup' | 'sessionTtlMs'> & Partial<Pick<Config, 'registerLimit' | 'passwordCost'>>,
     private readonly now: () => number = Date.now,
     /** Throttle and sign-up counts: the store's (shared by instances on a database). */
     readonly state: SharedState = new MemoryState(now),
   ) {
     this.sessionIndex = new SessionIndex(() => doc.data.sessions, now)
-    this.passwords = new Passwords(state, config.registerLimit ?? 0)
+    this.passwords = new Passwords(state, config.registerLimit ?? 0, config.passwordCost)
     this.reindex(doc.data)
   }
 
@@ -175,7 +175,7 @@ export class Accounts {
     const email = normalizeEmail(input.email)
     if (this.userIndex.email(email)) throw emailTaken()
     return this.withRegistrationSlot(client, async () => {
-      const passwordHash = await hashPassword(input.password)
+      const passwordHash = await this.passwords.hash(input.password)
       return this.createUser({ email, name: input.name?.trim() || null, passwordHash, identities: [] }, { client, userAgent, method: 'register' }, admission)
     })
   }
@@ -361,7 +361,9 @@ export class Accounts {
   }
 
   /** Sets a new password hash and ends every other session of the user, in one write. */
-  async setPasswordHash(user: UserRecord, passwordHash: string, keepSessionHash: string | null): Promise<void> {
+  /** Sets a new password (hashed here); every session of the account but `keepSessionHash` ends. */
+  async setPassword(user: UserRecord, password: string, keepSessionHash: string | null): Promise<void> {
+    const passwordHash = await this.passwords.hash(password)
     await this.doc.update((_, write) => {
       if (!this.userIndex.id(user.id)) throw new AppError(401, 'AUTH_REQUIRED', 'This account no longer exists')
       this.replaceUser(write, user, { passwordHash })

@@ -1,6 +1,7 @@
 // Password handling: hashing (argon2id), the throttled check of a sign-in or of a signed-in
 // user's own password, and the per-address limit on new accounts. Every check is counted by the
 // throttle before it runs, in one atomic step, so parallel guesses cannot slip in under the limits.
+import type { PasswordCost } from '../config'
 import { AppError } from '../http/errors'
 import type { UserRecord } from '../store/records'
 import type { SharedState, WindowCounter } from '../store/shared-state'
@@ -8,12 +9,8 @@ import { LoginThrottle, tooManyAttempts } from './login-throttle'
 
 export const REGISTER_WINDOW_MS = 60 * 60_000
 
-// Verified against for unknown e-mails, so a login costs the same whether or not the account exists.
-// Made on first use, not at start-up (start-up time counts on small machines).
-let dummyHash: Promise<string> | undefined
-const getDummyHash = () => (dummyHash ??= Bun.password.hash('svc-vault-dummy-password', 'argon2id'))
-
-export const hashPassword = (password: string) => Bun.password.hash(password, 'argon2id')
+/** argon2id's cost for every new hash a server makes: 64 MiB and 2 passes (Bun's defaults, spelled out). */
+export const PASSWORD_COST: PasswordCost = { memoryCost: 65_536, timeCost: 2 }
 
 export class Passwords {
   readonly throttle: LoginThrottle
@@ -21,13 +18,24 @@ export class Passwords {
   private readonly registrations: WindowCounter
   /** Password hashes verified so far (tests count them: the throttle must act before them). */
   checks = 0
+  /**
+   * Verified against for unknown e-mails, so a login costs the same whether or not the account
+   * exists. Made on first use, not at start-up (start-up time counts on small machines).
+   */
+  private dummyHash: Promise<string> | undefined
 
   constructor(
     state: SharedState,
     private readonly registerLimit: number,
+    private readonly cost: PasswordCost = PASSWORD_COST,
   ) {
     this.throttle = new LoginThrottle(state)
     this.registrations = state.window('register', REGISTER_WINDOW_MS)
+  }
+
+  /** A new password's hash (argon2id at this server's cost; a check reads the cost from the hash). */
+  hash(password: string): Promise<string> {
+    return Bun.password.hash(password, { algorithm: 'argon2id', ...this.cost })
   }
 
   /**
@@ -41,7 +49,7 @@ export class Passwords {
       client,
       async () => {
         user = find(email)
-        const hash = user?.passwordHash ?? (await getDummyHash())
+        const hash = user?.passwordHash ?? (await (this.dummyHash ??= this.hash('svc-vault-dummy-password')))
         this.checks++
         const valid = await Bun.password.verify(password, hash)
         return Boolean(user?.passwordHash) && valid

@@ -16,11 +16,11 @@ if (missing) console.warn(`two instances on one database: skipped, ${missing}`)
 
 let running: TestServer[] = []
 
-/** Two instances on one fresh database, with the same clock. */
+/** Two instances on one fresh database, with the same clock (hashing at the real cost: requests race its checks). */
 async function twoInstances(env: Record<string, string> = {}, now?: () => number): Promise<[TestServer, TestServer]> {
   const database = await freshDatabase()
-  const a = await startTestServer({ now, env: { SVC_DATABASE_URL: database, ...env } })
-  const b = await startTestServer({ now, env: { SVC_DATABASE_URL: database, ...env } })
+  const a = await startTestServer({ now, env: { SVC_DATABASE_URL: database, ...env }, realPasswordCost: true })
+  const b = await startTestServer({ now, env: { SVC_DATABASE_URL: database, ...env }, realPasswordCost: true })
   running.push(a, b)
   return [a, b]
 }

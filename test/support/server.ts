@@ -19,6 +19,13 @@ export const TEST_MASTER_KEY = Buffer.alloc(32, 7).toString('base64')
  * Tests register many accounts from one address: sign-up open (the default is `first`) and no
  * per-address registration limit, unless a test passes its own values.
  */
+/**
+ * argon2id's cost in this process's servers: the least it takes (8 KiB, one pass), some 1,000 times
+ * cheaper than a server's (PASSWORD_COST, some 200 ms of CPU a hash here), which was most of the
+ * suite's CPU. Spawned servers (spawnServer, the built executables) hash at the real cost, and
+ * test/platform/password-cost.test.ts holds that nothing but this file lowers it.
+ */
+export const TEST_PASSWORD_COST = { memoryCost: 8, timeCost: 1 }
 export const TEST_SIGNUP_ENV = { SVC_SIGNUP: 'open', SVC_REGISTER_LIMIT: '0' }
 export const ROOT = join(import.meta.dir, '..', '..')
 
@@ -43,19 +50,27 @@ export async function startTestServer(
     port?: number
     /** 'file': the file store also in the suite's PostgreSQL pass (a test of the files themselves). */
     store?: 'file'
+    /**
+     * Hash passwords at a server's real cost, not TEST_PASSWORD_COST: for the tests of requests
+     * racing a check (parallel guesses, parallel sign-ups), where the hash is the time they race in.
+     */
+    realPasswordCost?: true
   } = {},
 ): Promise<TestServer> {
   const dataDir = options.dataDir ?? tempDir()
   const logs: string[] = []
-  const config = loadConfig({
-    SVC_MASTER_KEY: TEST_MASTER_KEY,
-    NODE_ENV: 'test',
-    ...TEST_SIGNUP_ENV,
-    ...(options.store === 'file' ? {} : await storeEnv(dataDir, options.env)),
-    ...options.env,
-    SVC_DATA_DIR: dataDir,
-    PORT: '0',
-  })
+  const config = {
+    ...loadConfig({
+      SVC_MASTER_KEY: TEST_MASTER_KEY,
+      NODE_ENV: 'test',
+      ...TEST_SIGNUP_ENV,
+      ...(options.store === 'file' ? {} : await storeEnv(dataDir, options.env)),
+      ...options.env,
+      SVC_DATA_DIR: dataDir,
+      PORT: '0',
+    }),
+    passwordCost: options.realPasswordCost ? undefined : TEST_PASSWORD_COST,
+  }
   const deps = await openVault(config, (line) => logs.push(line), options.now)
   const app = createApp(deps).listen({ port: options.port ?? 0, hostname: '127.0.0.1' })
   const url = `http://127.0.0.1:${app.server!.port}`

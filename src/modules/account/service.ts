@@ -138,8 +138,7 @@ export class AccountSettings {
   /** Sets a new password; every other session of the account ends. */
   async changePassword(auth: AuthContext, input: { currentPassword?: string; newPassword: string }, client: string): Promise<void> {
     await this.reauthenticate(auth, input.currentPassword, client)
-    const hash = await Bun.password.hash(input.newPassword, 'argon2id')
-    await this.accounts.setPasswordHash(auth.user, hash, auth.sessionTokenHash)
+    await this.accounts.setPassword(auth.user, input.newPassword, auth.sessionTokenHash)
   }
 
   /**
