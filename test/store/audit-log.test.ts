@@ -283,6 +283,8 @@ test('the backwards read lets the event loop turn between chunks: a search far b
   reading = false
   await ticker
   expect(lines).toBe(20_000)
-  // About 1.2 MB: 19 chunks of 64 KiB, each read in the thread pool while the loop turns.
-  expect(turns).toBeGreaterThanOrEqual(10)
+  // About 1.2 MB: 19 chunks of 64 KiB, each read in the thread pool while the loop turns. Read at
+  // once (no thread pool) the loop would not turn before the end. Not one turn per chunk: on a
+  // loaded machine several reads may finish before the loop comes round (3 seen, under load).
+  expect(turns).toBeGreaterThanOrEqual(2)
 })
