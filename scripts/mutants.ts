@@ -25,6 +25,11 @@ export interface Mutant {
   /** The test file that names the guarantee. */
   test: string
   /**
+   * The tests of that file that catch the break, by a part of their names (a bun test -t pattern):
+   * only these run, for the break and unbroken. Unset: the whole file.
+   */
+  only?: string
+  /**
    * Its test runs on PostgreSQL: SVC_TEST_POSTGRES (the cluster's URL) is passed through to it;
    * when it is not set, the script starts a throwaway cluster of its own for the run.
    */
@@ -121,6 +126,7 @@ export const MUTANTS: Mutant[] = [
     search: 'readLoggedDocumentSync(join(dataDir, path), path === ACCOUNTS_FILE ? ACCOUNTS_LISTS : VAULT_LISTS)',
     replace: "readFileSync(join(dataDir, path), 'utf8')",
     test: 'test/robustness/backup.test.ts',
+    only: 'a backup taken under write load restores every record acknowledged before it began',
   },
   {
     name: 'backup-without-vaults',
@@ -129,6 +135,7 @@ export const MUTANTS: Mutant[] = [
     search: 'for (const name of names.sort())',
     replace: 'for (const name of names.slice(0, 0))',
     test: 'test/robustness/backup.test.ts',
+    only: 'a backup taken under write load restores every record acknowledged before it began',
   },
   {
     name: 'open-skips-tag-check',
@@ -145,6 +152,7 @@ export const MUTANTS: Mutant[] = [
     search: 'return left.length === right.length && timingSafeEqual(left, right)',
     replace: 'return left.length === right.length',
     test: 'test/platform/operations.test.ts',
+    only: '401 without the token, with another token',
   },
   {
     name: 'aad-without-record-id',
@@ -153,6 +161,7 @@ export const MUTANTS: Mutant[] = [
     search: ':${kind}:${recordId}`',
     replace: ':${kind}`',
     test: 'test/robustness/tampering.test.ts',
+    only: 'a ciphertext copied to another record',
   },
   {
     name: 'body-depth-check',
@@ -185,6 +194,7 @@ export const MUTANTS: Mutant[] = [
     search: "const escaped = value.replace(/\\$(?!$)|(?<=\\\\)\\$$/g, '\\\\$')",
     replace: 'const escaped = value',
     test: 'test/modules/export-readers.test.ts',
+    only: 'Bun: a backslash before a last',
   },
   {
     name: 'export-refusal-skipped',
@@ -193,6 +203,7 @@ export const MUTANTS: Mutant[] = [
     search: "    assertCarried(rows, filter.format ?? 'dotenv')",
     replace: '',
     test: 'test/modules/export-readers.test.ts',
+    only: 'the 22 values in each format',
   },
   {
     name: 'webhook-address-check',
@@ -218,6 +229,7 @@ export const MUTANTS: Mutant[] = [
     search: 'const check = await checkLog(file, anchor, { verified: this.verified, mac: this.mac, serverAnchor: () => this.logStore.serverAnchor() })',
     replace: 'const check = { ok: true as const, lines: (await file.read()).lines.length }',
     test: 'test/audit/tamper-matrix.test.ts',
+    only: 'delete the last line',
   },
   {
     name: 'verify-skips-missing-log',
@@ -226,6 +238,7 @@ export const MUTANTS: Mutant[] = [
     search: 'if (log.missing && !anchor) continue',
     replace: 'if (log.missing) continue',
     test: 'test/audit/tamper-matrix.test.ts',
+    only: 'delete the log',
   },
   {
     name: 'failed-sign-in-throttled-unrecorded',
@@ -268,6 +281,7 @@ export const MUTANTS: Mutant[] = [
     search: 'VALUES (${id}, ${version}, ${json}) RETURNING version)',
     replace: 'VALUES (${id}, ${version}, ${json}) ON CONFLICT (document_id, version) DO UPDATE SET changes = EXCLUDED.changes RETURNING version)',
     test: 'test/postgres/two-instances.test.ts',
+    only: 'a write that lost the race for its version',
     postgres: true,
   },
   {
@@ -277,6 +291,7 @@ export const MUTANTS: Mutant[] = [
     search: 'SELECT pg_notify(${CHANNEL}, ${notice}) FROM written',
     replace: 'SELECT version FROM written',
     test: 'test/postgres/two-instances.test.ts',
+    only: 'a revocation reaches an instance by notification',
     postgres: true,
   },
   {
@@ -286,6 +301,7 @@ export const MUTANTS: Mutant[] = [
     search: "this.sharedBudgets = deps.state?.shared ? deps.state.entries('audit-unauthenticated-budget') : null",
     replace: 'this.sharedBudgets = null',
     test: 'test/audit/two-instances.test.ts',
+    only: 'failed sign-ins through two instances',
     postgres: true,
   },
   {
@@ -296,6 +312,7 @@ export const MUTANTS: Mutant[] = [
     search: 'WHERE log_id = ${this.key} AND (head, lines, bytes) = (${held}, ${lines}, ${bytes})',
     replace: 'WHERE log_id = ${this.key}',
     test: 'test/audit/two-instances.test.ts',
+    only: 'two instances recording events for one vault at once',
     postgres: true,
   },
   {
@@ -326,6 +343,7 @@ export const MUTANTS: Mutant[] = [
     search: '    if (document.freshAsOf >= arrived) return Promise.resolve()',
     replace: '    if (document.freshAsOf > -Infinity) return Promise.resolve()',
     test: 'test/store/postgres-document.test.ts',
+    only: 'a refresh that ended before a request began',
     postgres: true,
   },
   {
@@ -335,6 +353,16 @@ export const MUTANTS: Mutant[] = [
     file: 'src/store/postgres/document.ts',
     search: '          if (document.freshAsOf >= wave.sentAt) return waiting.resolve()',
     replace: '          return waiting.resolve()',
+    test: 'test/store/postgres-document.test.ts',
+    postgres: true,
+  },
+  {
+    name: 'pg-reload-acknowledges-dropped',
+    guarantee:
+      'an update made while a document is read again after a conflict runs again on the new data (PostgreSQL store: never acknowledged without its write)',
+    file: 'src/store/postgres/document.ts',
+    search: '    this.dropStaged(new VersionConflictError(this.id))',
+    replace: '    this.pending.take()',
     test: 'test/store/postgres-document.test.ts',
     postgres: true,
   },
@@ -375,10 +403,31 @@ function occurrences(text: string, search: string): number {
 /** The PostgreSQL cluster's URL for the tests that need one (SVC_TEST_POSTGRES, or a throwaway one). */
 let postgresUrl: string | undefined
 
-function runTest(dir: string, test: string, postgres = false) {
+function runTest(dir: string, test: string, postgres = false, only?: string) {
   // CI=true: a test that cannot run here fails instead of skipping, so a skip never counts as a kill
   // (the unbroken run below must pass first).
-  return run(['bun', 'test', '--timeout', '60000', test], dir, { CI: 'true', ...(postgres && postgresUrl ? { SVC_TEST_POSTGRES: postgresUrl } : {}) })
+  const filter = only ? ['-t', only] : []
+  return run(['bun', 'test', '--timeout', '60000', ...filter, test], dir, {
+    CI: 'true',
+    ...(postgres && postgresUrl ? { SVC_TEST_POSTGRES: postgresUrl } : {}),
+  })
+}
+
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+
+/** The -t pattern that runs the tests of every mutant of one file: all of it if one needs it whole. */
+function filterFor(mutants: Mutant[]): string | undefined {
+  if (mutants.some((m) => !m.only)) return undefined
+  return [...new Set(mutants.map((m) => escapeRegExp(m.only!)))].join('|')
+}
+
+/** The names of the tests bun marked with `mark` ("(pass)" or "(fail)"), once each. */
+function testNames(output: string, mark: '(pass)' | '(fail)'): string[] {
+  const names = output
+    .split('\n')
+    .filter((line) => line.startsWith(`${mark} `))
+    .map((line) => line.slice(mark.length + 1).replace(/ \[[\d.]+m?s\]$/, ''))
+  return [...new Set(names)]
 }
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`
@@ -414,19 +463,30 @@ async function main(): Promise<number> {
   }
   const dir = scratchCopy()
   try {
-    // The unbroken code must pass each test file, or a failure would prove nothing.
+    // The unbroken code must pass each test file (the tests the mutants name), or a failure would
+    // prove nothing; and each mutant's `only` must name a test that ran, or it would test nothing.
     for (const test of [...new Set(chosen.map((m) => m.test))]) {
       const t0 = Date.now()
+      const ofFile = chosen.filter((m) => m.test === test)
       const clean = runTest(
         dir,
         test,
-        chosen.some((m) => m.test === test && m.postgres),
+        ofFile.some((m) => m.postgres),
+        filterFor(ofFile),
       )
       if (clean.code !== 0) {
         console.error(`${test} fails on the unbroken code (${seconds(Date.now() - t0)}):\n${clean.output.slice(-4000)}`)
         return 1
       }
-      console.log(`unbroken: ${test} passes (${seconds(Date.now() - t0)})`)
+      const passed = testNames(clean.output, '(pass)')
+      const empty = ofFile.filter((m) => m.only && !passed.some((name) => name.includes(m.only!)))
+      if (empty.length) {
+        console.error(
+          `no test of ${test} passed under the name of ${empty.map((m) => `${m.name} (${JSON.stringify(m.only)})`).join(', ')}: update scripts/mutants.ts`,
+        )
+        return 1
+      }
+      console.log(`unbroken: ${test} passes (${passed.length} test${passed.length === 1 ? '' : 's'}, ${seconds(Date.now() - t0)})`)
     }
     const survivors: Mutant[] = []
     for (const m of chosen) {
@@ -434,10 +494,12 @@ async function main(): Promise<number> {
       const original = readFileSync(path, 'utf8')
       writeFileSync(path, original.replace(m.search, m.replace))
       const t0 = Date.now()
-      const result = runTest(dir, m.test, m.postgres)
+      const result = runTest(dir, m.test, m.postgres, m.only)
       writeFileSync(path, original)
       const killed = result.code !== 0
       console.log(`${killed ? 'caught  ' : 'SURVIVED'} ${m.name.padEnd(28)} ${m.test} (${seconds(Date.now() - t0)})`)
+      // By which tests (bun marks each failing one "(fail)"; none: the file failed outside a test).
+      if (killed) for (const name of testNames(result.output, '(fail)')) console.log(`           by: ${name}`)
       if (!killed) survivors.push(m)
       // MUTANTS_VERBOSE=1: why each break was caught (the failing expectations).
       else if (process.env.MUTANTS_VERBOSE)
