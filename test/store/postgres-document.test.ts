@@ -39,6 +39,20 @@ describeNeeding(missingPostgres)('PostgreSQL documents', () => {
     await b?.close()
   })
 
+  /**
+   * A new vault that B has written once (a category named `name`) since instance C read it. C has
+   * no listener: only its own reads (a refresh, a write's conflict) bring B's write in.
+   */
+  async function behindB(name: string) {
+    const id = crypto.randomUUID()
+    await a.vault(id, () => vaultOf(id))
+    const c = await PgStore.open(a.db.url, { createKeyCheck: () => 'x', readOnly: true })
+    const onC = await c.vault(id, () => vaultOf(id))
+    const onB = await b.vault(id, () => vaultOf(id))
+    await onB.update((_, write) => write.categories.push(category(crypto.randomUUID(), name)))
+    return { id, c, onC, db: c.db, run: c.db.run.bind(c.db) }
+  }
+
   test('both instances see one accounts document (the first key check wins)', () => {
     expect(a.accounts.data.keyCheck).toBe('check')
     expect(b.accounts.data.keyCheck).toBe('check')
@@ -145,16 +159,8 @@ describeNeeding(missingPostgres)('PostgreSQL documents', () => {
   })
 
   test('a write of its own that begins while its refresh is under way: the request waits for it, then reads what another instance acknowledged first', async () => {
-    const id = crypto.randomUUID()
-    await a.vault(id, () => vaultOf(id))
-    // No listener: only the request's refresh (or the write's own conflict) can bring B's write in.
-    const c = await PgStore.open(a.db.url, { createKeyCheck: () => 'x', readOnly: true })
-    const db = c.db
-    const run = db.run.bind(db)
+    const { c, onC, db, run } = await behindB('acknowledged-first')
     try {
-      const onC = await c.vault(id, () => vaultOf(id))
-      const onB = await b.vault(id, () => vaultOf(id))
-      await onB.update((_, write) => write.categories.push(category(crypto.randomUUID(), 'acknowledged-first')))
       // The refresh's answer is held at the first gate; whatever C reads after it, at the second.
       let read!: () => void
       const queried = new Promise<void>((resolve) => (read = resolve))
@@ -189,16 +195,8 @@ describeNeeding(missingPostgres)('PostgreSQL documents', () => {
   })
 
   test('an update that comes while a conflict is being read again is made on the new data: never acknowledged unwritten', async () => {
-    const id = crypto.randomUUID()
-    await a.vault(id, () => vaultOf(id))
-    // No listener: nothing but C's own conflict brings B's write in.
-    const c = await PgStore.open(a.db.url, { createKeyCheck: () => 'x', readOnly: true })
-    const db = c.db
-    const run = db.run.bind(db)
+    const { id, c, onC, db, run } = await behindB('theirs')
     try {
-      const onC = await c.vault(id, () => vaultOf(id))
-      const onB = await b.vault(id, () => vaultOf(id))
-      await onB.update((_, write) => write.categories.push(category(crypto.randomUUID(), 'theirs')))
       // C's first write conflicts (B took the version); the read of the document that follows is
       // held until a second update has been made, on the data C held before that read.
       const reading = Promise.withResolvers<void>()
