@@ -25,7 +25,7 @@ export interface Mutant {
   /** The test file that names the guarantee. */
   test: string
   /**
-   * The tests of that file that catch the break, by a part of their names (a bun test -t pattern):
+   * The tests of that file that catch the break, by a part of their names (plain text, run with bun test -t):
    * only these run, for the break and unbroken. Unset: the whole file.
    */
   only?: string
@@ -403,10 +403,10 @@ function occurrences(text: string, search: string): number {
 /** The PostgreSQL cluster's URL for the tests that need one (SVC_TEST_POSTGRES, or a throwaway one). */
 let postgresUrl: string | undefined
 
-function runTest(dir: string, test: string, postgres = false, only?: string) {
+function runTest(dir: string, test: string, postgres = false, pattern?: string) {
   // CI=true: a test that cannot run here fails instead of skipping, so a skip never counts as a kill
   // (the unbroken run below must pass first).
-  const filter = only ? ['-t', only] : []
+  const filter = pattern ? ['-t', pattern] : []
   return run(['bun', 'test', '--timeout', '60000', ...filter, test], dir, {
     CI: 'true',
     ...(postgres && postgresUrl ? { SVC_TEST_POSTGRES: postgresUrl } : {}),
@@ -494,7 +494,7 @@ async function main(): Promise<number> {
       const original = readFileSync(path, 'utf8')
       writeFileSync(path, original.replace(m.search, m.replace))
       const t0 = Date.now()
-      const result = runTest(dir, m.test, m.postgres, m.only)
+      const result = runTest(dir, m.test, m.postgres, filterFor([m]))
       writeFileSync(path, original)
       const killed = result.code !== 0
       console.log(`${killed ? 'caught  ' : 'SURVIVED'} ${m.name.padEnd(28)} ${m.test} (${seconds(Date.now() - t0)})`)

@@ -360,8 +360,7 @@ export class Accounts {
     return this.doc.stage((_, write) => this.replaceUser(write, user, fields))
   }
 
-  /** Sets a new password hash and ends every other session of the user, in one write. */
-  /** Sets a new password (hashed here); every session of the account but `keepSessionHash` ends. */
+  /** Sets a new password (hashed here) and ends every session of the user but `keepSessionHash`, in one write. */
   async setPassword(user: UserRecord, password: string, keepSessionHash: string | null): Promise<void> {
     const passwordHash = await this.passwords.hash(password)
     await this.doc.update((_, write) => {
