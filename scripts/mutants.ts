@@ -14,6 +14,7 @@ import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writ
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { clusterMissing, ownCluster, type Cluster } from '../test/support/pg-cluster'
+import { escapeRegExp, testNames } from './bun-test'
 
 export interface Mutant {
   name: string
@@ -413,21 +414,10 @@ function runTest(dir: string, test: string, postgres = false, pattern?: string) 
   })
 }
 
-const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
-
 /** The -t pattern that runs the tests of every mutant of one file: all of it if one needs it whole. */
 function filterFor(mutants: Mutant[]): string | undefined {
   if (mutants.some((m) => !m.only)) return undefined
   return [...new Set(mutants.map((m) => escapeRegExp(m.only!)))].join('|')
-}
-
-/** The names of the tests bun marked with `mark` ("(pass)" or "(fail)"), once each. */
-function testNames(output: string, mark: '(pass)' | '(fail)'): string[] {
-  const names = output
-    .split('\n')
-    .filter((line) => line.startsWith(`${mark} `))
-    .map((line) => line.slice(mark.length + 1).replace(/ \[[\d.]+m?s\]$/, ''))
-  return [...new Set(names)]
 }
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`
@@ -478,7 +468,7 @@ async function main(): Promise<number> {
         console.error(`${test} fails on the unbroken code (${seconds(Date.now() - t0)}):\n${clean.output.slice(-4000)}`)
         return 1
       }
-      const passed = testNames(clean.output, '(pass)')
+      const passed = testNames(clean.output, ['pass'])
       const empty = ofFile.filter((m) => m.only && !passed.some((name) => name.includes(m.only!)))
       if (empty.length) {
         console.error(
@@ -499,7 +489,7 @@ async function main(): Promise<number> {
       const killed = result.code !== 0
       console.log(`${killed ? 'caught  ' : 'SURVIVED'} ${m.name.padEnd(28)} ${m.test} (${seconds(Date.now() - t0)})`)
       // By which tests (bun marks each failing one "(fail)"; none: the file failed outside a test).
-      if (killed) for (const name of testNames(result.output, '(fail)')) console.log(`           by: ${name}`)
+      if (killed) for (const name of testNames(result.output, ['fail'])) console.log(`           by: ${name}`)
       if (!killed) survivors.push(m)
       // MUTANTS_VERBOSE=1: why each break was caught (the failing expectations).
       else if (process.env.MUTANTS_VERBOSE)

@@ -4,6 +4,7 @@
 import { spawnSync } from 'node:child_process'
 import { Glob } from 'bun'
 import { join } from 'node:path'
+import { escapeRegExp, testNames } from './bun-test'
 
 const ROOT = join(import.meta.dir, '..')
 const files = process.argv.slice(2).length ? process.argv.slice(2) : [...new Glob('test/**/*.test.ts').scanSync(ROOT)].sort()
@@ -12,17 +13,14 @@ const run = (args: string[]) => {
   const result = spawnSync('bun', ['test', '--timeout', '60000', ...args], { cwd: ROOT, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 })
   return { code: result.status ?? 1, output: `${result.stdout}${result.stderr}` }
 }
-const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 
 const failures: string[] = []
 let count = 0
 for (const file of files) {
-  // Names from a run of the whole file: "(pass) describe > test [12ms]".
-  const whole = run([file])
-  const names = [...whole.output.matchAll(/^\((?:pass|fail)\) (.+?)(?: \[[\d.]+m?s\])?$/gm)].map((m) => m[1])
-  for (const name of new Set(names)) {
+  // Names from a run of the whole file.
+  for (const name of testNames(run([file]).output)) {
     count++
-    const alone = run([file, '-t', `^${escape(name.split(' > ').join(' '))}$`])
+    const alone = run([file, '-t', `^${escapeRegExp(name.split(' > ').join(' '))}$`])
     const passed = alone.code === 0 && /\b1 pass\b/.test(alone.output)
     console.log(`${passed ? 'ok  ' : 'FAIL'} ${file} :: ${name}`)
     if (!passed)
