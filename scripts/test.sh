@@ -228,15 +228,35 @@ echo
 echo "==================== the same suites on PostgreSQL (SVC_TEST_STORE=postgres) ===================="
 cat "$pg_log"
 echo
-# The failing tests of each pass (bun test marks them "(fail)"), and a pass that failed without one
-# (a file that did not load, an error between tests): its output above says which.
+# The failing tests of each pass (bun test marks them "(fail)"), each with its file and the first
+# error line printed before it (a hook that failed is "(unnamed)": only its file says which), and
+# errors between tests, which fail a pass without a "(fail)" line.
+failures() {
+  awk '
+    / tests? failed:$/ { recap = 1 }   # bun test names the failures again at the end: once is enough
+    recap { next }
+    /^[^ (#].*\.test\.[cm]?[jt]sx?:$/ { file = substr($0, 1, length($0) - 1); err = ""; between = 0; next }
+    /^\((pass|skip|todo)\)/ { err = ""; next }
+    /^# Unhandled error between tests/ { between = 1; err = ""; next }
+    /^(error|[A-Za-z]*Error)(:| )/ && err == "" {
+      err = substr($0, 1, 200)
+      if (between) { print "  " file ": an error between tests"; print "    " err; between = 0 }
+      next
+    }
+    /^\(fail\)/ && !seen[file $0]++ {
+      print "  " file ": " $0
+      if (err != "") print "    " err
+      err = ""
+    }
+  ' "$1"
+}
 for pass in file PostgreSQL; do
   log=$file_log
   [ "$pass" = PostgreSQL ] && log=$pg_log
-  if grep -q '^(fail)' "$log"; then
+  found=$(failures "$log")
+  if [ -n "$found" ]; then
     echo "failed on the $pass store:"
-    # bun test names a failure twice (as it happens, and in its recap): once here.
-    grep '^(fail)' "$log" | awk '!seen[$0]++' | sed 's/^/  /'
+    echo "$found"
   fi
 done
 echo "file store: exit $file_status after ${file_seconds} s; PostgreSQL: exit $pg_status after ${pg_seconds} s"

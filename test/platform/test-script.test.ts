@@ -106,8 +106,14 @@ fi
 echo "url $store \${SVC_TEST_POSTGRES:-none}\${SVC_TEST_POSTGRES_THROWAWAY:+ (throwaway)}" >>${log}
 case $store in file) code=${exits.file} ;; *) code=${exits.postgres} ;; esac
 if [ "$code" = sleep ]; then echo "sleeping $store $$" >>${log}; exec sleep 60; fi
-# As bun test does: a failure as it happens, and again in the recap at the end.
-if [ "$code" != 0 ]; then echo "(fail) a test on $store [1.00ms]" >&2; echo "(pass) another on $store"; echo "(fail) a test on $store [1.00ms]" >&2; fi
+# As bun test does: each file's name, an error and the failure as they happen (a failed hook is
+# "(unnamed)"), an error between tests, and the failures again in the recap at the end.
+if [ "$code" != 0 ]; then
+  printf 'test/one.test.ts:\n(pass) another on %s\nerror: expect(received).toBe(expected)\n(fail) a test on %s [1.00ms]\n' $store $store >&2
+  printf 'test/two.test.ts:\nerror: a hook failed\n(fail) (unnamed) [2.00ms]\n' >&2
+  printf 'test/three.test.ts:\n# Unhandled error between tests\n----\nerror: a stray rejection\n----\n' >&2
+  printf '2 tests failed:\n(fail) a test on %s [1.00ms]\n(fail) (unnamed) [2.00ms]\n' $store >&2
+fi
 exit $code`,
   )
   // Nothing is installed by this test.
@@ -152,11 +158,19 @@ testWithPostgres(
     expect(failed.code).not.toBe(0)
     expect(failed.out).toMatch(/file store: exit 2 after \d+ s; PostgreSQL: exit 3/)
     // The last lines name the failing tests of both passes (a CI log is often read from its tail).
-    expect(failed.stdout.trimEnd().split('\n').slice(-5)).toEqual([
-      'failed on the file store:',
-      '  (fail) a test on file [1.00ms]',
-      'failed on the PostgreSQL store:',
-      '  (fail) a test on postgres [1.00ms]',
+    // Each with its file and first error line (a failed hook is "(unnamed)"; an error between tests has no "(fail)").
+    const named = (store: string) => [
+      `failed on the ${store} store:`,
+      `  test/one.test.ts: (fail) a test on ${store === 'file' ? 'file' : 'postgres'} [1.00ms]`,
+      '    error: expect(received).toBe(expected)',
+      '  test/two.test.ts: (fail) (unnamed) [2.00ms]',
+      '    error: a hook failed',
+      '  test/three.test.ts: an error between tests',
+      '    error: a stray rejection',
+    ]
+    expect(failed.stdout.trimEnd().split('\n').slice(-15)).toEqual([
+      ...named('file'),
+      ...named('PostgreSQL'),
       expect.stringMatching(/^file store: exit 2/),
     ])
     expect(passed.out).not.toContain('failed on')
