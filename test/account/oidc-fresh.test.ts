@@ -3,25 +3,19 @@
 // sign-in; and a single sign-on sign-in is not asked for a second factor.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { Client, PASSWORD, signUp, uniqueEmail } from '../support/client'
-import { Browser, freePort, startTestProvider, type TestProvider } from '../support/oidc-provider'
-import { removeDir, startTestServer, type TestServer } from '../support/server'
+import { Browser, startOidcVault, startTestProvider, VAULT_CALLBACK as CALLBACK, type TestProvider } from '../support/oidc-provider'
+import { removeDir, type TestServer } from '../support/server'
 import { enableTwoFactor, post, testClock } from './support'
 
-const CALLBACK = '/api/auth/oidc/callback'
 const clock = testClock(Date.now())
 let provider: TestProvider
 let vault: TestServer
 let base: string
 
 beforeAll(async () => {
-  const port = await freePort()
-  base = `http://127.0.0.1:${port}`
-  provider = await startTestProvider({ redirectUris: [`${base}${CALLBACK}`] })
-  vault = await startTestServer({
-    port,
-    now: clock.now,
-    env: { SVC_OIDC_ISSUER: provider.issuer, SVC_OIDC_CLIENT_ID: provider.clientId, SVC_OIDC_CLIENT_SECRET: provider.clientSecret, SVC_BASE_URL: base },
-  })
+  provider = await startTestProvider()
+  vault = await startOidcVault(provider, { now: clock.now })
+  base = vault.url
 }, 30_000)
 
 afterAll(async () => {

@@ -7,13 +7,12 @@ import { join } from 'node:path'
 import { storedAuditLines, storedAuditText } from '../support/audit-file'
 import { PgStore } from '../../src/store/postgres/store'
 import { Client, sessionCookie, signUp, uniqueEmail, PASSWORD } from '../support/client'
-import { Browser, freePort, startTestProvider, type TestProvider } from '../support/oidc-provider'
-import { startTestServer, removeDir, type TestServer } from '../support/server'
+import { Browser, startOidcVault, startTestProvider, VAULT_CALLBACK as CALLBACK, type TestProvider } from '../support/oidc-provider'
+import { removeDir, type TestServer } from '../support/server'
 import { enableTwoFactor, oathtool, post } from '../account/support'
 import { SoftPasskey } from './soft-passkey'
 import { SCOPES } from '../../src/auth/scopes'
 
-const CALLBACK = '/api/auth/oidc/callback'
 const METRICS_TOKEN = 'walk-metrics-token-0123456789'
 const NEW_PASSWORD = 'another horse battery'
 let provider: TestProvider
@@ -21,19 +20,9 @@ let server: TestServer
 let base: string
 
 beforeAll(async () => {
-  const port = await freePort()
-  base = `http://127.0.0.1:${port}`
-  provider = await startTestProvider({ redirectUris: [`${base}${CALLBACK}`] })
-  server = await startTestServer({
-    port,
-    env: {
-      SVC_METRICS_TOKEN: METRICS_TOKEN,
-      SVC_OIDC_ISSUER: provider.issuer,
-      SVC_OIDC_CLIENT_ID: provider.clientId,
-      SVC_OIDC_CLIENT_SECRET: provider.clientSecret,
-      SVC_BASE_URL: base,
-    },
-  })
+  provider = await startTestProvider()
+  server = await startOidcVault(provider, { env: { SVC_METRICS_TOKEN: METRICS_TOKEN } })
+  base = server.url
 })
 afterAll(async () => {
   await server?.stop()

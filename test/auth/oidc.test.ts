@@ -2,41 +2,24 @@
 // the vault's redirect, the provider's login and consent pages, the callback, the session.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sessionCookie, signUp, uniqueEmail } from '../support/client'
-import { Browser, freePort, startTestProvider, type TestProvider } from '../support/oidc-provider'
+import { Browser, oidcEnv, startOidcVault, startTestProvider, VAULT_CALLBACK as CALLBACK, type TestProvider } from '../support/oidc-provider'
+import { freePort } from '../support/ports'
 import { removeDir, startTestServer, tempDir, type TestServer } from '../support/server'
-
-const CALLBACK = '/api/auth/oidc/callback'
 
 let provider: TestProvider
 let vault: TestServer
 let base: string
-let closedBase: string
-let closedPort: number
 
 beforeAll(async () => {
-  const port = await freePort()
-  closedPort = await freePort()
-  base = `http://127.0.0.1:${port}`
-  closedBase = `http://127.0.0.1:${closedPort}`
-  provider = await startTestProvider({ redirectUris: [`${base}${CALLBACK}`, `${closedBase}${CALLBACK}`] })
-  vault = await startTestServer({ port, env: oidcEnv(base) })
+  provider = await startTestProvider()
+  vault = await startOidcVault(provider)
+  base = vault.url
 })
 
 afterAll(async () => {
   await vault?.stop()
   await provider?.stop()
 })
-
-function oidcEnv(baseUrl: string, extra: Record<string, string> = {}): Record<string, string> {
-  return {
-    SVC_OIDC_ISSUER: provider.issuer,
-    SVC_OIDC_CLIENT_ID: provider.clientId,
-    SVC_OIDC_CLIENT_SECRET: provider.clientSecret,
-    SVC_OIDC_NAME: 'Test IdP',
-    SVC_BASE_URL: baseUrl,
-    ...extra,
-  }
-}
 
 let subjects = 0
 /** A provider account with a fresh subject; returns the subject (also its login name). */
@@ -255,9 +238,9 @@ describe('OIDC sign-in', () => {
 
   test('a transaction older than 10 minutes answers 400 OIDC_FAILED', async () => {
     let offset = 0
-    const clocked = await startTestServer({ port: closedPort, env: oidcEnv(closedBase), now: () => Date.now() + offset })
+    const clocked = await startOidcVault(provider, { now: () => Date.now() + offset })
     try {
-      const { browser, callbackUrl } = await toCallback(account(), closedBase)
+      const { browser, callbackUrl } = await toCallback(account(), clocked.url)
       offset = 10 * 60_000 + 1000
       await expectFailed(await browser.request(callbackUrl), 400, 'OIDC_FAILED', USED_UP)
     } finally {
@@ -376,20 +359,20 @@ describe('OIDC accounts', () => {
     const dataDir = tempDir()
     try {
       // Made while sign-up was open (a single sign-on account), then the vault restarts closed.
-      const open = await startTestServer({ port: closedPort, dataDir, env: oidcEnv(closedBase) })
+      const open = await startOidcVault(provider, { dataDir })
       const knownSubject = account()
-      const first = await toCallback(knownSubject, closedBase)
+      const first = await toCallback(knownSubject, open.url)
       expect((await first.browser.request(first.callbackUrl)).status).toBe(302)
-      const ownerId = (await me(first.browser, closedBase)).body.user.id
+      const ownerId = (await me(first.browser, open.url)).body.user.id
       await open.stop()
-      const closed = await startTestServer({ port: closedPort, dataDir, env: oidcEnv(closedBase, { SVC_SIGNUP: 'closed' }) })
+      const closed = await startOidcVault(provider, { dataDir, env: { SVC_SIGNUP: 'closed' } })
       try {
-        const stranger = await toCallback(account(), closedBase)
+        const stranger = await toCallback(account(), closed.url)
         await expectFailed(await stranger.browser.request(stranger.callbackUrl), 403, 'SIGNUP_DISABLED')
 
-        const known = await toCallback(knownSubject, closedBase)
+        const known = await toCallback(knownSubject, closed.url)
         expect((await known.browser.request(known.callbackUrl)).status).toBe(302)
-        expect((await me(known.browser, closedBase)).body.user.id).toBe(ownerId)
+        expect((await me(known.browser, closed.url)).body.user.id).toBe(ownerId)
       } finally {
         await closed.stop()
       }
@@ -399,7 +382,7 @@ describe('OIDC accounts', () => {
   })
 
   test('an https base URL: Secure transaction cookie and an https redirect URI', async () => {
-    const https = await startTestServer({ env: oidcEnv('https://vault.example.test') })
+    const https = await startTestServer({ env: oidcEnv(provider, 'https://vault.example.test') })
     try {
       const response = await fetch(`${https.url}/api/auth/oidc`, { redirect: 'manual' })
       expect(response.status).toBe(302)
@@ -547,9 +530,9 @@ describe('issue 14: account takeover through single sign-on', () => {
 
   test('OIDC callbacks are throttled per client address: past 60 in 15 minutes, 429 with Retry-After', async () => {
     const dataDir = tempDir()
-    const limited = await startTestServer({ port: closedPort, dataDir, env: oidcEnv(closedBase) })
+    const limited = await startOidcVault(provider, { dataDir })
     try {
-      const answers = await Promise.all(Array.from({ length: 61 }, () => fetch(`${closedBase}${CALLBACK}?code=x&state=y`, { redirect: 'manual' })))
+      const answers = await Promise.all(Array.from({ length: 61 }, () => fetch(`${limited.url}${CALLBACK}?code=x&state=y`, { redirect: 'manual' })))
       const statuses = answers.map((response) => response.status)
       expect(statuses.filter((status) => status === 400)).toHaveLength(60)
       const throttled = answers.find((response) => response.status === 429)!
@@ -563,11 +546,11 @@ describe('issue 14: account takeover through single sign-on', () => {
 
   test('new single sign-on accounts count toward SVC_REGISTER_LIMIT', async () => {
     const dataDir = tempDir()
-    const limited = await startTestServer({ port: closedPort, dataDir, env: oidcEnv(closedBase, { SVC_REGISTER_LIMIT: '1' }) })
+    const limited = await startOidcVault(provider, { dataDir, env: { SVC_REGISTER_LIMIT: '1' } })
     try {
-      const first = await toCallback(account(), closedBase)
+      const first = await toCallback(account(), limited.url)
       expect((await first.browser.request(first.callbackUrl)).status).toBe(302)
-      const second = await toCallback(account(), closedBase)
+      const second = await toCallback(account(), limited.url)
       const response = await second.browser.request(second.callbackUrl)
       expect(response.status).toBe(429)
       expect(((await response.json()) as any).code).toBe('TOO_MANY_ATTEMPTS')
@@ -579,12 +562,12 @@ describe('issue 14: account takeover through single sign-on', () => {
 
   test('SVC_SIGNUP=first: a first single sign-on makes the only account; a second new identity gets 403 SIGNUP_DISABLED', async () => {
     const dataDir = tempDir()
-    const first = await startTestServer({ port: closedPort, dataDir, env: oidcEnv(closedBase, { SVC_SIGNUP: 'first' }) })
+    const first = await startOidcVault(provider, { dataDir, env: { SVC_SIGNUP: 'first' } })
     try {
-      const owner = await toCallback(account(), closedBase)
+      const owner = await toCallback(account(), first.url)
       expect((await owner.browser.request(owner.callbackUrl)).status).toBe(302)
-      expect((await me(owner.browser, closedBase)).status).toBe(200)
-      const stranger = await toCallback(account(), closedBase)
+      expect((await me(owner.browser, first.url)).status).toBe(200)
+      const stranger = await toCallback(account(), first.url)
       await expectFailed(await stranger.browser.request(stranger.callbackUrl), 403, 'SIGNUP_DISABLED')
       expect(first.deps.accounts.users()).toHaveLength(1)
     } finally {

@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { hasChromium, openBrowser, type BrowserSession } from '../support/browser'
 import { Client, PASSWORD, signUp } from '../support/client'
 import { startTestServer, type TestServer } from '../support/server'
-import { buildCli, freePort, startSvc, svc, svcHome } from './support'
+import { buildCli, startSvc, svc, svcHome } from './support'
 import { SCOPES } from '../../src/auth/scopes'
 
 const DEFAULT_SCOPES = ['entries:read', 'entries:reveal', 'export:read', 'envs:read', 'envs:reveal', '2fa:read', '2fa:reveal', 'categories:read']
@@ -23,8 +23,7 @@ const now = () => Date.now() + offset
 
 beforeAll(async () => {
   await buildCli()
-  const port = freePort()
-  server = await startTestServer({ port, env: { SVC_BASE_URL: `http://127.0.0.1:${port}` }, now })
+  server = await startTestServer({ baseHost: '127.0.0.1', now })
   owner = await signUp(server.url)
 }, 60_000)
 

@@ -8,7 +8,7 @@ import { readFallback, saveFallback, selectionKey } from '../../src/cli/svc/fall
 import { hasChromium, openBrowser } from '../support/browser'
 import { signUp, type Client } from '../support/client'
 import { startTestServer, tempDir, type TestServer } from '../support/server'
-import { buildCli, freePort, SVC, svcHome } from './support'
+import { buildCli, SVC, svcHome } from './support'
 
 const NODE = Bun.which('node')
 if (!NODE && process.env.CI === 'true') throw new Error('CI=true: node (Node.js 20+) is required to run the served CLI')
@@ -46,8 +46,7 @@ const compiled = (args: string[], env: Record<string, string>, cwd?: string) => 
 
 beforeAll(async () => {
   await buildCli()
-  const port = freePort()
-  server = await startTestServer({ port, env: { SVC_BASE_URL: `http://127.0.0.1:${port}` } })
+  server = await startTestServer({ baseHost: '127.0.0.1' })
   owner = await signUp(server.url)
   const openai = await owner.post('/api/categories', { name: 'OpenAI', keyType: 'simple', envVarName: 'OPENAI_API_KEY' })
   const sentry = await owner.post('/api/categories', { name: 'Sentry', keyType: 'simple', envVarName: 'SENTRY_DSN' })

@@ -86,11 +86,3 @@ export function startSvc(args: string[], options: { env: Record<string, string> 
     },
   }
 }
-
-/** A free loopback port, for a server whose SVC_BASE_URL must name its own port. */
-export function freePort(): number {
-  const probe = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
-  const port = probe.port
-  probe.stop(true)
-  return port
-}

@@ -8,7 +8,7 @@ import { hasChromium, openBrowser } from '../support/browser'
 import { Client, signUp } from '../support/client'
 import { startTestServer, type TestServer } from '../support/server'
 import { addMember, createVault, type Member } from '../vaults/support'
-import { buildCli, freePort, startSvc, svc, svcHome } from './support'
+import { buildCli, startSvc, svc, svcHome } from './support'
 
 const READ = ['export:read', 'entries:read', 'categories:read', 'envs:read', 'envs:reveal']
 const PRINT_ENV = ['bun', '-e', 'console.log(JSON.stringify({ a: process.env.API_KEY ?? null }))']
@@ -20,8 +20,7 @@ let vaultId: string
 
 beforeAll(async () => {
   await buildCli()
-  const port = freePort()
-  server = await startTestServer({ port, env: { SVC_BASE_URL: `http://127.0.0.1:${port}` } })
+  server = await startTestServer({ baseHost: '127.0.0.1' })
   admin = (await signUp(server.url)) as Member
   viewer = (await signUp(server.url)) as Member
   vaultId = await createVault(admin, 'team')

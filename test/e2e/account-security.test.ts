@@ -7,7 +7,6 @@ import { readFileSync } from 'node:fs'
 import type { CDPSession, Page } from 'playwright-core'
 import { hasChromium, openBrowser, type BrowserSession } from '../support/browser'
 import { Client, PASSWORD, signUp } from '../support/client'
-import { freePort } from '../support/oidc-provider'
 import { removeDir, startTestServer, type TestServer } from '../support/server'
 import { enableTwoFactor, oathtool, post } from '../account/support'
 
@@ -15,9 +14,8 @@ let vault: TestServer
 let base: string
 
 beforeAll(async () => {
-  const port = await freePort()
-  base = `http://localhost:${port}`
-  vault = await startTestServer({ port, env: { SVC_BASE_URL: base } })
+  vault = await startTestServer({ baseHost: 'localhost' })
+  base = vault.url.replace('127.0.0.1', 'localhost')
 }, 30_000)
 
 afterAll(async () => {
@@ -218,9 +216,8 @@ describe.skipIf(!hasChromium())('Settings → Security in Chromium', () => {
   }, 90_000)
 
   test('a passkey registered at another origin is refused', async () => {
-    const port = await freePort()
-    const otherBase = `http://localhost:${port}`
-    const other = await startTestServer({ port, env: { SVC_BASE_URL: otherBase } })
+    const other = await startTestServer({ baseHost: 'localhost' })
+    const otherBase = other.url.replace('127.0.0.1', 'localhost')
     const owner = await signUp(otherBase)
     const browser = await openBrowser(otherBase)
     try {

@@ -3,8 +3,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { hasChromium, openBrowser, type BrowserSession } from '../support/browser'
 import { signUp, uniqueEmail } from '../support/client'
-import { freePort, startTestProvider, type TestProvider } from '../support/oidc-provider'
-import { removeDir, startTestServer, type TestServer } from '../support/server'
+import { startOidcVault, startTestProvider, type TestProvider } from '../support/oidc-provider'
+import { removeDir, type TestServer } from '../support/server'
 
 let provider: TestProvider
 let vault: TestServer
@@ -13,19 +13,9 @@ let browser: BrowserSession
 
 describe.skipIf(!hasChromium())('Settings: link single sign-on in Chromium', () => {
   beforeAll(async () => {
-    const port = await freePort()
-    base = `http://127.0.0.1:${port}`
-    provider = await startTestProvider({ redirectUris: [`${base}/api/auth/oidc/callback`] })
-    vault = await startTestServer({
-      port,
-      env: {
-        SVC_OIDC_ISSUER: provider.issuer,
-        SVC_OIDC_CLIENT_ID: provider.clientId,
-        SVC_OIDC_CLIENT_SECRET: provider.clientSecret,
-        SVC_OIDC_NAME: 'Test IdP',
-        SVC_BASE_URL: base,
-      },
-    })
+    provider = await startTestProvider()
+    vault = await startOidcVault(provider)
+    base = vault.url
     browser = await openBrowser(base)
   }, 30_000)
 

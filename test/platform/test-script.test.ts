@@ -168,11 +168,7 @@ testWithPostgres(
       '  test/three.test.ts: an error between tests',
       '    error: a stray rejection',
     ]
-    expect(failed.stdout.trimEnd().split('\n').slice(-15)).toEqual([
-      ...named('file'),
-      ...named('PostgreSQL'),
-      expect.stringMatching(/^file store: exit 2/),
-    ])
+    expect(failed.stdout.trimEnd().split('\n').slice(-15)).toEqual([...named('file'), ...named('PostgreSQL'), expect.stringMatching(/^file store: exit 2/)])
     expect(passed.out).not.toContain('failed on')
     expect(failed.logged).toContain('pass file: test --timeout 60000 --bail test/one.test.ts\n')
     expect(failed.logged).toContain('pass postgres: test --timeout 60000 --bail test/one.test.ts\n')

@@ -7,6 +7,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net'
 // @ts-expect-error oidc-provider ships no type declarations (a test-only dependency)
 import Provider from 'oidc-provider'
+import { startTestServer, type TestServer } from './server'
 
 /** Claims of an account; its login name (typed into the development login form) is its subject. */
 export interface TestAccount {
@@ -33,6 +34,9 @@ export interface TestProvider {
   stop(): Promise<void>
 }
 
+/** Where a vault's sign-in comes back to from the provider. */
+export const VAULT_CALLBACK = '/api/auth/oidc/callback'
+
 const b64url = (value: unknown) => Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)).toString('base64url')
 
 function signJwt(key: KeyObject, kid: string, claims: Record<string, unknown>): string {
@@ -47,8 +51,12 @@ async function readForm(request: IncomingMessage): Promise<URLSearchParams> {
   return new URLSearchParams(Buffer.concat(chunks).toString('utf8'))
 }
 
-/** Starts the provider on 127.0.0.1 with one confidential client whose redirect URIs are given. */
-export async function startTestProvider(options: { redirectUris: string[] }): Promise<TestProvider> {
+/**
+ * Starts the provider on 127.0.0.1 with one confidential client: a vault on 127.0.0.1, on any port.
+ * The client is registered as a native application, whose loopback redirect URI matches on any port
+ * (RFC 8252, 7.3): a vault can then start on whichever port is free (ports.ts), after the provider.
+ */
+export async function startTestProvider(): Promise<TestProvider> {
   let handler: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) => res.writeHead(503).end()
   const server = createServer((req, res) => handler(req, res))
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
@@ -66,7 +74,8 @@ export async function startTestProvider(options: { redirectUris: string[] }): Pr
       {
         client_id: clientId,
         client_secret: clientSecret,
-        redirect_uris: options.redirectUris,
+        application_type: 'native',
+        redirect_uris: [`http://127.0.0.1${VAULT_CALLBACK}`],
         grant_types: ['authorization_code'],
         response_types: ['code'],
         token_endpoint_auth_method: 'client_secret_basic',
@@ -116,14 +125,6 @@ export async function startTestProvider(options: { redirectUris: string[] }): Pr
     providerCallback(req, res)
   }
   return test
-}
-
-/** Picks a free loopback port (listen on 0, note it, close). */
-export async function freePort(): Promise<number> {
-  const probe = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response() })
-  const port = probe.port!
-  await probe.stop(true)
-  return port
 }
 
 interface StoredCookie {
@@ -198,5 +199,27 @@ export class Browser {
       response = await this.request(url)
     }
     return { response, url, stopped: false }
+  }
+}
+
+/**
+ * A vault that signs in through `provider`, on a free loopback port its SVC_BASE_URL names (its
+ * `url` is that base). `env` adds to or overrides the sign-on settings.
+ */
+export async function startOidcVault(
+  provider: TestProvider,
+  options: { env?: Record<string, string>; dataDir?: string; now?: () => number } = {},
+): Promise<TestServer> {
+  return await startTestServer({ ...options, baseHost: '127.0.0.1', env: { ...oidcEnv(provider), ...options.env } })
+}
+
+/** A vault's settings for signing in through `provider` (and its SVC_BASE_URL, when given). */
+export function oidcEnv(provider: TestProvider, baseUrl?: string): Record<string, string> {
+  return {
+    SVC_OIDC_ISSUER: provider.issuer,
+    SVC_OIDC_CLIENT_ID: provider.clientId,
+    SVC_OIDC_CLIENT_SECRET: provider.clientSecret,
+    SVC_OIDC_NAME: 'Test IdP',
+    ...(baseUrl ? { SVC_BASE_URL: baseUrl } : {}),
   }
 }

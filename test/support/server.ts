@@ -11,6 +11,7 @@ import type { StoredDocument } from '../../src/store/data-store'
 import { loadDocument, snapshotText } from '../../src/store/postgres/document'
 import { ACCOUNTS_ID as PG_ACCOUNTS_ID, PgStore } from '../../src/store/postgres/store'
 import { ACCOUNTS_LISTS, VAULT_LISTS, type VaultDocument } from '../../src/store/records'
+import { onFreePort } from './ports'
 import { storeEnv } from './postgres'
 
 export const TEST_MASTER_KEY = Buffer.alloc(32, 7).toString('base64')
@@ -42,13 +43,18 @@ export interface TestServer {
   stop(): Promise<void>
 }
 
-/** The real app on a loopback port in this process (`port`: a chosen one, e.g. to match SVC_BASE_URL; default random). */
+/** The real app on a loopback port in this process (`port`: a chosen one; default random). */
 export async function startTestServer(
   options: {
     env?: Record<string, string | undefined>
     dataDir?: string
     now?: () => number
     port?: number
+    /**
+     * On a free port that SVC_BASE_URL names, at this host ('localhost' for passkeys, whose relying
+     * party cannot be an IP address); tried again on another port should that one be taken.
+     */
+    baseHost?: '127.0.0.1' | 'localhost'
     /** 'file': the file store also in the suite's PostgreSQL pass (a test of the files themselves). */
     store?: 'file'
     /**
@@ -58,6 +64,12 @@ export async function startTestServer(
     realPasswordCost?: true
   } = {},
 ): Promise<TestServer> {
+  const { baseHost } = options
+  if (baseHost) {
+    return await onFreePort((port) =>
+      startTestServer({ ...options, baseHost: undefined, port, env: { SVC_BASE_URL: `http://${baseHost}:${port}`, ...options.env } }),
+    )
+  }
   const dataDir = options.dataDir ?? tempDir()
   const logs: string[] = []
   const config = {
@@ -73,7 +85,15 @@ export async function startTestServer(
     passwordCost: options.realPasswordCost ? undefined : TEST_PASSWORD_COST,
   }
   const deps = await openVault(config, (line) => logs.push(line), options.now)
-  const app = createApp(deps).listen({ port: options.port ?? 0, hostname: '127.0.0.1' })
+  let app: ReturnType<typeof createApp>
+  try {
+    app = createApp(deps).listen({ port: options.port ?? 0, hostname: '127.0.0.1' })
+  } catch (error) {
+    // The chosen port was taken (ports.ts tries another): nothing of this vault stays open.
+    await deps.audit?.close()
+    await deps.store.close()
+    throw error
+  }
   const url = `http://127.0.0.1:${app.server!.port}`
   await watchVault(url)
   return {

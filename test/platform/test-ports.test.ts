@@ -1,0 +1,59 @@
+// The tests' servers that must name their own port (SVC_BASE_URL, a passkey's origin, an OIDC
+// redirect) probe a free port and then start on it. Another process of the run can take that port
+// in between; the start then fails (a server never shares a port) and is tried on another port,
+// leaving nothing of the failed start open.
+import { afterAll, expect, test } from 'bun:test'
+import { existsSync } from 'node:fs'
+import { join } from 'node:path'
+import { LOCK_FILE } from '../../src/store/lock'
+import { onFreePort } from '../support/ports'
+import { removeDir, startTestServer, tempDir, type TestServer } from '../support/server'
+
+const dirs: string[] = []
+afterAll(() => dirs.forEach(removeDir))
+
+test('a port taken between the probe and the start: the vault starts on another, and the failed start left its data folder closed', async () => {
+  const squatter = { server: undefined as ReturnType<typeof Bun.serve> | undefined }
+  const tried: { port: number; dataDir: string }[] = []
+  let vault: TestServer | undefined
+  try {
+    vault = await onFreePort(async (port) => {
+      const dataDir = tempDir()
+      dirs.push(dataDir)
+      tried.push({ port, dataDir })
+      // Another program takes the first port just after the probe.
+      if (tried.length === 1) squatter.server = Bun.serve({ port, hostname: '127.0.0.1', fetch: () => new Response('squatter') })
+      return await startTestServer({ port, dataDir, store: 'file', env: { SVC_BASE_URL: `http://127.0.0.1:${port}` } })
+    })
+    expect(tried).toHaveLength(2)
+    expect(vault.url).toBe(`http://127.0.0.1:${tried[1].port}`)
+    expect((await fetch(`${vault.url}/readyz`)).status).toBe(200)
+    // The other program keeps its port; the failed start let go of its data folder.
+    expect(await (await fetch(`http://127.0.0.1:${tried[0].port}/`)).text()).toBe('squatter')
+    expect(existsSync(join(tried[0].dataDir, LOCK_FILE))).toBe(false)
+    expect(existsSync(join(tried[1].dataDir, LOCK_FILE))).toBe(true)
+  } finally {
+    await vault?.stop()
+    await squatter.server?.stop(true)
+  }
+})
+
+test('another failure is not tried again', async () => {
+  let attempts = 0
+  const failing = onFreePort(async () => {
+    attempts++
+    throw new Error('not a port')
+  })
+  await expect(failing).rejects.toThrow('not a port')
+  expect(attempts).toBe(1)
+})
+
+test('baseHost: SVC_BASE_URL names the port the vault listens on', async () => {
+  const vault = await startTestServer({ baseHost: 'localhost', store: 'file' })
+  dirs.push(vault.dataDir)
+  try {
+    expect(vault.deps.config.baseUrl).toBe(vault.url.replace('127.0.0.1', 'localhost'))
+  } finally {
+    await vault.stop()
+  }
+})
