@@ -11,6 +11,7 @@ import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Client, signUp } from '../support/client'
 import { freshDatabase, TEST_POSTGRES } from '../support/postgres'
+import { unassignedPort } from '../support/ports'
 import { removeDir, ROOT, spawnServer, tempDir, TEST_MASTER_KEY } from '../support/server'
 
 const CI = process.env.CI === 'true'
@@ -179,7 +180,7 @@ describe('reverse proxy snippets', () => {
     async () => {
       const caddy = needTool('caddy')
       const dir = scratch()
-      const port = 20000 + Math.floor(Math.random() * 20000)
+      const port = unassignedPort()
       // The public origin is Caddy's, as SVC_BASE_URL says.
       const origin = `http://127.0.0.1:${port}`
       const behind = await spawnServer({
@@ -362,7 +363,7 @@ describe('PostgreSQL with two instances behind Caddy (compose.postgres.yaml, dep
       if (!TEST_POSTGRES) throw new Error('SVC_TEST_POSTGRES is not set: under CI the PostgreSQL tests must run')
       const caddy = needTool('caddy')
       const dir = scratch()
-      const port = 20000 + Math.floor(Math.random() * 20000)
+      const port = unassignedPort()
       const origin = `http://127.0.0.1:${port}`
       const database = await freshDatabase()
       const env = { SVC_SIGNUP: 'open', SVC_TRUST_PROXY: 'loopback', SVC_BASE_URL: origin, SVC_DATABASE_URL: database, SVC_LOG_FORMAT: 'json' }

@@ -5,11 +5,12 @@
 // Needs Debian's postgresql (initdb, pg_ctl) and openssl; skipped without them, except under CI.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { SQL } from 'bun'
-import { chownSync, existsSync, mkdirSync, writeFileSync } from 'node:fs'
+import { chownSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { loadConfig } from '../../src/config'
 import { openVault } from '../../src/app'
 import { signUp } from '../support/client'
+import { unassignedPort } from '../support/ports'
 import { removeDir, startTestServer, tempDir, TEST_MASTER_KEY } from '../support/server'
 
 const CI = process.env.CI === 'true'
@@ -77,9 +78,19 @@ beforeAll(() => {
   // Over TCP, only TLS: a connection without it is turned away.
   writeFileSync(join(dir, 'data', 'pg_hba.conf'), 'local all all trust\nhostssl all all 127.0.0.1/32 trust\nhostnossl all all 127.0.0.1/32 reject\n')
   if (root) run(['chown', 'postgres', join(dir, 'data', 'pg_hba.conf')])
-  port = 30000 + Math.floor(Math.random() * 20000)
-  const options = `-c listen_addresses=127.0.0.1 -p ${port} -c unix_socket_directories=${join(dir, 'socket')} -c ssl=on -c ssl_cert_file=${join(dir, 'server.crt')} -c ssl_key_file=${join(dir, 'server.key')}`
-  run([join(BIN, 'pg_ctl'), '-D', join(dir, 'data'), '-l', join(dir, 'log'), '-o', options, '-w', 'start'], true)
+  // A TCP port of its own (PostgreSQL cannot take port 0 and say which it got); another one should
+  // that be taken (the run's two passes listen on many at once).
+  for (let attempt = 1; ; attempt++) {
+    port = unassignedPort()
+    const log = join(dir, `log-${attempt}`)
+    const options = `-c listen_addresses=127.0.0.1 -p ${port} -c unix_socket_directories=${join(dir, 'socket')} -c ssl=on -c ssl_cert_file=${join(dir, 'server.crt')} -c ssl_key_file=${join(dir, 'server.key')}`
+    try {
+      run([join(BIN, 'pg_ctl'), '-D', join(dir, 'data'), '-l', log, '-o', options, '-w', 'start'], true)
+      break
+    } catch (error) {
+      if (attempt === 5 || !(existsSync(log) && readFileSync(log, 'utf8').includes('Address already in use'))) throw error
+    }
+  }
   stopCluster = () => run([join(BIN, 'pg_ctl'), '-D', join(dir, 'data'), '-m', 'immediate', '-w', 'stop'], true)
 }, 60_000)
 afterAll(() => {

@@ -1,12 +1,13 @@
 // The tests' servers that must name their own port (SVC_BASE_URL, a passkey's origin, an OIDC
 // redirect) probe a free port and then start on it. Another process of the run can take that port
 // in between; the start then fails (a server never shares a port) and is tried on another port,
-// leaving nothing of the failed start open.
+// leaving nothing of the failed start open. A program that cannot listen on port 0 (Caddy,
+// PostgreSQL) gets a port where no port-0 listener or connection of the run can be.
 import { afterAll, expect, test } from 'bun:test'
-import { existsSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { LOCK_FILE } from '../../src/store/lock'
-import { onFreePort } from '../support/ports'
+import { onFreePort, unassignedPort } from '../support/ports'
 import { removeDir, startTestServer, tempDir, type TestServer } from '../support/server'
 
 const dirs: string[] = []
@@ -55,5 +56,18 @@ test('baseHost: SVC_BASE_URL names the port the vault listens on', async () => {
     expect(vault.deps.config.baseUrl).toBe(vault.url.replace('127.0.0.1', 'localhost'))
   } finally {
     await vault.stop()
+  }
+})
+
+test('a port for Caddy or PostgreSQL (which cannot take port 0) lies below the range the kernel hands port-0 listeners and connections', async () => {
+  const [low] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number)
+  const picks = Array.from({ length: 1000 }, unassignedPort)
+  expect(picks.every((port) => port >= 1024 && port < low)).toBe(true)
+  expect(new Set(picks).size).toBeGreaterThan(900)
+  const taken = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response() })
+  try {
+    expect(taken.port!).toBeGreaterThanOrEqual(low)
+  } finally {
+    await taken.stop(true)
   }
 })

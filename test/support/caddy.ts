@@ -6,6 +6,7 @@
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { watchVault, forgetVault } from './answer-check'
+import { unassignedPort } from './ports'
 import { removeDir, tempDir } from './server'
 
 export const UPSTREAM_HEADER = 'x-svc-upstream'
@@ -27,7 +28,7 @@ export async function startBalancer(upstreams: string[]): Promise<Balancer> {
   const hosts = upstreams.map((url) => new URL(url).host)
   for (let attempt = 0; ; attempt++) {
     const dir = tempDir('svc-vault-caddy-')
-    const port = 20000 + Math.floor(Math.random() * 20000)
+    const port = unassignedPort()
     const url = `http://127.0.0.1:${port}`
     writeFileSync(
       join(dir, 'Caddyfile'),
@@ -54,8 +55,9 @@ ${url} {
     })
     let up = false
     for (let i = 0; i < 200 && !up && proc.exitCode === null; i++) {
+      // Through Caddy (it names the instance): not another program that has this port.
       up = await fetch(`${url}/healthz`).then(
-        (r) => r.status === 200,
+        (r) => r.status === 200 && r.headers.has(UPSTREAM_HEADER),
         () => false,
       )
       if (!up) await Bun.sleep(25)
@@ -76,7 +78,7 @@ ${url} {
     await proc.exited
     const errors = await new Response(proc.stderr as ReadableStream).text()
     removeDir(dir)
-    // The random port was taken: another one.
+    // The port was taken: another one.
     if (attempt >= 3) throw new Error(`caddy did not start: ${errors.slice(-2000)}`)
   }
 }
