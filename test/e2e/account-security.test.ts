@@ -15,7 +15,7 @@ let base: string
 
 beforeAll(async () => {
   vault = await startTestServer({ baseHost: 'localhost' })
-  base = vault.url.replace('127.0.0.1', 'localhost')
+  base = vault.deps.config.baseUrl!
 }, 30_000)
 
 afterAll(async () => {
@@ -217,7 +217,7 @@ describe.skipIf(!hasChromium())('Settings → Security in Chromium', () => {
 
   test('a passkey registered at another origin is refused', async () => {
     const other = await startTestServer({ baseHost: 'localhost' })
-    const otherBase = other.url.replace('127.0.0.1', 'localhost')
+    const otherBase = other.deps.config.baseUrl!
     const owner = await signUp(otherBase)
     const browser = await openBrowser(otherBase)
     try {
