@@ -331,8 +331,8 @@ export const MUTANTS: Mutant[] = [
     guarantee:
       'a read on one instance sees every write another acknowledged before it began, also when a refresh of the document was already under way (PostgreSQL store)',
     file: 'src/store/postgres/document.ts',
-    search: '    if (running && running.sentAt >= arrived) {',
-    replace: '    if (running) {',
+    search: 'running && running.sentAt >= arrived ? running.documents.get(document) : undefined',
+    replace: 'running ? running.documents.get(document) : undefined',
     test: 'test/store/postgres-document.test.ts',
     postgres: true,
   },
@@ -365,6 +365,17 @@ export const MUTANTS: Mutant[] = [
     search: '    this.dropStaged(new VersionConflictError(this.id))',
     replace: '    this.pending.take()',
     test: 'test/store/postgres-document.test.ts',
+    postgres: true,
+  },
+  {
+    name: 'pg-queued-behind-unanswered-wave',
+    guarantee:
+      'a request queued behind a refresh the database does not answer fails with it: 503 within a second of its arrival, not after a bound of its own (PostgreSQL store)',
+    file: 'src/store/postgres/document.ts',
+    search: '        for (const waiting of this.next?.values() ?? []) waiting.reject(error)\n        this.next = null',
+    replace: '        void 0',
+    test: 'test/platform/postgres-operations.test.ts',
+    only: 'held by the cut',
     postgres: true,
   },
 ]

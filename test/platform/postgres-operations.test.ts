@@ -5,6 +5,7 @@
 // Needs SVC_TEST_POSTGRES (scripts/test.sh starts a cluster); skipped without it, except under CI.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { SQL } from 'bun'
+import type { PgStore } from '../../src/store/postgres/store'
 import { VERSION } from '../../src/version'
 import { signUp } from '../support/client'
 import { freshDatabase, TEST_POSTGRES } from '../support/postgres'
@@ -167,5 +168,51 @@ suite(`the database going away${SKIPPED}`, () => {
     expect(sample(back, 'svc_vault_db_up')).toBe(1)
     expect(sample(back, 'svc_vault_db_reconnects_total')!).toBeGreaterThan(sample(before, 'svc_vault_db_reconnects_total')!)
     expect((await user.post('/api/categories', { name: 'After', keyType: 'simple', envVarName: 'AFTER_KEY' })).status).toBe(201)
+  }, 30_000)
+
+  test('a request that comes while a refresh is held by the cut (started by another request, or by a notification) answers 503 within a second of its own arrival', async () => {
+    const user = await signUp(server.url)
+    const store = server.deps.store as PgStore
+    const timed = async (request: () => Promise<{ status: number; body: any }>) => {
+      const started = performance.now()
+      const answer = await request()
+      return { status: answer.status, code: answer.body?.code, ms: performance.now() - started }
+    }
+    const sent = async () => {
+      for (let i = 0; i < 1000 && store.db.inFlight === 0; i++) await Bun.sleep(1)
+      expect(store.db.inFlight).toBeGreaterThan(0)
+    }
+    const answered: { ms: number; status: number; code?: string }[] = []
+    const back = async () => {
+      proxy.mend()
+      let answer = await user.get('/api/categories')
+      for (let i = 0; i < 100 && answer.status !== 200; i++) {
+        await Bun.sleep(50)
+        answer = await user.get('/api/categories')
+      }
+      expect(answer.status).toBe(200)
+    }
+    // A request's refresh of the accounts is sent and held; another request begins after it was sent,
+    // so it cannot share it and waits for it to end.
+    proxy.cut()
+    try {
+      const first = timed(() => user.get('/api/categories'))
+      await sent()
+      answered.push(await timed(() => user.get('/api/categories')), await first)
+    } finally {
+      await back()
+    }
+    // The same behind a refresh no request waits on: the one another instance's notification starts.
+    proxy.cut()
+    try {
+      const notified = store.accounts.refresh!().catch(() => 'failed')
+      await sent()
+      answered.push(await timed(() => user.get('/api/categories')))
+      expect(await notified).toBe('failed')
+    } finally {
+      await back()
+    }
+    for (const answer of answered) expect(answer).toEqual({ status: 503, code: 'STORE_UNAVAILABLE', ms: expect.any(Number) })
+    expect(answered.map((answer) => answer.ms).filter((ms) => ms >= 1000)).toEqual([])
   }, 30_000)
 })

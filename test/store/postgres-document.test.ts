@@ -2,7 +2,8 @@
 // the version check (a write made on stale data is made again on the new data, never lost),
 // the refresh before a read, and the NOTIFY that brings a document up to date by itself.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { beginRequest } from '../../src/store/postgres/database'
+import { StoreUnavailableError } from '../../src/store/errors'
+import { beginRequest, QUERY_TIMEOUT_MS } from '../../src/store/postgres/database'
 import { PgStore } from '../../src/store/postgres/store'
 import { FORMAT_VERSION, type VaultDocument } from '../../src/store/records'
 import { freshDatabase, missingPostgres } from '../support/postgres'
@@ -248,6 +249,55 @@ describeNeeding(missingPostgres)('PostgreSQL documents', () => {
       expect(c.db.stats.queries - queries).toBe(1)
     } finally {
       answered()
+      await c.close()
+    }
+  })
+
+  test('a refresh the database does not answer fails each request waiting on it as its own query would: its later reads and queries fail at once', async () => {
+    const { c, onC, db, run } = await behindB('while-away')
+    try {
+      // The wave's query: the database does not answer it (as a cut network, past the bound).
+      let away = true
+      db.run = ((query: never, options?: never) => {
+        if (!away) return run(query, options)
+        away = false
+        return Promise.reject(new StoreUnavailableError(`the database did not answer within ${QUERY_TIMEOUT_MS} ms`))
+      }) as typeof db.run
+      const answered = beginRequest()
+      try {
+        expect(
+          await onC.refresh().then(
+            () => 'read',
+            (error) => error,
+          ),
+        ).toBeInstanceOf(StoreUnavailableError)
+        // Nothing more of this request reaches the database: no query, no refresh.
+        const queries = db.stats.queries
+        expect(
+          await db
+            .run((sql) => sql`SELECT 1`)
+            .then(
+              () => 'queried',
+              (error) => error,
+            ),
+        ).toBeInstanceOf(StoreUnavailableError)
+        expect(
+          await onC.refresh().then(
+            () => 'read',
+            (error) => error,
+          ),
+        ).toBeInstanceOf(StoreUnavailableError)
+        expect(db.stats.queries).toBe(queries)
+      } finally {
+        answered()
+      }
+      // The next request reads again.
+      const next = beginRequest()
+      await onC.refresh()
+      next()
+      expect(onC.data.categories.map((category) => category.name)).toContain('while-away')
+    } finally {
+      db.run = run
       await c.close()
     }
   })

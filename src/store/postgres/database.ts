@@ -111,6 +111,21 @@ export function beginRequest(): () => void {
 }
 
 /**
+ * Counts the database away for the request under way when `error` says so (a query shared with
+ * other requests found it away): its later queries fail at once, as after a query of its own.
+ */
+export function noteAway(error: unknown): void {
+  const state = requests.getStore()
+  if (state?.open && error instanceof StoreUnavailableError) state.away = true
+}
+
+/** The request under way's failure once a query of it found the database away, else null. */
+export function requestAway(): StoreUnavailableError | null {
+  const state = requests.getStore()
+  return state?.open && state.away ? new StoreUnavailableError('the database did not answer this request') : null
+}
+
+/**
  * When the request under way began (performance.now()), or undefined outside one: every write
  * another instance acknowledged before the request reached this one was committed before it.
  */
@@ -164,7 +179,7 @@ export class Database {
     if (this.closed) throw new StoreUnavailableError('the store is closed')
     const request = options.timeoutMs === undefined ? requests.getStore() : undefined
     const state = request?.open ? request : undefined
-    if (state?.away) throw new StoreUnavailableError('the database did not answer this request')
+    if (state?.away) throw requestAway()!
     const bound = options.timeoutMs ?? this.timeoutMs
     const started = performance.now()
     this.inFlight++

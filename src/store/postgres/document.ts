@@ -19,7 +19,7 @@ import type { StoredDocument } from '../data-store'
 import { CorruptDocumentError, DeletedVaultError, StoreUnavailableError, VersionConflictError } from '../errors'
 import { GroupCommit, waiter, type Waiter } from '../group-commit'
 import type { Writer } from '../writer'
-import { CHANNEL, requestArrivedAt, sqlState, type Database, type Sql } from './database'
+import { CHANNEL, noteAway, QUERY_TIMEOUT_MS, requestArrivedAt, requestAway, sqlState, type Database, type Sql } from './database'
 
 /** A new snapshot once the changes since the last one are this long at least (and as long as it, stored). */
 const MIN_CHANGES_TO_SNAPSHOT = 64 * 1024
@@ -410,6 +410,8 @@ interface Wave {
  * the wave under way only if it was sent after the request began: one sent before may have read
  * before a write another instance acknowledged since, and the request may come from the client
  * who saw that answer. Outside a request (a notification), only a wave sent from now on serves.
+ * A wave the database does not answer fails its callers and those queued for the next one (they
+ * came while it was away), and each request counts that as its own query's failure.
  * Two waves under way at once (a request starting its own at once) took twice the queries per
  * audited reveal under load and answered no faster (docs/scaling.md).
  */
@@ -423,12 +425,16 @@ class RefreshWaves {
   refresh(document: Refreshable): Promise<void> {
     const arrived = requestArrivedAt() ?? Infinity
     if (document.freshAsOf >= arrived) return Promise.resolve()
+    // A request that found the database away fails its later reads at once (database.ts).
+    const away = requestAway()
+    if (away) return Promise.reject(away)
     const running = this.running
-    if (running && running.sentAt >= arrived) {
-      const under = running.documents.get(document)
-      if (under) return under.promise
-    }
-    return this.enqueue(document)
+    const under = running && running.sentAt >= arrived ? running.documents.get(document) : undefined
+    // A wave's query is shared: when it finds the database away, so has each request waiting on it.
+    return (under?.promise ?? this.enqueue(document)).catch((error) => {
+      noteAway(error)
+      throw error
+    })
   }
 
   /** Puts the document in the next wave (`waiting`: a caller's place carried over from a wave it could not go in). */
@@ -476,6 +482,8 @@ class RefreshWaves {
     try {
       const asked = JSON.stringify(held.map(([document, , version]) => ({ id: document.id, v: version })))
       // One indexed range per document (LATERAL): the versions from the one held on.
+      // Bound by the database's own bound, whoever started the wave: its callers are many requests
+      // (each counts a failure as its own, refresh()), or none (a notification's refresh).
       rows = await this.db.run(
         (sql) => sql`
           SELECT h.id, c.version, c.changes FROM json_to_recordset(${asked}::text::json) AS h (id text, v bigint)
@@ -484,9 +492,16 @@ class RefreshWaves {
             WHERE document_id = h.id AND version >= h.v ORDER BY version
           ) c
           ORDER BY h.id, c.version`,
+        { timeoutMs: QUERY_TIMEOUT_MS },
       )
     } catch (error) {
       for (const [, waiting] of held) waiting.reject(error)
+      // The database did not answer: what queued behind this wave came while it was away, and
+      // would otherwise wait a bound of its own after this one (some 1.4 s in all, not one).
+      if (error instanceof StoreUnavailableError) {
+        for (const waiting of this.next?.values() ?? []) waiting.reject(error)
+        this.next = null
+      }
       return
     }
     const byId = new Map<string, typeof rows>()
