@@ -137,7 +137,8 @@ export function requestArrivedAt(): number | undefined {
 export class Database {
   readonly sql: Sql
   readonly stats: DatabaseStats = { queries: 0, querySeconds: [], conflicts: 0, reconnects: 0, failures: 0, notifications: 0 }
-  private readonly timeoutMs: number
+  /** A query's bound (QUERY_TIMEOUT_MS unless given). */
+  readonly timeoutMs: number
   private listeners: ((payload: string) => void)[] = []
   private unlisten: (() => Promise<void>) | null = null
   private listenTimer: ReturnType<typeof setTimeout> | null = null

@@ -19,7 +19,7 @@ import type { StoredDocument } from '../data-store'
 import { CorruptDocumentError, DeletedVaultError, StoreUnavailableError, VersionConflictError } from '../errors'
 import { GroupCommit, waiter, type Waiter } from '../group-commit'
 import type { Writer } from '../writer'
-import { CHANNEL, noteAway, QUERY_TIMEOUT_MS, requestArrivedAt, requestAway, sqlState, type Database, type Sql } from './database'
+import { CHANNEL, noteAway, requestArrivedAt, requestAway, sqlState, type Database, type Sql } from './database'
 
 /** A new snapshot once the changes since the last one are this long at least (and as long as it, stored). */
 const MIN_CHANGES_TO_SNAPSHOT = 64 * 1024
@@ -492,7 +492,7 @@ class RefreshWaves {
             WHERE document_id = h.id AND version >= h.v ORDER BY version
           ) c
           ORDER BY h.id, c.version`,
-        { timeoutMs: QUERY_TIMEOUT_MS },
+        { timeoutMs: this.db.timeoutMs },
       )
     } catch (error) {
       for (const [, waiting] of held) waiting.reject(error)
