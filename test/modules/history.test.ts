@@ -1,6 +1,6 @@
 // Issue 20, version history: entries, env files and 2FA tokens keep their previous values, sealed
 // under an AAD naming the version; listed without values, revealed and restored through their owner.
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
 import { signUp, type Client } from '../support/client'
 import { durableDocument, removeDir, startTestServer, type TestServer } from '../support/server'
 
@@ -9,13 +9,18 @@ let alice: Client & { user: any }
 let bob: Client & { user: any }
 let simple: any
 let group: any
+// The server's clock: real time, unless a test holds it (a 2FA code compared across requests).
+let heldAt: number | undefined
 
 beforeAll(async () => {
-  server = await startTestServer({ env: { SVC_HISTORY_VERSIONS: '3' } })
+  server = await startTestServer({ env: { SVC_HISTORY_VERSIONS: '3' }, now: () => heldAt ?? Date.now() })
   alice = await signUp(server.url)
   bob = await signUp(server.url)
   simple = (await alice.post('/api/categories', { name: 'OpenAI', keyType: 'simple', envVarName: 'OPENAI_API_KEY' })).body
   group = (await alice.post('/api/categories', { name: 'AWS', keyType: 'group', fieldDefinitions: ['ID', 'SECRET'] })).body
+})
+afterEach(() => {
+  heldAt = undefined
 })
 afterAll(async () => {
   await server.stop()
@@ -163,6 +168,8 @@ describe('env file versions', () => {
 describe('2FA token versions', () => {
   test('a new secret keeps the old one; reveal gives its code, never the secret; restore brings its parameters back', async () => {
     const OLD = 'JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP'
+    // One instant for both codes compared below (a 60 s step may begin between two requests).
+    heldAt = Date.now()
     const created = (await alice.post('/api/2fa', { service: 'GitHub', accountName: 'a', secret: `otpauth://totp/x?secret=${OLD}&digits=8&period=60` })).body
     await alice.put(`/api/2fa/${created.id}`, { secret: 'GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ' })
     const list = await alice.get(`/api/2fa/${created.id}/versions`)
