@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { SQL } from 'bun'
 import type { PgStore } from '../../src/store/postgres/store'
 import { VERSION } from '../../src/version'
-import { signUp } from '../support/client'
+import { signUp, type Client } from '../support/client'
 import { freshDatabase, TEST_POSTGRES } from '../support/postgres'
 import { removeDir, startTestServer, type TestServer } from '../support/server'
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy'
@@ -124,6 +124,18 @@ suite(`PostgreSQL in /metrics${SKIPPED}`, () => {
   })
 })
 
+/** Mends the cut and waits for the server to answer `user` again (it reconnects by itself): that answer. */
+async function mended(user: Client) {
+  proxy.mend()
+  let answer = await user.get('/api/categories')
+  for (let i = 0; i < 100 && answer.status !== 200; i++) {
+    await Bun.sleep(50)
+    answer = await user.get('/api/categories')
+  }
+  expect(answer.status).toBe(200)
+  return answer
+}
+
 suite(`the database going away${SKIPPED}`, () => {
   test('requests answer 503 STORE_UNAVAILABLE within a second, /readyz 503; once it is back, both recover without a restart', async () => {
     const user = await signUp(server.url)
@@ -154,13 +166,7 @@ suite(`the database going away${SKIPPED}`, () => {
     expect(sample(away, 'svc_vault_db_up')).toBe(0)
     expect(sample(away, 'svc_vault_db_query_failures_total')!).toBeGreaterThan(sample(before, 'svc_vault_db_query_failures_total')!)
 
-    proxy.mend()
-    let answer = await user.get('/api/categories')
-    for (let i = 0; i < 100 && answer.status !== 200; i++) {
-      await Bun.sleep(50)
-      answer = await user.get('/api/categories')
-    }
-    expect(answer.status).toBe(200)
+    const answer = await mended(user)
     expect(answer.body.map((c: { id: string }) => c.id)).toContain(category.body.id)
     clock += 1500
     expect((await fetch(`${server.url}/readyz`)).status).toBe(200)
@@ -183,15 +189,6 @@ suite(`the database going away${SKIPPED}`, () => {
       expect(store.db.inFlight).toBeGreaterThan(0)
     }
     const answered: { ms: number; status: number; code?: string }[] = []
-    const back = async () => {
-      proxy.mend()
-      let answer = await user.get('/api/categories')
-      for (let i = 0; i < 100 && answer.status !== 200; i++) {
-        await Bun.sleep(50)
-        answer = await user.get('/api/categories')
-      }
-      expect(answer.status).toBe(200)
-    }
     // A request's refresh of the accounts is sent and held; another request begins after it was sent,
     // so it cannot share it and waits for it to end.
     proxy.cut()
@@ -200,7 +197,7 @@ suite(`the database going away${SKIPPED}`, () => {
       await sent()
       answered.push(await timed(() => user.get('/api/categories')), await first)
     } finally {
-      await back()
+      await mended(user)
     }
     // The same behind a refresh no request waits on: the one another instance's notification starts.
     proxy.cut()
@@ -210,7 +207,7 @@ suite(`the database going away${SKIPPED}`, () => {
       answered.push(await timed(() => user.get('/api/categories')))
       expect(await notified).toBe('failed')
     } finally {
-      await back()
+      await mended(user)
     }
     for (const answer of answered) expect(answer).toEqual({ status: 503, code: 'STORE_UNAVAILABLE', ms: expect.any(Number) })
     expect(answered.map((answer) => answer.ms).filter((ms) => ms >= 1000)).toEqual([])
