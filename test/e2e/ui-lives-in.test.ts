@@ -113,7 +113,9 @@ describe.skipIf(!hasChromium())('web page: first run (issue 22)', () => {
         expect(await axeEveryWay(page, `empty ${path}`, () => page.getByRole('heading', { name: title }).waitFor())).toEqual([])
       }
 
-      // Signed out, with the account made and sign-up closed: no sign-up anywhere.
+      // Signed out, with the account made and sign-up closed: no sign-up anywhere. The page's loads
+      // answer first (one the server took after the sign-out would be a 401 on the console).
+      await page.waitForLoadState('networkidle')
       await page.getByRole('button', { name: 'Sign out' }).click()
       await page.getByRole('button', { name: 'Sign in' }).waitFor()
       expect(await page.locator('.login-card').innerText()).not.toMatch(/create|sign up|register/i)
