@@ -39,6 +39,21 @@ test('a port taken between the probe and the start: the vault starts on another,
   }
 })
 
+test('a start on a taken port removes the data folder it made for itself', async () => {
+  const squatter = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response('squatter') })
+  try {
+    const failed = await startTestServer({ port: squatter.port, store: 'file' }).then(
+      () => null,
+      (error: { code?: string; dataDir?: string }) => error,
+    )
+    expect(failed?.code).toBe('EADDRINUSE')
+    expect(failed?.dataDir).toBeString()
+    expect(existsSync(failed!.dataDir!)).toBe(false)
+  } finally {
+    await squatter.stop(true)
+  }
+})
+
 test('another failure is not tried again', async () => {
   let attempts = 0
   const failing = onFreePort(async () => {

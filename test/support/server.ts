@@ -89,10 +89,12 @@ export async function startTestServer(
   try {
     app = createApp(deps).listen({ port: options.port ?? 0, hostname: '127.0.0.1' })
   } catch (error) {
-    // The chosen port was taken (ports.ts tries another): nothing of this vault stays open.
+    // The chosen port was taken (ports.ts tries another): nothing of this vault stays open, and
+    // a data folder made here goes (its database, if any, goes with the run's others).
     await deps.audit?.close()
     await deps.store.close()
-    throw error
+    if (!options.dataDir) removeDir(dataDir)
+    throw Object.assign(error as Error, { dataDir })
   }
   const url = `http://127.0.0.1:${app.server!.port}`
   await watchVault(url)
