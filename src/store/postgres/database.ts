@@ -119,10 +119,13 @@ export function noteAway(error: unknown): void {
   if (state?.open && error instanceof StoreUnavailableError) state.away = true
 }
 
+/** A request's failure once a query of it found the database away. */
+const awayError = () => new StoreUnavailableError('the database did not answer this request')
+
 /** The request under way's failure once a query of it found the database away, else null. */
 export function requestAway(): StoreUnavailableError | null {
   const state = requests.getStore()
-  return state?.open && state.away ? new StoreUnavailableError('the database did not answer this request') : null
+  return state?.open && state.away ? awayError() : null
 }
 
 /**
@@ -180,7 +183,7 @@ export class Database {
     if (this.closed) throw new StoreUnavailableError('the store is closed')
     const request = options.timeoutMs === undefined ? requests.getStore() : undefined
     const state = request?.open ? request : undefined
-    if (state?.away) throw requestAway()!
+    if (state?.away) throw awayError()
     const bound = options.timeoutMs ?? this.timeoutMs
     const started = performance.now()
     this.inFlight++
