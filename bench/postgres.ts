@@ -10,11 +10,14 @@
 //
 // Figures and targets: reveal p50 (PostgreSQL within 1.25x of the file store), a write's p50
 // (within 2x), start-up to the first answer with 50,000 accounts (under 500 ms), and the RSS of
-// an instance (no higher than the file store's). PostgreSQL comes from SVC_TEST_POSTGRES, or
+// an instance (no higher than the file store's). Beside them, to tell where a difference comes
+// from: each load's CPU per request by process (bench/cpu.ts), and the reveals again on both
+// stores with the audit log off (SVC_AUDIT=off). PostgreSQL comes from SVC_TEST_POSTGRES, or
 // a throwaway cluster started here (bench/pg-cluster.ts). JSON in bench/results/postgres.json.
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
+import { CpuTally, cpuSnapshot } from './cpu'
 import { FULL_SIZES, SMOKE_SIZES } from './fixture'
 import { openBenchCluster } from './pg-cluster'
 import { freePort, liveProcesses, spawnBench, type BenchProcess } from './processes'
@@ -160,8 +163,10 @@ export async function runPostgresBench(argv: string[]): Promise<void> {
     const slice = Math.max(1, Math.round(options.duration / options.rounds))
     const load = async (label: string, method: string, paths: (store: StoreName) => string[], body?: (store: StoreName) => string) => {
       const slices: Record<StoreName, WrkResult[]> = { file: [], postgres: [] }
-      const once = (store: StoreName, connections: number, seconds: number) =>
-        wrk(servers[store].url, {
+      const cpu: Record<StoreName, CpuTally> = { file: new CpuTally(), postgres: new CpuTally() }
+      const once = (store: StoreName, connections: number, seconds: number, tally?: CpuTally) => {
+        const before = cpuSnapshot(servers[store].pid)
+        const result = wrk(servers[store].url, {
           connections,
           seconds,
           method,
@@ -169,16 +174,23 @@ export async function runPostgresBench(argv: string[]): Promise<void> {
           headers: { authorization: `Bearer ${seeded[store].main.key}` },
           body: body?.(store),
         })
+        tally?.add(before, cpuSnapshot(servers[store].pid), result.requests, result.cpuMs)
+        return result
+      }
       // Warm-up (the optimizing compiler, the pool's connections) on both.
       if (!options.smoke) for (const store of STORES) once(store, 8, 1)
-      for (let round = 0; round < options.rounds; round++) for (const store of STORES) slices[store].push(once(store, options.connections, slice))
-      const result = { file: combine(slices.file, slice), postgres: combine(slices.postgres, slice) }
+      for (let round = 0; round < options.rounds; round++) for (const store of STORES) slices[store].push(once(store, options.connections, slice, cpu[store]))
+      const result = {
+        file: { ...combine(slices.file, slice), cpu: cpu.file.share() },
+        postgres: { ...combine(slices.postgres, slice), cpu: cpu.postgres.share() },
+      }
       log(
         `${label}: file p50 ${result.file.p50.toFixed(2)} ms (${result.file.rps.toFixed(0)} req/s), postgres p50 ${result.postgres.p50.toFixed(2)} ms (${result.postgres.rps.toFixed(0)} req/s)`,
       )
       return result
     }
-    const reveal = await load('reveal', 'POST', (store) => seeded[store].main.entryIds.slice(0, 64).map((id) => `/api/entries/${id}/reveal`))
+    const revealPaths = (store: StoreName) => seeded[store].main.entryIds.slice(0, 64).map((id) => `/api/entries/${id}/reveal`)
+    const reveal = await load('reveal', 'POST', revealPaths)
     const afterReveal = { file: memory(servers.file), postgres: memory(servers.postgres) }
     const write = await load(
       'write',
@@ -193,6 +205,17 @@ export async function runPostgresBench(argv: string[]): Promise<void> {
         }),
     )
     const afterWrite = { file: memory(servers.file), postgres: memory(servers.postgres) }
+    for (const store of STORES) await servers[store].stop()
+
+    // The same reveals with the audit log off (SVC_AUDIT=off, a switch for the benchmark only):
+    // what of the difference is the durable audit line each reveal waits for.
+    for (const store of STORES)
+      servers[store] = await startServer(
+        `${store}-audit-off`,
+        { ...envFor(store, 'main'), SVC_AUDIT: 'off' },
+        { path: '/api/entries', key: seeded[store].main.key },
+      )
+    const revealUnaudited = await load('reveal, audit off', 'POST', revealPaths)
     for (const store of STORES) await servers[store].stop()
 
     const ratio = (pick: (s: StoreName) => number) => pick('postgres') / pick('file')
@@ -233,15 +256,31 @@ export async function runPostgresBench(argv: string[]): Promise<void> {
       },
     ]
     const row = (label: string, f: number, p: number, unit: string, digits = 2) =>
-      `${label.padEnd(44)} ${f.toFixed(digits).padStart(9)} ${p.toFixed(digits).padStart(10)}  ${unit.padEnd(6)} ${(p / f).toFixed(2).padStart(6)}`
+      `${label.padEnd(44)} ${f.toFixed(digits).padStart(9)} ${p.toFixed(digits).padStart(10)}  ${unit.padEnd(6)} ${(f > 0 ? (p / f).toFixed(2) : '').padStart(6)}`
+    // Where the CPU of a load's slices went, per request (bench/cpu.ts).
+    const cpuRows = (what: string, load: typeof reveal) => {
+      const [f, p] = [load.file.cpu, load.postgres.cpu]
+      return [
+        row(`${what}: CPU per request, all below`, f.all, p.all, 'µs', 0),
+        row('  the server', f.server, p.server, 'µs', 0),
+        row("  PostgreSQL's processes", f.postgres, p.postgres, 'µs', 0),
+        row("  the kernel's threads", f.kernel, p.kernel, 'µs', 0),
+        row('  wrk', f.wrk, p.wrk, 'µs', 0),
+        row('  the machine busy meanwhile', f.busyPercent, p.busyPercent, '%', 0),
+      ]
+    }
     const lines = [
       `${'measure'.padEnd(44)} ${'file'.padStart(9)} ${'postgres'.padStart(10)}  ${'unit'.padEnd(6)} ${'pg/file'.padStart(6)}`,
       row(`reveal p50 (wrk, ${options.connections} connections)`, reveal.file.p50, reveal.postgres.p50, 'ms'),
       row('reveal p99', reveal.file.p99, reveal.postgres.p99, 'ms'),
       row('reveal req/s', reveal.file.rps, reveal.postgres.rps, 'req/s', 0),
+      ...cpuRows('reveal', reveal),
+      row('reveal p50, audit off (SVC_AUDIT=off)', revealUnaudited.file.p50, revealUnaudited.postgres.p50, 'ms'),
+      row('reveal req/s, audit off', revealUnaudited.file.rps, revealUnaudited.postgres.rps, 'req/s', 0),
       row(`write p50 (POST /api/entries, ${options.connections} conns)`, write.file.p50, write.postgres.p50, 'ms'),
       row('write p99', write.file.p99, write.postgres.p99, 'ms'),
       row('write req/s', write.file.rps, write.postgres.rps, 'req/s', 0),
+      ...cpuRows('write', write),
       row(`start-up, ${options.users} accounts (median of ${options.startups})`, median(startup.file), median(startup.postgres), 'ms', 0),
       row('idle RSS after start', idle.file.rssMb, idle.postgres.rssMb, 'MB', 1),
       row("  of which the process's own (RssAnon)", idle.file.anonMb, idle.postgres.anonMb, 'MB', 1),
@@ -254,6 +293,7 @@ export async function runPostgresBench(argv: string[]): Promise<void> {
       [
         ['reveal', reveal[store]],
         ['write', write[store]],
+        ['reveal with the audit off', revealUnaudited[store]],
       ].flatMap(([what, r]: any) => (r.non2xx + r.errors > 0 ? [`${store} ${what}: ${r.non2xx} non-2xx answers, ${r.errors} connection errors`] : [])),
     )
     if (failures.length > 0) lines.push('', 'notes:', ...failures.map((f) => `  - ${f}`))
@@ -268,6 +308,7 @@ export async function runPostgresBench(argv: string[]): Promise<void> {
       options: { durationSeconds: options.duration, rounds: options.rounds, sliceSeconds: slice, connections: options.connections, users: options.users },
       seed: { main: seeded.file.main.counts, accounts: options.users, seedSeconds },
       reveal,
+      revealUnaudited,
       write,
       startupMs: startup,
       memoryMb: { idle, afterReveal, afterWrite },

@@ -10,6 +10,9 @@ export interface WrkResult {
   p99: number
   non2xx: number
   errors: number
+  /** Requests answered in all, and wrk's own CPU time (ms) making them. */
+  requests: number
+  cpuMs: number
 }
 
 export function ensureWrk(): void {
@@ -61,5 +64,6 @@ end
   const line = /RESULT (\d+) (\d+) ([\d.]+) ([\d.]+) (\d+) (\d+)/.exec(run.stdout.toString())
   if (!line) throw new Error(`wrk gave no result: ${run.stdout.toString()} ${run.stderr.toString()}`)
   const [requests, durationUs, p50Us, p99Us, non2xx, errors] = line.slice(1).map(Number)
-  return { rps: (requests - non2xx) / (durationUs / 1e6), p50: p50Us / 1000, p99: p99Us / 1000, non2xx, errors }
+  const cpuMs = Number(run.resourceUsage?.cpuTime.total ?? 0n) / 1000
+  return { rps: (requests - non2xx) / (durationUs / 1e6), p50: p50Us / 1000, p99: p99Us / 1000, non2xx, errors, requests, cpuMs }
 }

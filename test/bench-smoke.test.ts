@@ -58,10 +58,20 @@ pgTest(
     try {
       if (code !== 0) console.error(stdout, stderr)
       expect(code).toBe(0)
-      for (const label of ['reveal p50', 'write p50', 'start-up, 200 accounts', 'idle RSS after start']) expect(stdout).toContain(label)
+      for (const label of ['reveal p50', 'write p50', 'start-up, 200 accounts', 'idle RSS after start', 'CPU per request', 'reveal p50, audit off'])
+        expect(stdout).toContain(label)
       expect(stdout).not.toContain('non-2xx')
       const report = JSON.parse(readFileSync(out, 'utf8'))
       expect(report).toMatchObject({ kind: 'svc-vault-bench-postgres', mode: 'smoke', postgres: { source: 'SVC_TEST_POSTGRES' } })
+      // CPU by process (bench/cpu.ts): the server works on both stores, PostgreSQL's processes only
+      // for the database's slices, and nothing is counted below zero (a backend that ended meanwhile).
+      for (const load of [report.reveal, report.write]) {
+        expect(load.file.cpu.server).toBeGreaterThan(0)
+        expect(load.postgres.cpu.server).toBeGreaterThan(0)
+        expect(load.postgres.cpu.postgres).toBeGreaterThan(0)
+        for (const store of ['file', 'postgres']) for (const part of ['postgres', 'kernel', 'wrk']) expect(load[store].cpu[part]).toBeGreaterThanOrEqual(0)
+      }
+      expect(report.revealUnaudited.postgres.rps).toBeGreaterThan(0)
       expect(report.targets.map((t: { met: unknown }) => t.met)).toEqual([null, null, null, null]) // a smoke run judges nothing
     } finally {
       rmSync(out, { force: true })
