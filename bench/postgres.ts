@@ -165,7 +165,7 @@ export async function runPostgresBench(argv: string[]): Promise<void> {
       const slices: Record<StoreName, WrkResult[]> = { file: [], postgres: [] }
       const cpu: Record<StoreName, CpuTally> = { file: new CpuTally(), postgres: new CpuTally() }
       const once = (store: StoreName, connections: number, seconds: number, tally?: CpuTally) => {
-        const before = cpuSnapshot(servers[store].pid)
+        const before = tally && cpuSnapshot(servers[store].pid)
         const result = wrk(servers[store].url, {
           connections,
           seconds,
@@ -174,7 +174,7 @@ export async function runPostgresBench(argv: string[]): Promise<void> {
           headers: { authorization: `Bearer ${seeded[store].main.key}` },
           body: body?.(store),
         })
-        tally?.add(before, cpuSnapshot(servers[store].pid), result.requests, result.cpuMs)
+        if (tally && before) tally.add(before, cpuSnapshot(servers[store].pid), result.requests, result.cpuMs)
         return result
       }
       // Warm-up (the optimizing compiler, the pool's connections) on both.
