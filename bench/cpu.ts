@@ -25,21 +25,23 @@ export interface CpuShare {
   busyPercent: number
 }
 
+/** /proc's clock tick (USER_HZ, 100 on Linux), in ms. */
 const CLOCK_TICK_MS = 10
 
-function statFields(pid: string): string[] | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-  } catch {
-    // Gone meanwhile (a backend that ended): its time is lost, as between two snapshots.
-    return null
-  }
+/** The fields of /proc/PID/stat after the command's name (which may hold spaces); throws once the process is gone. */
+function statFields(pid: number | string): string[] {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ')
 }
 
-/** utime + stime of a process, all its threads, in ms. */
+/** utime + stime of a process, all its threads (ended ones included), in ms. */
 function processMs(fields: string[]): number {
   return (Number(fields[11]) + Number(fields[12])) * CLOCK_TICK_MS
+}
+
+/** A live process's utime + stime in ms (bench/startup.ts); throws once it is gone. */
+export function processCpuMs(pid: number): number {
+  return processMs(statFields(pid))
 }
 
 function comm(pid: string): string {
@@ -59,8 +61,13 @@ export function cpuSnapshot(serverPid: number): CpuSnapshot {
   const snapshot: CpuSnapshot = { processes: { server: new Map(), postgres: new Map(), kernel: new Map() }, busy: 0, total: 0 }
   for (const pid of readdirSync('/proc')) {
     if (!/^\d+$/.test(pid)) continue
-    const fields = statFields(pid)
-    if (!fields) continue
+    let fields: string[]
+    try {
+      fields = statFields(pid)
+    } catch {
+      // Gone meanwhile (a backend that ended): its time is lost, as between two snapshots.
+      continue
+    }
     const group: Group | null = Number(pid) === serverPid ? 'server' : fields[1] === '2' ? 'kernel' : comm(pid) === 'postgres' ? 'postgres' : null
     if (group) snapshot.processes[group].set(pid, processMs(fields))
   }

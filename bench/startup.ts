@@ -10,13 +10,13 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { processCpuMs } from './cpu'
 
 const ROOT = join(import.meta.dir, '..')
 const STARTS = Number(process.argv.find((arg) => arg.startsWith('--starts='))?.split('=')[1] ?? 10)
 const given = process.argv.filter((arg) => arg.startsWith('--command=')).map((arg) => arg.slice('--command='.length))
 const COMMANDS = (given.length ? given : ['bun dist/index.js']).map((command) => command.split(' '))
 const MASTER_KEY = Buffer.alloc(32, 7).toString('base64')
-const TICK_MS = 1000 / 100
 
 interface Sample {
   wallMs: number
@@ -35,13 +35,6 @@ function threadsCpuMs(pid: number): number {
     }
   }
   return ns / 1e6
-}
-
-/** user+sys of the process (all its threads, ended ones included), in ms. */
-function statCpuMs(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-  return (Number(fields[11]) + Number(fields[12])) * TICK_MS
 }
 
 async function freePort(): Promise<number> {
@@ -67,7 +60,7 @@ async function start(command: string[], dataDir: string, request: (base: string)
       const response = await request(base).catch(() => undefined)
       if (response?.status === 200) {
         const wallMs = performance.now() - began
-        const sample = { wallMs, cpuMs: threadsCpuMs(proc.pid), tickMs: statCpuMs(proc.pid) }
+        const sample = { wallMs, cpuMs: threadsCpuMs(proc.pid), tickMs: processCpuMs(proc.pid) }
         await response.arrayBuffer()
         return sample
       }
