@@ -23,10 +23,6 @@ cd "$(dirname "$0")/.."
 POSTGRES_SUITES=(test/modules test/account test/auth test/audit test/vaults test/robustness
   test/platform/access-keys.test.ts test/platform/auth.test.ts test/platform/errors.test.ts test/platform/signup.test.ts
   test/platform/canary.test.ts test/platform/throttle.test.ts test/platform/ciphertext.test.ts)
-# Suites of the file store's pass that run after the PostgreSQL pass instead, in its place (both
-# passes, no arguments): the file store's pass is the longer one, and two passes at a time stay
-# two (docs/development.md, "Tests").
-LATE_FILE_SUITES=(test/cli test/store test/postgres test/bench-smoke.test.ts)
 STORES=${SVC_TEST_STORE:-both}
 case "$STORES" in file | postgres | both) ;; *)
   echo "SVC_TEST_STORE must be file or postgres (unset: both), not '$STORES'" >&2
@@ -156,7 +152,6 @@ cleanup() {
   stop_cluster
   [ -z "${pg_log:-}" ] || rm -f "$pg_log"
   [ -z "${file_log:-}" ] || rm -f "$file_log"
-  [ -z "${late_log:-}" ] || rm -f "$late_log"
 }
 trap cleanup EXIT
 trap 'exit 130' INT
@@ -181,19 +176,6 @@ fi
 file_pass() {
   unset SVC_TEST_STORE
   exec bun test --timeout 60000 "$@"
-}
-# Both passes without arguments: the file store's pass leaves LATE_FILE_SUITES to late_pass.
-early_file_pass() {
-  local ignore=() suite
-  for suite in "${LATE_FILE_SUITES[@]}"; do
-    if [ -d "$suite" ]; then ignore+=("--path-ignore-patterns=$suite/**"); else ignore+=("--path-ignore-patterns=$suite"); fi
-  done
-  file_pass "${ignore[@]}"
-}
-late_pass() {
-  local suites=() suite
-  for suite in "${LATE_FILE_SUITES[@]}"; do suites+=("./$suite"); done
-  file_pass "${suites[@]}"
 }
 # The PostgreSQL pass runs at a lower priority: the file store's pass, the longer one, has the
 # tests with time budgets (parsers, throttles, Chromium); the second pass takes the idle CPU.
@@ -227,43 +209,25 @@ fi
 # Both passes at once: the file store's output as it comes, PostgreSQL's after it (one block).
 # The file store's is kept too, so that the last lines name what failed in either pass (a CI log
 # is often read from its tail only, which is the PostgreSQL pass).
-# Without arguments, LATE_FILE_SUITES run on the file store once the PostgreSQL pass has ended;
-# their output follows PostgreSQL's.
 pg_log=$(mktemp "${TMPDIR:-/tmp}/svc-vault-pg-pass.XXXXXX")
 file_log=$(mktemp "${TMPDIR:-/tmp}/svc-vault-file-pass.XXXXXX")
-late_log=$(mktemp "${TMPDIR:-/tmp}/svc-vault-late-pass.XXXXXX")
 started=$SECONDS
 postgres_pass "$@" >"$pg_log" 2>&1 &
 pg_pid=$!
-if [ $# -gt 0 ]; then file_pass "$@" > >(tee "$file_log") 2>&1 &
-else early_file_pass > >(tee "$file_log") 2>&1 &
-fi
+file_pass "$@" > >(tee "$file_log") 2>&1 &
 file_pid=$!
 pids+=("$pg_pid" "$file_pid")
+file_status=0
+wait "$file_pid" || file_status=$?
+file_seconds=$((SECONDS - started))
 pg_status=0
 wait "$pg_pid" || pg_status=$?
 pg_seconds=$((SECONDS - started))
-late_status=0
-if [ $# -eq 0 ]; then
-  late_pass >"$late_log" 2>&1 &
-  late_pid=$!
-  pids+=("$late_pid")
-  wait "$late_pid" || late_status=$?
-fi
-file_status=0
-wait "$file_pid" || file_status=$?
-[ "$file_status" != 0 ] || file_status=$late_status
-file_seconds=$((SECONDS - started))
 pids=()
 echo
 echo "==================== the same suites on PostgreSQL (SVC_TEST_STORE=postgres) ===================="
 cat "$pg_log"
 echo
-if [ $# -eq 0 ]; then
-  echo "==================== on the file store, after the PostgreSQL pass: ${LATE_FILE_SUITES[*]} ===================="
-  cat "$late_log"
-  echo
-fi
 # The failing tests of each pass (bun test marks them "(fail)"), each with its file and the first
 # error line printed before it (a hook that failed is "(unnamed)": only its file says which), and
 # errors between tests, which fail a pass without a "(fail)" line.
@@ -287,9 +251,9 @@ failures() {
   ' "$1"
 }
 for pass in file PostgreSQL; do
-  logs=("$file_log" "$late_log")
-  [ "$pass" = PostgreSQL ] && logs=("$pg_log")
-  found=$(for log in "${logs[@]}"; do failures "$log"; done)
+  log=$file_log
+  [ "$pass" = PostgreSQL ] && log=$pg_log
+  found=$(failures "$log")
   if [ -n "$found" ]; then
     echo "failed on the $pass store:"
     echo "$found"

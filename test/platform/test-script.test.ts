@@ -81,7 +81,7 @@ const testWithPostgres = testNeeding(
  */
 async function runScript(
   name: string,
-  exits: { file: number | 'sleep'; postgres: number | 'sleep'; late?: number },
+  exits: { file: number | 'sleep'; postgres: number | 'sleep' },
   args: string[] = [],
   extraEnv: Record<string, string> = {},
 ) {
@@ -105,8 +105,6 @@ if [ "$store" = postgres ]; then
 fi
 echo "url $store \${SVC_TEST_POSTGRES:-none}\${SVC_TEST_POSTGRES_THROWAWAY:+ (throwaway)}" >>${log}
 case $store in file) code=${exits.file} ;; *) code=${exits.postgres} ;; esac
-# The file store's suites that run after the PostgreSQL pass (named ./test/..., as only they are on the file store).
-if [ "$store" = file ]; then case " $* " in *" ./test/"*) code=${exits.late ?? exits.file} ;; esac; fi
 if [ "$code" = sleep ]; then echo "sleeping $store $$" >>${log}; exec sleep 60; fi
 # As bun test does: each file's name, an error and the failure as they happen (a failed hook is
 # "(unnamed)"), an error between tests, and the failures again in the recap at the end.
@@ -136,32 +134,14 @@ exit $code`,
 testWithPostgres(
   'the second pass runs on a throwaway cluster (socket only, fsync on), beside the file store; the cluster is removed after a pass, a failure, a TERM',
   async () => {
-    const [passed, failed, stopped, lateFailed] = await Promise.all([
+    const [passed, failed, stopped] = await Promise.all([
       runScript('passed', { file: 0, postgres: 0 }),
       runScript('failed', { file: 2, postgres: 3 }, ['--bail', 'test/one.test.ts']),
       runScript('stopped', { file: 'sleep', postgres: 'sleep' }),
-      runScript('late-failed', { file: 0, postgres: 0, late: 4 }),
     ])
     // Both passes, at once: the file store's over everything, PostgreSQL's over the suites of issue 34.
     expect(passed.code).toBe(0)
-    // The file store's pass leaves some suites out, and they run on the file store once the
-    // PostgreSQL pass has ended (its lane is the shorter one): every file store test still runs once.
-    const early = /pass file: test --timeout 60000((?: --path-ignore-patterns=\S+)+)\n/.exec(passed.logged)
-    const late = /pass file: test --timeout 60000((?: \.\/test\/\S+)+)\n/.exec(passed.logged)
-    expect(late?.[1].trim().split(' ')).toContain('./test/cli')
-    expect(early?.[1].trim().split(' ')).toEqual(
-      late![1]
-        .trim()
-        .split(' ')
-        .map((suite) => `--path-ignore-patterns=${suite.slice(2)}${suite.endsWith('.ts') ? '' : '/**'}`),
-    )
-    expect(passed.logged.indexOf(late![0])).toBeGreaterThan(passed.logged.indexOf('url postgres'))
-    expect(passed.out).toContain(`on the file store, after the PostgreSQL pass: ${late![1].trim().replaceAll('./', '')}`)
-    // Their failure fails the run, named with the file store's.
-    expect(lateFailed.code).not.toBe(0)
-    expect(lateFailed.out).toMatch(/file store: exit 4 after \d+ s; PostgreSQL: exit 0/)
-    expect(lateFailed.stdout).toContain('failed on the file store:\n  test/one.test.ts: (fail) a test on file')
-    expect(lateFailed.stdout).not.toContain('failed on the PostgreSQL store')
+    expect(passed.logged).toContain('pass file: test --timeout 60000\n')
     // PostgreSQL's: the files of those suites that start a server (a parser's test does the same on both).
     const onPostgres = /pass postgres: test --timeout 60000 (.*)\n/.exec(passed.logged)![1].split(' ')
     expect(onPostgres).toContain('./test/modules/entries.test.ts')
@@ -196,7 +176,7 @@ testWithPostgres(
     expect(stopped.code).toBe(143)
     expect(stopped.logged.match(/sleeping/g)).toHaveLength(2)
     // Each time the cluster is gone: its folder, and its server.
-    for (const run of [passed, failed, stopped, lateFailed]) {
+    for (const run of [passed, failed, stopped]) {
       expect(run.left).toEqual([])
       expect(existsSync(run.cluster)).toBe(false)
       expect(Bun.spawnSync(['pgrep', '-f', run.cluster]).exitCode).toBe(1)
