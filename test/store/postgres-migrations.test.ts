@@ -5,7 +5,9 @@
 import { afterAll, expect, test } from 'bun:test'
 import { ACCOUNTS_ID, PgStore } from '../../src/store/postgres/store'
 import { Database } from '../../src/store/postgres/database'
-import { SCHEMA_VERSION, SchemaTooNewError } from '../../src/store/postgres/migrations'
+import { migrate, SCHEMA_VERSION, SchemaTooNewError } from '../../src/store/postgres/migrations'
+import { QUERY_TIMEOUT_MS } from '../../src/store/postgres/database'
+import { newAccounts } from '../../src/store/store'
 import { freshDatabase, missingPostgres } from '../support/postgres'
 import { describeNeeding } from '../support/requirements'
 import { removeDir, ROOT, tempDir, TEST_MASTER_KEY } from '../support/server'
@@ -57,6 +59,34 @@ describeNeeding(missingPostgres)('the schema on PostgreSQL', () => {
     await again.close()
     expect(((await rows(url, (sql) => sql`SELECT count(*)::int AS n FROM svc_schema`)) as { n: number }[])[0].n).toBe(SCHEMA_VERSION)
   }, 60_000)
+
+  test("an instance that starts while another is creating the accounts waits for it under the start's bound, not a request's", async () => {
+    const url = await freshDatabase()
+    const schema = new Database(url, { max: 1 })
+    await migrate(schema).finally(() => schema.close())
+    // Another instance's start, its accounts inserted but not yet committed, for longer than a
+    // request's bound (as a busy machine keeps it): the start below waits on that row.
+    const other = new Database(url, { max: 1, timeoutMs: 30_000 })
+    let inserted = () => {}
+    const insertedNow = new Promise<void>((resolve) => (inserted = resolve))
+    const held = other.run((sql) =>
+      sql.begin(async (tx) => {
+        await tx`INSERT INTO svc_documents (id, kind, snapshot, snapshot_version) VALUES (${ACCOUNTS_ID}, 'accounts', ${JSON.stringify(newAccounts('first'))}, 0)`
+        await tx`INSERT INTO svc_changes (document_id, version, changes) VALUES (${ACCOUNTS_ID}, 0, '[]')`
+        inserted()
+        await Bun.sleep(QUERY_TIMEOUT_MS * 2)
+      }),
+    )
+    try {
+      await insertedNow
+      const store = await PgStore.open(url, { createKeyCheck: () => 'second' })
+      await store.close()
+      expect(store.accounts.data.keyCheck).toBe('first')
+    } finally {
+      await held
+      await other.close()
+    }
+  }, 30_000)
 
   test('a schema newer than the server knows is refused: the store does not open, the server exits 1 saying so', async () => {
     const url = await freshDatabase()

@@ -134,9 +134,12 @@ export const MIGRATIONS: readonly { name: string; up: (tx: Sql) => Promise<unkno
 
 export const SCHEMA_VERSION = MIGRATIONS.length
 
-/** Applies the migrations the database lacks; returns the schema version found before. */
-export async function migrate(db: Database): Promise<number> {
-  const reserved = await db.run((sql) => sql.reserve())
+/**
+ * Applies the migrations the database lacks; returns the schema version found before.
+ * `timeoutMs`: the bound of the connection's wait (a server's start gives its own, not a request's).
+ */
+export async function migrate(db: Database, timeoutMs?: number): Promise<number> {
+  const reserved = await db.run((sql) => sql.reserve(), { timeoutMs })
   try {
     await reserved`SELECT pg_advisory_lock(${MIGRATION_LOCK})`
     try {

@@ -19,8 +19,12 @@ import { migrate, SCHEMA_VERSION } from './migrations'
 import { PgState } from './state'
 
 export const ACCOUNTS_ID = 'accounts'
-/** How long reading the accounts at start may take. */
-const START_LOAD_TIMEOUT_MS = 30_000
+/**
+ * How long each of a start's queries may take: reading the accounts (tens of MB at 50,000 users),
+ * or waiting for another instance starting at once to commit them. A start is no request: a
+ * request's bound (QUERY_TIMEOUT_MS) failed it on a busy machine.
+ */
+const START_TIMEOUT_MS = 30_000
 const VAULT_ID = /^[0-9a-f-]{36}$/
 
 /**
@@ -38,7 +42,7 @@ function readAccountsIfCurrent(db: Database): Promise<Loaded | null> {
           const [schema] = await tx`SELECT coalesce(max(version), 0)::int AS version FROM svc_schema`
           return Number(schema.version) === SCHEMA_VERSION ? loadDocumentIn(tx, ACCOUNTS_ID, ACCOUNTS_LISTS) : null
         }) as Promise<Loaded | null>,
-      { timeoutMs: START_LOAD_TIMEOUT_MS },
+      { timeoutMs: START_TIMEOUT_MS },
     )
     .catch(() => null)
 }
@@ -88,11 +92,11 @@ export class PgStore implements DataStore {
     try {
       // Nothing is served yet: the accounts may take longer than a request's bound to read.
       const early = readAccountsIfCurrent(db)
-      await migrate(db)
+      await migrate(db, START_TIMEOUT_MS)
       let loaded = await early
       if (!loaded) {
-        await createDocument(db, ACCOUNTS_ID, 'accounts', () => newAccounts(options.createKeyCheck()))
-        loaded = await loadDocument(db, ACCOUNTS_ID, ACCOUNTS_LISTS, START_LOAD_TIMEOUT_MS)
+        await createDocument(db, ACCOUNTS_ID, 'accounts', () => newAccounts(options.createKeyCheck()), START_TIMEOUT_MS)
+        loaded = await loadDocument(db, ACCOUNTS_ID, ACCOUNTS_LISTS, START_TIMEOUT_MS)
       }
       if (!loaded) throw new Error('the accounts document is missing from the database')
       const check = checkVersion<AccountsDocument>('the accounts document')
@@ -219,17 +223,22 @@ export class PgStore implements DataStore {
   }
 }
 
-/** Creates a document at version 0 unless it exists (two instances creating one: the first wins). */
-async function createDocument<T>(db: Database, id: string, kind: 'accounts' | 'vault', create: () => T): Promise<void> {
-  const exists = await db.run((sql) => sql`SELECT 1 FROM svc_documents WHERE id = ${id}`)
+/**
+ * Creates a document at version 0 unless it exists (two instances creating one: the first wins,
+ * the other waiting for its commit). `timeoutMs`: the start's bound, for the accounts.
+ */
+async function createDocument<T>(db: Database, id: string, kind: 'accounts' | 'vault', create: () => T, timeoutMs?: number): Promise<void> {
+  const exists = await db.run((sql) => sql`SELECT 1 FROM svc_documents WHERE id = ${id}`, { timeoutMs })
   if (exists.length > 0) return
   const text = JSON.stringify(create())
-  await db.run((sql) =>
-    sql.begin(async (tx) => {
-      const created =
-        await tx`INSERT INTO svc_documents (id, kind, snapshot, snapshot_version) VALUES (${id}, ${kind}, ${text}, 0) ON CONFLICT (id) DO NOTHING RETURNING id`
-      // Version 0's row: a refresh from version 0 finds where it stands (document.ts).
-      if (created.length > 0) await tx`INSERT INTO svc_changes (document_id, version, changes) VALUES (${id}, 0, '[]')`
-    }),
+  await db.run(
+    (sql) =>
+      sql.begin(async (tx) => {
+        const created =
+          await tx`INSERT INTO svc_documents (id, kind, snapshot, snapshot_version) VALUES (${id}, ${kind}, ${text}, 0) ON CONFLICT (id) DO NOTHING RETURNING id`
+        // Version 0's row: a refresh from version 0 finds where it stands (document.ts).
+        if (created.length > 0) await tx`INSERT INTO svc_changes (document_id, version, changes) VALUES (${id}, 0, '[]')`
+      }),
+    { timeoutMs },
   )
 }
