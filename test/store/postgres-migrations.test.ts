@@ -4,9 +4,8 @@
 // server logs at start names its database, never the URL's password.
 import { afterAll, expect, test } from 'bun:test'
 import { ACCOUNTS_ID, PgStore } from '../../src/store/postgres/store'
-import { Database } from '../../src/store/postgres/database'
+import { Database, QUERY_TIMEOUT_MS } from '../../src/store/postgres/database'
 import { migrate, SCHEMA_VERSION, SchemaTooNewError } from '../../src/store/postgres/migrations'
-import { QUERY_TIMEOUT_MS } from '../../src/store/postgres/database'
 import { newAccounts } from '../../src/store/store'
 import { freshDatabase, missingPostgres } from '../support/postgres'
 import { describeNeeding } from '../support/requirements'
@@ -65,7 +64,8 @@ describeNeeding(missingPostgres)('the schema on PostgreSQL', () => {
     const schema = new Database(url, { max: 1 })
     await migrate(schema).finally(() => schema.close())
     // Another instance's start, its accounts inserted but not yet committed, for longer than a
-    // request's bound (as a busy machine keeps it): the start below waits on that row.
+    // request's bound (as a busy machine keeps it; that bound is a real timer, so is the wait):
+    // the start below waits on that row.
     const other = new Database(url, { max: 1, timeoutMs: 30_000 })
     let inserted = () => {}
     const insertedNow = new Promise<void>((resolve) => (inserted = resolve))
@@ -78,7 +78,7 @@ describeNeeding(missingPostgres)('the schema on PostgreSQL', () => {
       }),
     )
     try {
-      await insertedNow
+      await Promise.race([insertedNow, held])
       const store = await PgStore.open(url, { createKeyCheck: () => 'second' })
       await store.close()
       expect(store.accounts.data.keyCheck).toBe('first')
