@@ -28,10 +28,14 @@ export interface CpuShare {
 /** /proc's clock tick (USER_HZ, 100 on Linux), in ms. */
 const CLOCK_TICK_MS = 10
 
-/** The fields of /proc/PID/stat after the command's name (which may hold spaces); throws once the process is gone. */
-function statFields(pid: number | string): string[] {
+/**
+ * /proc/PID/stat: the command's name (between the parentheses; it may hold spaces) and the fields
+ * after it. Throws once the process is gone.
+ */
+function readStat(pid: number | string): { name: string; fields: string[] } {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-  return stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  const end = stat.lastIndexOf(')')
+  return { name: stat.slice(stat.indexOf('(') + 1, end), fields: stat.slice(end + 2).split(' ') }
 }
 
 /** utime + stime of a process, all its threads (ended ones included), in ms. */
@@ -41,15 +45,7 @@ function processMs(fields: string[]): number {
 
 /** A live process's utime + stime in ms (bench/startup.ts); throws once it is gone. */
 export function processCpuMs(pid: number): number {
-  return processMs(statFields(pid))
-}
-
-function comm(pid: string): string {
-  try {
-    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim()
-  } catch {
-    return ''
-  }
+  return processMs(readStat(pid).fields)
 }
 
 /**
@@ -61,14 +57,15 @@ export function cpuSnapshot(serverPid: number): CpuSnapshot {
   const snapshot: CpuSnapshot = { processes: { server: new Map(), postgres: new Map(), kernel: new Map() }, busy: 0, total: 0 }
   for (const pid of readdirSync('/proc')) {
     if (!/^\d+$/.test(pid)) continue
-    let fields: string[]
+    let stat: { name: string; fields: string[] }
     try {
-      fields = statFields(pid)
+      stat = readStat(pid)
     } catch {
       // Gone meanwhile (a backend that ended): its time is lost, as between two snapshots.
       continue
     }
-    const group: Group | null = Number(pid) === serverPid ? 'server' : fields[1] === '2' ? 'kernel' : comm(pid) === 'postgres' ? 'postgres' : null
+    const { name, fields } = stat
+    const group: Group | null = Number(pid) === serverPid ? 'server' : fields[1] === '2' ? 'kernel' : name === 'postgres' ? 'postgres' : null
     if (group) snapshot.processes[group].set(pid, processMs(fields))
   }
   // cpu  user nice system idle iowait irq softirq steal ...: idle and iowait are not busy.
